@@ -1,0 +1,12 @@
+//! One module per subcommand; each exposes a clap `Subcommand` enum or `Args`
+//! struct with `exec(self) -> anyhow::Result<ExitCode>`.
+
+pub mod topo;
+
+/// Marks an error as an internal failure (exit code 3) rather than bad input (2).
+#[derive(Debug, thiserror::Error)]
+#[error("internal error: {0}")]
+pub struct Internal(pub String);
+
+/// Exit code for "the command ran and found errors".
+pub const FOUND_ERRORS: u8 = 1;

@@ -1,0 +1,53 @@
+//! The `rdmalab` binary: parses arguments, calls a library, maps errors to exit codes.
+//!
+//! Exit codes: 0 success; 1 the command ran and found errors (a failed check, a
+//! lint error); 2 bad input or usage (unreadable or malformed files, bad flags);
+//! 3 an internal failure. A closed stdout pipe ends the program quietly with 0.
+
+mod cmd;
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Build an AI cluster's fabric as InfiniBand and as RoCE, run it packet by packet,
+/// and compare.
+#[derive(Debug, Parser)]
+#[command(name = "rdmalab", version, about, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Generate, inspect and convert cluster topologies.
+    #[command(subcommand)]
+    Topo(cmd::topo::TopoCmd),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Topo(c) => c.exec(),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => report_error(&e),
+    }
+}
+
+/// Print an error chain and choose the exit code. A broken pipe is not an error.
+fn report_error(e: &anyhow::Error) -> ExitCode {
+    for cause in e.chain() {
+        if let Some(io) = cause.downcast_ref::<std::io::Error>() {
+            if io.kind() == std::io::ErrorKind::BrokenPipe {
+                return ExitCode::SUCCESS;
+            }
+        }
+    }
+    let _ = std::io::stdout().flush();
+    eprintln!("rdmalab: error: {e:#}");
+    if e.chain().any(|c| c.downcast_ref::<cmd::Internal>().is_some()) { ExitCode::from(3) } else { ExitCode::from(2) }
+}

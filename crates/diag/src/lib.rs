@@ -1,0 +1,1 @@
+//! rdmalab diag (see crates/README.md).

@@ -1,0 +1,1 @@
+//! rdmalab lab (see crates/README.md).

@@ -1,0 +1,1 @@
+//! rdmalab report (see crates/README.md).

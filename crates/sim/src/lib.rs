@@ -1,0 +1,1 @@
+//! rdmalab sim (see crates/README.md).
