@@ -1,1 +1,8 @@
-//! rdmalab report (see crates/README.md).
+//! Reports: terminal tables, JSON/CSV and one self-contained HTML page with inline
+//! SVG charts. Reports take results as data; they never run anything.
+
+pub mod html;
+pub mod svg;
+
+pub use html::{Block, Document, Table, Tone};
+pub use svg::{Chart, Scale, Series, TickFormat};
