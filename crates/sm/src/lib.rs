@@ -1,6 +1,18 @@
 //! The rdmalab Subnet Manager: discovery, LID assignment, routing engines, LFT and
 //! SL2VL programming, sweeps and traps, validation, OpenSM-format dumps.
+//!
+//! ```text
+//!   Fabric ──freeze──▶ FlatFabric ──lids::assign──▶ RoutingTables (LIDs)
+//!                                   └─routing::route(engines…)──▶ RoutingTables (LFTs, SL2VL)
+//!   RoutingTables ──validate::validate──▶ Validation (reachability, hops, credit loops, balance)
+//!   RoutingTables ──dump::*──▶ opensm-lfts.dump, opensm-subnet.lst, guid2lid, opensm-sl2vl.dump
+//! ```
 
+pub mod index;
+pub mod lids;
 pub mod tables;
+pub mod testkit;
+pub mod validate;
 
 pub use tables::{Lft, NO_ROUTE, PathSl, RoutingTables, Sl2Vl};
+pub use validate::{Validation, validate};
