@@ -1,5 +1,9 @@
 //! The lab: scenarios, the comparison runner, collectives, and the advisor.
 
+pub mod advisor;
 pub mod collective;
+pub mod tco;
 
+pub use advisor::{Advice, Answers, Evidence, FabricKind, Favours, advise};
 pub use collective::{Collective, Rank, Schedule, Transfer, Via, nccl_bandwidth};
+pub use tco::{PriceTable, Tco, Tech};
