@@ -2,8 +2,10 @@
 
 pub mod advisor;
 pub mod collective;
+pub mod scenario;
 pub mod tco;
 
 pub use advisor::{Advice, Answers, Evidence, FabricKind, Favours, advise};
 pub use collective::{Collective, Rank, Schedule, Transfer, Via, nccl_bandwidth};
 pub use tco::{PriceTable, Tco, Tech};
+pub use scenario::{Scenario, ScenarioError, Variant, VariantFabric};
