@@ -1,0 +1,4 @@
+//! Integration tests of the wire crate (one binary).
+
+mod support;
+mod vectors;

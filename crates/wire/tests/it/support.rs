@@ -1,0 +1,23 @@
+//! Shared helpers: hex, the reference vector folder.
+
+use std::path::PathBuf;
+
+/// `../shared/vectors/wire` relative to the repository root.
+pub fn vectors_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/vectors/wire")
+}
+
+pub fn unhex(s: &str) -> Vec<u8> {
+    let s: String = s.chars().filter(|c| c.is_ascii_hexdigit()).collect();
+    (0..s.len() / 2).map(|i| u8::from_str_radix(&s[2 * i..2 * i + 2], 16).unwrap()).collect()
+}
+
+pub fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+pub fn vectors() -> serde_json::Value {
+    let p = vectors_dir().join("vectors.json");
+    let s = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("reading {}: {e}", p.display()));
+    serde_json::from_str(&s).unwrap()
+}
