@@ -2,6 +2,7 @@
 
 pub mod advisor;
 pub mod collective;
+pub mod results;
 pub mod scenario;
 pub mod tco;
 
@@ -9,3 +10,4 @@ pub use advisor::{Advice, Answers, Evidence, FabricKind, Favours, advise};
 pub use collective::{Collective, Rank, Schedule, Transfer, Via, nccl_bandwidth};
 pub use tco::{PriceTable, Tco, Tech};
 pub use scenario::{Scenario, ScenarioError, Variant, VariantFabric};
+pub use results::{CompareResults, VariantResult};

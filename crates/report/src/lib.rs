@@ -1,6 +1,7 @@
 //! Reports: terminal tables, JSON/CSV and one self-contained HTML page with inline
 //! SVG charts. Reports take results as data; they never run anything.
 
+pub mod compare;
 pub mod html;
 pub mod svg;
 

@@ -1,0 +1,264 @@
+//! Rendering of a comparison: the terminal summary, nccl-tests-style tables, the
+//! HTML report and results.json. All three read the same [`CompareResults`], so
+//! every number in the report is the number in the JSON.
+
+use std::fmt::Write;
+
+use lab::advisor::Favours;
+use lab::results::{CompareResults, VariantResult};
+use lab::Collective;
+
+use crate::html::{Block, Document, Table, Tone};
+use crate::svg::{Chart, Scale, Series, TickFormat, fmt_tick};
+
+fn opt(v: Option<f64>, prec: usize) -> String {
+    v.map_or("-".into(), |x| format!("{x:.prec$}"))
+}
+
+fn favours(f: Favours) -> &'static str {
+    match f {
+        Favours::Infiniband => "InfiniBand",
+        Favours::Rocev2 => "RoCEv2",
+        Favours::Neither => "neither",
+    }
+}
+
+/// The one-screen summary: one line per variant, then the recommendation.
+pub fn terminal_summary(r: &CompareResults) -> String {
+    let mut o = String::new();
+    let _ = writeln!(o, "rdmalab compare: {} (seed {})", r.scenario, r.seed);
+    let _ = writeln!(o, "cluster: {}", r.cluster);
+    let _ = writeln!(o, "link-rate bound on ring all-reduce busbw: {:.1} GB/s per NIC", r.busbw_bound_gbs);
+    let _ = writeln!(o);
+    let _ = writeln!(
+        o,
+        "{:<44} {:>9} {:>9} {:>9} {:>9} {:>10} {:>9} {:>11} {:>9} {:>8}",
+        "variant", "busbw", "p50 µs", "p99 µs", "p99.9 µs", "drops", "retrans", "pause µs", "CNPs", "deadlk"
+    );
+    for v in &r.variants {
+        if let Some(why) = &v.refused {
+            let _ = writeln!(o, "{:<44} refused: {}", v.label, why);
+            continue;
+        }
+        let l = v.latency.as_ref();
+        let _ = writeln!(
+            o,
+            "{:<44} {:>9} {:>9} {:>9} {:>9} {:>10} {:>9} {:>11.1} {:>9} {:>8}",
+            v.label,
+            opt(v.large_ring_busbw(), 1),
+            opt(l.map(|l| l.p50_us), 2),
+            opt(l.map(|l| l.p99_us), 2),
+            opt(l.map(|l| l.p999_us), 2),
+            v.counters.drops,
+            v.counters.retransmissions,
+            v.counters.pause_time_us,
+            v.counters.cnps,
+            v.counters.deadlocks
+        );
+    }
+    let _ = writeln!(o, "\nbusbw: ring all-reduce at the largest size, GB/s per NIC (nccl-tests formula)");
+    let _ = writeln!(o, "\nrecommendation: {}", favours(r.advice.recommendation));
+    for reason in &r.advice.reasons {
+        let _ = writeln!(o, "  - {reason}");
+    }
+    for t in &r.advice.tco {
+        let _ = writeln!(o, "  {:?} {:.0}-year TCO: ${:.2}M", t.tech, t.years, t.total_usd / 1e6);
+    }
+    o
+}
+
+/// An nccl-tests-style table for one variant and collective.
+pub fn nccl_table(v: &VariantResult, op: Collective) -> String {
+    let mut o = String::new();
+    let Some(c) = v.collectives.iter().find(|c| c.op == op) else { return o };
+    let _ = writeln!(o, "# {} — {}", v.label, op.name());
+    let _ = writeln!(o, "#{:>12} {:>12} {:>10} {:>10}", "size", "time", "algbw", "busbw");
+    let _ = writeln!(o, "#{:>12} {:>12} {:>10} {:>10}", "(B)", "(us)", "(GB/s)", "(GB/s)");
+    for row in &c.rows {
+        let _ = writeln!(o, " {:>12} {:>12.1} {:>10.2} {:>10.2}", row.size, row.time_us, row.algbw, row.busbw);
+    }
+    o
+}
+
+fn busbw_chart(r: &CompareResults, op: Collective) -> Chart {
+    Chart {
+        id: format!("busbw-{}", op.id()),
+        title: format!("{} bus bandwidth per NIC", op.name()),
+        x_label: "message size".into(),
+        y_label: "busbw per NIC (GB/s)".into(),
+        x_scale: Scale::Log2,
+        y_scale: Scale::Linear,
+        x_fmt: TickFormat::Bytes,
+        y_fmt: TickFormat::Number,
+        series: r
+            .variants
+            .iter()
+            .filter(|v| v.refused.is_none())
+            .filter_map(|v| {
+                let c = v.collectives.iter().find(|c| c.op == op)?;
+                Some(Series { name: v.label.clone(), points: c.rows.iter().map(|x| (x.size as f64, x.busbw)).collect(), step: false })
+            })
+            .collect(),
+    }
+}
+
+/// The self-contained HTML report.
+pub fn html(r: &CompareResults) -> String {
+    let mut blocks = vec![Block::Heading("Summary".into())];
+    let mut rows = Vec::new();
+    for v in &r.variants {
+        let lat = v.latency.as_ref();
+        let bus = v.large_ring_busbw();
+        let tone = |bad: bool| if bad { Tone::Bad } else { Tone::Plain };
+        rows.push(vec![
+            (v.label.clone(), Tone::Plain),
+            (v.refused.clone().map_or(opt(bus, 1), |w| format!("refused: {w}")), if v.refused.is_some() { Tone::Warn } else if bus.is_some_and(|b| b >= 0.95 * r.busbw_bound_gbs) { Tone::Good } else { Tone::Plain }),
+            (opt(lat.map(|l| l.p50_us), 2), Tone::Plain),
+            (opt(lat.map(|l| l.p99_us), 2), Tone::Plain),
+            (opt(lat.map(|l| l.p999_us), 2), Tone::Plain),
+            (opt(lat.map(|l| l.jitter_us), 2), Tone::Plain),
+            (v.counters.drops.to_string(), tone(v.counters.drops > 0)),
+            (v.counters.retransmissions.to_string(), tone(v.counters.retransmissions > 0)),
+            (format!("{:.1}", v.counters.pause_time_us), Tone::Plain),
+            (v.counters.ecn_marks.to_string(), Tone::Plain),
+            (v.counters.cnps.to_string(), Tone::Plain),
+            ((v.counters.deadlocks + v.counters.storms).to_string(), tone(v.counters.deadlocks + v.counters.storms > 0)),
+        ]);
+    }
+    blocks.push(Block::Table(Table {
+        id: "summary".into(),
+        caption: format!("Per variant (busbw: ring all-reduce at the largest size, GB/s per NIC; bound {:.1})", r.busbw_bound_gbs),
+        header: ["variant", "busbw", "p50 µs", "p99 µs", "p99.9 µs", "jitter µs", "drops", "retransmissions", "PFC pause µs", "ECN marks", "CNPs", "deadlock/storm"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+        rows,
+    }));
+    blocks.push(Block::Heading("Recommendation".into()));
+    blocks.push(Block::Paragraph(format!("Recommended: {}.", favours(r.advice.recommendation))));
+    blocks.push(Block::List(r.advice.reasons.clone()));
+    blocks.push(Block::Table(Table {
+        id: "decision".into(),
+        caption: "Decision table, filled with this run's evidence".into(),
+        header: ["aspect", "InfiniBand", "RoCEv2", "evidence from this run", "favours", "weight"].iter().map(|s| s.to_string()).collect(),
+        rows: r
+            .advice
+            .table
+            .iter()
+            .map(|row| {
+                let t = match row.favours {
+                    Favours::Infiniband | Favours::Rocev2 => Tone::Good,
+                    Favours::Neither => Tone::Plain,
+                };
+                vec![
+                    (row.aspect.clone(), Tone::Plain),
+                    (row.infiniband.clone(), Tone::Plain),
+                    (row.rocev2.clone(), Tone::Plain),
+                    (row.evidence.clone(), Tone::Plain),
+                    (favours(row.favours).into(), t),
+                    (row.weight.to_string(), Tone::Plain),
+                ]
+            })
+            .collect(),
+    }));
+    for t in &r.advice.tco {
+        let mut rows: Vec<Vec<(String, Tone)>> = t
+            .bom
+            .iter()
+            .map(|b| vec![(b.item.clone(), Tone::Plain), (b.qty.to_string(), Tone::Plain), (format!("{:.0}", b.unit_usd), Tone::Plain), (format!("{:.0}", b.total_usd), Tone::Plain)])
+            .collect();
+        for (name, v) in [("capital (sum of the above)", t.capex_usd), ("software", t.software_usd), ("staffing", t.staffing_usd), ("outage risk", t.outage_risk_usd), ("total", t.total_usd)] {
+            rows.push(vec![(name.into(), Tone::Plain), (String::new(), Tone::Plain), (String::new(), Tone::Plain), (format!("{v:.0}"), Tone::Plain)]);
+        }
+        blocks.push(Block::Table(Table {
+            id: format!("tco-{:?}", t.tech).to_lowercase(),
+            caption: format!("{:?}: {:.0}-year total cost of ownership (USD)", t.tech, t.years),
+            header: vec!["item".into(), "qty".into(), "unit".into(), "total".into()],
+            rows,
+        }));
+    }
+    blocks.push(Block::Heading("Bus bandwidth by message size".into()));
+    let ops: Vec<Collective> = {
+        let mut v: Vec<Collective> = r.variants.iter().flat_map(|v| v.collectives.iter().map(|c| c.op)).collect();
+        v.sort();
+        v.dedup();
+        v
+    };
+    for op in ops {
+        blocks.push(Block::Chart(busbw_chart(r, op)));
+    }
+    blocks.push(Block::Heading("Small-message latency during the collective".into()));
+    blocks.push(Block::Chart(Chart {
+        id: "latency-cdf".into(),
+        title: "latency CDF of the small-message probe".into(),
+        x_label: "latency (µs)".into(),
+        y_label: "fraction of probes".into(),
+        x_scale: Scale::Log10,
+        y_scale: Scale::Linear,
+        x_fmt: TickFormat::Number,
+        y_fmt: TickFormat::Percent,
+        series: r
+            .variants
+            .iter()
+            .filter_map(|v| Some(Series { name: v.label.clone(), points: v.latency.as_ref()?.cdf.clone(), step: true }))
+            .collect(),
+    }));
+    blocks.push(Block::Heading("Queues and pauses over time".into()));
+    let mut names: Vec<(String, String)> = r.variants.iter().flat_map(|v| v.timeseries.iter().map(|t| (t.name.clone(), t.unit.clone()))).collect();
+    names.sort();
+    names.dedup();
+    for (name, unit) in names {
+        blocks.push(Block::Chart(Chart {
+            id: format!("ts-{}", name.replace(' ', "-")),
+            title: name.clone(),
+            x_label: "time (µs)".into(),
+            y_label: unit,
+            x_scale: Scale::Linear,
+            y_scale: Scale::Linear,
+            x_fmt: TickFormat::Number,
+            y_fmt: TickFormat::Number,
+            series: r
+                .variants
+                .iter()
+                .filter_map(|v| {
+                    let t = v.timeseries.iter().find(|t| t.name == name)?;
+                    Some(Series { name: v.label.clone(), points: t.points.clone(), step: true })
+                })
+                .collect(),
+        }));
+    }
+    blocks.push(Block::Heading("Per-variant detail".into()));
+    for v in &r.variants {
+        let mut text = format!("{}\nbring-up: {}\n", v.label, v.bring_up);
+        if let Some(i) = &v.incast {
+            let _ = writeln!(
+                text,
+                "incast {}:1 × {}: {:.1} µs, {:.2} GB/s at the receiver, {} drops, {} retransmissions",
+                i.senders,
+                fmt_tick(TickFormat::Bytes, i.bytes_each as f64),
+                i.completion_us,
+                i.goodput_gbs,
+                i.drops,
+                i.retransmissions
+            );
+        }
+        for f in &v.findings {
+            let _ = writeln!(text, "finding: {f}");
+        }
+        let _ = writeln!(
+            text,
+            "simulated {:.1} µs in {:.0} ms wall: {} events, {} packet-link hops",
+            v.effort.simulated_us, v.effort.wall_ms, v.effort.events, v.effort.packet_hops
+        );
+        for c in &v.collectives {
+            text.push_str(&nccl_table(v, c.op));
+        }
+        blocks.push(Block::Pre(text));
+    }
+    Document { title: format!("rdmalab compare — {}", r.scenario), subtitle: format!("{} · seed {}", r.cluster, r.seed), blocks }.render()
+}
+
+/// results.json.
+pub fn json(r: &CompareResults) -> String {
+    serde_json::to_string_pretty(r).unwrap_or_else(|e| format!("{{\"error\": \"cannot serialise results: {e}\"}}"))
+}
