@@ -1,1 +1,68 @@
-//! rdmalab sim (see crates/README.md).
+//! rdmalab's packet-level discrete-event simulator.
+//!
+//! ```text
+//!   engine/    time, event queue + per-link FIFOs, packet slab, ledger, trace hash
+//!   net.rs     ports and links: serialization, propagation, link-level credits,
+//!              VL arbitration — shared by every node model
+//!   ib/        InfiniBand models: switch (LFT forwarding, SL→VL, per-VL input
+//!              buffers), HCA (RC/UD transport, verbs-shaped API)
+//!   sim.rs     the world: builds the models from a fabric + routing tables, runs
+//!              the event loop, dispatches by node model
+//!   deadlock   credit-loop deadlock detection
+//!   metrics    counters, utilisation, stalls, samples; JSON/CSV
+//!   workload/  perftest-like tests, matrices (permutation, all-to-all, incast),
+//!              htsim connection matrices; latency histograms and flow reports
+//!   scenario   the TOML scenario format
+//! ```
+//!
+//! The engine knows nothing of InfiniBand; a node model is one arm of
+//! [`sim::NodeModel`], and the event enum [`sim::Event`] is closed, so Ethernet
+//! switches and RoCE NICs are added as new arms next to the IB ones.
+
+pub mod config;
+pub mod deadlock;
+pub mod engine;
+pub mod ib;
+pub mod metrics;
+pub mod net;
+pub mod packet;
+
+pub mod sim;
+#[cfg(any(test, feature = "testutil"))]
+pub mod testutil;
+pub mod workload;
+
+pub use config::{EngineConfig, Forwarding, IbConfig, VlArbConfig};
+pub use deadlock::{DeadlockReport, WaitingQueue};
+pub use engine::Time;
+pub use ib::hca::{Cqe, CqeOp, QpId, QpOptions};
+pub use sim::{RunStatus, Sim};
+
+/// Errors of building or running a simulation.
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    /// A configuration field is out of range.
+    #[error("accept configuration field `{field}`: expected {expected}, got {got}")]
+    Config { field: &'static str, expected: &'static str, got: String },
+    /// A node has no LID for the port a QP needs.
+    #[error("find a LID for {node} port {port} (did the SM assign one?)")]
+    NoLid { node: String, port: u8 },
+    /// A QP was asked of a node that is not a channel adapter.
+    #[error("create a QP on {node}: it is not a channel adapter")]
+    NotCa { node: String },
+    /// A port is not cabled.
+    #[error("use {node} port {port}: it is not cabled")]
+    Uncabled { node: String, port: u8 },
+    /// A work request does not fit the QP.
+    #[error("post to QP {qp}: {why}")]
+    BadPost { qp: u32, why: String },
+    /// A node id is out of range.
+    #[error("find node {0}: no such node")]
+    NoNode(u32),
+    /// The routing tables do not match the fabric.
+    #[error("use the routing tables: {0}")]
+    Tables(String),
+    /// The conservation ledger does not balance.
+    #[error(transparent)]
+    Ledger(#[from] engine::LedgerError),
+}

@@ -1,0 +1,15 @@
+//! The engine core, independent of any network model: simulated time, the event
+//! queue with per-link FIFOs, the packet slab, the conservation ledger and the
+//! determinism hash. Ethernet, RoCE and IB models all sit on top of these.
+
+pub mod ledger;
+pub mod queue;
+pub mod store;
+pub mod time;
+pub mod trace;
+
+pub use ledger::{DropReason, Ledger, LedgerError};
+pub use queue::{EventQueue, Fifo};
+pub use store::{PacketId, Slab};
+pub use time::Time;
+pub use trace::TraceHash;

@@ -1,0 +1,308 @@
+//! Ports and links, shared by every node model: serialization at the data rate,
+//! propagation over the cable, link-level credits per VL (64-byte blocks, returned
+//! over the link delay), VL arbitration, and the transmitter wake-up logic.
+//!
+//! A transmitter is woken (a [`Event::TxWake`]) only when it has work it could not
+//! do at once: its line is busy, or its head packet waits for credits or for its
+//! tail to arrive (cut-through). Credit returns are not events: they sit in a
+//! per-port FIFO with their arrival times and are absorbed whenever the port next
+//! looks at its credits; a port starved of credits is woken when the first return
+//! lands. This keeps the event count near one per packet-link hop.
+
+use crate::engine::{PacketId, Time};
+use crate::packet::{blocks, flag};
+use crate::sim::{Event, NONE, NodeModel, Sim};
+
+/// What a model's picker decided for a free transmitter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Pick {
+    /// Send this packet now.
+    Send(PacketId),
+    /// Nothing can go now; look again at this time (or when credits return, if `NEVER`).
+    Wait(Time),
+}
+
+/// The state of one VL's head packet at a switch output.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Head {
+    Empty,
+    NoCredit,
+    NotBefore(Time),
+    Ready,
+}
+
+/// Per-port VL arbitration state (IBA vol. 1 §7.6.9): the current entry of each
+/// table, the weight it has left in bytes, and the bytes sent from the high table
+/// since the last low-priority packet.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct ArbState {
+    idx: [u16; 2],
+    left: [i32; 2],
+    hi_bytes: u32,
+    last_table: u8,
+}
+
+impl Sim {
+    /// Ask for a wake-up of transmitter `gp` at `t` (keeps only the earliest).
+    #[inline]
+    pub(crate) fn schedule_wake(&mut self, gp: u32, t: Time) {
+        let g = gp as usize;
+        if t < self.wake_at[g] {
+            self.wake_at[g] = t;
+            self.q.push(t, Event::TxWake { gp });
+        }
+    }
+
+    /// Credits returned to transmitter `gp`, landing at `t`.
+    #[inline]
+    pub(crate) fn push_credit(&mut self, gp: u32, t: Time, vl: u8, nblocks: u32) {
+        let g = gp as usize;
+        self.credit_fifo[g].push_back((t, vl, nblocks));
+        if self.starved[g] {
+            self.schedule_wake(gp, t);
+        }
+    }
+
+    /// Apply every credit return that has landed by now.
+    #[inline]
+    fn absorb_credits(&mut self, gp: u32) {
+        let g = gp as usize;
+        let nvl = self.nvl;
+        while let Some(&(t, vl, b)) = self.credit_fifo[g].front() {
+            if t > self.now {
+                break;
+            }
+            self.credits[g * nvl + vl as usize] += b as i32;
+            self.credit_fifo[g].pop_front();
+        }
+    }
+
+    /// When the next credit return lands at `gp` (`NEVER` if none is on its way).
+    #[inline]
+    pub(crate) fn credit_wait(&self, gp: u32) -> Time {
+        self.credit_fifo[gp as usize].front().map_or(Time::NEVER, |c| c.0)
+    }
+
+    /// Transmitter `gp` is free or was woken: send the next packet if one may go.
+    pub(crate) fn try_tx(&mut self, gp: u32) {
+        let g = gp as usize;
+        if self.busy_until[g] > self.now {
+            self.schedule_wake(gp, self.busy_until[g]);
+            return;
+        }
+        self.absorb_credits(gp);
+        self.starved[g] = false;
+        let pick = match self.node_model[self.port_node[g] as usize] {
+            NodeModel::IbSwitch => self.switch_pick(gp),
+            NodeModel::IbHca => self.hca_pick(gp),
+            NodeModel::None => Pick::Wait(Time::NEVER),
+        };
+        match pick {
+            Pick::Send(p) => self.transmit(gp, p),
+            Pick::Wait(t) => {
+                if t != Time::NEVER {
+                    self.schedule_wake(gp, t);
+                }
+            }
+        }
+    }
+
+    /// Put packet `p` on the wire at `gp` now.
+    fn transmit(&mut self, gp: u32, p: PacketId) {
+        let g = gp as usize;
+        let now = self.now;
+        let nvl = self.nvl;
+        let pk = self.pkts[p];
+        let nb = blocks(pk.wire);
+        let vl15 = pk.flags & flag::VL15 != 0;
+        if !vl15 {
+            let ci = g * nvl + pk.vl as usize;
+            self.credits[ci] -= nb as i32;
+            self.stats.stall_end(ci, now);
+        }
+        let end = now + self.ser[g].time(pk.wire);
+        self.busy_until[g] = end;
+        self.last_tx[g] = now;
+        self.stats.hops += 1;
+        self.stats.tx_bytes[g] += u64::from(pk.wire);
+        self.stats.tx_pkts[g] += 1;
+        if self.stats.capture == gp {
+            self.stats.captured.push((now, pk));
+        }
+        let pg = self.peer[g];
+        let prop = self.prop[g];
+        let arrive = match self.node_model[self.port_node[pg as usize] as usize] {
+            NodeModel::IbSwitch => {
+                let head_or_tail = match self.ib.forwarding {
+                    crate::config::Forwarding::CutThrough => now,
+                    crate::config::Forwarding::StoreAndForward => end,
+                };
+                head_or_tail + prop + Time(self.ib.switch_latency_ps)
+            }
+            _ => end + prop + Time(self.ib.hca_rx_latency_ps),
+        };
+        {
+            let pm = &mut self.pkts[p];
+            pm.hops = pm.hops.saturating_add(1);
+            pm.tail_at = end + prop;
+            pm.in_gp = NONE;
+        }
+        let seq = self.q.next_seq();
+        if self.link_fifo[g].push(arrive, seq, p) {
+            self.q.push_seq(arrive, seq, Event::Arrive { dir: gp });
+        }
+        if pk.in_gp != NONE {
+            // The packet leaves the switch input buffer it sat in once its last byte
+            // is out; its credits travel back over the input link.
+            self.release_input(pk.in_gp, pk.in_vl, nb, vl15, end);
+            if !vl15 {
+                self.arb_charge(gp, pk.wire);
+            }
+        }
+        if self.has_work(gp) {
+            self.schedule_wake(gp, end);
+        }
+    }
+
+    /// Free `nb` blocks of input buffer (`in_gp`, `vl`) at time `at` and send the
+    /// credits back to the upstream transmitter.
+    #[inline]
+    pub(crate) fn release_input(&mut self, in_gp: u32, vl: u8, nb: u32, vl15: bool, at: Time) {
+        if vl15 {
+            return;
+        }
+        let i = in_gp as usize;
+        let ui = i * self.nvl + vl as usize;
+        self.in_used[ui] -= nb;
+        let up = self.peer[i];
+        self.push_credit(up, at + self.prop[i], vl, nb);
+    }
+
+    /// An end node consumed (or dropped) packet `p` that came in at `in_gp`: its
+    /// buffer space is free now.
+    pub(crate) fn return_credits_now(&mut self, in_gp: u32, p: PacketId) {
+        let pk = &self.pkts[p];
+        if pk.flags & flag::VL15 != 0 {
+            return;
+        }
+        let (vl, nb) = (pk.vl, blocks(pk.wire));
+        let i = in_gp as usize;
+        let up = self.peer[i];
+        self.push_credit(up, self.now + self.prop[i], vl, nb);
+    }
+
+    /// Does transmitter `gp` have anything queued?
+    #[inline]
+    fn has_work(&self, gp: u32) -> bool {
+        match self.node_model[self.port_node[gp as usize] as usize] {
+            NodeModel::IbSwitch => self.oq_len[gp as usize] > 0,
+            NodeModel::IbHca => self.hca_has_work(gp),
+            NodeModel::None => false,
+        }
+    }
+
+    /// State of the head packet of switch output queue (`gp`, `vl`).
+    #[inline]
+    pub(crate) fn head_state(&self, gp: u32, vl: usize) -> Head {
+        let g = gp as usize;
+        let Some(&p) = self.oq[g * (self.nvl + 1) + vl].front() else {
+            return Head::Empty;
+        };
+        let pk = &self.pkts[p];
+        if self.credits[g * self.nvl + vl] < blocks(pk.wire) as i32 {
+            return Head::NoCredit;
+        }
+        // Cut-through must not underrun: the last byte cannot leave before it arrives.
+        let earliest = pk.tail_at.saturating_sub(self.ser[g].time(pk.wire));
+        if earliest > self.now {
+            return Head::NotBefore(earliest);
+        }
+        Head::Ready
+    }
+
+    /// Choose the data VL to send next at switch output `gp` by the VL arbitration
+    /// tables, or say when to look again.
+    pub(crate) fn arbitrate(&mut self, gp: u32) -> Result<usize, Time> {
+        let g = gp as usize;
+        let mut wait = Time::NEVER;
+        if self.nvl == 1 {
+            return match self.head_state(gp, 0) {
+                Head::Ready => Ok(0),
+                Head::NoCredit => {
+                    self.starved[g] = true;
+                    self.stats.stall_begin(g * self.nvl, self.now);
+                    Err(self.credit_wait(gp))
+                }
+                Head::NotBefore(t) => Err(t),
+                Head::Empty => Err(Time::NEVER),
+            };
+        }
+        let st = self.arb[g];
+        let limit = self.arb_cfg.high_limit;
+        let high_first = limit == 255 || st.hi_bytes < u32::from(limit).max(1) * 4096;
+        let order: [usize; 2] = if high_first { [0, 1] } else { [1, 0] };
+        for t in order {
+            let len = if t == 0 { self.arb_cfg.high.len() } else { self.arb_cfg.low.len() };
+            for k in 0..len {
+                let i = (st.idx[t] as usize + k) % len;
+                let e = if t == 0 { self.arb_cfg.high[i] } else { self.arb_cfg.low[i] };
+                if e.weight == 0 || e.vl as usize >= self.nvl {
+                    continue;
+                }
+                match self.head_state(gp, e.vl as usize) {
+                    Head::Ready => {
+                        let a = &mut self.arb[g];
+                        if k != 0 || a.left[t] <= 0 {
+                            a.idx[t] = i as u16;
+                            a.left[t] = i32::from(e.weight) * 64;
+                        }
+                        a.last_table = t as u8;
+                        return Ok(e.vl as usize);
+                    }
+                    Head::NoCredit => {
+                        self.starved[g] = true;
+                        self.stats.stall_begin(g * self.nvl + e.vl as usize, self.now);
+                        wait = wait.min(self.credit_wait(gp));
+                    }
+                    Head::NotBefore(tt) => wait = wait.min(tt),
+                    Head::Empty => {}
+                }
+            }
+        }
+        Err(wait)
+    }
+
+    /// Charge a sent packet to the arbitration table entry that chose it.
+    #[inline]
+    fn arb_charge(&mut self, gp: u32, wire: u32) {
+        if self.nvl == 1 {
+            return;
+        }
+        let a = &mut self.arb[gp as usize];
+        let t = a.last_table as usize;
+        a.left[t] -= wire as i32;
+        let len = if t == 0 { self.arb_cfg.high.len() } else { self.arb_cfg.low.len() };
+        if a.left[t] <= 0 && len > 0 {
+            a.idx[t] = ((a.idx[t] as usize + 1) % len) as u16;
+        }
+        if t == 0 {
+            a.hi_bytes = a.hi_bytes.saturating_add(wire);
+        } else {
+            a.hi_bytes = 0;
+        }
+    }
+}
+
+impl Sim {
+    /// New work for transmitter `gp`: send now if the line is idle, otherwise make
+    /// sure it is woken when the line frees.
+    #[inline]
+    pub(crate) fn kick(&mut self, gp: u32) {
+        let g = gp as usize;
+        if self.busy_until[g] > self.now {
+            self.schedule_wake(gp, self.busy_until[g]);
+        } else if self.wake_at[g] > self.now {
+            self.try_tx(gp);
+        }
+    }
+}

@@ -1,0 +1,482 @@
+//! The simulated world: the fabric's ports and links, the node models, the event
+//! loop. Built once from a [`Fabric`] and the SM's [`RoutingTables`]; the tables are
+//! copied in as data (no routing code runs here).
+//!
+//! Ports have global ids `gp = port_base[node] + port_number`; a link direction is
+//! named by the global id of its transmitting port. All per-port state lives in
+//! flat `Vec`s indexed by `gp` (and `gp * nvl + vl` for per-VL state).
+
+use std::collections::VecDeque;
+
+use fabric::{Fabric, NodeId, NodeKind};
+use rand::SeedableRng;
+use rand_pcg::Pcg64Mcg;
+use sm::RoutingTables;
+
+use crate::config::{EngineConfig, IbConfig, VlArbConfig};
+use crate::deadlock::DeadlockReport;
+use crate::engine::{DropReason, EventQueue, Fifo, Ledger, PacketId, Slab, Time, TraceHash};
+use crate::engine::time::Serializer;
+use crate::ib::hca::{CaPort, Cqe, Qp};
+use crate::metrics::Stats;
+use crate::net::ArbState;
+use crate::packet::Packet;
+use crate::SimError;
+
+/// "None" for `u32` ids.
+pub(crate) const NONE: u32 = u32::MAX;
+
+/// The closed set of events. Each is a few bytes and `Copy`; the payload is a
+/// component id, never a pointer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// The head of link direction `dir`'s FIFO reaches the far port (for a
+    /// cut-through switch: its header has arrived and the switch latency passed).
+    Arrive { dir: u32 },
+    /// Transmitter `gp` may be able to send (its line went idle, credits came back,
+    /// or a packet became eligible). Valid only if its time equals `wake_at[gp]`.
+    TxWake { gp: u32 },
+    /// A posted work request of QP `qp` reaches the HCA.
+    QpReady { qp: u32 },
+    /// Take a utilisation / occupancy sample.
+    Sample,
+    /// Look for a credit deadlock.
+    Watchdog,
+}
+
+impl Event {
+    fn hash_word(self) -> u64 {
+        match self {
+            Event::Arrive { dir } => u64::from(dir),
+            Event::TxWake { gp } => (1 << 32) | u64::from(gp),
+            Event::QpReady { qp } => (2 << 32) | u64::from(qp),
+            Event::Sample => 3 << 32,
+            Event::Watchdog => 4 << 32,
+        }
+    }
+}
+
+/// Which model a node runs. New node kinds (Ethernet switch, RoCE NIC, IPoIB host)
+/// are new arms here and in [`Sim::dispatch_arrival`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NodeModel {
+    /// An InfiniBand switch: per-VL input buffers, LFT forwarding.
+    IbSwitch,
+    /// An InfiniBand HCA: RC/UD transport.
+    IbHca,
+    /// A node with no model (a router): packets to it are dropped.
+    None,
+}
+
+/// Why [`Sim::run`] returned.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RunStatus {
+    /// A completion was queued; poll the CQs.
+    Completion,
+    /// Simulated time reached the `until` limit.
+    TimeLimit,
+    /// Nothing left to do: no events and no packets in flight.
+    Idle,
+    /// Packets are stuck in a cycle of credit-starved buffers.
+    Deadlock(DeadlockReport),
+}
+
+/// The simulated world.
+pub struct Sim {
+    pub(crate) now: Time,
+    pub(crate) q: EventQueue<Event>,
+    pub(crate) trace: TraceHash,
+    pub(crate) rng: Pcg64Mcg,
+    pub(crate) pkts: Slab<Packet>,
+    pub(crate) ledger: Ledger,
+    pub(crate) ib: IbConfig,
+    pub(crate) eng: EngineConfig,
+    pub(crate) arb_cfg: VlArbConfig,
+
+    // Topology.
+    pub(crate) node_model: Vec<NodeModel>,
+    pub(crate) node_name: Vec<String>,
+    pub(crate) port_base: Vec<u32>,
+    pub(crate) port_node: Vec<u32>,
+    pub(crate) port_num: Vec<u8>,
+    /// Peer global port, or [`NONE`] when uncabled.
+    pub(crate) peer: Vec<u32>,
+    pub(crate) ser: Vec<Serializer>,
+    pub(crate) prop: Vec<Time>,
+    pub(crate) port_bps: Vec<u64>,
+
+    // Transmitters.
+    /// Number of data VLs modelled.
+    pub(crate) nvl: usize,
+    pub(crate) busy_until: Vec<Time>,
+    pub(crate) wake_at: Vec<Time>,
+    pub(crate) starved: Vec<bool>,
+    /// Credits (64-byte blocks) this port may still send into the peer's buffer,
+    /// `[gp * nvl + vl]`.
+    pub(crate) credits: Vec<i32>,
+    /// Credit returns on their way back to this transmitter: (arrival, vl, blocks).
+    pub(crate) credit_fifo: Vec<VecDeque<(Time, u8, u32)>>,
+    /// Switch output queues `[gp * (nvl + 1) + vl]`, the last one per port for VL15.
+    pub(crate) oq: Vec<VecDeque<PacketId>>,
+    pub(crate) oq_len: Vec<u32>,
+    pub(crate) arb: Vec<ArbState>,
+    /// Packets on the wire, per link direction.
+    pub(crate) link_fifo: Vec<Fifo<PacketId>>,
+    /// Input buffer blocks in use, `[gp * nvl + vl]`.
+    pub(crate) in_used: Vec<u32>,
+    pub(crate) last_tx: Vec<Time>,
+
+    // Routing state (data from the SM).
+    pub(crate) lft: Vec<Vec<u8>>,
+    pub(crate) sl2vl: Option<Vec<Vec<Vec<[u8; 16]>>>>,
+    pub(crate) tables: RoutingTables,
+
+    // Channel adapters and transport.
+    pub(crate) ca_port: Vec<u32>,
+    pub(crate) caps: Vec<CaPort>,
+    pub(crate) qps: Vec<Qp>,
+    pub(crate) cqs: Vec<VecDeque<Cqe>>,
+    pub(crate) cq_notify: VecDeque<u32>,
+
+    pub(crate) stats: Stats,
+    pub(crate) deadlock: Option<DeadlockReport>,
+    pub(crate) watchdog_armed: bool,
+}
+
+impl Sim {
+    /// Build the world from a fabric and the SM's tables.
+    pub fn new(fabric: &Fabric, tables: &RoutingTables, ib: IbConfig, eng: EngineConfig) -> Result<Sim, SimError> {
+        ib.validate()?;
+        if tables.lft.len() != fabric.nodes.len() || tables.base_lid.len() != fabric.nodes.len() {
+            return Err(SimError::Tables(format!(
+                "tables cover {} nodes, the fabric has {}",
+                tables.lft.len(),
+                fabric.nodes.len()
+            )));
+        }
+        let n = fabric.nodes.len();
+        let mut port_base = Vec::with_capacity(n + 1);
+        let mut port_node = Vec::new();
+        let mut port_num = Vec::new();
+        port_base.push(0u32);
+        for (i, node) in fabric.nodes.iter().enumerate() {
+            for p in 0..node.ports.len() {
+                port_node.push(i as u32);
+                port_num.push(p as u8);
+            }
+            port_base.push(port_node.len() as u32);
+        }
+        let np = port_node.len();
+        let mut peer = vec![NONE; np];
+        let mut ser = vec![Serializer::new(1); np];
+        let mut prop = vec![Time::ZERO; np];
+        let mut port_bps = vec![0u64; np];
+        for l in &fabric.links {
+            let a = port_base[l.a.node.idx()] + u32::from(l.a.port);
+            let b = port_base[l.b.node.idx()] + u32::from(l.b.port);
+            peer[a as usize] = b;
+            peer[b as usize] = a;
+            let s = Serializer::new(l.rate.data_bps());
+            for g in [a, b] {
+                ser[g as usize] = s;
+                prop[g as usize] = Time(l.delay_ps);
+                port_bps[g as usize] = l.rate.data_bps();
+            }
+        }
+        let node_model: Vec<NodeModel> = fabric
+            .nodes
+            .iter()
+            .map(|nd| match nd.kind {
+                NodeKind::Switch => NodeModel::IbSwitch,
+                NodeKind::Ca => NodeModel::IbHca,
+                NodeKind::Router => NodeModel::None,
+            })
+            .collect();
+
+        // Data VLs: whatever the tables use, and at least every VL an SL2VL entry names.
+        let mut max_vl = tables.vls_used.max(1) as usize;
+        if let Some(s) = &tables.sl2vl {
+            for per_in in s.iter().flatten().flatten() {
+                for &vl in per_in {
+                    if vl < 15 {
+                        max_vl = max_vl.max(vl as usize + 1);
+                    }
+                }
+            }
+        }
+        let arb_cfg = ib.vl_arb.clone().unwrap_or_else(|| VlArbConfig::equal(max_vl as u8));
+        for e in arb_cfg.high.iter().chain(&arb_cfg.low) {
+            max_vl = max_vl.max(e.vl as usize + 1);
+        }
+        let nvl = max_vl;
+
+        let mut credits = vec![0i32; np * nvl];
+        for gp in 0..np {
+            let pg = peer[gp];
+            if pg == NONE {
+                continue;
+            }
+            let peer_node = port_node[pg as usize] as usize;
+            let buf = match node_model[peer_node] {
+                NodeModel::IbSwitch => ib.switch_buffer_bytes_per_vl,
+                _ => ib.hca_buffer_bytes_per_vl,
+            };
+            for vl in 0..nvl {
+                credits[gp * nvl + vl] = (buf / 64) as i32;
+            }
+        }
+
+        let lft: Vec<Vec<u8>> = tables.lft.iter().map(|l| l.ports.clone()).collect();
+
+        let mut sim = Sim {
+            now: Time::ZERO,
+            q: EventQueue::new(),
+            trace: TraceHash::default(),
+            rng: Pcg64Mcg::seed_from_u64(eng.seed),
+            pkts: Slab::with_capacity(1 << 14),
+            ledger: Ledger::default(),
+            ib,
+            eng,
+            arb_cfg,
+            node_model,
+            node_name: fabric.nodes.iter().map(|nd| nd.name.clone()).collect(),
+            port_base,
+            port_node,
+            port_num,
+            peer,
+            ser,
+            prop,
+            port_bps,
+            nvl,
+            busy_until: vec![Time::ZERO; np],
+            wake_at: vec![Time::NEVER; np],
+            starved: vec![false; np],
+            credits,
+            credit_fifo: vec![VecDeque::new(); np],
+            oq: vec![VecDeque::new(); np * (nvl + 1)],
+            oq_len: vec![0; np],
+            arb: vec![ArbState::default(); np],
+            link_fifo: vec![Fifo::default(); np],
+            in_used: vec![0; np * nvl],
+            last_tx: vec![Time::ZERO; np],
+            lft,
+            sl2vl: tables.sl2vl.clone(),
+            tables: tables.clone(),
+            ca_port: vec![NONE; np],
+            caps: Vec::new(),
+            qps: Vec::new(),
+            cqs: vec![VecDeque::new(); n],
+            cq_notify: VecDeque::new(),
+            stats: Stats::new(np, nvl),
+            deadlock: None,
+            watchdog_armed: false,
+        };
+        sim.build_ca_ports();
+        if sim.eng.sample_interval_ps > 0 {
+            sim.q.push(Time(sim.eng.sample_interval_ps), Event::Sample);
+        }
+        Ok(sim)
+    }
+
+    /// Current simulated time.
+    pub fn now(&self) -> Time {
+        self.now
+    }
+
+    /// The seed this run was built with.
+    pub fn seed(&self) -> u64 {
+        self.eng.seed
+    }
+
+    /// The model parameters.
+    pub fn ib_config(&self) -> &IbConfig {
+        &self.ib
+    }
+
+    /// The determinism hash of every event processed so far.
+    pub fn trace_hash(&self) -> u64 {
+        self.trace.0
+    }
+
+    /// The conservation ledger.
+    pub fn ledger(&self) -> &Ledger {
+        &self.ledger
+    }
+
+    /// Packets alive (created, not yet delivered or dropped).
+    pub fn in_flight(&self) -> u64 {
+        self.pkts.live() as u64
+    }
+
+    /// Check the ledger: created = delivered + dropped + in flight.
+    pub fn check_ledger(&self) -> Result<(), SimError> {
+        Ok(self.ledger.check(self.in_flight())?)
+    }
+
+    /// Counters and per-port statistics.
+    pub fn stats(&self) -> &Stats {
+        &self.stats
+    }
+
+    /// The deadlock found, if any.
+    pub fn deadlock(&self) -> Option<&DeadlockReport> {
+        self.deadlock.as_ref()
+    }
+
+    /// A node's name.
+    pub fn node_name(&self, n: u32) -> &str {
+        &self.node_name[n as usize]
+    }
+
+    /// Number of data VLs modelled.
+    pub fn num_vls(&self) -> usize {
+        self.nvl
+    }
+
+    /// Random generator for workloads (the one seed).
+    pub fn rng(&mut self) -> &mut Pcg64Mcg {
+        &mut self.rng
+    }
+
+    /// Global port id of (node, port).
+    #[inline]
+    pub fn gp(&self, n: NodeId, port: u8) -> u32 {
+        self.port_base[n.idx()] + u32::from(port)
+    }
+
+    /// Run events until a completion is queued, simulated time passes `until`,
+    /// nothing is left to do, or a deadlock is found.
+    pub fn run(&mut self, until: Time) -> RunStatus {
+        if let Some(d) = &self.deadlock {
+            return RunStatus::Deadlock(d.clone());
+        }
+        if self.eng.deadlock_check_ps > 0 && !self.watchdog_armed {
+            self.watchdog_armed = true;
+            self.q.push(self.now + Time(self.eng.deadlock_check_ps), Event::Watchdog);
+        }
+        loop {
+            if !self.cq_notify.is_empty() {
+                return RunStatus::Completion;
+            }
+            let Some(t) = self.q.peek_time() else {
+                if self.pkts.live() > 0 {
+                    let rep = crate::deadlock::find(self).unwrap_or_else(|| DeadlockReport::stuck(self));
+                    self.deadlock = Some(rep.clone());
+                    return RunStatus::Deadlock(rep);
+                }
+                if until != Time::NEVER {
+                    self.now = self.now.max(until);
+                }
+                return RunStatus::Idle;
+            };
+            if t > until {
+                self.now = until.max(self.now);
+                return RunStatus::TimeLimit;
+            }
+            let (t, ev) = self.q.pop().expect("peeked");
+            self.now = t;
+            self.stats.events += 1;
+            self.trace.fold(t.0);
+            self.trace.fold(ev.hash_word());
+            match ev {
+                Event::Arrive { dir } => {
+                    let (p, next) = self.link_fifo[dir as usize].pop().expect("arrival FIFO has a head");
+                    if let Some((nt, ns)) = next {
+                        self.q.push_seq(nt, ns, Event::Arrive { dir });
+                    }
+                    self.dispatch_arrival(self.peer[dir as usize], p);
+                }
+                Event::TxWake { gp } => {
+                    if self.wake_at[gp as usize] == t {
+                        self.wake_at[gp as usize] = Time::NEVER;
+                        self.try_tx(gp);
+                    }
+                }
+                Event::QpReady { qp } => self.qp_ready(qp),
+                Event::Sample => {
+                    self.stats.sample(self.now, &self.in_used, self.nvl);
+                    if !self.q.is_empty() || self.pkts.live() > 0 {
+                        self.q.push(self.now + Time(self.eng.sample_interval_ps), Event::Sample);
+                    }
+                }
+                Event::Watchdog => {
+                    self.watchdog_armed = false;
+                    if self.pkts.live() > 0 {
+                        if let Some(rep) = crate::deadlock::find(self) {
+                            self.deadlock = Some(rep.clone());
+                            return RunStatus::Deadlock(rep);
+                        }
+                    }
+                    if !self.q.is_empty() {
+                        self.watchdog_armed = true;
+                        self.q.push(self.now + Time(self.eng.deadlock_check_ps), Event::Watchdog);
+                    }
+                }
+            }
+        }
+    }
+
+    /// A packet reaches input port `in_gp`: hand it to the node's model.
+    #[inline]
+    fn dispatch_arrival(&mut self, in_gp: u32, p: PacketId) {
+        match self.node_model[self.port_node[in_gp as usize] as usize] {
+            NodeModel::IbSwitch => self.switch_arrive(in_gp, p),
+            NodeModel::IbHca => self.hca_arrive(in_gp, p),
+            NodeModel::None => {
+                self.return_credits_now(in_gp, p);
+                self.drop_packet(p, DropReason::UnknownDestination);
+            }
+        }
+    }
+
+    /// Remove a packet from the world as dropped.
+    pub(crate) fn drop_packet(&mut self, p: PacketId, why: DropReason) {
+        self.ledger.drop_one(why);
+        self.pkts.remove(p);
+    }
+
+    /// Remove a packet from the world as delivered.
+    pub(crate) fn deliver_packet(&mut self, p: PacketId) {
+        self.ledger.delivered += 1;
+        self.pkts.remove(p);
+    }
+
+    /// Queue a completion on `node`'s CQ.
+    pub(crate) fn push_cqe(&mut self, node: u32, cqe: Cqe) {
+        self.cqs[node as usize].push_back(cqe);
+        self.cq_notify.push_back(node);
+    }
+
+    /// Take the next completion notification: the node whose CQ got an entry
+    /// (like `ibv_get_cq_event`). Poll that node's CQ with [`Sim::poll_cq`].
+    pub fn next_cq_event(&mut self) -> Option<NodeId> {
+        self.cq_notify.pop_front().map(NodeId)
+    }
+
+    /// Completion notifications not yet taken.
+    pub fn cq_pending(&self) -> usize {
+        self.cq_notify.len()
+    }
+
+    /// Take one completion from `node`'s CQ (`ibv_poll_cq` with one entry).
+    pub fn poll_cq(&mut self, node: NodeId) -> Option<Cqe> {
+        self.cqs.get_mut(node.idx())?.pop_front()
+    }
+
+    /// Finish the run's bookkeeping: close open credit stalls at the current time.
+    pub fn finish(&mut self) {
+        let now = self.now;
+        self.stats.close_stalls(now);
+    }
+}
+
+impl std::fmt::Debug for Sim {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sim")
+            .field("now", &self.now)
+            .field("nodes", &self.node_model.len())
+            .field("ports", &self.peer.len())
+            .field("in_flight", &self.pkts.live())
+            .finish()
+    }
+}

@@ -1,0 +1,130 @@
+//! Bandwidth, latency, READ, UD and determinism on small fabrics, with predictions
+//! computed here from first principles (IBA header sizes, link rate, cable delay).
+
+use fabric::{LinkRate, NodeId};
+use sim::testutil::{Tie, bfs_routes, cas, one_switch};
+use sim::workload::perftest;
+use sim::{EngineConfig, Forwarding, IbConfig, Sim, Time};
+
+// IBA vol. 1 §5.4 / §9: header and trailer sizes in bytes.
+const LRH: u64 = 8;
+const BTH: u64 = 12;
+const RETH: u64 = 16;
+const ICRC: u64 = 4;
+const VCRC: u64 = 2;
+
+fn two_hosts(ib: IbConfig) -> (Sim, NodeId, NodeId) {
+    let f = one_switch(2, LinkRate::EDR_4X, 2.0);
+    let t = bfs_routes(&f, Tie::LowestPort);
+    let h = cas(&f);
+    let sim = Sim::new(&f, &t, ib, EngineConfig::default()).unwrap();
+    (sim, h[0], h[1])
+}
+
+#[test]
+fn write_bandwidth_matches_link_rate_mtu_and_headers() {
+    let (mut sim, a, b) = two_hosts(IbConfig::default());
+    let size = 65_536u64;
+    let mtu = 4096u64;
+    let r = perftest::write_bw(&mut sim, a, b, size, 2_000, 128).unwrap();
+    // 16 packets: WRITE First carries the RETH, the other 15 do not.
+    let pkts = size.div_ceil(mtu);
+    let wire = size + pkts * (LRH + BTH + ICRC + VCRC) + RETH;
+    let predicted = 100e9 * size as f64 / wire as f64;
+    let err = (r.bw_avg_bps - predicted).abs() / predicted;
+    assert!(err < 0.01, "measured {:.4} Gb/s, predicted {:.4} Gb/s", r.bw_avg_bps / 1e9, predicted / 1e9);
+    sim.check_ledger().unwrap();
+    assert_eq!(sim.ledger().total_dropped(), 0);
+    assert_eq!(sim.stats().psn_errors, 0);
+    assert!(r.perftest_text().contains("BW average[Gb/sec]"));
+}
+
+#[test]
+fn send_latency_is_serialization_plus_propagation_plus_switch_latency() {
+    for fwd in [Forwarding::CutThrough, Forwarding::StoreAndForward] {
+        let ib = IbConfig { forwarding: fwd, ..IbConfig::default() };
+        let lat = ib.switch_latency_ps;
+        let (mut sim, a, b) = two_hosts(ib);
+        let size = 64u64;
+        let r = perftest::send_lat(&mut sim, a, b, size, 20).unwrap();
+        // SEND Only: LRH + BTH + payload + ICRC + VCRC; 100 Gb/s = 80 ps per byte.
+        let ser = (LRH + BTH + size + ICRC + VCRC) * 80;
+        let prop = 2 * 5_000; // 2 m at 5 ns/m
+        let want = match fwd {
+            // The switch starts sending once the header is in: one serialization.
+            Forwarding::CutThrough => ser + 2 * prop + lat,
+            // It waits for the whole packet: two serializations.
+            Forwarding::StoreAndForward => 2 * ser + 2 * prop + lat,
+        };
+        assert_eq!(r.latency.min_ps, want, "{fwd:?}");
+        assert_eq!(r.latency.max_ps, want, "{fwd:?}");
+        assert_eq!(r.latency.stdev_ps, 0.0);
+        sim.check_ledger().unwrap();
+        assert_eq!(sim.in_flight(), 0);
+    }
+}
+
+#[test]
+fn read_latency_covers_request_and_response() {
+    let ib = IbConfig::default();
+    let lat = ib.switch_latency_ps;
+    let (mut sim, a, b) = two_hosts(ib);
+    let r = perftest::read_lat(&mut sim, a, b, 8, 10).unwrap();
+    let req = (LRH + BTH + RETH + ICRC + VCRC) * 80;
+    let resp = (LRH + BTH + 4 + 8 + ICRC + VCRC) * 80; // READ Response Only has an AETH
+    let want = req + resp + 4 * 10_000 + 2 * lat;
+    assert_eq!(r.latency.min_ps, want);
+    sim.check_ledger().unwrap();
+}
+
+#[test]
+fn multi_packet_read_and_send_complete() {
+    let (mut sim, a, b) = two_hosts(IbConfig { mtu: 1024, ..IbConfig::default() });
+    let (qa, qb) = sim.create_rc_pair(a, b, &sim::QpOptions::default()).unwrap();
+    sim.post_read(qa, 10_000, 1).unwrap();
+    sim.post_send(qa, 5_000, 2).unwrap();
+    sim.post_write(qa, 0, 3).unwrap();
+    let mut seen = Vec::new();
+    loop {
+        match sim.run(Time::NEVER) {
+            sim::RunStatus::Idle => break,
+            sim::RunStatus::Completion => {
+                while let Some(n) = sim.next_cq_event() {
+                    while let Some(c) = sim.poll_cq(n) {
+                        seen.push((c.op, c.bytes, c.qp == qb));
+                    }
+                }
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    use sim::CqeOp::*;
+    assert!(seen.contains(&(Read, 10_000, false)), "{seen:?}");
+    assert!(seen.contains(&(Send, 5_000, false)), "{seen:?}");
+    assert!(seen.contains(&(Recv, 5_000, true)), "{seen:?}");
+    assert!(seen.contains(&(Write, 0, false)), "{seen:?}");
+    assert_eq!(sim.qp_rx_bytes(qb), 5_000);
+    assert_eq!(sim.stats().psn_errors, 0);
+    sim.check_ledger().unwrap();
+    assert_eq!(sim.in_flight(), 0);
+}
+
+#[test]
+fn ud_and_vl15_management_datagrams_arrive() {
+    let (mut sim, a, b) = two_hosts(IbConfig::default());
+    let o = sim::QpOptions { mgmt: true, ..sim::QpOptions::default() };
+    let ua = sim.create_ud(a, &o).unwrap();
+    let ub = sim.create_ud(b, &o).unwrap();
+    sim.post_ud_send(ua, ub, 256, 9).unwrap();
+    assert!(sim.post_ud_send(ua, ub, 257, 9).is_err());
+    let mut got = Vec::new();
+    while let sim::RunStatus::Completion = sim.run(Time::NEVER) {
+        while let Some(n) = sim.next_cq_event() {
+            while let Some(c) = sim.poll_cq(n) {
+                got.push(c.op);
+            }
+        }
+    }
+    assert_eq!(got, vec![sim::CqeOp::UdSend, sim::CqeOp::Recv]);
+    sim.check_ledger().unwrap();
+}
