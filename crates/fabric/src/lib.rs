@@ -5,6 +5,7 @@
 
 pub mod error;
 pub mod flat;
+pub mod format;
 pub mod generate;
 pub mod model;
 pub mod rate;
@@ -19,6 +20,7 @@ pub use generate::{
     multi_pod, rail, torus,
 };
 pub use flat::{Adj, FlatFabric};
+pub use format::{Format, ParseError, ReadError, ReadOptions, WriteError, read_file};
 pub use model::{
     Endpoint, Fabric, Host, HostId, Link, LinkId, Node, NodeId, NodeKind, NodeSpec, Port, delay_for_length,
 };
