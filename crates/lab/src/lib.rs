@@ -1,6 +1,7 @@
 //! The lab: scenarios, the comparison runner, collectives, and the advisor.
 
 pub mod advisor;
+pub mod cluster;
 pub mod collective;
 pub mod results;
 pub mod scenario;

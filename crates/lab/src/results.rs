@@ -108,6 +108,8 @@ pub struct VariantResult {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CompareResults {
     pub scenario: String,
+    /// The scenario exactly as run, so the advisor and later runs can rebuild it.
+    pub spec: crate::scenario::Scenario,
     pub seed: u64,
     /// Cluster in one line (servers, GPUs, NIC speed, switches, links).
     pub cluster: String,

@@ -212,7 +212,7 @@ impl Scenario {
                 Variant {
                     id: "roce-misconfig".into(),
                     label: "RoCEv2 misconfigured (RDMA DSCP lossy on one hop)".into(),
-                    fabric: VariantFabric::Rocev2 { pfc: true, dcqcn: Some("nvidia-cx".into()), ecn: true, lossy_hops: vec!["spine1".into()] },
+                    fabric: VariantFabric::Rocev2 { pfc: true, dcqcn: Some("nvidia-cx".into()), ecn: true, lossy_hops: vec!["rail3".into()] },
                 },
                 Variant {
                     id: "roce-lossy".into(),
