@@ -8,8 +8,10 @@
 //!   RoutingTables ──dump::*──▶ opensm-lfts.dump, opensm-subnet.lst, guid2lid, opensm-sl2vl.dump
 //! ```
 
+pub mod dump;
 pub mod index;
 pub mod lids;
+pub mod routing;
 pub mod tables;
 pub mod testkit;
 pub mod validate;

@@ -1,0 +1,4 @@
+//! Integration tests of the Subnet Manager crate (one binary, modules per area).
+
+mod support;
+mod routing;
