@@ -9,6 +9,7 @@ pub mod format;
 pub mod generate;
 pub mod model;
 pub mod rate;
+pub mod summary;
 
 /// `gen` is a reserved word in Rust 2024, so the generators live in [`generate`];
 /// this alias lets code name them `fabric::r#gen::…` as well.
@@ -24,5 +25,6 @@ pub use format::{Format, ParseError, ReadError, ReadOptions, WriteError, read_fi
 pub use model::{
     Endpoint, Fabric, Host, HostId, Link, LinkId, Node, NodeId, NodeKind, NodeSpec, Port, delay_for_length,
 };
+pub use summary::{Summary, summarize};
 pub use rate::{EthSpeed, IbSpeed, IbWidth, LinkRate};
 pub use wire::{Guid, Lid};
