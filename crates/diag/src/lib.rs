@@ -1,1 +1,11 @@
-//! rdmalab diag (see crates/README.md).
+//! rdmalab diagnostics: ibdiagnet-style checks of InfiniBand fabrics and their
+//! routing tables, path tracing, and the RoCE configuration linter.
+//!
+//! - [`roce`]: reads SONiC `config_db.json`, `mlnx_qos` output and DCQCN sysfs dumps
+//!   and reports the misconfigurations that break lossless Ethernet.
+//! - [`finding`]: the finding type every check reports.
+
+pub mod finding;
+pub mod roce;
+
+pub use finding::{Finding, Location, Severity};

@@ -1,0 +1,3 @@
+//! Integration tests of rdmalab-diag (one binary).
+
+mod roce;
