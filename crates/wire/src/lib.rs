@@ -7,6 +7,7 @@
 //! - [`ib`]: LRH, GRH, BTH and opcodes, RETH, AETH, DETH, ImmDt, IETH, AtomicETH, AtomicAckETH
 //! - [`net`]: Ethernet/802.1Q, IPv4, IPv6, UDP, PAUSE/PFC
 //! - [`crc`]: ICRC (masked per encapsulation) and VCRC
+//! - [`mad`]: MAD header, SMPs (LID-routed and directed route), SMP attributes
 //! - [`psn`]: the wrapping 24-bit PSN
 
 mod bytes;
@@ -14,6 +15,7 @@ pub mod crc;
 pub mod error;
 pub mod ib;
 pub mod ids;
+pub mod mad;
 pub mod net;
 pub mod packet;
 pub mod psn;
