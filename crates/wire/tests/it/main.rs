@@ -1,4 +1,5 @@
 //! Integration tests of the wire crate (one binary).
 
 mod support;
+mod roundtrip;
 mod vectors;
