@@ -18,6 +18,7 @@ pub mod ids;
 pub mod mad;
 pub mod net;
 pub mod packet;
+pub mod pcap;
 pub mod psn;
 
 pub use error::{Error, Result};
