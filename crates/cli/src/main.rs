@@ -25,12 +25,16 @@ enum Command {
     /// Generate, inspect and convert cluster topologies.
     #[command(subcommand)]
     Topo(cmd::topo::TopoCmd),
+    /// Lint configurations (RoCE: SONiC switch config plus NIC QoS/DCQCN state).
+    #[command(subcommand)]
+    Lint(cmd::lint::LintCmd),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Topo(c) => c.exec(),
+        Command::Lint(c) => c.exec(),
     };
     match result {
         Ok(code) => code,

@@ -69,11 +69,18 @@ pub struct LintOptions {
     pub cnp_dscp: Option<u8>,
 }
 
+/// A file the linter read.
+#[derive(Clone, Debug, Serialize)]
+pub struct InputFile {
+    pub path: String,
+    pub kind: InputKind,
+}
+
 /// Result of a lint run.
 #[derive(Clone, Debug, Serialize)]
 pub struct LintReport {
     /// Files read, with their kind.
-    pub files: Vec<(String, InputKind)>,
+    pub files: Vec<InputFile>,
     /// The RDMA DSCPs the rules checked.
     pub rdma_dscps: Vec<u8>,
     /// True when the RDMA DSCP was assumed rather than read or given.
@@ -174,15 +181,24 @@ pub fn lint_parsed(parsed: &[(&str, Parsed)], opts: &LintOptions) -> LintReport 
         match p {
             Parsed::ConfigDb(db) => {
                 inp.switches.push(rules::SwitchIn { file: name, db });
-                files.push((name.to_string(), InputKind::ConfigDb));
+                files.push(InputFile {
+                    path: name.to_string(),
+                    kind: InputKind::ConfigDb,
+                });
             }
             Parsed::MlnxQos(q) => {
                 inp.qos.push((name, q));
-                files.push((name.to_string(), InputKind::MlnxQos));
+                files.push(InputFile {
+                    path: name.to_string(),
+                    kind: InputKind::MlnxQos,
+                });
             }
             Parsed::Sysfs(v) => {
                 inp.sysfs.extend(v.iter().map(|n| (*name, n)));
-                files.push((name.to_string(), InputKind::Sysfs));
+                files.push(InputFile {
+                    path: name.to_string(),
+                    kind: InputKind::Sysfs,
+                });
             }
         }
     }
