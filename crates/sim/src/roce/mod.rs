@@ -1,0 +1,22 @@
+//! RoCE models: lossless Ethernet (shared-buffer MMU, PFC, ECN), DCQCN, ECMP and
+//! L3 addressing, the RC transport over Ethernet (go-back-N / go-back-0), the
+//! IPoIB kernel TCP cost model, and ns-3 HPCC file formats.
+//!
+//! ```text
+//!   dcqcn      reaction point (rate), notification point (CNP pacing),
+//!              congestion point (RED/ECN), named profiles
+//!   buffer     switch MMU: ingress (port, PG) accounting, dynamic threshold,
+//!              headroom, XOFF/XON, egress queues (strict + DWRR), DSCP maps
+//!   pfc        pause state per (port, priority), quanta, PFC watchdog
+//!   ecmp       host addressing, ECMP groups, 5-tuple hash, RoCEv1 L2 domain
+//!   transport  RC go-back-N / go-back-0 requester and responder state
+//!   ipoib      TCP over IPoIB: per-message / per-byte CPU cost and a cwnd
+//!   hpcc       ns-3 HPCC config / flow files in, fct.txt / pfc.txt out
+//! ```
+//!
+//! Every component here is a plain struct driven by explicit simulated time
+//! ([`crate::engine::Time`]): it holds no event queue of its own. A component
+//! with timers reports its next deadline and is `poll`ed at (or after) it, so the
+//! same code runs inside the packet engine, in a fluid model, or in a unit test.
+
+pub mod dcqcn;
