@@ -291,13 +291,18 @@ fn bfs_cut(f: &Fabric) -> u64 {
         flat.neighbors(s).iter().filter(|a| flat.kind(a.peer) != NodeKind::Switch).map(|a| f.link(a.link).rate.data_bps()).sum()
     };
     let total: u64 = order.iter().map(|&s| host_bw(s)).sum();
-    let mut side = vec![false; f.nodes.len()];
-    let mut acc = 0u64;
-    for (i, &s) in order.iter().enumerate() {
-        if acc * 2 >= total && i > 0 {
-            break;
-        }
+    // Put the prefix of the order whose host bandwidth is closest to half on one
+    // side, keeping at least one switch on each side.
+    let (mut acc, mut best, mut best_gap) = (0u64, 1usize, u64::MAX);
+    for (i, &s) in order.iter().enumerate().take(order.len() - 1) {
         acc += host_bw(s);
+        let gap = (acc * 2).abs_diff(total);
+        if gap < best_gap {
+            (best, best_gap) = (i + 1, gap);
+        }
+    }
+    let mut side = vec![false; f.nodes.len()];
+    for &s in &order[..best] {
         side[s.idx()] = true;
     }
     f.links

@@ -1,23 +1,477 @@
-//! `rdmalab topo …` (owned by the fabric work; see crates/fabric).
+//! `rdmalab topo …`: generate, inspect and convert cluster topologies
+//! (the library side is `crates/fabric`).
 
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use clap::Subcommand;
+use anyhow::{Context, bail};
+use clap::{Args, Subcommand, ValueEnum};
+use fabric::format::{self, Format};
+use fabric::generate::{
+    Cabling, FatTree3Params, LeafSpineParams, MultiPodParams, RailParams, TorusParams, fat_tree3, leaf_spine, multi_pod,
+    rail, torus,
+};
+use fabric::summary::{Summary, summarize};
+use fabric::{Fabric, LinkRate, ReadOptions};
 
 /// Topology subcommands.
 #[derive(Debug, Subcommand)]
 pub enum TopoCmd {
-    /// Summarise a topology file.
-    Info {
-        /// The topology file.
-        file: std::path::PathBuf,
-    },
+    /// Generate a cluster fabric and write it as a topology file.
+    ///
+    /// Example: `rdmalab topo gen fat-tree --radix 36 --format ibsim -o ft648.net`
+    Gen(GenArgs),
+    /// Summarise a topology: counts, tiers, oversubscription, bisection, diameter,
+    /// bill of materials. Reads FILE, or generates with --gen.
+    Info(InfoArgs),
+    /// Convert a topology file to another format.
+    Convert(ConvertArgs),
+}
+
+/// The generators.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Kind {
+    /// k-ary fat tree: 2 tiers (radix 36 → 648 hosts) or 3 with --tiers 3
+    /// (radix 36 --pods 8 → 2,592 hosts; radix 64 → 65,536).
+    FatTree,
+    /// 2-tier leaf–spine with any oversubscription.
+    LeafSpine,
+    /// Rail-optimized GPU pod: --servers N × --rails R NICs, one leaf per rail.
+    Rail,
+    /// 3-D torus: --dims X,Y,Z.
+    Torus,
+    /// Leaf–spine pods joined by a core tier over long (km) cables.
+    MultiPod,
+}
+
+/// Generator parameters; each applies to the kinds its help names.
+#[derive(Debug, Args, Default, Clone)]
+pub struct GenParams {
+    /// Ports per switch [all kinds; default 36, rail 64, torus 6 + hosts].
+    #[arg(long)]
+    pub radix: Option<u32>,
+    /// Link rate, e.g. 4xNDR, 4xHDR, 400G [all; default 4xNDR].
+    #[arg(long)]
+    pub rate: Option<LinkRate>,
+    /// Tiers of a fat tree: 2 or 3 [fat-tree; default 2].
+    #[arg(long)]
+    pub tiers: Option<u8>,
+    /// Pods [fat-tree 3 tiers (default k), multi-pod (default 2)].
+    #[arg(long)]
+    pub pods: Option<u32>,
+    /// Hosts per leaf [fat-tree, leaf-spine, multi-pod].
+    #[arg(long)]
+    pub hosts_per_leaf: Option<u32>,
+    /// Host ports : uplinks at a leaf, e.g. 3 for 3:1 [leaf-spine; default 1].
+    #[arg(long)]
+    pub oversubscription: Option<f64>,
+    /// Leaves [fat-tree 2 tiers, leaf-spine; default: all the spines can take].
+    #[arg(long)]
+    pub leaves: Option<u32>,
+    /// Spines [leaf-spine, rail].
+    #[arg(long)]
+    pub spines: Option<u32>,
+    /// GPU servers [rail; default 16].
+    #[arg(long)]
+    pub servers: Option<u32>,
+    /// NICs (rails) per server [rail; default 8].
+    #[arg(long)]
+    pub rails: Option<u32>,
+    /// Uplinks per leaf [rail; default = servers].
+    #[arg(long)]
+    pub uplinks: Option<u32>,
+    /// Torus size X,Y,Z [torus; default 4,4,4].
+    #[arg(long, value_delimiter = ',')]
+    pub dims: Option<Vec<u32>>,
+    /// Hosts per switch [torus; default 1].
+    #[arg(long)]
+    pub hosts_per_switch: Option<u32>,
+    /// Leaves per pod [multi-pod; default 18].
+    #[arg(long)]
+    pub leaves_per_pod: Option<u32>,
+    /// Spines per pod [multi-pod; default 18].
+    #[arg(long)]
+    pub spines_per_pod: Option<u32>,
+    /// Uplinks per spine to the core [multi-pod; default 9].
+    #[arg(long)]
+    pub spine_uplinks: Option<u32>,
+    /// Spine–core cable length in metres [multi-pod; default 2000].
+    #[arg(long)]
+    pub inter_pod_m: Option<f64>,
+    /// Host–leaf cable length in metres [default 2].
+    #[arg(long)]
+    pub host_leaf_m: Option<f64>,
+    /// Leaf–spine cable length in metres [default 20].
+    #[arg(long)]
+    pub leaf_spine_m: Option<f64>,
+    /// Spine–core cable length in metres [fat-tree 3 tiers; default 50].
+    #[arg(long)]
+    pub spine_core_m: Option<f64>,
+    /// Switch–switch cable length in metres [torus; default 5].
+    #[arg(long)]
+    pub link_m: Option<f64>,
+}
+
+impl GenParams {
+    /// Every flag and whether it was given.
+    fn given(&self) -> [(&'static str, bool); 21] {
+        [
+            ("--radix", self.radix.is_some()),
+            ("--rate", self.rate.is_some()),
+            ("--tiers", self.tiers.is_some()),
+            ("--pods", self.pods.is_some()),
+            ("--hosts-per-leaf", self.hosts_per_leaf.is_some()),
+            ("--oversubscription", self.oversubscription.is_some()),
+            ("--leaves", self.leaves.is_some()),
+            ("--spines", self.spines.is_some()),
+            ("--servers", self.servers.is_some()),
+            ("--rails", self.rails.is_some()),
+            ("--uplinks", self.uplinks.is_some()),
+            ("--dims", self.dims.is_some()),
+            ("--hosts-per-switch", self.hosts_per_switch.is_some()),
+            ("--leaves-per-pod", self.leaves_per_pod.is_some()),
+            ("--spines-per-pod", self.spines_per_pod.is_some()),
+            ("--spine-uplinks", self.spine_uplinks.is_some()),
+            ("--inter-pod-m", self.inter_pod_m.is_some()),
+            ("--host-leaf-m", self.host_leaf_m.is_some()),
+            ("--leaf-spine-m", self.leaf_spine_m.is_some()),
+            ("--spine-core-m", self.spine_core_m.is_some()),
+            ("--link-m", self.link_m.is_some()),
+        ]
+    }
+
+    /// Flags given that `kind` does not use.
+    fn unused_for(&self, kind: Kind, tiers: u8) -> Vec<&'static str> {
+        let given = self.given();
+        let allowed: &[&str] = match (kind, tiers) {
+            (Kind::FatTree, 3) => &["--radix", "--rate", "--tiers", "--pods", "--hosts-per-leaf", "--host-leaf-m", "--leaf-spine-m", "--spine-core-m"],
+            (Kind::FatTree, _) => &["--radix", "--rate", "--tiers", "--leaves", "--host-leaf-m", "--leaf-spine-m"],
+            (Kind::LeafSpine, _) => &[
+                "--radix", "--rate", "--hosts-per-leaf", "--oversubscription", "--leaves", "--spines", "--host-leaf-m", "--leaf-spine-m",
+            ],
+            (Kind::Rail, _) => &["--radix", "--rate", "--servers", "--rails", "--uplinks", "--spines", "--host-leaf-m", "--leaf-spine-m"],
+            (Kind::Torus, _) => &["--radix", "--rate", "--dims", "--hosts-per-switch", "--link-m", "--host-leaf-m"],
+            (Kind::MultiPod, _) => &[
+                "--radix", "--rate", "--pods", "--leaves-per-pod", "--hosts-per-leaf", "--spines-per-pod", "--spine-uplinks",
+                "--inter-pod-m", "--host-leaf-m", "--leaf-spine-m",
+            ],
+        };
+        given.iter().filter(|(f, g)| *g && !allowed.contains(f)).map(|(f, _)| *f).collect()
+    }
+
+    fn cabling(&self) -> Cabling {
+        let d = Cabling::default();
+        Cabling {
+            host_leaf_m: self.host_leaf_m.unwrap_or(d.host_leaf_m),
+            leaf_spine_m: self.leaf_spine_m.unwrap_or(d.leaf_spine_m),
+            spine_core_m: self.spine_core_m.unwrap_or(d.spine_core_m),
+        }
+    }
+
+    /// Build the fabric.
+    pub fn build(&self, kind: Kind) -> anyhow::Result<Fabric> {
+        let tiers = self.tiers.unwrap_or(2);
+        if kind == Kind::FatTree && !(2..=3).contains(&tiers) {
+            bail!("--tiers {tiers}: a fat tree here has 2 or 3 tiers");
+        }
+        let unused = self.unused_for(kind, tiers);
+        if !unused.is_empty() {
+            let what = if kind == Kind::FatTree { format!("a {tiers}-tier fat-tree") } else { format!("{kind:?}") };
+            bail!("{} do(es) not apply to {what}", unused.join(", "));
+        }
+        let rate = self.rate.unwrap_or(LinkRate::NDR_4X);
+        let cabling = self.cabling();
+        let f = match kind {
+            Kind::FatTree if tiers == 3 => fat_tree3(&FatTree3Params {
+                radix: self.radix.unwrap_or(36),
+                pods: self.pods,
+                hosts_per_leaf: self.hosts_per_leaf,
+                rate,
+                cabling,
+            }),
+            Kind::FatTree => leaf_spine(&LeafSpineParams {
+                radix: self.radix.unwrap_or(36),
+                leaves: self.leaves,
+                rate,
+                cabling,
+                ..Default::default()
+            }),
+            Kind::LeafSpine => leaf_spine(&LeafSpineParams {
+                radix: self.radix.unwrap_or(36),
+                hosts_per_leaf: self.hosts_per_leaf,
+                oversubscription: self.oversubscription.unwrap_or(1.0),
+                spines: self.spines,
+                leaves: self.leaves,
+                rate,
+                cabling,
+            }),
+            Kind::Rail => {
+                let d = RailParams::default();
+                rail(&RailParams {
+                    servers: self.servers.unwrap_or(d.servers),
+                    rails: self.rails.unwrap_or(d.rails),
+                    radix: self.radix.unwrap_or(d.radix),
+                    uplinks: self.uplinks,
+                    spines: self.spines,
+                    rate,
+                    cabling,
+                })
+            }
+            Kind::Torus => {
+                let d = TorusParams::default();
+                let dims = match self.dims.as_deref() {
+                    Some(&[x, y, z]) => [x, y, z],
+                    Some(v) => bail!("--dims takes three sizes X,Y,Z, got {} value(s)", v.len()),
+                    None => d.dims,
+                };
+                torus(&TorusParams {
+                    dims,
+                    hosts_per_switch: self.hosts_per_switch.unwrap_or(d.hosts_per_switch),
+                    radix: self.radix,
+                    rate,
+                    link_m: self.link_m.unwrap_or(d.link_m),
+                    host_m: self.host_leaf_m.unwrap_or(d.host_m),
+                })
+            }
+            Kind::MultiPod => {
+                let d = MultiPodParams::default();
+                multi_pod(&MultiPodParams {
+                    pods: self.pods.unwrap_or(d.pods),
+                    radix: self.radix.unwrap_or(d.radix),
+                    leaves_per_pod: self.leaves_per_pod.unwrap_or(d.leaves_per_pod),
+                    hosts_per_leaf: self.hosts_per_leaf.unwrap_or(d.hosts_per_leaf),
+                    spines_per_pod: self.spines_per_pod.unwrap_or(d.spines_per_pod),
+                    spine_uplinks: self.spine_uplinks.unwrap_or(d.spine_uplinks),
+                    inter_pod_m: self.inter_pod_m.unwrap_or(d.inter_pod_m),
+                    rate,
+                    cabling,
+                })
+            }
+        };
+        f.with_context(|| format!("failed to generate a {}", kind.to_possible_value().map(|v| v.get_name().to_string()).unwrap_or_default()))
+    }
+}
+
+/// `topo gen`.
+#[derive(Debug, Args)]
+pub struct GenArgs {
+    /// What to generate.
+    #[arg(value_enum)]
+    pub kind: Kind,
+    #[command(flatten)]
+    pub params: GenParams,
+    /// Output format.
+    #[arg(long, short = 'f', default_value = "json")]
+    pub format: Format,
+    /// Output file (default: standard output).
+    #[arg(long, short = 'o')]
+    pub output: Option<PathBuf>,
+    /// Overwrite the output file if it exists.
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// `topo info`.
+#[derive(Debug, Args)]
+pub struct InfoArgs {
+    /// Topology file (format detected from content unless --from is given).
+    #[arg(required_unless_present = "gen_kind", conflicts_with = "gen_kind")]
+    pub file: Option<PathBuf>,
+    /// Summarise a generated fabric instead of a file.
+    #[arg(long = "gen", value_enum)]
+    pub gen_kind: Option<Kind>,
+    #[command(flatten)]
+    pub params: GenParams,
+    /// Read FILE as this format instead of detecting it.
+    #[arg(long)]
+    pub from: Option<Format>,
+    /// Print the summary as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `topo convert`.
+#[derive(Debug, Args)]
+pub struct ConvertArgs {
+    /// Input topology file.
+    pub input: PathBuf,
+    /// Output format.
+    #[arg(long)]
+    pub to: Format,
+    /// Read the input as this format instead of detecting it.
+    #[arg(long)]
+    pub from: Option<Format>,
+    /// Output file (default: standard output).
+    #[arg(long, short = 'o')]
+    pub output: Option<PathBuf>,
+    /// Overwrite the output file if it exists.
+    #[arg(long)]
+    pub force: bool,
 }
 
 impl TopoCmd {
+    /// Run the subcommand.
     pub fn exec(self) -> anyhow::Result<ExitCode> {
         match self {
-            TopoCmd::Info { file } => anyhow::bail!("reading {} is not built yet", file.display()),
+            TopoCmd::Gen(a) => {
+                let f = a.params.build(a.kind)?;
+                let text = format::write(&f, a.format).context("failed to write the topology")?;
+                emit(a.output.as_deref(), a.force, &text)?;
+            }
+            TopoCmd::Info(a) => {
+                let f = match (&a.file, a.gen_kind) {
+                    (_, Some(kind)) => a.params.build(kind)?,
+                    (Some(path), None) => {
+                        if a.params.given().iter().any(|(_, g)| *g) {
+                            bail!("generator flags need --gen <kind>");
+                        }
+                        read(path, a.from)?
+                    }
+                    (None, None) => bail!("give a FILE or --gen <kind>"),
+                };
+                let s = summarize(&f);
+                let text = if a.json {
+                    let mut t = serde_json::to_string_pretty(&s).context("failed to encode the summary")?;
+                    t.push('\n');
+                    t
+                } else {
+                    render(&s)
+                };
+                emit(None, false, &text)?;
+            }
+            TopoCmd::Convert(a) => {
+                let f = read(&a.input, a.from)?;
+                let text = format::write(&f, a.to).context("failed to write the topology")?;
+                emit(a.output.as_deref(), a.force, &text)?;
+            }
         }
+        Ok(ExitCode::SUCCESS)
+    }
+}
+
+fn read(path: &Path, from: Option<Format>) -> anyhow::Result<Fabric> {
+    let (f, _) = format::read_file(path, from, &ReadOptions::default()).context("failed to read the topology")?;
+    Ok(f)
+}
+
+/// Write to `out` (never silently replacing a file unless `force`) or to stdout.
+fn emit(out: Option<&Path>, force: bool, text: &str) -> anyhow::Result<()> {
+    match out {
+        None => {
+            let mut so = std::io::stdout().lock();
+            so.write_all(text.as_bytes())?;
+            so.flush()?;
+        }
+        Some(p) => {
+            let mut file = if force {
+                std::fs::File::create(p)
+            } else {
+                std::fs::OpenOptions::new().write(true).create_new(true).open(p)
+            }
+            .with_context(|| {
+                if p.exists() && !force {
+                    format!("{} already exists (pass --force to overwrite it)", p.display())
+                } else {
+                    format!("cannot create {}", p.display())
+                }
+            })?;
+            file.write_all(text.as_bytes()).with_context(|| format!("cannot write {}", p.display()))?;
+        }
+    }
+    Ok(())
+}
+
+fn bps(b: u64) -> String {
+    let v = b as f64;
+    if v >= 1e15 {
+        format!("{:.2} Pb/s", v / 1e15)
+    } else if v >= 1e12 {
+        format!("{:.2} Tb/s", v / 1e12)
+    } else {
+        format!("{:.1} Gb/s", v / 1e9)
+    }
+}
+
+/// The terminal form of a summary.
+pub fn render(s: &Summary) -> String {
+    let mut o = String::new();
+    let n = &s.nodes;
+    let _ = writeln!(o, "nodes      {} switches, {} CAs, {} routers; {} servers", n.switches, n.cas, n.routers, s.servers);
+    let p = &s.ports;
+    let _ = writeln!(
+        o,
+        "ports      switch {} ({} cabled, {} free); adapter {} ({} cabled)",
+        p.switch_ports,
+        p.switch_ports_cabled,
+        p.switch_ports - p.switch_ports_cabled,
+        p.endpoint_ports,
+        p.endpoint_ports_cabled
+    );
+    let rates: Vec<String> = s.links_by_rate.iter().map(|(r, c)| format!("{c} × {r}")).collect();
+    let _ = writeln!(o, "links      {} ({})", s.links, rates.join(", "));
+    let _ = writeln!(o, "tiers      (levels {})", if s.levels_inferred { "inferred from hops to the nearest CA" } else { "from the generator" });
+    let _ = writeln!(o, "  level  switches  down  up     peer  down:up");
+    for t in &s.tiers {
+        let os = t.oversubscription.map(|r| format!("{r:.2}:1")).unwrap_or_else(|| "-".into());
+        let _ = writeln!(o, "  {:<5}  {:<8}  {:<5} {:<6} {:<5} {os}", t.level, t.switches, t.down_links, t.up_links, t.peer_links);
+    }
+    let _ = writeln!(
+        o,
+        "bisection  {}{} ({:.2} of full bisection, {}); hosts inject {}",
+        if s.bisection_method == "tier-cut" { "" } else { "at most " },
+        bps(s.bisection_bps),
+        s.bisection_ratio,
+        s.bisection_method,
+        bps(s.host_bps)
+    );
+    let _ = writeln!(o, "diameter   {}", s.diameter_hops.map(|d| format!("{d} hops between CAs")).unwrap_or_else(|| "disconnected".into()));
+    let b = &s.bom;
+    let sw: Vec<String> = b.switches_by_radix.iter().map(|(r, c)| format!("{c} × {r}-port")).collect();
+    let _ = writeln!(o, "bill of materials");
+    let _ = writeln!(o, "  switches      {}", sw.join(", "));
+    let _ = writeln!(o, "  cables        {} copper, {} optical, {:.0} m in all", b.copper_cables, b.optical_cables, b.cable_metres);
+    for c in &b.cables {
+        let _ = writeln!(o, "    {:>6} × {:<7} ≤ {} m  {}", c.count, c.medium, c.up_to_m, c.rate);
+    }
+    let tr: Vec<String> = b.transceivers_by_rate.iter().map(|(r, c)| format!("{c} × {r}")).collect();
+    let _ = writeln!(o, "  transceivers  {}{}", b.transceivers, if tr.is_empty() { String::new() } else { format!(" ({})", tr.join(", ")) });
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::{CommandFactory, Parser};
+
+    use super::*;
+
+    #[derive(Debug, Parser)]
+    struct T {
+        #[command(subcommand)]
+        c: TopoCmd,
+    }
+
+    #[test]
+    fn clap_definition_is_valid() {
+        T::command().debug_assert();
+    }
+
+    #[test]
+    fn flags_that_do_not_apply_are_refused() {
+        let t = T::try_parse_from(["t", "gen", "torus", "--rails", "4"]).unwrap();
+        let TopoCmd::Gen(a) = t.c else { panic!() };
+        let e = a.params.build(a.kind).unwrap_err().to_string();
+        assert!(e.contains("--rails"), "{e}");
+    }
+
+    #[test]
+    fn readme_command_summarises_the_648_host_tree() {
+        let t = T::try_parse_from(["t", "info", "--gen", "fat-tree", "--radix", "36"]).unwrap();
+        let TopoCmd::Info(a) = t.c else { panic!() };
+        let s = summarize(&a.params.build(a.gen_kind.unwrap()).unwrap());
+        assert_eq!(s.nodes.cas, 648);
+        let text = render(&s);
+        assert!(text.contains("54 × 36-port"), "{text}");
     }
 }
