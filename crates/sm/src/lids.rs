@@ -189,7 +189,7 @@ pub fn assign(
         let got = prior.and_then(|c| c.map.get(&node.port_guid(p))).copied();
         if let Some((lo, hi)) = got {
             let ok = hi.0 - lo.0 + 1 == want
-                && lo.0 % align == 0
+                && (want == 1 || lo.0 % align == 0)
                 && hi.0 <= MAX_UNICAST_LID
                 && (lo.0..=hi.0).all(|l| !used[l as usize]);
             if ok {

@@ -8,13 +8,14 @@
 //!    the number of sources through the new routing tree). Unlike SSSP's weighted
 //!    Dijkstra this stays on minimal paths, which keeps the work per LID at
 //!    O(switches + ISL ports).
-//! 2. Virtual-lane layers: every destination LID starts in layer 0. While a layer's
-//!    channel dependency graph has a cycle, the cycle edge used by the fewest
-//!    destinations ("weakest", as `get_weakest_link_in_cycle` in OpenSM) is broken by
-//!    moving those destinations to the next layer. More layers than data VLs is an
-//!    error naming both numbers.
-//! 3. Layer = SL of every path to that destination; SL2VL maps SL i to VL i on every
-//!    switch port pair, so each layer travels on its own VL.
+//! 2. Virtual-lane layers: a path is (source switch, destination LID); every path
+//!    starts in layer 0. While a layer's channel dependency graph has a cycle, the
+//!    cycle edge used by the fewest paths ("weakest", as `get_weakest_link_in_cycle`
+//!    in OpenSM) is broken by moving those paths to the next layer. More layers than
+//!    data VLs is an error naming both numbers.
+//! 3. Layer = the path's SL (`RoutingTables::path_sl`, by source and destination
+//!    LID); SL2VL maps SL i to VL i on every switch port pair, so each layer travels
+//!    on its own VL.
 //!
 //! The dependency graph is held as a bitset per channel over the output ports of the
 //! next switch (a channel's successor always sits on its peer switch), so building it
@@ -47,6 +48,9 @@ pub struct Dfsssp {
     stack: Vec<(u32, u32)>,
     seen: Vec<u32>,
     epoch: u32,
+    /// Source switches (those with end ports); paths are (source switch, LID).
+    srcs: Vec<u32>,
+    lid_src: Vec<u32>,
     /// Layers used by the last run.
     pub layers: u8,
 }
@@ -114,6 +118,9 @@ impl Dfsssp {
                         }
                         lft[lid] = best;
                     }
+                    if !de.is_end {
+                        continue; // switch LIDs carry management traffic only
+                    }
                     // Push the sources of every switch down the new tree, farthest first.
                     for &s in &self.queue {
                         self.cnt[s as usize] = g.ends_at[s as usize];
@@ -139,56 +146,89 @@ impl Dfsssp {
         }
     }
 
-    /// Add the dependencies of `lid` (owned by switch `d`) to the bitset graph: only
-    /// channels on routes from switches with end ports (CA-to-CA traffic, as ibdm
-    /// checks), walked once each thanks to the visit stamps.
-    fn add_edges(&mut self, g: &SwitchGraph, t: &RoutingTables, lid: usize, d: u32) {
-        self.epoch = self.epoch.wrapping_add(1);
-        if self.epoch == 0 {
-            self.seen.iter_mut().for_each(|x| *x = 0);
-            self.epoch = 1;
-        }
-        for s0 in 0..g.len() as u32 {
-            if g.ends_at[s0 as usize] == 0 || s0 == d {
-                continue;
+    /// Build the dependency bitsets of one layer: every path (source switch, LID) in
+    /// the layer adds an edge per consecutive pair of channels. Paths to one LID share
+    /// suffixes, so a walk stops at a switch already walked for that LID in this layer.
+    fn build_layer(&mut self, g: &SwitchGraph, t: &RoutingTables, layer: u8) {
+        self.bits.iter_mut().for_each(|w| *w = 0);
+        let nl = self.lids.len();
+        for k in 0..nl {
+            let (lid, d) = self.lids[k];
+            let lid = lid as usize;
+            self.epoch = self.epoch.wrapping_add(1);
+            if self.epoch == 0 {
+                self.seen.iter_mut().for_each(|x| *x = 0);
+                self.epoch = 1;
             }
-            let mut s = s0;
-            let mut prev = usize::MAX;
-            let mut hops = 0;
-            loop {
-                let p = t.lft[g.sw_node[s as usize].idx()].ports[lid];
-                if p == NO_ROUTE {
-                    break;
+            for li in 0..self.srcs.len() {
+                if self.layer[li * nl + k] != layer {
+                    continue;
                 }
-                let a = g.pidx(s, p);
-                if prev != usize::MAX {
-                    self.bits[prev * self.words + (p as usize >> 6)] |= 1u64 << (p & 63);
+                let mut s = self.srcs[li];
+                let mut prev = usize::MAX;
+                let mut hops = 0;
+                while s != d && hops <= g.len() {
+                    let p = t.lft[g.sw_node[s as usize].idx()].ports[lid];
+                    if p == NO_ROUTE {
+                        break;
+                    }
+                    if prev != usize::MAX {
+                        self.bits[prev * self.words + (p as usize >> 6)] |= 1u64 << (p & 63);
+                    }
+                    if self.seen[s as usize] == self.epoch {
+                        break;
+                    }
+                    self.seen[s as usize] = self.epoch;
+                    hops += 1;
+                    let a = g.pidx(s, p);
+                    let nx = self.peer_sw[a];
+                    if nx == NONE || nx == d {
+                        break; // d delivers to the end port: no successor channel
+                    }
+                    prev = a;
+                    s = nx;
                 }
-                if self.seen[s as usize] == self.epoch || hops > g.len() {
-                    break;
-                }
-                self.seen[s as usize] = self.epoch;
-                hops += 1;
-                let nx = self.peer_sw[a];
-                if nx == NONE {
-                    break;
-                }
-                if nx == d {
-                    // d delivers to the end port; that channel has no successor.
-                    break;
-                }
-                prev = a;
-                s = nx;
             }
         }
     }
 
-    fn build_layer(&mut self, g: &SwitchGraph, t: &RoutingTables, layer: u8) {
-        self.bits.iter_mut().for_each(|w| *w = 0);
-        for i in 0..self.lids.len() {
-            if self.layer[i] == layer {
-                let (lid, d) = self.lids[i];
-                self.add_edges(g, t, lid as usize, d);
+    /// Paths (index `li * nl + k`) of `layer` that use the channel pair a -> b.
+    fn users(&self, g: &SwitchGraph, t: &RoutingTables, layer: u8, a: usize, b: usize, out: &mut Vec<usize>) {
+        out.clear();
+        let (sa, pa) = self.slot_owner(g, a);
+        let (sb, pb) = self.slot_owner(g, b);
+        let nl = self.lids.len();
+        let la = &t.lft[g.sw_node[sa as usize].idx()].ports;
+        let lb = &t.lft[g.sw_node[sb as usize].idx()].ports;
+        for k in 0..nl {
+            let (lid, d) = self.lids[k];
+            let lid = lid as usize;
+            if la[lid] != pa || lb[lid] != pb || d == sb {
+                continue;
+            }
+            for li in 0..self.srcs.len() {
+                if self.layer[li * nl + k] != layer {
+                    continue;
+                }
+                // Does the path from srcs[li] to lid pass sa?
+                let mut s = self.srcs[li];
+                let mut hops = 0;
+                while s != d && hops <= g.len() {
+                    if s == sa {
+                        out.push(li * nl + k);
+                        break;
+                    }
+                    let p = t.lft[g.sw_node[s as usize].idx()].ports[lid];
+                    if p == NO_ROUTE {
+                        break;
+                    }
+                    let nx = self.peer_sw[g.pidx(s, p)];
+                    if nx == NONE {
+                        break;
+                    }
+                    s = nx;
+                    hops += 1;
+                }
             }
         }
     }
@@ -266,8 +306,17 @@ impl RoutingEngine for Dfsssp {
             }
         }
         self.lids.sort_unstable();
+        self.srcs.clear();
+        self.srcs.extend(g.leaves());
+        let mut src_index = vec![NONE; g.len()];
+        for (i, &s) in self.srcs.iter().enumerate() {
+            src_index[s as usize] = i as u32;
+        }
+        // The source switch of each LID's owner (for path SLs).
+        self.lid_src.clear();
+        self.lid_src.extend(self.lids.iter().map(|&(_, sw)| src_index[sw as usize]));
         self.layer.clear();
-        self.layer.resize(self.lids.len(), 0);
+        self.layer.resize(self.srcs.len() * self.lids.len(), 0);
         let max_slots = g.slots.iter().copied().max().unwrap_or(1) as usize;
         self.words = max_slots.div_ceil(64);
         self.bits.clear();
@@ -276,43 +325,29 @@ impl RoutingEngine for Dfsssp {
         self.seen.resize(g.len(), 0);
         self.epoch = 0;
         let mut layer = 0u8;
+        let mut users = Vec::new();
+        let mut best_users = Vec::new();
         loop {
             self.build_layer(g, t, layer);
             while let Some(cycle) = self.find_cycle(g) {
-                // Weakest edge of the cycle: used by the fewest destinations of this layer.
-                let mut best: Option<(usize, usize)> = None;
+                // Weakest edge of the cycle: the one the fewest paths of this layer use.
+                best_users.clear();
+                let mut found = false;
                 for i in 0..cycle.len() {
-                    let a = cycle[i];
-                    let b = cycle[(i + 1) % cycle.len()];
-                    let (sa, pa) = self.slot_owner(g, a);
-                    let (sb, pb) = self.slot_owner(g, b);
-                    let la = &t.lft[g.sw_node[sa as usize].idx()].ports;
-                    let lb = &t.lft[g.sw_node[sb as usize].idx()].ports;
-                    let users = (0..self.lids.len())
-                        .filter(|&k| {
-                            let lid = self.lids[k].0 as usize;
-                            self.layer[k] == layer && la[lid] == pa && lb[lid] == pb && self.lids[k].1 != sb
-                        })
-                        .count();
-                    if users > 0 && best.is_none_or(|(_, u)| users < u) {
-                        best = Some((i, users));
+                    self.users(g, t, layer, cycle[i], cycle[(i + 1) % cycle.len()], &mut users);
+                    if !users.is_empty() && (!found || users.len() < best_users.len()) {
+                        std::mem::swap(&mut users, &mut best_users);
+                        found = true;
                     }
                 }
-                let Some((i, _)) = best else { break };
+                if !found {
+                    break;
+                }
                 if layer + 1 >= max_vls {
                     return Err(RouteError::NotEnoughVls { engine: "dfsssp", needed: layer + 2, available: max_vls });
                 }
-                let a = cycle[i];
-                let b = cycle[(i + 1) % cycle.len()];
-                let (sa, pa) = self.slot_owner(g, a);
-                let (sb, pb) = self.slot_owner(g, b);
-                for k in 0..self.lids.len() {
-                    let lid = self.lids[k].0 as usize;
-                    let la = t.lft[g.sw_node[sa as usize].idx()].ports[lid];
-                    let lb = t.lft[g.sw_node[sb as usize].idx()].ports[lid];
-                    if self.layer[k] == layer && la == pa && lb == pb && self.lids[k].1 != sb {
-                        self.layer[k] = layer + 1;
-                    }
+                for &u in &best_users {
+                    self.layer[u] = layer + 1;
                 }
                 self.build_layer(g, t, layer);
             }
@@ -331,13 +366,18 @@ impl RoutingEngine for Dfsssp {
                     what: format!("{n} LIDs need a {n}x{n} path-SL table, too large"),
                 });
             }
-            let mut row = vec![0u8; n];
-            for k in 0..n {
-                row[k] = self.layer[k];
-            }
-            let mut sl = Vec::with_capacity(n * n);
-            for _ in 0..n {
-                sl.extend_from_slice(&row);
+            // Source LID -> its source switch's index in `srcs` (switch LIDs of
+            // switches without end ports use SL 0: management traffic).
+            let nl = n;
+            let mut sl = vec![0u8; n * n];
+            for (a_idx, &(_, owner_sw)) in self.lids.iter().enumerate() {
+                let _ = owner_sw;
+                let src_sw = self.lid_src[a_idx];
+                if src_sw == NONE {
+                    continue;
+                }
+                let li = src_sw as usize;
+                sl[a_idx * n..(a_idx + 1) * n].copy_from_slice(&self.layer[li * nl..(li + 1) * nl]);
             }
             t.path_sl = Some(PathSl { lids: self.lids.iter().map(|&(l, _)| Lid(l)).collect(), sl });
             let mut ident: Sl2Vl = [0; 16];

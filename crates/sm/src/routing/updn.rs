@@ -41,9 +41,81 @@ struct Ranked {
     cands: Vec<u8>,
     /// Per switch: true when its candidates towards the current d go down.
     goes_down: Vec<bool>,
+    /// Per port slot: peer switch (u32::MAX = none).
+    peer_sw: Vec<u32>,
+    /// Switches that reach d, farthest first.
+    order: Vec<u32>,
+    bucket: Vec<u32>,
+    cnt: Vec<u32>,
+    /// Routes (source end port → destination LID) per port slot so far.
+    weight: Vec<u32>,
 }
 
 impl Ranked {
+    fn index_ports(&mut self, g: &SwitchGraph) {
+        self.peer_sw.clear();
+        self.peer_sw.resize(g.port_slots(), INF);
+        for s in 0..g.len() as u32 {
+            for a in g.isls(s) {
+                self.peer_sw[g.pidx(s, a.port)] = a.peer;
+            }
+        }
+        self.weight.clear();
+        self.weight.resize(g.port_slots(), 0);
+        self.cnt.clear();
+        self.cnt.resize(g.len(), 0);
+    }
+
+    /// Order the switches that reach d by decreasing distance (counting sort).
+    fn order_by_reach(&mut self) {
+        let maxr = self.reach.iter().copied().filter(|&r| r != INF).max().unwrap_or(0) as usize;
+        self.bucket.clear();
+        self.bucket.resize(maxr + 2, 0);
+        let mut n = 0;
+        for &r in &self.reach {
+            if r != INF {
+                self.bucket[maxr - r as usize + 1] += 1;
+                n += 1;
+            }
+        }
+        for i in 1..self.bucket.len() {
+            self.bucket[i] += self.bucket[i - 1];
+        }
+        self.order.clear();
+        self.order.resize(n, 0);
+        for (s, &r) in self.reach.iter().enumerate() {
+            if r != INF {
+                let b = maxr - r as usize;
+                self.order[self.bucket[b] as usize] = s as u32;
+                self.bucket[b] += 1;
+            }
+        }
+    }
+
+    /// After `lid`'s entries are written: push the end ports of every switch along the
+    /// new routes, adding them to the per-port route weights.
+    fn push_routes(&mut self, g: &SwitchGraph, t: &RoutingTables, lid: usize, d: u32) {
+        for &s in &self.order {
+            self.cnt[s as usize] = g.ends_at[s as usize];
+        }
+        for &s in &self.order {
+            let c = self.cnt[s as usize];
+            if s == d || c == 0 {
+                continue;
+            }
+            let p = t.lft[g.sw_node[s as usize].idx()].ports[lid];
+            if p == crate::tables::NO_ROUTE {
+                continue;
+            }
+            let i = g.pidx(s, p);
+            self.weight[i] = self.weight[i].saturating_add(c);
+            let nx = self.peer_sw[i];
+            if nx != INF {
+                self.cnt[nx as usize] += c;
+            }
+        }
+    }
+
     fn rank_from(&mut self, g: &SwitchGraph, roots: &[u32]) {
         g.bfs(roots, &mut self.rank, &mut self.queue);
         self.by_key.clear();
@@ -165,7 +237,6 @@ fn detect_roots(g: &SwitchGraph, scratch: &mut Ranked) -> Vec<u32> {
 #[derive(Debug, Default)]
 pub struct UpDn {
     r: Ranked,
-    load: Vec<u32>,
     /// Roots used by the last run.
     pub roots: Vec<u32>,
 }
@@ -176,16 +247,32 @@ impl RoutingEngine for UpDn {
     }
 
     fn route(&mut self, g: &SwitchGraph, opts: &RouteOptions, t: &mut RoutingTables) -> Result<(), RouteError> {
-        let roots = if opts.root_guids.is_empty() {
-            detect_roots(g, &mut self.r)
-        } else {
-            root_switches(g, t, &opts.root_guids, "updn")?
-        };
+        if !opts.root_guids.is_empty() {
+            let roots = root_switches(g, t, &opts.root_guids, "updn")?;
+            return self.route_with(g, t, roots);
+        }
+        // Detected roots: the switches furthest from the end ports (the top tier of a
+        // tree). On irregular fabrics several such roots may leave some pair without a
+        // legal up*/down* route; a single root always has one (every switch climbs its
+        // BFS-tree parents to it, and it reaches everything going down), so retry with
+        // the lowest-GUID candidate.
+        let roots = detect_roots(g, &mut self.r);
+        match self.route_with(g, t, roots.clone()) {
+            Err(RouteError::NoRoute { .. }) if roots.len() > 1 => {
+                let one = roots.iter().copied().min_by_key(|&s| g.guid[s as usize].0).into_iter().collect();
+                self.route_with(g, t, one)
+            }
+            other => other,
+        }
+    }
+}
+
+impl UpDn {
+    fn route_with(&mut self, g: &SwitchGraph, t: &mut RoutingTables, roots: Vec<u32>) -> Result<(), RouteError> {
         self.r.rank_from(g, &roots);
         self.roots = roots;
         alloc_lfts(g, t);
-        self.load.clear();
-        self.load.resize(g.port_slots(), 0);
+        self.r.index_ports(g);
         for d in 0..g.len() as u32 {
             let dests = g.dests_at(d);
             if dests.is_empty() {
@@ -195,49 +282,52 @@ impl RoutingEngine for UpDn {
             if dests.iter().any(|x| x.is_end) {
                 self.r.check_sources(g, d, "updn")?;
             }
-            fill(g, t, d, &self.r, |s, c, k| {
-                let base = g.port_base[s as usize] as usize;
-                let _ = k;
-                let i = least_loaded(c, &self.load, base);
-                self.load[base + c[i] as usize] += 1;
-                c[i]
-            });
+            self.r.fill(g, t, d, |s, c, _, w, _| lightest(g, s, c, w));
         }
         Ok(())
     }
 }
 
-/// Write d's LIDs into every switch's LFT, choosing among candidates with `pick(s,
-/// candidates, (dest index in g.dests, lid offset))`.
-fn fill(
-    g: &SwitchGraph,
-    t: &mut RoutingTables,
-    d: u32,
-    r: &Ranked,
-    mut pick: impl FnMut(u32, &[u8], (usize, u16)) -> u8,
-) {
-    let dests = g.dests_at(d);
-    let first = g.dest_off[d as usize] as usize;
-    for s in 0..g.len() as u32 {
-        let lft = &mut t.lft[g.sw_node[s as usize].idx()].ports;
-        if s == d {
-            for de in dests {
-                for k in 0..de.count {
-                    lft[(de.base + k) as usize] = de.port;
-                }
-            }
-            continue;
-        }
-        let c = r.cands_of(s);
-        if c.is_empty() {
-            continue;
-        }
-        for (i, de) in dests.iter().enumerate() {
+impl Ranked {
+    /// Write d's LIDs into every switch's LFT, one LID at a time, choosing among the
+    /// candidates with `pick(switch, candidates, dest index in g.dests, route weights
+    /// per port slot, goes down)`, then pushing the new routes into the weights.
+    fn fill(
+        &mut self,
+        g: &SwitchGraph,
+        t: &mut RoutingTables,
+        d: u32,
+        mut pick: impl FnMut(u32, &[u8], usize, &[u32], bool) -> u8,
+    ) {
+        self.order_by_reach();
+        let first = g.dest_off[d as usize] as usize;
+        for (i, de) in g.dests_at(d).iter().enumerate() {
             for k in 0..de.count {
-                lft[(de.base + k) as usize] = pick(s, c, (first + i, k));
+                let lid = (de.base + k) as usize;
+                for s in 0..g.len() as u32 {
+                    let lft = &mut t.lft[g.sw_node[s as usize].idx()].ports;
+                    if s == d {
+                        lft[lid] = de.port;
+                        continue;
+                    }
+                    let c = self.cands_of(s);
+                    if !c.is_empty() {
+                        lft[lid] = pick(s, c, first + i, &self.weight, self.goes_down[s as usize]);
+                    }
+                }
+                if de.is_end {
+                    // Switch LIDs carry management traffic only: balance CA routes.
+                    self.push_routes(g, t, lid, d);
+                }
             }
         }
     }
+}
+
+/// The candidate with the fewest routes so far (ties to the first).
+#[inline]
+fn lightest(g: &SwitchGraph, s: u32, c: &[u8], weight: &[u32]) -> u8 {
+    c[least_loaded(c, weight, g.port_base[s as usize] as usize)]
 }
 
 /// Root switches from GUIDs: a switch GUID, or a CA node/port GUID meaning the switch
@@ -265,11 +355,11 @@ fn root_switches(
 }
 
 /// Fat-tree routing.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Ftree {
     r: Ranked,
-    down_load: Vec<u32>,
-    up_load: Vec<u32>,
+    /// Up ports by destination index modulo up-arity (d-mod-k) instead of by weight.
+    pub dmodk: bool,
     height: Vec<u32>,
     div: Vec<u64>,
     dest_index: Vec<u64>,
@@ -277,7 +367,66 @@ pub struct Ftree {
     pub roots: Vec<u32>,
 }
 
+impl Default for Ftree {
+    fn default() -> Self {
+        Ftree {
+            r: Ranked::default(),
+            dmodk: true,
+            height: Vec::new(),
+            div: Vec::new(),
+            dest_index: Vec::new(),
+            roots: Vec::new(),
+        }
+    }
+}
+
 impl Ftree {
+    /// One routing pass; returns the most routes on one switch-to-switch port.
+    fn pass(&mut self, g: &SwitchGraph, t: &mut RoutingTables, dmodk: bool) -> Result<u32, RouteError> {
+        alloc_lfts(g, t);
+        self.r.index_ports(g);
+        for d in 0..g.len() as u32 {
+            let dests = g.dests_at(d);
+            if dests.is_empty() {
+                continue;
+            }
+            self.r.towards(g, d);
+            if dests.iter().any(|x| x.is_end) {
+                self.r.check_sources(g, d, "ftree")?;
+            }
+            let (height, div, dest_index) = (&self.height, &self.div, &self.dest_index);
+            self.r.fill(g, t, d, |s, c, di, w, down| {
+                if down || !dmodk {
+                    lightest(g, s, c, w)
+                } else {
+                    let h = height[s as usize] as usize;
+                    c[((dest_index[di] / div[h]) % c.len() as u64) as usize]
+                }
+            });
+        }
+        Ok(self.max_isl_weight(g))
+    }
+
+    fn max_isl_weight(&self, g: &SwitchGraph) -> u32 {
+        (0..g.port_slots()).filter(|&i| self.r.peer_sw[i] != INF).map(|i| self.r.weight[i]).max().unwrap_or(0)
+    }
+
+    /// True when every switch-to-switch port between the same two heights carries the
+    /// same number of routes.
+    fn even_per_tier(&self, g: &SwitchGraph) -> bool {
+        let mut seen: std::collections::BTreeMap<(u32, u32), u32> = Default::default();
+        for s in 0..g.len() as u32 {
+            for a in g.isls(s) {
+                let w = self.r.weight[g.pidx(s, a.port)];
+                let key = (self.height[s as usize], self.height[a.peer as usize]);
+                if *seen.entry(key).or_insert(w) != w {
+                    return false;
+                }
+            }
+        }
+        true
+    }
+
     fn check_tree(&mut self, g: &SwitchGraph, leaves: &[u32]) -> Result<u32, RouteError> {
         let bad = |why: String| RouteError::NotAFatTree { engine: "ftree", why };
         let rank = &self.r.rank;
@@ -377,36 +526,18 @@ impl RoutingEngine for Ftree {
                 j += 1;
             }
         }
-        alloc_lfts(g, t);
-        self.down_load.clear();
-        self.down_load.resize(g.port_slots(), 0);
-        self.up_load.clear();
-        self.up_load.resize(g.port_slots(), 0);
-        for d in 0..g.len() as u32 {
-            let dests = g.dests_at(d);
-            if dests.is_empty() {
-                continue;
-            }
-            self.r.towards(g, d);
-            if dests.iter().any(|x| x.is_end) {
-                self.r.check_sources(g, d, "ftree")?;
-            }
-            let r = &self.r;
-            let (down_load, up_load) = (&mut self.down_load, &mut self.up_load);
-            let (height, div, dest_index) = (&self.height, &self.div, &self.dest_index);
-            fill(g, t, d, r, |s, c, (di, _k)| {
-                let base = g.port_base[s as usize] as usize;
-                if r.goes_down[s as usize] {
-                    let i = least_loaded(c, down_load, base);
-                    down_load[base + c[i] as usize] += 1;
-                    c[i]
-                } else {
-                    let h = height[s as usize] as usize;
-                    let i = ((dest_index[di] / div[h]) % c.len() as u64) as usize;
-                    up_load[base + c[i] as usize] += 1;
-                    c[i]
+        // Pass 1: d-mod-k up ports (perfectly even on complete fat trees). When the
+        // result is not even per tier (an irregularly cabled tree), pass 2 routes by
+        // route weight and the pass with the lighter busiest port wins.
+        let first = self.pass(g, t, self.dmodk)?;
+        if self.dmodk && !self.even_per_tier(g) {
+            let saved: Vec<Vec<u8>> = g.sw_node.iter().map(|n| t.lft[n.idx()].ports.clone()).collect();
+            let second = self.pass(g, t, false)?;
+            if second > first {
+                for (n, ports) in g.sw_node.iter().zip(saved) {
+                    t.lft[n.idx()].ports = ports;
                 }
-            });
+            }
         }
         Ok(())
     }

@@ -2,3 +2,5 @@
 
 mod support;
 mod routing;
+mod opensm_dumps;
+mod props;

@@ -63,15 +63,76 @@ fn fat_trees_route_fully_without_loops() {
 }
 
 #[test]
-fn debug_print() {
+fn dfsssp_breaks_minhop_style_cycles_with_vl_layers_and_programs_sl2vl() {
     let f = read_net("credit-loops.converted.net");
-    for e in ALL {
-        match route(&f, &[e], 0, &RouteOptions::default()) {
-            Ok(r) => {
-                let v = sm::validate(&r.flat, &r.t);
-                eprintln!("{e}: pairs {} unreach {} nonmin {} hops {:?} loop {:?} max_isl {} vls {}", v.routes.pairs, v.routes.unreachable, v.routes.non_minimal, v.routes.hop_histogram, v.credit_loops.describe(&f), v.loads.max_routes_isl, r.t.vls_used);
+    let (r, v) = routed(&f, EngineKind::Dfsssp);
+    assert!(r.t.vls_used >= 1 && r.t.vls_used <= 8);
+    assert!(v.credit_loops.cycle.is_none());
+    assert_eq!(v.routes.non_minimal, 0);
+    if r.t.vls_used > 1 {
+        assert!(r.t.sl2vl.is_some() && r.t.path_sl.is_some());
+        assert!(v.credit_loops.vls_used <= r.t.vls_used && v.credit_loops.vls_used > 1);
+    }
+    // With a single VL the same routes must be refused, naming the numbers.
+    let opts = RouteOptions { max_vls: 1, ..Default::default() };
+    if r.t.vls_used > 1 {
+        let err = route(&f, &[EngineKind::Dfsssp], 0, &opts).err().expect("1 VL is not enough");
+        assert!(err.to_string().contains("not enough virtual lanes"), "{err}");
+        // ... and the engine list falls back visibly.
+        let r2 = route(&f, &[EngineKind::Dfsssp, EngineKind::UpDn], 0, &opts).unwrap();
+        assert_eq!(r2.outcome.engine, EngineKind::UpDn);
+        assert_eq!(r2.outcome.fallbacks.len(), 1);
+        assert!(r2.outcome.fallbacks[0].1.contains("virtual lanes"));
+    }
+}
+
+#[test]
+fn updn_on_a_torus_needs_no_roots_file_and_stays_loop_free() {
+    let f = read_net("torus-5x5x5.generated.net");
+    let (_, v) = routed(&f, EngineKind::UpDn);
+    assert_eq!(v.routes.unreachable, 0);
+    assert!(v.credit_loops.cycle.is_none(), "{:?}", v.credit_loops.describe(&f));
+    // OpenSM's dfsssp needs 9 VLs here and gives up (reference §1.7: "Not enough VLs
+    // available (avail=8, needed=9)"); path-granular layering fits in the 8 VLs.
+    let r = route(&f, &[EngineKind::Dfsssp, EngineKind::UpDn], 0, &RouteOptions::default()).unwrap();
+    assert_eq!(r.outcome.engine, EngineKind::Dfsssp, "{:?}", r.outcome.fallbacks);
+    assert!(r.t.vls_used > 1 && r.t.vls_used <= 8, "{}", r.t.vls_used);
+    // With 4 VLs it cannot, and the list falls back visibly to updn.
+    let opts = RouteOptions { max_vls: 4, ..Default::default() };
+    let r2 = route(&f, &[EngineKind::Dfsssp, EngineKind::UpDn], 0, &opts).unwrap();
+    assert_eq!(r2.outcome.engine, EngineKind::UpDn);
+    assert!(r2.outcome.fallbacks[0].1.contains("not enough virtual lanes"), "{:?}", r2.outcome.fallbacks);
+    let v = sm::validate(&r.flat, &r.t);
+    assert_eq!(v.routes.unreachable, 0);
+    assert_eq!(v.routes.non_minimal, 0);
+    assert!(v.credit_loops.cycle.is_none(), "{:?}", v.credit_loops.describe(&f));
+    let (_, v) = routed(&f, EngineKind::MinHop);
+    assert!(v.credit_loops.cycle.is_some(), "minhop loops on a torus (reference §3.4)");
+    let err = route(&f, &[EngineKind::Ftree], 0, &RouteOptions::default()).err().unwrap();
+    assert!(err.to_string().contains("not a fat tree"), "{err}");
+}
+
+/// Route counts of switch-to-switch ports grouped by (from level, to level).
+fn per_tier(f: &fabric::Fabric, v: &sm::Validation) -> std::collections::BTreeMap<(u8, u8), (u64, u64)> {
+    let mut m = std::collections::BTreeMap::new();
+    for p in v.loads.ports.iter().filter(|p| p.isl) {
+        let peer = f.peer(p.node, p.port).unwrap().0.node;
+        let key = (f.nodes[p.node.idx()].level.unwrap(), f.nodes[peer.idx()].level.unwrap());
+        let e = m.entry(key).or_insert((u64::MAX, 0));
+        e.0 = e.0.min(p.routes);
+        e.1 = e.1.max(p.routes);
+    }
+    m
+}
+
+#[test]
+fn ftree_and_updn_spread_routes_evenly_on_complete_fat_trees() {
+    for f in [testkit::fat_tree_2(8, 4, 4, 1), testkit::fat_tree_3(4, 4, 4, 4, 2), testkit::fat_tree_3(4, 6, 6, 6, 3)] {
+        for e in [EngineKind::Ftree, EngineKind::UpDn] {
+            let (_, v) = routed(&f, e);
+            for (tier, (lo, hi)) in per_tier(&f, &v) {
+                assert_eq!(lo, hi, "{e}: tier {tier:?} carries {lo}..{hi} routes per port");
             }
-            Err(err) => eprintln!("{e}: {err}"),
         }
     }
 }
