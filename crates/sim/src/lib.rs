@@ -26,6 +26,7 @@ pub mod ib;
 pub mod metrics;
 pub mod net;
 pub mod packet;
+pub mod roce;
 
 pub mod sim;
 #[cfg(any(test, feature = "testutil"))]

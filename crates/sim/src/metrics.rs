@@ -18,6 +18,10 @@ pub struct Stats {
     pub events: u64,
     /// Packet-link hops (one per packet put on a link).
     pub hops: u64,
+    /// Transmitter wake-ups that found their stamp stale (lazily cancelled).
+    pub stale_wakes: u64,
+    /// Transmitter looks that sent nothing.
+    pub idle_looks: u64,
     /// Bytes sent per port.
     pub tx_bytes: Vec<u64>,
     /// Packets sent per port.
@@ -50,6 +54,8 @@ impl Stats {
         Stats {
             events: 0,
             hops: 0,
+            stale_wakes: 0,
+            idle_looks: 0,
             tx_bytes: vec![0; nports],
             tx_pkts: vec![0; nports],
             stall_ps: vec![0; nports * nvl],
@@ -110,6 +116,8 @@ pub struct RunSummary {
     pub seed: u64,
     pub simulated_ps: u64,
     pub events: u64,
+    pub stale_wakes: u64,
+    pub idle_looks: u64,
     pub packet_link_hops: u64,
     pub packets_created: u64,
     pub packets_delivered: u64,
@@ -159,6 +167,8 @@ impl Sim {
             seed: self.eng.seed,
             simulated_ps: self.now.0,
             events: self.stats.events,
+            stale_wakes: self.stats.stale_wakes,
+            idle_looks: self.stats.idle_looks,
             packet_link_hops: self.stats.hops,
             packets_created: l.created,
             packets_delivered: l.delivered,

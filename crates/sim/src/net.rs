@@ -100,6 +100,7 @@ impl Sim {
         match pick {
             Pick::Send(p) => self.transmit(gp, p),
             Pick::Wait(t) => {
+                self.stats.idle_looks += 1;
                 if t != Time::NEVER {
                     self.schedule_wake(gp, t);
                 }
@@ -304,5 +305,42 @@ impl Sim {
         } else if self.wake_at[g] > self.now {
             self.try_tx(gp);
         }
+    }
+}
+
+impl Sim {
+    /// Check the transmitter invariants: every port with queued work is busy, has a
+    /// wake-up scheduled, or waits for credits it lacks (and is marked starved, so
+    /// the next credit return wakes it). Returns one line per violation (a lost
+    /// wake-up would leave packets stranded and is a model bug).
+    pub fn audit(&self) -> Vec<String> {
+        let mut bad = Vec::new();
+        for gp in 0..self.peer.len() {
+            if self.peer[gp] == NONE {
+                continue;
+            }
+            let has = match self.node_model[self.port_node[gp] as usize] {
+                NodeModel::IbSwitch => self.oq_len[gp] > 0,
+                NodeModel::IbHca => self.hca_has_work(gp as u32),
+                NodeModel::None => false,
+            };
+            if !has || self.busy_until[gp] > self.now || self.wake_at[gp] != Time::NEVER {
+                continue;
+            }
+            let name = &self.node_name[self.port_node[gp] as usize];
+            let port = self.port_num[gp];
+            if !self.starved[gp] {
+                bad.push(format!("{name} port {port}: work queued, line idle, no wake-up and not waiting for credits"));
+            } else if !self.credit_fifo[gp].is_empty() {
+                bad.push(format!("{name} port {port}: starved with credits on their way but no wake-up"));
+            } else if self.node_model[self.port_node[gp] as usize] == NodeModel::IbSwitch {
+                for vl in 0..self.nvl {
+                    if self.head_state(gp as u32, vl) == Head::Ready {
+                        bad.push(format!("{name} port {port}: VL {vl} could send but nothing will wake it"));
+                    }
+                }
+            }
+        }
+        bad
     }
 }

@@ -390,6 +390,8 @@ impl Sim {
                     if self.wake_at[gp as usize] == t {
                         self.wake_at[gp as usize] = Time::NEVER;
                         self.try_tx(gp);
+                    } else {
+                        self.stats.stale_wakes += 1;
                     }
                 }
                 Event::QpReady { qp } => self.qp_ready(qp),

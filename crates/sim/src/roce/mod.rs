@@ -19,4 +19,6 @@
 //! with timers reports its next deadline and is `poll`ed at (or after) it, so the
 //! same code runs inside the packet engine, in a fluid model, or in a unit test.
 
+pub mod buffer;
 pub mod dcqcn;
+pub mod pfc;

@@ -95,3 +95,21 @@ fn htsim_triggers_chain_flows() {
     let last_first = r.flows[..2].iter().map(|f| f.finish_ps.unwrap()).max().unwrap();
     assert!(r.flows[2].start_ps.unwrap() >= last_first);
 }
+
+#[test]
+fn permutation_through_one_switch_runs_at_line_rate() {
+    // No two flows share an output: every flow must get the full link (less headers).
+    let f = sim::testutil::one_switch(16, LinkRate::EDR_4X, 2.0);
+    let t = bfs_routes(&f, Tie::SpreadByLid);
+    let hosts = cas(&f);
+    let mut sim = Sim::new(&f, &t, IbConfig::default(), EngineConfig::default()).unwrap();
+    let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(3);
+    let m = Matrix::permutation(16, 8 << 20, &mut rng);
+    let r = run_matrix(&mut sim, &hosts, &m, Time::ms(100), &mut |_| {}).unwrap();
+    // WRITE of 8 MiB in 4 KiB packets: 26 bytes of headers per packet + one RETH.
+    let pkts = (8u64 << 20) / 4096;
+    let eff = (8u64 << 20) as f64 / ((8u64 << 20) + pkts * 26 + 16) as f64;
+    for fl in &r.flows {
+        assert!(fl.goodput_bps > 0.99 * 100e9 * eff, "flow {}: {:.2} Gb/s", fl.id, fl.goodput_bps / 1e9);
+    }
+}
