@@ -12,6 +12,7 @@ pub mod dump;
 pub mod index;
 pub mod lids;
 pub mod routing;
+pub mod run;
 pub mod tables;
 pub mod testkit;
 pub mod validate;
