@@ -1,0 +1,74 @@
+//! Rule ids and rationale of the InfiniBand checks.
+
+use crate::finding::{Finding, Location, Severity};
+
+/// An InfiniBand check: id and why it matters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rule {
+    pub id: &'static str,
+    pub why: &'static str,
+}
+
+/// A CA port cannot reach a CA LID by the LFTs.
+pub const UNREACHABLE: Rule = Rule {
+    id: "unreachable",
+    why: "every CA must reach every CA LID through the programmed LFTs, or RDMA connections between them fail (ibdiagnet 'all CA-to-CA paths', infiniband-sm.md §3.4)",
+};
+/// A route is longer than the shortest path.
+pub const NON_MINIMAL: Rule = Rule {
+    id: "non-minimal",
+    why: "longer paths add latency and load; deadlock-free engines (updn, dfsssp layers) may take them on purpose (infiniband-sm.md §1.2)",
+};
+/// A cycle in the channel dependency graph.
+pub const CREDIT_LOOP: Rule = Rule {
+    id: "credit-loop",
+    why: "a cycle of (port, VL) channels whose buffers wait on each other for credits can deadlock the fabric under load (ibdm CredLoops.cpp; infiniband-sm.md §3.4)",
+};
+/// Two nodes or ports share a GUID.
+pub const DUPLICATE_GUID: Rule = Rule {
+    id: "duplicate-guid",
+    why: "the SM identifies nodes and ports by GUID; duplicates make it merge two devices, so one of them gets no LID or wrong routes (IBA vol. 1 §14.2.5.3)",
+};
+/// Two ports share a LID.
+pub const DUPLICATE_LID: Rule = Rule {
+    id: "duplicate-lid",
+    why: "a LID must name one port: with two owners the LFTs deliver to one of them only (IBA vol. 1 §4.1.3)",
+};
+/// A link runs below the expected width or speed.
+pub const LINK_DEGRADED: Rule = Rule {
+    id: "link-degraded",
+    why: "a link that trained to fewer lanes or a lower speed (bad cable, dirty connector) silently cuts the bandwidth of every route through it (ibdiagnet link-width/speed check)",
+};
+/// Routes are unevenly spread over switch-to-switch ports.
+pub const ROUTE_IMBALANCE: Rule = Rule {
+    id: "route-imbalance",
+    why: "the busiest port bounds all-to-all bandwidth: routing engines spread destinations over equal-cost ports to avoid hot links (OpenSM minhop/updn port balancing, infiniband-sm.md §1.2)",
+};
+/// A node has no usable connection to the rest of the fabric.
+pub const ISOLATED_NODE: Rule = Rule {
+    id: "isolated-node",
+    why: "a node that is not cabled to the subnet cannot be managed or reached by the SM",
+};
+/// An end port has no LID.
+pub const NO_LID: Rule = Rule {
+    id: "no-lid",
+    why: "a port without a LID is not addressable: the SM did not sweep it or it is not in the dumps",
+};
+
+/// Build a finding for `rule`.
+pub fn finding(
+    rule: Rule,
+    severity: Severity,
+    location: Location,
+    message: String,
+    fix: String,
+) -> Finding {
+    Finding {
+        rule: rule.id,
+        severity,
+        location,
+        message,
+        why: rule.why,
+        fix,
+    }
+}
