@@ -28,6 +28,12 @@ enum Command {
     /// Lint configurations (RoCE: SONiC switch config plus NIC QoS/DCQCN state).
     #[command(subcommand)]
     Lint(cmd::lint::LintCmd),
+    /// InfiniBand diagnostics on real dumps: ibdiagnet-style check, ibtracert-style trace.
+    #[command(subcommand)]
+    Diag(cmd::diag::DiagCmd),
+    /// Run the InfiniBand Subnet Manager: LIDs, routing engines, validation, dumps.
+    #[command(subcommand)]
+    Sm(cmd::sm::SmCmd),
 }
 
 fn main() -> ExitCode {
@@ -35,6 +41,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Topo(c) => c.exec(),
         Command::Lint(c) => c.exec(),
+        Command::Diag(c) => c.exec(),
+        Command::Sm(c) => c.exec(),
     };
     match result {
         Ok(code) => code,

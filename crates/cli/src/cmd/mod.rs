@@ -1,7 +1,9 @@
 //! One module per subcommand; each exposes a clap `Subcommand` enum or `Args`
 //! struct with `exec(self) -> anyhow::Result<ExitCode>`.
 
+pub mod diag;
 pub mod lint;
+pub mod sm;
 pub mod topo;
 
 /// Marks an error as an internal failure (exit code 3) rather than bad input (2).
