@@ -325,9 +325,9 @@ mod tests {
 
     #[test]
     fn quanta_are_512_bit_times() {
-        // 400G: 1 quantum = 1.28 ns; 0xffff quanta = 83.886 µs (reference §2.2).
+        // 400G: 1 quantum = 1.28 ns; 0xffff quanta = 83.885 µs (reference §2.2).
         assert_eq!(quanta_to_time(1, 400_000_000_000), Time::ps(1280));
-        assert_eq!(quanta_to_time(MAX_QUANTA, 400_000_000_000), Time::ps(83_886_080));
+        assert_eq!(quanta_to_time(MAX_QUANTA, 400_000_000_000), Time::ps(83_884_800));
         assert_eq!(quanta_to_time(1, 100_000_000_000), Time::ps(5120));
         assert_eq!(quanta_to_time(0, 100_000_000_000), Time::ZERO);
     }
