@@ -34,6 +34,11 @@ enum Command {
     /// Run the InfiniBand Subnet Manager: LIDs, routing engines, validation, dumps.
     #[command(subcommand)]
     Sm(cmd::sm::SmCmd),
+    /// Explain, show and check comparison scenarios.
+    #[command(subcommand)]
+    Scenario(cmd::scenario::ScenarioCmd),
+    /// Recommend InfiniBand or RoCEv2 from measured evidence, your answers and a TCO.
+    Advise(cmd::advise::AdviseCmd),
 }
 
 fn main() -> ExitCode {
@@ -43,6 +48,8 @@ fn main() -> ExitCode {
         Command::Lint(c) => c.exec(),
         Command::Diag(c) => c.exec(),
         Command::Sm(c) => c.exec(),
+        Command::Scenario(c) => c.exec(),
+        Command::Advise(c) => c.exec(),
     };
     match result {
         Ok(code) => code,

@@ -268,15 +268,17 @@ pub fn advise(answers: &Answers, evidence: &[Evidence], fabric: &fabric::Fabric,
         },
     });
     // Isolation
+    let misconfig = evidence.iter().find(|e| e.id.contains("misconfig") && e.refused.is_none());
     table.push(Row {
         aspect: "Isolation".into(),
         infiniband: "a separate fabric: P_Keys, its own SM; storage/IP traffic elsewhere or over IPoIB".into(),
         rocev2: "converged with other traffic classes; isolation depends on DSCP/TC maps being right".into(),
-        evidence: match evidence.iter().find(|e| e.id.contains("misconfig")) {
+        evidence: match misconfig {
             Some(m) => format!("one hop mapping the RDMA DSCP to a lossy class ('{}') dropped {} packets", m.label, m.drops),
             None => "no misconfigured variant was run".into(),
         },
-        favours: Favours::Infiniband,
+        // A separate fabric only wins here when a converged one was shown to leak.
+        favours: if misconfig.is_some_and(|m| m.drops > 0) { Favours::Infiniband } else { Favours::Neither },
         weight: 1,
     });
     // Scale / multi-site

@@ -3,6 +3,7 @@
 pub mod advisor;
 pub mod cluster;
 pub mod collective;
+pub mod compare;
 pub mod results;
 pub mod scenario;
 pub mod tco;

@@ -262,3 +262,41 @@ pub fn html(r: &CompareResults) -> String {
 pub fn json(r: &CompareResults) -> String {
     serde_json::to_string_pretty(r).unwrap_or_else(|e| format!("{{\"error\": \"cannot serialise results: {e}\"}}"))
 }
+
+/// The advisor's output for the terminal: the decision table, the TCO and the
+/// recommendation. `measured` says whether evidence from a comparison was given.
+pub fn advice_text(a: &lab::Advice, measured: bool) -> String {
+    let mut o = String::new();
+    if !measured {
+        let _ = writeln!(o, "note: no results.json given — rows show your answers and the TCO only; run `rdmalab compare` for measured evidence\n");
+    }
+    let _ = writeln!(o, "answers: skills {:?}, Ethernet estate {:?}, budget {:?}, sites {}\n", a.answers.skills, a.answers.ethernet_estate, a.answers.budget, a.answers.sites);
+    for row in &a.table {
+        let _ = writeln!(o, "{} — favours {} (weight {})", row.aspect, favours(row.favours), row.weight);
+        let _ = writeln!(o, "    InfiniBand: {}", row.infiniband);
+        let _ = writeln!(o, "    RoCEv2:     {}", row.rocev2);
+        let _ = writeln!(o, "    this run:   {}", row.evidence);
+    }
+    let _ = writeln!(o);
+    for t in &a.tco {
+        let _ = writeln!(
+            o,
+            "{:?}: {:.0}-year TCO ${:.2}M = capital ${:.2}M + software ${:.2}M + staffing ${:.2}M + outage risk ${:.2}M",
+            t.tech,
+            t.years,
+            t.total_usd / 1e6,
+            t.capex_usd / 1e6,
+            t.software_usd / 1e6,
+            t.staffing_usd / 1e6,
+            t.outage_risk_usd / 1e6
+        );
+        for b in &t.bom {
+            let _ = writeln!(o, "    {:>6} × {:<44} ${:>10.0}  = ${:>12.0}", b.qty, b.item, b.unit_usd, b.total_usd);
+        }
+    }
+    let _ = writeln!(o, "\nrecommendation: {}", favours(a.recommendation));
+    for r in &a.reasons {
+        let _ = writeln!(o, "  - {r}");
+    }
+    o
+}

@@ -1,8 +1,10 @@
 //! One module per subcommand; each exposes a clap `Subcommand` enum or `Args`
 //! struct with `exec(self) -> anyhow::Result<ExitCode>`.
 
+pub mod advise;
 pub mod diag;
 pub mod lint;
+pub mod scenario;
 pub mod sm;
 pub mod topo;
 

@@ -1,0 +1,71 @@
+//! `scenario` and `advise`.
+
+use crate::{err, out, rdmalab};
+
+#[test]
+fn scenario_explain_lists_every_field() {
+    let o = rdmalab(&["scenario", "explain"], None);
+    assert!(o.status.success(), "{}", err(&o));
+    insta::assert_snapshot!(out(&o));
+}
+
+#[test]
+fn scenario_show_round_trips_through_check() {
+    let o = rdmalab(&["scenario", "show"], None);
+    assert!(o.status.success());
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("s.toml");
+    std::fs::write(&p, out(&o)).unwrap();
+    let c = rdmalab(&["scenario", "check", p.to_str().unwrap()], None);
+    assert!(c.status.success(), "{}", err(&c));
+    assert!(out(&c).contains("ok (7 variants, 5 collectives × 5 sizes)"), "{}", out(&c));
+}
+
+#[test]
+fn scenario_check_names_file_line_and_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("bad.toml");
+    let good = out(&rdmalab(&["scenario", "show"], None));
+    std::fs::write(&p, good.replace("radix = 64", "radix = \"sixty-four\"")).unwrap();
+    let c = rdmalab(&["scenario", "check", p.to_str().unwrap()], None);
+    assert_eq!(c.status.code(), Some(2));
+    let e = err(&c);
+    assert!(e.contains("bad.toml") && e.contains("line 8, column 9") && e.contains("radix"), "{e}");
+    std::fs::write(&p, good.replace("servers = 16", "servers = 1")).unwrap();
+    let e = err(&rdmalab(&["scenario", "check", p.to_str().unwrap()], None));
+    assert!(e.contains("cluster.servers") && e.contains("at least 2"), "{e}");
+    let e = err(&rdmalab(&["scenario", "check", "/nonexistent/x.toml"], None));
+    assert!(e.contains("/nonexistent/x.toml"), "{e}");
+}
+
+#[test]
+fn advise_without_results_prices_the_default_cluster() {
+    let o = rdmalab(&["advise", "--skills", "infiniband", "--budget", "normal"], None);
+    assert!(o.status.success(), "{}", err(&o));
+    let t = out(&o);
+    assert!(t.contains("no results.json given"));
+    // 16 servers × 8 NICs, 8 rail leaves + 2 spines of 64 ports
+    assert!(t.contains("128 × InfiniBand adapter 400G"), "{t}");
+    assert!(t.contains("10 × InfiniBand switch, 64 × 400G"), "{t}");
+    assert!(t.contains("recommendation: InfiniBand"), "{t}");
+}
+
+#[test]
+fn advise_questionnaire_reads_answers_and_reasks_on_bad_input() {
+    let o = rdmalab(&["advise", "-i"], Some("ethernet\nlarge\ntight\nmany\n3\n"));
+    assert!(o.status.success(), "{}", err(&o));
+    assert!(err(&o).contains("please answer a whole number"));
+    let t = out(&o);
+    assert!(t.contains("skills Ethernet, Ethernet estate Large, budget Tight, sites 3"), "{t}");
+    assert!(t.contains("recommendation: RoCEv2"), "{t}");
+}
+
+#[test]
+fn advise_rejects_a_price_table_with_a_typo() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("prices.toml");
+    std::fs::write(&p, "nic_400gg = 1.0\n").unwrap();
+    let o = rdmalab(&["advise", "--prices", p.to_str().unwrap()], None);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(err(&o).contains("nic_400gg"), "{}", err(&o));
+}
