@@ -7,6 +7,7 @@ use std::fmt;
 /// Displayed as `0x` + 16 lower-case hex digits, the way OpenSM and
 /// infiniband-diags print GUIDs.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize), serde(transparent))]
 pub struct Guid(pub u64);
 
 impl fmt::Display for Guid {
@@ -26,6 +27,7 @@ impl fmt::Debug for Guid {
 /// IBA vol. 1 §4.1.3: 0x0000 is reserved, 0x0001–0xBFFF are unicast,
 /// 0xC000–0xFFFE multicast and 0xFFFF the permissive LID.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize), serde(transparent))]
 pub struct Lid(pub u16);
 
 impl Lid {

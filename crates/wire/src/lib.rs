@@ -11,7 +11,9 @@
 //! - [`psn`]: the wrapping 24-bit PSN
 
 mod bytes;
+pub mod craft;
 pub mod crc;
+pub mod dump;
 pub mod error;
 pub mod ib;
 pub mod ids;
@@ -20,6 +22,7 @@ pub mod net;
 pub mod packet;
 pub mod pcap;
 pub mod psn;
+pub mod stats;
 
 pub use error::{Error, Result};
 pub use ids::{Guid, Lid};

@@ -143,6 +143,23 @@ macro_rules! attribute {
             pub fn to_bytes(&self, b: &mut [u8]) -> crate::error::Result<()> {
                 self.emit(&mut Packet::new_unchecked(b))
             }
+            /// The field names, in wire order.
+            pub const FIELD_NAMES: &'static [&'static str] = &[$( stringify!($f), )*];
+            /// Call `f` with every field's name and raw wire value, in wire order.
+            pub fn visit(&self, f: &mut dyn FnMut(&'static str, u64)) {
+                $( f(stringify!($f), crate::mad::field::Wire::<crate::mad::field::fraw!($($spec)*)>::to_raw(self.$f) as u64); )*
+            }
+            /// Set a field by name from its raw wire value (truncated to the field's
+            /// width on emit). Returns false for an unknown name.
+            pub fn set_field(&mut self, name: &str, v: u64) -> bool {
+                match name {
+                    $( stringify!($f) => {
+                        self.$f = crate::mad::field::Wire::from_raw(v as crate::mad::field::fraw!($($spec)*));
+                        true
+                    } )*
+                    _ => false,
+                }
+            }
         }
     };
 }

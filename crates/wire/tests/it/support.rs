@@ -21,3 +21,19 @@ pub fn vectors() -> serde_json::Value {
     let s = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("reading {}: {e}", p.display()));
     serde_json::from_str(&s).unwrap()
 }
+
+/// `examples/wire` of the repository.
+pub fn examples_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/wire")
+}
+
+/// Every example spec, sorted by name.
+pub fn example_specs() -> Vec<PathBuf> {
+    let mut v: Vec<_> = std::fs::read_dir(examples_dir())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    v.sort();
+    v
+}
