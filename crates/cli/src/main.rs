@@ -39,6 +39,9 @@ enum Command {
     Scenario(cmd::scenario::ScenarioCmd),
     /// Recommend InfiniBand or RoCEv2 from measured evidence, your answers and a TCO.
     Advise(cmd::advise::AdviseCmd),
+    /// Decode, craft and summarise InfiniBand/RoCE packet captures (pcap, pcapng).
+    #[command(subcommand)]
+    Wire(cmd::wire::WireCmd),
 }
 
 fn main() -> ExitCode {
@@ -50,6 +53,7 @@ fn main() -> ExitCode {
         Command::Sm(c) => c.exec(),
         Command::Scenario(c) => c.exec(),
         Command::Advise(c) => c.exec(),
+        Command::Wire(c) => c.exec(),
     };
     match result {
         Ok(code) => code,

@@ -7,6 +7,7 @@ pub mod lint;
 pub mod scenario;
 pub mod sm;
 pub mod topo;
+pub mod wire;
 
 /// Marks an error as an internal failure (exit code 3) rather than bad input (2).
 #[derive(Debug, thiserror::Error)]

@@ -1,0 +1,135 @@
+//! `rdmalab wire …`: decode, craft and summarise IB/RoCE packet captures
+//! (library: crates/wire).
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::Subcommand;
+use wire::dump::{Val, describe_record, to_json, to_text};
+use wire::pcap::CaptureReader;
+use wire::stats::Stats;
+
+/// Wire subcommands.
+#[derive(Debug, Subcommand)]
+pub enum WireCmd {
+    /// Decode every packet of a pcap/pcapng: all header fields, ICRC/VCRC verdicts,
+    /// one error per bad packet without stopping. Exit 1 if any packet is bad.
+    Decode {
+        /// The capture (pcap or pcapng; Ethernet, ERF, DLT 147 or 247).
+        file: PathBuf,
+        /// A JSON array with one object per packet, in capture order.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Build packets from a TOML spec (see examples/wire/) and write a pcap.
+    Craft {
+        /// The spec.
+        spec: PathBuf,
+        /// Output pcap.
+        #[arg(short = 'o', long = "output")]
+        output: PathBuf,
+    },
+    /// Summarise a capture: packets by opcode and QP, PSN gaps, retransmissions,
+    /// NAKs, CNPs, pause frames and pause time.
+    Stats {
+        /// The capture.
+        file: PathBuf,
+        /// Link speed for converting pause quanta to time, Gb/s.
+        #[arg(long, default_value_t = 100.0)]
+        link_gbps: f64,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+impl WireCmd {
+    pub fn exec(self) -> anyhow::Result<ExitCode> {
+        match self {
+            WireCmd::Decode { file, json } => decode(file, json),
+            WireCmd::Craft { spec, output } => {
+                let text = std::fs::read_to_string(&spec).with_context(|| format!("failed to read {}", spec.display()))?;
+                let c = wire::craft::craft(&text, &spec.display().to_string())?;
+                c.write_pcap(&output)?;
+                eprintln!("wrote {} packets ({:?}, link type {}) to {}", c.frames.len(), c.link, c.link.dlt(), output.display());
+                Ok(ExitCode::SUCCESS)
+            }
+            WireCmd::Stats { file, link_gbps, json } => {
+                if !(link_gbps > 0.0 && link_gbps.is_finite()) {
+                    anyhow::bail!("--link-gbps must be a positive number, got {link_gbps}");
+                }
+                let mut s = Stats::default();
+                for rec in CaptureReader::open(&file)? {
+                    match rec {
+                        Ok(r) => s.add(wire::decode(&r.data, r.link).as_ref()),
+                        Err(e @ wire::pcap::CaptureError::Record { .. }) => {
+                            eprintln!("rdmalab: warning: {e}");
+                            s.records += 1;
+                            s.decode_errors += 1;
+                        }
+                        Err(e) => return Err(e.into()),
+                    }
+                }
+                let o = s.describe(link_gbps);
+                let mut out = std::io::stdout().lock();
+                if json {
+                    writeln!(out, "{}", to_json(&o))?;
+                } else {
+                    write!(out, "{}", to_text(&o))?;
+                }
+                Ok(ExitCode::SUCCESS)
+            }
+        }
+    }
+}
+
+fn decode(file: PathBuf, json: bool) -> anyhow::Result<ExitCode> {
+    let reader = CaptureReader::open(&file)?;
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let mut bad = 0usize;
+    let mut n = 0usize;
+    if json {
+        writeln!(out, "[")?;
+    }
+    for rec in reader {
+        let o = match rec {
+            Ok(r) => describe_record(r.index, r.ts_ns, &r.data, r.link),
+            Err(e @ wire::pcap::CaptureError::Record { .. }) => {
+                let mut o = wire::dump::Obj::default();
+                o.put("index", Val::U(n as u64 + 1)).put("error", Val::S(e.to_string())).put("ok", Val::B(false));
+                o
+            }
+            Err(e) => {
+                if json {
+                    writeln!(out, "\n]")?;
+                }
+                out.flush()?;
+                return Err(e.into());
+            }
+        };
+        if o.get("ok") != Some(&Val::B(true)) {
+            bad += 1;
+        }
+        if json {
+            if n > 0 {
+                writeln!(out, ",")?;
+            }
+            write!(out, "{}", to_json(&o))?;
+        } else {
+            writeln!(out, "packet {}", n + 1)?;
+            for line in to_text(&o).lines() {
+                writeln!(out, "  {line}")?;
+            }
+        }
+        n += 1;
+    }
+    if json {
+        writeln!(out, "\n]")?;
+    } else {
+        writeln!(out, "{n} packets, {bad} with errors")?;
+    }
+    out.flush()?;
+    Ok(if bad > 0 { ExitCode::from(super::FOUND_ERRORS) } else { ExitCode::SUCCESS })
+}
