@@ -21,4 +21,5 @@
 
 pub mod buffer;
 pub mod dcqcn;
+pub mod ecmp;
 pub mod pfc;
