@@ -4,4 +4,5 @@ mod support;
 mod craft;
 mod pcap;
 mod roundtrip;
+mod tshark;
 mod vectors;
