@@ -185,7 +185,7 @@ pub fn check(
             rules::UNREACHABLE,
             Severity::Error,
             port_loc(f, x.src, x.src_port),
-            x.describe(f),
+            describe_failure(f, x),
             "fix the LFT entries along the path (re-run the SM; check for LFT holes or loops)"
                 .into(),
         ));
@@ -301,6 +301,33 @@ pub fn check(
         findings: out,
         validation: v.to_json(f),
     }
+}
+
+/// A route failure with node descriptions (ibdiagnet prints descriptions).
+fn describe_failure(f: &Fabric, x: &sm::validate::RouteFailure) -> String {
+    use sm::validate::Stop;
+    let why = match &x.stop {
+        Stop::SourceDown => "source port not cabled".to_string(),
+        Stop::NoEntry { at } => format!("no LFT entry at {}", label(f, *at)),
+        Stop::DeadEnd { at, port } => format!("dead end at {}/P{port} (not cabled)", label(f, *at)),
+        Stop::WrongTarget { at, port } => format!("delivered to {}/P{port} instead", label(f, *at)),
+        Stop::Loop { cycle } => format!(
+            "forwarding loop {}",
+            cycle
+                .iter()
+                .map(|&n| label(f, n))
+                .collect::<Vec<_>>()
+                .join(" -> ")
+        ),
+    };
+    format!(
+        "{}/P{} -> LID {} ({}/P{}): {why}",
+        label(f, x.src),
+        x.src_port,
+        x.dst_lid,
+        label(f, x.dst),
+        x.dst_port
+    )
 }
 
 fn check_guids_and_lids(f: &Fabric, t: &RoutingTables, out: &mut Vec<Finding>) {

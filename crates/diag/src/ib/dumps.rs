@@ -647,12 +647,26 @@ impl SubnetLst {
                 if peer.node == nb && peer.port == l.b.port {
                     continue; // the reverse direction of a link already added
                 }
-                return Err(syntax(
-                    file,
-                    l.line,
-                    &format!("port {} of {:?} to be cabled once", l.a.port, l.a.desc),
-                    &format!("a second peer {:?} port {}", l.b.desc, l.b.port),
+            }
+            // A port with two different peers: two devices answer to one GUID.
+            let taken = [(na, l.a.port, &l.a), (nb, l.b.port, &l.b)]
+                .into_iter()
+                .find_map(|(n, p, e)| fab.peer(n, p).map(|(peer, _)| (p, e, peer)));
+            if let Some((p, e, peer)) = taken {
+                findings.push(rules::finding(
+                    rules::DUPLICATE_GUID,
+                    Severity::Error,
+                    loc(l.line),
+                    format!(
+                        "port {p} of node GUID {} ({:?}) is cabled to both {}/P{} and another peer: two devices share this GUID",
+                        e.node_guid,
+                        e.desc,
+                        fab.node(peer.node).desc,
+                        peer.port
+                    ),
+                    "give every node a unique GUID".into(),
                 ));
+                continue;
             }
             let rate = LinkRate::ib(
                 l.speed.unwrap_or(IbSpeed::Sdr),
@@ -807,13 +821,21 @@ pub fn fdbs_dump(f: &Fabric, t: &RoutingTables) -> String {
         );
         s.push_str("LID    : Port : Hops : Optimal\n");
         let lft = &t.lft[n.idx()];
-        for (lid, &port) in lft.ports.iter().enumerate() {
-            if lid == 0 || port == NO_ROUTE {
+        // OpenSM lists every LID up to the top one, UNREACHABLE where the LFT has no port.
+        let top = t.lid_owner.len().max(lft.ports.len());
+        for lid in 1..top {
+            let port = lft.ports.get(lid).copied().unwrap_or(NO_ROUTE);
+            if port == NO_ROUTE {
+                if t.owner(Lid(lid as u16)).is_some() {
+                    let _ = writeln!(s, "0x{lid:04X} : UNREACHABLE");
+                }
                 continue;
             }
+            // Hops through the chosen port, and whether that is the least (OpenSM's
+            // osm_switch_get_hop_count on the chosen port vs the best one).
             let (hops, optimal) = match t.owner(Lid(lid as u16)) {
                 Some((dn, dp)) => {
-                    let d = dist.get(&(n, dn, dp)).copied();
+                    let best = dist.get(&(n, dn, dp)).copied();
                     let via = if port == 0 {
                         Some(0)
                     } else {
@@ -825,13 +847,13 @@ pub fn fdbs_dump(f: &Fabric, t: &RoutingTables) -> String {
                             }
                         })
                     };
-                    (d.unwrap_or(0xff), d.is_some() && via == d)
+                    (via.unwrap_or(0xff), via.is_some() && via == best)
                 }
                 None => (0xff, false),
             };
             let _ = writeln!(
                 s,
-                "0x{lid:04x} : {port:03}  : {hops:02x}   : {}",
+                "0x{lid:04X} : {port:03}  : {hops:02}   : {}",
                 if optimal { "yes" } else { "no" }
             );
         }

@@ -1,3 +1,4 @@
 //! Integration tests of rdmalab-diag (one binary).
 
+mod ib;
 mod roce;
