@@ -15,6 +15,8 @@ pub mod craft;
 pub mod crc;
 pub mod dump;
 pub mod error;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod ib;
 pub mod ids;
 pub mod mad;

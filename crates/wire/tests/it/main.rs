@@ -2,6 +2,7 @@
 
 mod support;
 mod craft;
+mod errors;
 mod pcap;
 mod roundtrip;
 mod tshark;
