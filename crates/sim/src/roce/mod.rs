@@ -23,3 +23,4 @@ pub mod buffer;
 pub mod dcqcn;
 pub mod ecmp;
 pub mod pfc;
+pub mod transport;
