@@ -22,5 +22,6 @@
 pub mod buffer;
 pub mod dcqcn;
 pub mod ecmp;
+pub mod ipoib;
 pub mod pfc;
 pub mod transport;
