@@ -63,15 +63,15 @@ impl DeadlockReport {
 /// Find a deadlocked cycle, if there is one now.
 pub(crate) fn find(sim: &Sim) -> Option<DeadlockReport> {
     let nvl = sim.nvl;
-    let np = sim.peer.len();
+    let np = sim.ports.len();
     let idx = |gp: usize, vl: usize| gp * nvl + vl;
     let mut cand = vec![false; np * nvl];
     let mut any = false;
     for gp in 0..np {
-        if sim.peer[gp] == NONE || sim.node_model[sim.port_node[gp] as usize] != NodeModel::IbSwitch {
+        if sim.ports[gp].peer == NONE || sim.node_model[sim.ports[gp].port_node as usize] != NodeModel::IbSwitch {
             continue;
         }
-        if sim.node_model[sim.port_node[sim.peer[gp] as usize] as usize] != NodeModel::IbSwitch {
+        if sim.node_model[sim.ports[sim.ports[gp].peer as usize].port_node as usize] != NodeModel::IbSwitch {
             continue;
         }
         if !sim.link_fifo[gp].is_empty() {
@@ -92,8 +92,8 @@ pub(crate) fn find(sim: &Sim) -> Option<DeadlockReport> {
     // Wait-for edges: queue (gp, vl) -> the output queues of the next switch that
     // hold packets from input buffer (peer[gp], vl).
     let edges = |gp: usize, vl: usize| -> Vec<usize> {
-        let pg = sim.peer[gp];
-        let m = sim.port_node[pg as usize] as usize;
+        let pg = sim.ports[gp].peer;
+        let m = sim.ports[pg as usize].port_node as usize;
         let mut out = Vec::new();
         for og in sim.port_base[m] as usize..sim.port_base[m + 1] as usize {
             for ovl in 0..nvl {
@@ -139,8 +139,8 @@ pub(crate) fn find(sim: &Sim) -> Option<DeadlockReport> {
         .map(|&i| {
             let (gp, vl) = (i / nvl, i % nvl);
             WaitingQueue {
-                switch: sim.node_name[sim.port_node[gp] as usize].clone(),
-                port: sim.port_num[gp],
+                switch: sim.node_name[sim.ports[gp].port_node as usize].clone(),
+                port: sim.ports[gp].port_num,
                 vl: vl as u8,
                 queued: sim.oq[gp * (nvl + 1) + vl].len() as u32,
             }

@@ -192,19 +192,19 @@ impl Sim {
         let t = self.now.0.max(1) as f64;
         let nvl = self.nvl;
         let mut out = Vec::new();
-        for gp in 0..self.peer.len() {
-            let pg = self.peer[gp];
+        for gp in 0..self.ports.len() {
+            let pg = self.ports[gp].peer;
             if pg == NONE {
                 continue;
             }
-            let node = self.port_node[gp] as usize;
-            let busy_ps = self.ser[gp].time(0).0 as f64
+            let node = self.ports[gp].port_node as usize;
+            let busy_ps = self.ports[gp].ser.time(0).0 as f64
                 + (self.stats.tx_bytes[gp] as f64 * 8.0 * 1e12 / self.port_bps[gp].max(1) as f64);
             out.push(PortReport {
                 node: self.node_name[node].clone(),
-                port: self.port_num[gp],
-                peer: self.node_name[self.port_node[pg as usize] as usize].clone(),
-                peer_port: self.port_num[pg as usize],
+                port: self.ports[gp].port_num,
+                peer: self.node_name[self.ports[pg as usize].port_node as usize].clone(),
+                peer_port: self.ports[pg as usize].port_num,
                 rate_bps: self.port_bps[gp],
                 tx_bytes: self.stats.tx_bytes[gp],
                 tx_packets: self.stats.tx_pkts[gp],
@@ -222,13 +222,13 @@ impl Sim {
 
     /// The sampled series (empty unless `sample_interval_ps` was set).
     pub fn series(&self) -> Series {
-        let np = self.peer.len();
-        let cabled: Vec<usize> = (0..np).filter(|&g| self.peer[g] != NONE).collect();
+        let np = self.ports.len();
+        let cabled: Vec<usize> = (0..np).filter(|&g| self.ports[g].peer != NONE).collect();
         let mut s = Series {
             times_ps: self.stats.sample_times.iter().map(|t| t.0).collect(),
             ports: cabled
                 .iter()
-                .map(|&g| format!("{}/{}", self.node_name[self.port_node[g] as usize], self.port_num[g]))
+                .map(|&g| format!("{}/{}", self.node_name[self.ports[g].port_node as usize], self.ports[g].port_num))
                 .collect(),
             utilisation: Vec::new(),
             buffer_bytes: Vec::new(),
@@ -284,7 +284,7 @@ impl Sim {
     /// Start recording every packet sent on (`node`, `port`) (for a pcap).
     pub fn capture_port(&mut self, node: fabric::NodeId, port: u8) -> Result<(), crate::SimError> {
         let gp = self.gp(node, port);
-        if node.idx() >= self.node_model.len() || gp >= self.port_base[node.idx() + 1] || self.peer[gp as usize] == NONE
+        if node.idx() >= self.node_model.len() || gp >= self.port_base[node.idx() + 1] || self.ports[gp as usize].peer == NONE
         {
             return Err(crate::SimError::Uncabled {
                 node: self.node_name.get(node.idx()).cloned().unwrap_or_default(),

@@ -47,8 +47,8 @@ impl Sim {
     #[inline]
     pub(crate) fn schedule_wake(&mut self, gp: u32, t: Time) {
         let g = gp as usize;
-        if t < self.wake_at[g] {
-            self.wake_at[g] = t;
+        if t < self.ports[g].wake_at {
+            self.ports[g].wake_at = t;
             self.q.push(t, Event::TxWake { gp });
         }
     }
@@ -58,7 +58,7 @@ impl Sim {
     pub(crate) fn push_credit(&mut self, gp: u32, t: Time, vl: u8, nblocks: u32) {
         let g = gp as usize;
         self.credit_fifo[g].push_back((t, vl, nblocks));
-        if self.starved[g] {
+        if self.ports[g].starved {
             self.schedule_wake(gp, t);
         }
     }
@@ -86,13 +86,13 @@ impl Sim {
     /// Transmitter `gp` is free or was woken: send the next packet if one may go.
     pub(crate) fn try_tx(&mut self, gp: u32) {
         let g = gp as usize;
-        if self.busy_until[g] > self.now {
-            self.schedule_wake(gp, self.busy_until[g]);
+        if self.ports[g].busy_until > self.now {
+            self.schedule_wake(gp, self.ports[g].busy_until);
             return;
         }
         self.absorb_credits(gp);
-        self.starved[g] = false;
-        let pick = match self.node_model[self.port_node[g] as usize] {
+        self.ports[g].starved = false;
+        let pick = match self.node_model[self.ports[g].port_node as usize] {
             NodeModel::IbSwitch => self.switch_pick(gp),
             NodeModel::IbHca => self.hca_pick(gp),
             NodeModel::None => Pick::Wait(Time::NEVER),
@@ -121,8 +121,8 @@ impl Sim {
             self.credits[ci] -= nb as i32;
             self.stats.stall_end(ci, now);
         }
-        let end = now + self.ser[g].time(pk.wire);
-        self.busy_until[g] = end;
+        let end = now + self.ports[g].ser.time(pk.wire);
+        self.ports[g].busy_until = end;
         self.last_tx[g] = now;
         self.stats.hops += 1;
         self.stats.tx_bytes[g] += u64::from(pk.wire);
@@ -130,9 +130,9 @@ impl Sim {
         if self.stats.capture == gp {
             self.stats.captured.push((now, pk));
         }
-        let pg = self.peer[g];
-        let prop = self.prop[g];
-        let arrive = match self.node_model[self.port_node[pg as usize] as usize] {
+        let pg = self.ports[g].peer;
+        let prop = self.ports[g].prop;
+        let arrive = match self.node_model[self.ports[pg as usize].port_node as usize] {
             NodeModel::IbSwitch => {
                 let head_or_tail = match self.ib.forwarding {
                     crate::config::Forwarding::CutThrough => now,
@@ -175,8 +175,8 @@ impl Sim {
         let i = in_gp as usize;
         let ui = i * self.nvl + vl as usize;
         self.in_used[ui] -= nb;
-        let up = self.peer[i];
-        self.push_credit(up, at + self.prop[i], vl, nb);
+        let up = self.ports[i].peer;
+        self.push_credit(up, at + self.ports[i].prop, vl, nb);
     }
 
     /// An end node consumed (or dropped) packet `p` that came in at `in_gp`: its
@@ -188,15 +188,15 @@ impl Sim {
         }
         let (vl, nb) = (pk.vl, blocks(pk.wire));
         let i = in_gp as usize;
-        let up = self.peer[i];
-        self.push_credit(up, self.now + self.prop[i], vl, nb);
+        let up = self.ports[i].peer;
+        self.push_credit(up, self.now + self.ports[i].prop, vl, nb);
     }
 
     /// Does transmitter `gp` have anything queued?
     #[inline]
     fn has_work(&self, gp: u32) -> bool {
-        match self.node_model[self.port_node[gp as usize] as usize] {
-            NodeModel::IbSwitch => self.oq_len[gp as usize] > 0,
+        match self.node_model[self.ports[gp as usize].port_node as usize] {
+            NodeModel::IbSwitch => self.ports[gp as usize].oq_len > 0,
             NodeModel::IbHca => self.hca_has_work(gp),
             NodeModel::None => false,
         }
@@ -214,7 +214,7 @@ impl Sim {
             return Head::NoCredit;
         }
         // Cut-through must not underrun: the last byte cannot leave before it arrives.
-        let earliest = pk.tail_at.saturating_sub(self.ser[g].time(pk.wire));
+        let earliest = pk.tail_at.saturating_sub(self.ports[g].ser.time(pk.wire));
         if earliest > self.now {
             return Head::NotBefore(earliest);
         }
@@ -230,7 +230,7 @@ impl Sim {
             return match self.head_state(gp, 0) {
                 Head::Ready => Ok(0),
                 Head::NoCredit => {
-                    self.starved[g] = true;
+                    self.ports[g].starved = true;
                     self.stats.stall_begin(g * self.nvl, self.now);
                     Err(self.credit_wait(gp))
                 }
@@ -261,7 +261,7 @@ impl Sim {
                         return Ok(e.vl as usize);
                     }
                     Head::NoCredit => {
-                        self.starved[g] = true;
+                        self.ports[g].starved = true;
                         self.stats.stall_begin(g * self.nvl + e.vl as usize, self.now);
                         wait = wait.min(self.credit_wait(gp));
                     }
@@ -300,9 +300,9 @@ impl Sim {
     #[inline]
     pub(crate) fn kick(&mut self, gp: u32) {
         let g = gp as usize;
-        if self.busy_until[g] > self.now {
-            self.schedule_wake(gp, self.busy_until[g]);
-        } else if self.wake_at[g] > self.now {
+        if self.ports[g].busy_until > self.now {
+            self.schedule_wake(gp, self.ports[g].busy_until);
+        } else if self.ports[g].wake_at > self.now {
             self.try_tx(gp);
         }
     }
@@ -315,25 +315,25 @@ impl Sim {
     /// wake-up would leave packets stranded and is a model bug).
     pub fn audit(&self) -> Vec<String> {
         let mut bad = Vec::new();
-        for gp in 0..self.peer.len() {
-            if self.peer[gp] == NONE {
+        for gp in 0..self.ports.len() {
+            if self.ports[gp].peer == NONE {
                 continue;
             }
-            let has = match self.node_model[self.port_node[gp] as usize] {
-                NodeModel::IbSwitch => self.oq_len[gp] > 0,
+            let has = match self.node_model[self.ports[gp].port_node as usize] {
+                NodeModel::IbSwitch => self.ports[gp].oq_len > 0,
                 NodeModel::IbHca => self.hca_has_work(gp as u32),
                 NodeModel::None => false,
             };
-            if !has || self.busy_until[gp] > self.now || self.wake_at[gp] != Time::NEVER {
+            if !has || self.ports[gp].busy_until > self.now || self.ports[gp].wake_at != Time::NEVER {
                 continue;
             }
-            let name = &self.node_name[self.port_node[gp] as usize];
-            let port = self.port_num[gp];
-            if !self.starved[gp] {
+            let name = &self.node_name[self.ports[gp].port_node as usize];
+            let port = self.ports[gp].port_num;
+            if !self.ports[gp].starved {
                 bad.push(format!("{name} port {port}: work queued, line idle, no wake-up and not waiting for credits"));
             } else if !self.credit_fifo[gp].is_empty() {
                 bad.push(format!("{name} port {port}: starved with credits on their way but no wake-up"));
-            } else if self.node_model[self.port_node[gp] as usize] == NodeModel::IbSwitch {
+            } else if self.node_model[self.ports[gp].port_node as usize] == NodeModel::IbSwitch {
                 for vl in 0..self.nvl {
                     if self.head_state(gp as u32, vl) == Head::Ready {
                         bad.push(format!("{name} port {port}: VL {vl} could send but nothing will wake it"));

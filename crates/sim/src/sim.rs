@@ -68,6 +68,35 @@ pub enum NodeModel {
     None,
 }
 
+/// The per-port state the hot path touches, packed into one cache line.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PortHot {
+    /// The line is busy sending until then.
+    pub(crate) busy_until: Time,
+    /// The pending wake-up ([`Time::NEVER`] if none); a popped `TxWake` whose
+    /// time differs is stale.
+    pub(crate) wake_at: Time,
+    pub(crate) ser: Serializer,
+    /// Propagation delay of the cable.
+    pub(crate) prop: Time,
+    /// Peer global port, or [`NONE`] when uncabled.
+    pub(crate) peer: u32,
+    pub(crate) port_node: u32,
+    /// Packets queued at this (switch) output.
+    pub(crate) oq_len: u32,
+    /// Blocks the head packet needs when `starved` (0 = unknown: wake on any return).
+    pub(crate) need_blocks: u32,
+    pub(crate) port_num: u8,
+    /// The head packet lacks credits: a credit return must wake the port.
+    pub(crate) starved: bool,
+    /// VL of the head packet when `starved`.
+    pub(crate) need_vl: u8,
+    /// Model of this port's node.
+    pub(crate) model: NodeModel,
+    /// Model of the peer's node.
+    pub(crate) peer_model: NodeModel,
+}
+
 /// Why [`Sim::run`] returned.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RunStatus {
@@ -97,20 +126,13 @@ pub struct Sim {
     pub(crate) node_model: Vec<NodeModel>,
     pub(crate) node_name: Vec<String>,
     pub(crate) port_base: Vec<u32>,
-    pub(crate) port_node: Vec<u32>,
-    pub(crate) port_num: Vec<u8>,
-    /// Peer global port, or [`NONE`] when uncabled.
-    pub(crate) peer: Vec<u32>,
-    pub(crate) ser: Vec<Serializer>,
-    pub(crate) prop: Vec<Time>,
+    /// Hot per-port state, one cache line per port.
+    pub(crate) ports: Vec<PortHot>,
     pub(crate) port_bps: Vec<u64>,
 
     // Transmitters.
     /// Number of data VLs modelled.
     pub(crate) nvl: usize,
-    pub(crate) busy_until: Vec<Time>,
-    pub(crate) wake_at: Vec<Time>,
-    pub(crate) starved: Vec<bool>,
     /// Credits (64-byte blocks) this port may still send into the peer's buffer,
     /// `[gp * nvl + vl]`.
     pub(crate) credits: Vec<i32>,
@@ -118,7 +140,6 @@ pub struct Sim {
     pub(crate) credit_fifo: Vec<VecDeque<(Time, u8, u32)>>,
     /// Switch output queues `[gp * (nvl + 1) + vl]`, the last one per port for VL15.
     pub(crate) oq: Vec<VecDeque<PacketId>>,
-    pub(crate) oq_len: Vec<u32>,
     pub(crate) arb: Vec<ArbState>,
     /// Packets on the wire, per link direction.
     pub(crate) link_fifo: Vec<Fifo<PacketId>>,
@@ -167,19 +188,33 @@ impl Sim {
             port_base.push(port_node.len() as u32);
         }
         let np = port_node.len();
-        let mut peer = vec![NONE; np];
-        let mut ser = vec![Serializer::new(1); np];
-        let mut prop = vec![Time::ZERO; np];
+        let mut ports: Vec<PortHot> = (0..np)
+            .map(|g| PortHot {
+                busy_until: Time::ZERO,
+                wake_at: Time::NEVER,
+                ser: Serializer::new(1),
+                prop: Time::ZERO,
+                peer: NONE,
+                port_node: port_node[g],
+                oq_len: 0,
+                need_blocks: 0,
+                port_num: port_num[g],
+                starved: false,
+                need_vl: 0,
+                model: NodeModel::None,
+                peer_model: NodeModel::None,
+            })
+            .collect();
         let mut port_bps = vec![0u64; np];
         for l in &fabric.links {
             let a = port_base[l.a.node.idx()] + u32::from(l.a.port);
             let b = port_base[l.b.node.idx()] + u32::from(l.b.port);
-            peer[a as usize] = b;
-            peer[b as usize] = a;
+            ports[a as usize].peer = b;
+            ports[b as usize].peer = a;
             let s = Serializer::new(l.rate.data_bps());
             for g in [a, b] {
-                ser[g as usize] = s;
-                prop[g as usize] = Time(l.delay_ps);
+                ports[g as usize].ser = s;
+                ports[g as usize].prop = Time(l.delay_ps);
                 port_bps[g as usize] = l.rate.data_bps();
             }
         }
@@ -192,6 +227,12 @@ impl Sim {
                 NodeKind::Router => NodeModel::None,
             })
             .collect();
+        for g in 0..np {
+            ports[g].model = node_model[port_node[g] as usize];
+            if ports[g].peer != NONE {
+                ports[g].peer_model = node_model[port_node[ports[g].peer as usize] as usize];
+            }
+        }
 
         // Data VLs: whatever the tables use, and at least every VL an SL2VL entry names.
         let mut max_vl = tables.vls_used.max(1) as usize;
@@ -212,7 +253,7 @@ impl Sim {
 
         let mut credits = vec![0i32; np * nvl];
         for gp in 0..np {
-            let pg = peer[gp];
+            let pg = ports[gp].peer;
             if pg == NONE {
                 continue;
             }
@@ -241,20 +282,12 @@ impl Sim {
             node_model,
             node_name: fabric.nodes.iter().map(|nd| nd.name.clone()).collect(),
             port_base,
-            port_node,
-            port_num,
-            peer,
-            ser,
-            prop,
+            ports,
             port_bps,
             nvl,
-            busy_until: vec![Time::ZERO; np],
-            wake_at: vec![Time::NEVER; np],
-            starved: vec![false; np],
             credits,
             credit_fifo: vec![VecDeque::new(); np],
             oq: vec![VecDeque::new(); np * (nvl + 1)],
-            oq_len: vec![0; np],
             arb: vec![ArbState::default(); np],
             link_fifo: vec![Fifo::default(); np],
             in_used: vec![0; np * nvl],
@@ -384,11 +417,11 @@ impl Sim {
                     if let Some((nt, ns)) = next {
                         self.q.push_seq(nt, ns, Event::Arrive { dir });
                     }
-                    self.dispatch_arrival(self.peer[dir as usize], p);
+                    self.dispatch_arrival(self.ports[dir as usize].peer, p);
                 }
                 Event::TxWake { gp } => {
-                    if self.wake_at[gp as usize] == t {
-                        self.wake_at[gp as usize] = Time::NEVER;
+                    if self.ports[gp as usize].wake_at == t {
+                        self.ports[gp as usize].wake_at = Time::NEVER;
                         self.try_tx(gp);
                     } else {
                         self.stats.stale_wakes += 1;
@@ -421,7 +454,7 @@ impl Sim {
     /// A packet reaches input port `in_gp`: hand it to the node's model.
     #[inline]
     fn dispatch_arrival(&mut self, in_gp: u32, p: PacketId) {
-        match self.node_model[self.port_node[in_gp as usize] as usize] {
+        match self.ports[in_gp as usize].model {
             NodeModel::IbSwitch => self.switch_arrive(in_gp, p),
             NodeModel::IbHca => self.hca_arrive(in_gp, p),
             NodeModel::None => {
@@ -477,7 +510,7 @@ impl std::fmt::Debug for Sim {
         f.debug_struct("Sim")
             .field("now", &self.now)
             .field("nodes", &self.node_model.len())
-            .field("ports", &self.peer.len())
+            .field("ports", &self.ports.len())
             .field("in_flight", &self.pkts.live())
             .finish()
     }

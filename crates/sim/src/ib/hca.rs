@@ -211,8 +211,8 @@ impl Sim {
             }
             let lmc = self.tables.lmc;
             for gp in self.port_base[n]..self.port_base[n + 1] {
-                let port = self.port_num[gp as usize];
-                if port == 0 || self.peer[gp as usize] == NONE {
+                let port = self.ports[gp as usize].port_num;
+                if port == 0 || self.ports[gp as usize].peer == NONE {
                     continue;
                 }
                 let lid = self.tables.lid_of(NodeId(n as u32), port).map_or(0, |l| l.0);
@@ -238,7 +238,7 @@ impl Sim {
             return Err(SimError::NotCa { node: name() });
         }
         let gp = self.port_base[n.idx()] + u32::from(port);
-        if gp >= self.port_base[n.idx() + 1] || port == 0 || self.peer[gp as usize] == NONE {
+        if gp >= self.port_base[n.idx() + 1] || port == 0 || self.ports[gp as usize].peer == NONE {
             return Err(SimError::Uncabled { node: name(), port });
         }
         let c = self.ca_port[gp as usize];
@@ -274,7 +274,7 @@ impl Sim {
 
     fn new_qp(&mut self, cap: u32, kind: QpKind, peer: u32, dlid: u16, sl: u8, mgmt: bool) -> u32 {
         let c = &self.caps[cap as usize];
-        let port = self.port_num[c.gp as usize];
+        let port = self.ports[c.gp as usize].port_num;
         let node = c.node;
         let vl = self.ca_vl(node as usize, port, sl);
         self.qps.push(Qp {
@@ -438,7 +438,7 @@ impl Sim {
                 self.caps[c].ctrl.pop_front();
                 return Pick::Send(p);
             }
-            self.starved[gp as usize] = true;
+            self.ports[gp as usize].starved = true;
             self.stats.stall_begin(gp as usize * self.nvl + pk.vl as usize, self.now);
             return Pick::Wait(self.credit_wait(gp));
         }
@@ -456,7 +456,7 @@ impl Sim {
                 }
                 Build::NoCredit => {
                     self.caps[c].active.push_back(qp);
-                    self.starved[gp as usize] = true;
+                    self.ports[gp as usize].starved = true;
                     let vl = self.qps[qp as usize].vl as usize;
                     self.stats.stall_begin(gp as usize * self.nvl + vl, self.now);
                     wait = wait.min(self.credit_wait(gp));

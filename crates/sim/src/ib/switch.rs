@@ -32,7 +32,7 @@ impl Sim {
     /// A packet (its header, for cut-through) arrives at switch input `in_gp`.
     pub(crate) fn switch_arrive(&mut self, in_gp: u32, p: PacketId) {
         let i = in_gp as usize;
-        let node = self.port_node[i] as usize;
+        let node = self.ports[i].port_node as usize;
         let nvl = self.nvl;
         let pk = self.pkts[p];
         let vl15 = pk.flags & flag::VL15 != 0;
@@ -47,7 +47,7 @@ impl Sim {
             pm.in_gp = in_gp;
             pm.in_vl = pk.vl;
         }
-        let in_port = self.port_num[i];
+        let in_port = self.ports[i].port_num;
         let out = if pk.hops > self.ib.hop_limit {
             Err(DropReason::HopLimit)
         } else {
@@ -58,7 +58,7 @@ impl Sim {
                 Some(&o) => {
                     let og = self.port_base[node] + u32::from(o);
                     if (o as usize) < self.port_base[node + 1] as usize - self.port_base[node] as usize
-                        && self.peer[og as usize] != NONE
+                        && self.ports[og as usize].peer != NONE
                     {
                         Ok((o, og))
                     } else {
@@ -90,25 +90,25 @@ impl Sim {
         };
         let g = og as usize;
         self.oq[g * (nvl + 1) + qi].push_back(p);
-        self.oq_len[g] += 1;
+        self.ports[g].oq_len += 1;
         self.kick(og);
     }
 
     /// The next packet for switch output `gp`: VL15 first, then VL arbitration.
     pub(crate) fn switch_pick(&mut self, gp: u32) -> Pick {
         let g = gp as usize;
-        if self.oq_len[g] == 0 {
+        if self.ports[g].oq_len == 0 {
             return Pick::Wait(Time::NEVER);
         }
         let base = g * (self.nvl + 1);
         if let Some(p) = self.oq[base + self.nvl].pop_front() {
-            self.oq_len[g] -= 1;
+            self.ports[g].oq_len -= 1;
             return Pick::Send(p);
         }
         match self.arbitrate(gp) {
             Ok(vl) => {
                 let p = self.oq[base + vl].pop_front().expect("arbitration chose a non-empty VL");
-                self.oq_len[g] -= 1;
+                self.ports[g].oq_len -= 1;
                 Pick::Send(p)
             }
             Err(t) => Pick::Wait(t),
