@@ -26,8 +26,15 @@ pub struct SubnetFiles {
     #[arg(long)]
     pub topo: Option<PathBuf>,
     /// LFTs: opensm-lfts.dump, ibroute or dump_fts output.
-    #[arg(long)]
-    pub lfts: PathBuf,
+    #[arg(long, required_unless_present = "sm", conflicts_with = "sm")]
+    pub lfts: Option<PathBuf>,
+    /// Instead of --lfts: bring the fabric up with rdmalab's SM, trying these engines
+    /// in order (minhop, updn, ftree, dfsssp; comma-separated).
+    #[arg(long, value_name = "ENGINES")]
+    pub sm: Option<String>,
+    /// LMC for --sm.
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=7))]
+    pub lmc: u8,
     /// opensm-subnet.lst (used as the topology when --topo is not given).
     #[arg(long)]
     pub subnet_lst: Option<PathBuf>,
@@ -41,9 +48,16 @@ pub struct SubnetFiles {
 
 impl SubnetFiles {
     fn load(&self) -> anyhow::Result<diag::ib::Loaded> {
+        let engines = self
+            .sm
+            .as_deref()
+            .map(sm::routing::EngineKind::parse_list)
+            .transpose()
+            .map_err(|e| anyhow::anyhow!("--sm: {e}"))?;
         Ok(diag::ib::load(&diag::ib::Files {
             topo: self.topo.as_deref(),
-            lfts: Some(&self.lfts),
+            lfts: self.lfts.as_deref(),
+            sm: engines.as_deref().map(|e| (e, self.lmc)),
             subnet_lst: self.subnet_lst.as_deref(),
             sl2vl: self.sl2vl.as_deref(),
             guid2lid: self.guid2lid.as_deref(),

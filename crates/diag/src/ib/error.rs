@@ -46,6 +46,9 @@ pub enum DumpError {
     /// The topology reader (crates/fabric) refused the file.
     #[error("read the topology")]
     Topology(#[from] fabric::format::ReadError),
+    /// rdmalab's Subnet Manager could not bring the fabric up.
+    #[error("bring the fabric up with the rdmalab SM")]
+    Sm(#[from] sm::run::RunError),
     /// An endpoint given to `trace` names nothing in the fabric.
     #[error("find {what:?} in the fabric: {why}")]
     NoSuchEndpoint { what: String, why: String },

@@ -38,6 +38,9 @@ pub struct Files<'a> {
     pub sl2vl: Option<&'a Path>,
     /// OpenSM `guid2lid` cache file.
     pub guid2lid: Option<&'a Path>,
+    /// Instead of an LFT dump: bring the fabric up with rdmalab's SM, trying these
+    /// engines in order, with this LMC.
+    pub sm: Option<(&'a [sm::routing::EngineKind], u8)>,
 }
 
 /// A subnet loaded from files.
@@ -106,16 +109,27 @@ pub fn load(files: &Files<'_>) -> Result<Loaded, DumpError> {
             });
         }
     };
-    let Some(lp) = files.lfts else {
-        return Err(DumpError::Syntax {
-            file: "<arguments>".into(),
-            line: 0,
-            expected: "an LFT dump (--lfts): opensm-lfts.dump, ibroute or dump_fts output".into(),
-            got: "none".into(),
-        });
+    let mut tables = match (files.lfts, files.sm) {
+        (Some(lp), _) => {
+            let t = dumps::parse_routes(&fabric, &read(lp)?, &lp.display().to_string())?;
+            inputs.push(format!("lfts {}", lp.display()));
+            t
+        }
+        (None, Some((engines, lmc))) => {
+            let (t, f) = bring_up(&fabric, engines, lmc)?;
+            inputs.push(f.0);
+            findings.extend(f.1);
+            t
+        }
+        (None, None) => {
+            return Err(DumpError::Syntax {
+                file: "<arguments>".into(),
+                line: 0,
+                expected: "an LFT dump (--lfts: opensm-lfts.dump, ibroute or dump_fts output) or --sm <engines>".into(),
+                got: "neither".into(),
+            });
+        }
     };
-    let mut tables = dumps::parse_routes(&fabric, &read(lp)?, &lp.display().to_string())?;
-    inputs.push(format!("lfts {}", lp.display()));
     if let Some(p) = files.guid2lid {
         let name = p.display().to_string();
         let g = sm::lids::Guid2Lid::parse(&read(p)?, &name)?;
@@ -142,4 +156,38 @@ pub fn load(files: &Files<'_>) -> Result<Loaded, DumpError> {
         inputs,
         findings,
     })
+}
+
+/// Bring `f` up with rdmalab's Subnet Manager (LIDs, the first engine of `engines`
+/// that succeeds, SL2VL) instead of reading dumps. Returns the tables, an input line
+/// naming the engine, and a warning per engine that fell back (a silent fallback to a
+/// non-deadlock-free engine is one of OpenSM's weak points, infiniband-sm.md §5).
+pub fn bring_up(
+    f: &Fabric,
+    engines: &[sm::routing::EngineKind],
+    lmc: u8,
+) -> Result<(RoutingTables, (String, Vec<Finding>)), DumpError> {
+    let o = sm::run::RunOptions {
+        engines: engines.to_vec(),
+        lmc,
+        validate: false,
+        ..Default::default()
+    };
+    let (t, rep) = sm::run::run(f, &o)?;
+    let used = rep.outcome.engine.name();
+    let findings = rep
+        .outcome
+        .fallbacks
+        .iter()
+        .map(|(e, why)| {
+            rules::finding(
+                rules::ENGINE_FALLBACK,
+                crate::finding::Severity::Warning,
+                crate::finding::Location::default(),
+                format!("routing engine {} failed ({why}); {used} was used instead", e.name()),
+                "give the engine what it needs (root GUIDs for updn/ftree, enough VLs for dfsssp) or choose one that fits the topology".into(),
+            )
+        })
+        .collect();
+    Ok((t, (format!("sm rdmalab {used}, LMC {lmc}"), findings)))
 }

@@ -55,6 +55,12 @@ pub const NO_LID: Rule = Rule {
     why: "a port without a LID is not addressable: the SM did not sweep it or it is not in the dumps",
 };
 
+/// The requested routing engine failed and another one was used.
+pub const ENGINE_FALLBACK: Rule = Rule {
+    id: "engine-fallback",
+    why: "OpenSM falls back silently (e.g. to minhop, which is not deadlock free); the tables in force are not the ones asked for (infiniband-sm.md §5)",
+};
+
 /// Build a finding for `rule`.
 pub fn finding(
     rule: Rule,

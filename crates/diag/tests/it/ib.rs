@@ -686,3 +686,43 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn fabrics_brought_up_by_rdmalab_sm_are_checked() {
+    use sm::routing::EngineKind;
+    for (eng, deadlock_free) in [
+        (EngineKind::MinHop, false),
+        (EngineKind::UpDn, true),
+        (EngineKind::Ftree, true),
+        (EngineKind::Dfsssp, true),
+    ] {
+        let engines = [eng];
+        let l = load(&Files {
+            topo: Some(&data("credit-loops/credit-loops.converted.net")),
+            sm: Some((&engines, 0)),
+            ..Files::default()
+        })
+        .unwrap();
+        let r = check(
+            &l.fabric,
+            &l.tables,
+            l.inputs,
+            l.findings,
+            &CheckOptions::default(),
+        );
+        assert_eq!(r.summary.unreachable, 0, "{eng}:\n{}", r.render_text());
+        assert_eq!(r.summary.ca_pairs, 240);
+        if deadlock_free {
+            assert!(
+                !r.summary.credit_loop,
+                "{eng} must be deadlock free:\n{}",
+                r.render_text()
+            );
+        }
+        assert!(
+            r.inputs.iter().any(|i| i.starts_with("sm rdmalab")),
+            "{:?}",
+            r.inputs
+        );
+    }
+}
