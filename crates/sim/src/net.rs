@@ -58,8 +58,13 @@ impl Sim {
     pub(crate) fn push_credit(&mut self, gp: u32, t: Time, vl: u8, nblocks: u32) {
         let g = gp as usize;
         self.credit_fifo[g].push_back((t, vl, nblocks));
-        if self.ports[g].starved {
-            self.schedule_wake(gp, t);
+        let pt = self.ports[g];
+        if pt.starved {
+            if pt.need_blocks == 0 {
+                self.schedule_wake(gp, t);
+            } else if let Some(at) = self.credit_ready(gp, pt.need_vl, pt.need_blocks, t) {
+                self.schedule_wake(gp, at);
+            }
         }
     }
 
@@ -74,6 +79,45 @@ impl Sim {
             }
             self.credits[g * nvl + vl as usize] += b as i32;
             self.credit_fifo[g].pop_front();
+        }
+    }
+
+    /// The earliest time, not before `from`, at which transmitter `gp` will hold
+    /// `nb` credits on `vl` counting the returns already on their way; `None` if
+    /// those are not enough (a later return will wake it).
+    #[inline]
+    pub(crate) fn credit_ready(&self, gp: u32, vl: u8, nb: u32, from: Time) -> Option<Time> {
+        let g = gp as usize;
+        let mut avail = self.credits[g * self.nvl + vl as usize];
+        if avail >= nb as i32 {
+            return Some(from);
+        }
+        for &(t, v, b) in &self.credit_fifo[g] {
+            if v == vl {
+                avail += b as i32;
+                if avail >= nb as i32 {
+                    return Some(t.max(from));
+                }
+            }
+        }
+        None
+    }
+
+    /// Mark `gp` as waiting for `nb` credits on `vl` and return when it can go
+    /// (`NEVER`: when a credit return not yet sent arrives).
+    #[inline]
+    pub(crate) fn starve(&mut self, gp: u32, vl: u8, nb: u32) -> Time {
+        let g = gp as usize;
+        self.ports[g].starved = true;
+        self.stats.stall_begin(g * self.nvl + vl as usize, self.now);
+        if self.nvl == 1 {
+            self.ports[g].need_vl = vl;
+            self.ports[g].need_blocks = nb;
+            self.credit_ready(gp, vl, nb, self.now).unwrap_or(Time::NEVER)
+        } else {
+            // Several VLs compete: wake on the first return of any of them.
+            self.ports[g].need_blocks = 0;
+            self.credit_wait(gp)
         }
     }
 
@@ -92,7 +136,7 @@ impl Sim {
         }
         self.absorb_credits(gp);
         self.ports[g].starved = false;
-        let pick = match self.node_model[self.ports[g].port_node as usize] {
+        let pick = match self.ports[g].model {
             NodeModel::IbSwitch => self.switch_pick(gp),
             NodeModel::IbHca => self.hca_pick(gp),
             NodeModel::None => Pick::Wait(Time::NEVER),
@@ -130,9 +174,8 @@ impl Sim {
         if self.stats.capture == gp {
             self.stats.captured.push((now, pk));
         }
-        let pg = self.ports[g].peer;
         let prop = self.ports[g].prop;
-        let arrive = match self.node_model[self.ports[pg as usize].port_node as usize] {
+        let arrive = match self.ports[g].peer_model {
             NodeModel::IbSwitch => {
                 let head_or_tail = match self.ib.forwarding {
                     crate::config::Forwarding::CutThrough => now,
@@ -160,8 +203,50 @@ impl Sim {
                 self.arb_charge(gp, pk.wire);
             }
         }
-        if self.has_work(gp) {
-            self.schedule_wake(gp, end);
+        self.plan_next(gp, end);
+    }
+
+    /// After a send that ends at `end`, wake the transmitter when its next packet
+    /// can go: at `end` if it will have the credits, later if they are still on
+    /// their way, or on a credit return if none is. With one VL the next packet is
+    /// known exactly; with several, wake at `end` and let arbitration decide.
+    #[inline]
+    fn plan_next(&mut self, gp: u32, end: Time) {
+        let g = gp as usize;
+        let need = match self.ports[g].model {
+            NodeModel::IbSwitch => {
+                if self.ports[g].oq_len == 0 {
+                    return;
+                }
+                if self.nvl == 1 {
+                    match self.oq[g * 2].front() {
+                        Some(&p) => Some((0u8, blocks(self.pkts[p].wire))),
+                        // Only VL15 is queued: not flow controlled.
+                        None => None,
+                    }
+                } else {
+                    None
+                }
+            }
+            NodeModel::IbHca => {
+                if !self.hca_has_work(gp) {
+                    return;
+                }
+                if self.nvl == 1 { self.hca_next_need(gp) } else { None }
+            }
+            NodeModel::None => return,
+        };
+        match need {
+            None => self.schedule_wake(gp, end),
+            Some((vl, nb)) => match self.credit_ready(gp, vl, nb, end) {
+                Some(t) => self.schedule_wake(gp, t),
+                None => {
+                    self.ports[g].starved = true;
+                    self.ports[g].need_vl = vl;
+                    self.ports[g].need_blocks = nb;
+                    self.stats.stall_begin(g * self.nvl + vl as usize, end);
+                }
+            },
         }
     }
 
@@ -192,16 +277,6 @@ impl Sim {
         self.push_credit(up, self.now + self.ports[i].prop, vl, nb);
     }
 
-    /// Does transmitter `gp` have anything queued?
-    #[inline]
-    fn has_work(&self, gp: u32) -> bool {
-        match self.node_model[self.ports[gp as usize].port_node as usize] {
-            NodeModel::IbSwitch => self.ports[gp as usize].oq_len > 0,
-            NodeModel::IbHca => self.hca_has_work(gp),
-            NodeModel::None => false,
-        }
-    }
-
     /// State of the head packet of switch output queue (`gp`, `vl`).
     #[inline]
     pub(crate) fn head_state(&self, gp: u32, vl: usize) -> Head {
@@ -230,9 +305,9 @@ impl Sim {
             return match self.head_state(gp, 0) {
                 Head::Ready => Ok(0),
                 Head::NoCredit => {
-                    self.ports[g].starved = true;
-                    self.stats.stall_begin(g * self.nvl, self.now);
-                    Err(self.credit_wait(gp))
+                    let p = *self.oq[g * 2].front().expect("head exists");
+                    let nb = blocks(self.pkts[p].wire);
+                    Err(self.starve(gp, 0, nb))
                 }
                 Head::NotBefore(t) => Err(t),
                 Head::Empty => Err(Time::NEVER),
@@ -319,7 +394,7 @@ impl Sim {
             if self.ports[gp].peer == NONE {
                 continue;
             }
-            let has = match self.node_model[self.ports[gp].port_node as usize] {
+            let has = match self.ports[gp].model {
                 NodeModel::IbSwitch => self.ports[gp].oq_len > 0,
                 NodeModel::IbHca => self.hca_has_work(gp as u32),
                 NodeModel::None => false,
@@ -333,7 +408,7 @@ impl Sim {
                 bad.push(format!("{name} port {port}: work queued, line idle, no wake-up and not waiting for credits"));
             } else if !self.credit_fifo[gp].is_empty() {
                 bad.push(format!("{name} port {port}: starved with credits on their way but no wake-up"));
-            } else if self.node_model[self.ports[gp].port_node as usize] == NodeModel::IbSwitch {
+            } else if self.ports[gp].model == NodeModel::IbSwitch {
                 for vl in 0..self.nvl {
                     if self.head_state(gp as u32, vl) == Head::Ready {
                         bad.push(format!("{name} port {port}: VL {vl} could send but nothing will wake it"));

@@ -198,7 +198,8 @@ impl Qp {
 
 enum Build {
     Packet(PacketId),
-    NoCredit,
+    /// The next packet needs this many blocks.
+    NoCredit(u32),
     Idle,
 }
 
@@ -419,6 +420,44 @@ impl Sim {
         !c.ctrl.is_empty() || !c.active.is_empty()
     }
 
+    /// VL and blocks of the packet CA port `gp` would send next (ACKs first, then
+    /// the first active QP), if it is flow controlled.
+    pub(crate) fn hca_next_need(&self, gp: u32) -> Option<(u8, u32)> {
+        let c = &self.caps[self.ca_port[gp as usize] as usize];
+        if let Some(&p) = c.ctrl.front() {
+            let pk = &self.pkts[p];
+            return (pk.flags & flag::VL15 == 0).then(|| (pk.vl, blocks(pk.wire)));
+        }
+        let &qp = c.active.front()?;
+        let q = &self.qps[qp as usize];
+        let mtu = u64::from(self.ib.mtu);
+        let grh = self.ib.grh;
+        let wire = if let Some(j) = q.rresp.front() {
+            let rem = j.bytes - j.off;
+            let op = match (j.off == 0, rem <= mtu) {
+                (true, true) => Opcode::ReadResponseOnly,
+                (true, false) => Opcode::ReadResponseFirst,
+                (false, true) => Opcode::ReadResponseLast,
+                (false, false) => Opcode::ReadResponseMiddle,
+            };
+            op.wire_bytes(rem.min(mtu) as u32, grh)
+        } else {
+            let w = q.sq.front()?;
+            match w.op {
+                WrOp::Read => Opcode::ReadRequest.wire_bytes(0, grh),
+                WrOp::Ud { .. } if q.mgmt => return None,
+                WrOp::Ud { .. } => Opcode::UdSendOnly.wire_bytes(w.bytes as u32, grh),
+                WrOp::Send | WrOp::Write => {
+                    let rem = w.bytes - q.sq_off;
+                    // Only a WRITE's first packet carries the RETH.
+                    let op = if w.op == WrOp::Write && q.sq_off == 0 { Opcode::WriteFirst } else { Opcode::SendOnly };
+                    op.wire_bytes(rem.min(mtu) as u32, grh)
+                }
+            }
+        };
+        Some((q.vl, blocks(wire)))
+    }
+
     fn new_packet(&mut self, pk: Packet) -> PacketId {
         self.ledger.created += 1;
         self.pkts.insert(pk)
@@ -429,7 +468,8 @@ impl Sim {
         vl15 || self.credits[gp as usize * self.nvl + vl as usize] >= blocks(wire) as i32
     }
 
-    /// The next packet for CA port `gp`: ACKs first, then the active QPs round robin.
+    /// The next packet for CA port `gp`: ACKs first, then the active QPs strictly
+    /// round robin, one packet each (a QP whose packet lacks credits keeps its turn).
     pub(crate) fn hca_pick(&mut self, gp: u32) -> Pick {
         let c = self.ca_port[gp as usize] as usize;
         if let Some(&p) = self.caps[c].ctrl.front() {
@@ -438,11 +478,8 @@ impl Sim {
                 self.caps[c].ctrl.pop_front();
                 return Pick::Send(p);
             }
-            self.ports[gp as usize].starved = true;
-            self.stats.stall_begin(gp as usize * self.nvl + pk.vl as usize, self.now);
-            return Pick::Wait(self.credit_wait(gp));
+            return Pick::Wait(self.starve(gp, pk.vl, blocks(pk.wire)));
         }
-        let mut wait = Time::NEVER;
         for _ in 0..self.caps[c].active.len() {
             let qp = self.caps[c].active.pop_front().expect("counted");
             match self.qp_next(gp, qp) {
@@ -454,17 +491,16 @@ impl Sim {
                     }
                     return Pick::Send(p);
                 }
-                Build::NoCredit => {
-                    self.caps[c].active.push_back(qp);
-                    self.ports[gp as usize].starved = true;
-                    let vl = self.qps[qp as usize].vl as usize;
-                    self.stats.stall_begin(gp as usize * self.nvl + vl, self.now);
-                    wait = wait.min(self.credit_wait(gp));
+                Build::NoCredit(nb) => {
+                    // Strict round robin: the QP keeps its turn until credits come.
+                    self.caps[c].active.push_front(qp);
+                    let vl = self.qps[qp as usize].vl;
+                    return Pick::Wait(self.starve(gp, vl, nb));
                 }
                 Build::Idle => self.qps[qp as usize].active = false,
             }
         }
-        Pick::Wait(wait)
+        Pick::Wait(Time::NEVER)
     }
 
     /// Build QP `qp`'s next packet if the port has credit for it.
@@ -499,7 +535,7 @@ impl Sim {
             };
             let wire = opcode.wire_bytes(payload, grh);
             if !self.has_credit(gp, vl, wire, false) {
-                return Build::NoCredit;
+                return Build::NoCredit(blocks(wire));
             }
             let p = self.new_packet(Packet {
                 dlid: job.to_lid,
@@ -527,7 +563,7 @@ impl Sim {
                 }
                 let wire = Opcode::ReadRequest.wire_bytes(0, grh);
                 if !self.has_credit(gp, vl, wire, false) {
-                    return Build::NoCredit;
+                    return Build::NoCredit(blocks(wire));
                 }
                 let npk = w.bytes.div_ceil(mtu).max(1) as u32;
                 let psn = q.next_psn;
@@ -551,7 +587,7 @@ impl Sim {
                 let payload = if vl15 { hdr::MAD } else { w.bytes as u32 };
                 let wire = Opcode::UdSendOnly.wire_bytes(payload, grh);
                 if !self.has_credit(gp, vl, wire, vl15) {
-                    return Build::NoCredit;
+                    return Build::NoCredit(blocks(wire));
                 }
                 let p = self.new_packet(Packet {
                     dlid,
@@ -588,7 +624,7 @@ impl Sim {
                 };
                 let wire = opcode.wire_bytes(payload, grh);
                 if !self.has_credit(gp, vl, wire, false) {
-                    return Build::NoCredit;
+                    return Build::NoCredit(blocks(wire));
                 }
                 let psn = q.next_psn;
                 let p = self.new_packet(Packet {
