@@ -22,6 +22,7 @@
 pub mod buffer;
 pub mod dcqcn;
 pub mod ecmp;
+pub mod hpcc;
 pub mod ipoib;
 pub mod pfc;
 pub mod transport;
