@@ -359,14 +359,13 @@ pub fn diameter(f: &Fabric) -> Option<u32> {
             d += 1;
             let mut any = false;
             next.iter_mut().for_each(|v| *v = 0);
-            for v in 0..n {
-                if front[v] == 0 || flat.kind(NodeId(v as u32)) != NodeKind::Switch {
+            for (v, &fv) in front.iter().enumerate() {
+                if fv == 0 || flat.kind(NodeId(v as u32)) != NodeKind::Switch {
                     continue;
                 }
                 for a in flat.neighbors(NodeId(v as u32)) {
-                    let p = a.peer.idx();
                     if flat.kind(a.peer) == NodeKind::Switch {
-                        next[p] |= front[v];
+                        next[a.peer.idx()] |= fv;
                     }
                 }
             }

@@ -86,7 +86,7 @@ fn parse_delay_ps(s: &str) -> Option<u64> {
         _ => return None,
     };
     let ps = (v * mult).round();
-    (ps.is_finite() && ps >= 0.0 && ps < 1e18).then_some(ps as u64)
+    (0.0..1e18).contains(&ps).then_some(ps as u64)
 }
 
 /// Read an ns-3 HPCC `topology.txt`.
