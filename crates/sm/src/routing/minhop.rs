@@ -5,7 +5,9 @@
 //! shares them); each switch then gives each destination LID the min-hop port with the
 //! fewest LIDs so far. Switches are the outer loop so one LFT is written at a time.
 
-use super::{RouteError, RouteOptions, RoutingEngine, SwitchGraph, alloc_lfts, least_loaded};
+use std::cmp::Reverse;
+
+use super::{RouteError, RouteOptions, RoutingEngine, SwitchGraph, alloc_lfts};
 use crate::tables::RoutingTables;
 
 /// The minhop engine, with its reusable scratch buffers.
@@ -16,6 +18,7 @@ pub struct MinHop {
     load: Vec<u32>,
     cand_off: Vec<u32>,
     cands: Vec<u8>,
+    heap: Vec<Reverse<(u32, u16)>>,
 }
 
 impl RoutingEngine for MinHop {
@@ -65,13 +68,41 @@ impl RoutingEngine for MinHop {
                     continue; // unreachable from s: validation reports the pairs
                 }
                 let base = g.port_base[s as usize] as usize;
+                let m: u32 = dests.iter().map(|de| de.count as u32).sum();
+                if m == 1 && c.len() > 1 {
+                    let i = super::least_loaded(c, &self.load, base);
+                    self.load[base + c[i] as usize] += 1;
+                    lft[dests[0].base as usize] = c[i];
+                    continue;
+                }
+                if c.len() == 1 {
+                    let i = base + c[0] as usize;
+                    for de in dests {
+                        for k in 0..de.count {
+                            lft[(de.base + k) as usize] = c[0];
+                        }
+                        self.load[i] += de.count as u32;
+                    }
+                    continue;
+                }
+                // Greedy least-loaded choice (ties to the earliest candidate) for all
+                // of d's LIDs at once: a min-heap on (load, candidate index) gives the
+                // same sequence as rescanning the candidates for every LID.
+                self.heap.clear();
+                self.heap.extend(c.iter().enumerate().map(|(i, &p)| Reverse((self.load[base + p as usize], i as u16))));
+                let mut heap = std::collections::BinaryHeap::from(std::mem::take(&mut self.heap));
                 for de in dests {
                     for k in 0..de.count {
-                        let i = least_loaded(c, &self.load, base);
-                        self.load[base + c[i] as usize] += 1;
-                        lft[(de.base + k) as usize] = c[i];
+                        let mut top = heap.peek_mut().expect("candidates are not empty");
+                        let Reverse((l, i)) = *top;
+                        lft[(de.base + k) as usize] = c[i as usize];
+                        *top = Reverse((l + 1, i));
                     }
                 }
+                for Reverse((l, i)) in heap.iter() {
+                    self.load[base + c[*i as usize] as usize] = *l;
+                }
+                self.heap = heap.into_vec();
             }
         }
         Ok(())
