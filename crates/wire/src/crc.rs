@@ -4,8 +4,10 @@
 //! stored little-endian, over the packet from the (pseudo-)LRH to the last pad byte
 //! with the *variant* fields replaced by ones. The masked fields all sit in the first
 //! few dozen header bytes, so the masked headers are copied into a small stack buffer
-//! and the payload is fed to the SIMD CRC (crc32fast, PCLMULQDQ on x86-64) in place:
-//! no copy of the payload, no allocation. The recipe and its cross-checks against
+//! and the payload is fed to the SIMD CRC in place: no copy of the payload, no
+//! allocation. The CRC is `crc32fast` (PCLMULQDQ carry-less-multiply folding, chosen
+//! at run time); the `crc-fast` crate was measured too and was about half as fast
+//! over 4 KiB on the development machine (docs/PERFORMANCE.md). The recipe and its cross-checks against
 //! scapy and Linux rxe are in `../shared/vectors/wire/README.md`.
 //!
 //! The VCRC is CRC-16 with polynomial 0x100B, reflected (0xD008), init and final XOR

@@ -666,3 +666,168 @@ pub fn emit_mac_control(eth: &ethernet::Repr, ctl: &pfc::Repr, buf: &mut [u8]) -
     buf[h + pfc::PAYLOAD_LEN..total].fill(0);
     Ok(total)
 }
+
+impl bth::Repr {
+    /// A BTH with the given opcode, destination QP and PSN; P_Key 0xFFFF (default
+    /// partition), every flag clear, TVer 0.
+    pub fn new(opcode: crate::ib::Opcode, dqpn: u32, psn: crate::psn::Psn) -> bth::Repr {
+        bth::Repr {
+            opcode,
+            se: false,
+            migreq: false,
+            pad_count: 0,
+            tver: 0,
+            pkey: 0xffff,
+            fecn: false,
+            becn: false,
+            dqpn: dqpn & 0xff_ffff,
+            ack_req: false,
+            psn,
+        }
+    }
+}
+
+impl<'a> IbPacket<'a> {
+    /// A RoCEv2/IPv4 packet: untagged Ethernet, DF set, TTL 64, UDP checksum zero
+    /// (allowed over IPv4; the ICRC protects the payload). `sport` is the flow entropy.
+    #[expect(clippy::too_many_arguments, reason = "one call per packet for the simulator's capture path")]
+    pub fn roce_v2_ipv4(
+        src_mac: [u8; 6],
+        dst_mac: [u8; 6],
+        src: [u8; 4],
+        dst: [u8; 4],
+        dscp: u8,
+        ecn: u8,
+        sport: u16,
+        bth: bth::Repr,
+        ext: ExtHeaders,
+        payload: &'a [u8],
+    ) -> IbPacket<'a> {
+        IbPacket {
+            encap: Encap::RoceV2 {
+                eth: ethernet::Repr { dst: dst_mac, src: src_mac, vlan: None, ethertype: ethernet::ETHERTYPE_IPV4 },
+                ip: IpRepr::V4(ipv4::Repr {
+                    dscp: dscp & 0x3f,
+                    ecn: ecn & 3,
+                    ident: 0,
+                    dont_frag: true,
+                    ttl: 64,
+                    protocol: ipv4::PROTO_UDP,
+                    src,
+                    dst,
+                    payload_len: 0,
+                }),
+                udp: udp::Repr { src_port: sport, dst_port: udp::ROCE_V2_PORT, payload_len: 0, checksum: 0 },
+            },
+            bth,
+            ext,
+            payload,
+        }
+    }
+
+    /// A native IB packet without GRH (LNH=2).
+    pub fn ib_local(vl: u8, sl: u8, slid: crate::Lid, dlid: crate::Lid, bth: bth::Repr, ext: ExtHeaders, payload: &'a [u8]) -> IbPacket<'a> {
+        IbPacket {
+            encap: Encap::Ib { lrh: lrh::Repr { vl, lver: 0, sl, lnh: lrh::Lnh::IbaLocal, dlid, slid, pkt_len: 0 }, grh: None },
+            bth,
+            ext,
+            payload,
+        }
+    }
+}
+
+/// Mark an already-built RoCEv2 frame Congestion Experienced (ECN = 11) in place,
+/// as an ECN-capable switch does, and fix the IPv4 header checksum. The ICRC masks
+/// the TOS/traffic class, so it stays valid. Returns false if the frame is not
+/// RoCEv2 or is Not-ECT (ECN = 00 must not be marked, RFC 3168 §5).
+pub fn mark_ce(frame: &mut [u8]) -> bool {
+    let Ok(ep) = ethernet::Packet::new_checked(&*frame) else { return false };
+    let (h, et) = (ep.header_len(), ep.ethertype());
+    match et {
+        ethernet::ETHERTYPE_IPV4 if frame.len() >= h + 20 => {
+            if frame[h + 1] & 3 == 0 {
+                return false;
+            }
+            frame[h + 1] |= 3;
+            frame[h + 10] = 0;
+            frame[h + 11] = 0;
+            let c = ipv4::internet_checksum(&frame[h..h + 20], 0);
+            put16(frame, h + 10, c);
+            true
+        }
+        ethernet::ETHERTYPE_IPV6 if frame.len() >= h + 40 => {
+            // ECN is bits 4-5 of byte 1 (the low two bits of the traffic class).
+            if (frame[h + 1] >> 4) & 3 == 0 {
+                return false;
+            }
+            frame[h + 1] |= 0x30;
+            true
+        }
+        _ => false,
+    }
+}
+
+/// Set FECN in an already-built native IB frame in place and recompute the VCRC
+/// (FECN is masked in the ICRC, IBA §7.8.1). Returns false if it is not an IBA packet.
+pub fn set_fecn_ib(frame: &mut [u8]) -> bool {
+    let Ok(lp) = lrh::Packet::new_checked(&*frame) else { return false };
+    let at = match lp.lnh() {
+        lrh::Lnh::IbaLocal => 8,
+        lrh::Lnh::IbaGlobal => 48,
+        _ => return false,
+    };
+    if frame.len() < at + 12 + 6 {
+        return false;
+    }
+    frame[at + 4] |= 0x80;
+    let n = frame.len();
+    let v = vcrc(&frame[..n - 2]);
+    frame[n - 2..].copy_from_slice(&v.to_le_bytes());
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ib::Opcode;
+    use crate::psn::Psn;
+
+    #[test]
+    fn marking_keeps_every_check_valid() {
+        let payload = [7u8; 33];
+        let p = IbPacket::roce_v2_ipv4(
+            [2, 0, 0, 0, 0, 1],
+            [2, 0, 0, 0, 0, 2],
+            [10, 0, 0, 1],
+            [10, 0, 0, 2],
+            26,
+            2,
+            0xc000,
+            bth::Repr::new(Opcode::RcSendOnly, 0x11, Psn::new(5)),
+            ExtHeaders::default(),
+            &payload,
+        );
+        let mut buf = [0u8; 256];
+        let n = p.emit(&mut buf).unwrap();
+        assert!(mark_ce(&mut buf[..n]));
+        match decode(&buf[..n], LinkType::Ethernet).unwrap() {
+            Decoded::Ib { packet, checks, .. } => {
+                assert!(checks.all_ok(), "{checks:?}");
+                if let Encap::RoceV2 { ip, .. } = packet.encap {
+                    assert_eq!(ip.ecn(), 3);
+                }
+            }
+            d => panic!("{d:?}"),
+        }
+        let q = IbPacket::ib_local(0, 0, crate::Lid(1), crate::Lid(2), bth::Repr::new(Opcode::UcSendOnly, 3, Psn::new(9)), ExtHeaders::default(), &payload);
+        let n = q.emit(&mut buf).unwrap();
+        assert!(set_fecn_ib(&mut buf[..n]));
+        match decode(&buf[..n], LinkType::Infiniband).unwrap() {
+            Decoded::Ib { packet, checks, .. } => {
+                assert!(checks.all_ok());
+                assert!(packet.bth.fecn);
+            }
+            d => panic!("{d:?}"),
+        }
+    }
+}
