@@ -13,6 +13,8 @@ pub mod index;
 pub mod lids;
 pub mod routing;
 pub mod run;
+pub mod sma;
+pub mod sweep;
 pub mod tables;
 pub mod testkit;
 pub mod validate;

@@ -4,3 +4,4 @@ mod support;
 mod routing;
 mod opensm_dumps;
 mod props;
+mod sweep;

@@ -1,0 +1,881 @@
+//! Sweeps: discovery by directed-route SMPs, LID assignment, routing, programming.
+//!
+//! A heavy sweep (OpenSM `do_sweep`, reference §1.4 and §3.3):
+//! 1. **discover**: breadth-first from the SM's node by DR SMPs, up to
+//!    `max_in_flight` outstanding: NodeInfo → NodeDescription, SwitchInfo and PortInfo
+//!    of every port → NodeInfo through every port whose PortInfo says LinkUp. A NodeInfo
+//!    answer with a known GUID is a new link to a known node, unless that node's port is
+//!    already cabled elsewhere: then it is a duplicate GUID, reported and not followed.
+//! 2. **lids**: [`crate::lids::assign`] honouring the guid2lid state of earlier sweeps.
+//! 3. **routing**: [`crate::routing::route`] with the engine list.
+//! 4. **program**: PortInfo (LID, LMC), SwitchInfo (LinearFDBTop, clear
+//!    PortStateChange), LFT blocks of 64 entries (only blocks that differ from what
+//!    this SM programmed before), SL2VL tables when the engine uses several VLs, then
+//!    every cabled port to ARMED and then ACTIVE. "Subnet up".
+//!
+//! Every bad reply (MAD status, wrong attribute, truncated, unparsable, duplicate GUID,
+//! no answer after retries) becomes an [`Issue`] in the report and the sweep carries
+//! on with the rest of the fabric. A light sweep reads SwitchInfo.PortStateChange from
+//! every switch and takes Trap 128 notices; either triggers a heavy sweep whose report
+//! lists what changed.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::time::Instant;
+
+use fabric::{Fabric, Guid, IbSpeed, IbWidth, LinkRate, NodeId, NodeKind, NodeSpec};
+use serde_json::{Value, json};
+use wire::mad::attr::{self, NodeType, PhysState, PortState};
+use wire::mad::{AttrId, DrRoute, Method, Route, Smp};
+
+use crate::lids::{self, Guid2Lid, LidReport};
+use crate::routing::{self, EngineKind, RouteOptions, RouteOutcome};
+use crate::run::Phase;
+use crate::sma::{MAD_LEN, Transport};
+use crate::tables::{NO_ROUTE, RoutingTables};
+use crate::validate::{self, Validation};
+
+/// Sweep settings.
+#[derive(Clone, Debug)]
+pub struct SweepOptions {
+    pub engines: Vec<EngineKind>,
+    pub lmc: u8,
+    pub route: RouteOptions,
+    /// SMPs outstanding at once (OpenSM's `max_wire_smps` defaults to 4).
+    pub max_in_flight: usize,
+    /// Resends before a node is reported as not answering (OpenSM: 3).
+    pub retries: u8,
+    /// Validate the tables after routing.
+    pub validate: bool,
+}
+
+impl Default for SweepOptions {
+    fn default() -> Self {
+        SweepOptions {
+            engines: vec![EngineKind::MinHop],
+            lmc: 0,
+            route: RouteOptions::default(),
+            max_in_flight: 64,
+            retries: 3,
+            validate: true,
+        }
+    }
+}
+
+/// A problem met during a sweep; the sweep carries on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Issue {
+    /// The reply carried a non-zero MAD status.
+    BadStatus { path: Vec<u8>, attr: &'static str, status: u16 },
+    /// The reply was for another attribute.
+    WrongAttribute { path: Vec<u8>, expected: &'static str, got: u16 },
+    /// The reply was shorter than a MAD.
+    Truncated { path: Vec<u8>, attr: &'static str, len: usize },
+    /// The reply did not parse.
+    Unparsable { path: Vec<u8>, attr: &'static str, error: String },
+    /// Two places in the fabric answer with the same node GUID.
+    DuplicateGuid { guid: Guid, path: Vec<u8>, first_path: Vec<u8> },
+    /// No answer after all retries.
+    NoAnswer { path: Vec<u8>, attr: &'static str },
+    /// The transport refused a request.
+    Transport { error: String },
+    /// Routing failed on the discovered fabric.
+    Routing { error: String },
+}
+
+fn path_str(p: &[u8]) -> String {
+    let mut s = String::from("0");
+    for x in p {
+        s.push(',');
+        s.push_str(&x.to_string());
+    }
+    s
+}
+
+impl std::fmt::Display for Issue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Issue::BadStatus { path, attr, status } => {
+                write!(f, "DR path {}: {attr} answered with status {status:#06x}", path_str(path))
+            }
+            Issue::WrongAttribute { path, expected, got } => {
+                write!(f, "DR path {}: asked for {expected}, got attribute {got:#06x}", path_str(path))
+            }
+            Issue::Truncated { path, attr, len } => {
+                write!(f, "DR path {}: {attr} reply truncated to {len} bytes", path_str(path))
+            }
+            Issue::Unparsable { path, attr, error } => write!(f, "DR path {}: {attr} reply: {error}", path_str(path)),
+            Issue::DuplicateGuid { guid, path, first_path } => write!(
+                f,
+                "duplicate node GUID {guid} at DR path {} (first seen at {})",
+                path_str(path),
+                path_str(first_path)
+            ),
+            Issue::NoAnswer { path, attr } => write!(f, "DR path {}: no answer to {attr}", path_str(path)),
+            Issue::Transport { error } => write!(f, "transport: {error}"),
+            Issue::Routing { error } => write!(f, "routing: {error}"),
+        }
+    }
+}
+
+/// What a heavy sweep did.
+#[derive(Clone, Debug, Default)]
+pub struct SweepReport {
+    pub phases: Vec<Phase>,
+    pub smps_sent: u64,
+    pub smps_received: u64,
+    pub resends: u64,
+    pub switches: usize,
+    pub cas: usize,
+    pub links: usize,
+    pub issues: Vec<Issue>,
+    pub lids: LidReport,
+    pub outcome: Option<RouteOutcome>,
+    pub vls_used: u8,
+    pub lft_blocks_sent: u64,
+    pub lft_blocks_unchanged: u64,
+    pub sl2vl_sent: u64,
+    pub ports_active: u64,
+    /// What differs from the previous sweep: links and nodes gone or new, LIDs moved,
+    /// LFT entries changed.
+    pub changes: Vec<String>,
+    pub lft_entries_changed: u64,
+    pub validation: Option<Validation>,
+    pub subnet_up: bool,
+    /// Traps received during the sweep.
+    pub traps: Vec<u16>,
+}
+
+impl SweepReport {
+    /// JSON summary.
+    pub fn to_json(&self, f: Option<&Fabric>) -> Value {
+        json!({
+            "phases": self.phases.iter().map(|p| json!({"name": p.name, "us": p.micros})).collect::<Vec<_>>(),
+            "smps_sent": self.smps_sent,
+            "smps_received": self.smps_received,
+            "resends": self.resends,
+            "switches": self.switches,
+            "cas": self.cas,
+            "links": self.links,
+            "issues": self.issues.iter().map(|i| i.to_string()).collect::<Vec<_>>(),
+            "lids": {"ports": self.lids.ports, "kept": self.lids.kept, "moved": self.lids.moved, "max_lid": self.lids.max_lid},
+            "engine": self.outcome.as_ref().map(|o| o.engine.name()),
+            "fallbacks": self.outcome.as_ref().map(|o| o.fallbacks.iter().map(|(e, w)| json!({"engine": e.name(), "error": w})).collect::<Vec<_>>()),
+            "vls_used": self.vls_used,
+            "lft_blocks_sent": self.lft_blocks_sent,
+            "lft_blocks_unchanged": self.lft_blocks_unchanged,
+            "sl2vl_sent": self.sl2vl_sent,
+            "ports_active": self.ports_active,
+            "changes": self.changes,
+            "lft_entries_changed": self.lft_entries_changed,
+            "traps": self.traps,
+            "subnet_up": self.subnet_up,
+            "validation": match (&self.validation, f) { (Some(v), Some(f)) => v.to_json(f), _ => Value::Null },
+        })
+    }
+}
+
+/// What one request was for.
+#[derive(Clone, Copy, Debug)]
+enum Req {
+    /// NodeInfo through `port` of discovered node `parent` (`u32::MAX` = the SM's node).
+    NodeInfo { parent: u32, port: u8 },
+    NodeDesc { node: u32 },
+    PortInfo { node: u32, port: u8 },
+    SwitchInfo { node: u32 },
+    /// A Set whose reply only needs a status check.
+    Set,
+}
+
+#[derive(Clone, Debug, Default)]
+struct DPort {
+    up: bool,
+    width: u8,
+    speed: u8,
+    speed_ext: u8,
+    peer: Option<(u32, u8)>,
+}
+
+#[derive(Clone, Debug)]
+struct DNode {
+    guid: Guid,
+    kind: NodeKind,
+    num_ports: u8,
+    sys_guid: Guid,
+    vendor: u32,
+    device: u16,
+    port_guids: Vec<Guid>,
+    desc: String,
+    path: Vec<u8>,
+    ports: Vec<DPort>,
+    port_state_change: bool,
+}
+
+/// The Subnet Manager: state that persists across sweeps.
+pub struct SubnetManager {
+    pub opts: SweepOptions,
+    /// LIDs handed out so far (OpenSM's guid2lid cache).
+    pub guid2lid: Guid2Lid,
+    /// The fabric as last discovered, and its tables.
+    pub fabric: Option<Fabric>,
+    pub tables: Option<RoutingTables>,
+    /// LFT as programmed per switch GUID.
+    programmed: BTreeMap<Guid, Vec<u8>>,
+    last_links: BTreeSet<(Guid, u8, Guid, u8)>,
+    last_nodes: BTreeSet<Guid>,
+    /// DR paths of known switches, for light sweeps.
+    switch_paths: Vec<(Guid, Vec<u8>)>,
+    tid: u64,
+    buf: Box<[u8; MAD_LEN]>,
+    /// A heavy sweep is due (trap or change seen).
+    pub need_heavy: bool,
+    sm_port_num: u8,
+}
+
+impl std::fmt::Debug for SubnetManager {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SubnetManager").field("opts", &self.opts).finish()
+    }
+}
+
+/// Per-sweep exchange state: the request queue, outstanding requests, counters.
+struct Exchange {
+    queue: VecDeque<(Req, Vec<u8>, Smp)>,
+    pending: HashMap<u64, (Req, Vec<u8>, Smp, u8)>,
+    sent: u64,
+    received: u64,
+    resends: u64,
+    issues: Vec<Issue>,
+    traps: Vec<u16>,
+}
+
+impl SubnetManager {
+    /// A fresh SM; `sm_port_num` is the port the SM uses when it runs on a CA (ignored
+    /// on a switch, whose SM uses port 0).
+    pub fn new(opts: SweepOptions, sm_port_num: u8) -> SubnetManager {
+        SubnetManager {
+            opts,
+            guid2lid: Guid2Lid::default(),
+            fabric: None,
+            tables: None,
+            programmed: BTreeMap::new(),
+            last_links: BTreeSet::new(),
+            last_nodes: BTreeSet::new(),
+            switch_paths: Vec::new(),
+            tid: 1,
+            buf: Box::new([0; MAD_LEN]),
+            need_heavy: true,
+            sm_port_num,
+        }
+    }
+
+    fn enqueue(&mut self, x: &mut Exchange, req: Req, path: Vec<u8>, method: Method, attr: AttrId, attr_mod: u32, data: [u8; 64]) {
+        let dr = match DrRoute::new(&path) {
+            Ok(d) => d,
+            Err(e) => {
+                x.issues.push(Issue::Transport { error: format!("DR path {}: {e}", path_str(&path)) });
+                return;
+            }
+        };
+        let tid = self.tid;
+        self.tid += 1;
+        let mut smp = Smp::get(attr, attr_mod, tid, Route::Directed(dr));
+        smp.method = method;
+        smp.data = data;
+        x.queue.push_back((req, path, smp));
+    }
+
+    fn get(&mut self, x: &mut Exchange, req: Req, path: Vec<u8>, attr: AttrId, attr_mod: u32) {
+        self.enqueue(x, req, path, Method::Get, attr, attr_mod, [0; 64]);
+    }
+
+    /// Send queued requests and hand every answer to `on_reply` until nothing is
+    /// queued or outstanding. Unanswered requests are resent, then reported.
+    fn pump(
+        &mut self,
+        tr: &mut dyn Transport,
+        x: &mut Exchange,
+        on_reply: &mut dyn FnMut(&mut SubnetManager, &mut Exchange, Req, &[u8], &Smp),
+    ) {
+        loop {
+            while x.pending.len() < self.opts.max_in_flight.max(1) {
+                let Some((req, path, smp)) = x.queue.pop_front() else { break };
+                self.transmit(tr, x, req, path, smp, 0);
+            }
+            let mut got_any = false;
+            loop {
+                let Some(len) = tr.recv(&mut self.buf) else { break };
+                got_any = true;
+                x.received += 1;
+                self.dispatch(x, len, on_reply);
+                // Keep the wire full while answers arrive.
+                while x.pending.len() < self.opts.max_in_flight.max(1) {
+                    let Some((req, path, smp)) = x.queue.pop_front() else { break };
+                    self.transmit(tr, x, req, path, smp, 0);
+                }
+            }
+            if x.pending.is_empty() && x.queue.is_empty() {
+                break;
+            }
+            if !got_any && !x.pending.is_empty() {
+                // Timeout round: resend or give up, in tid order (deterministic).
+                let mut tids: Vec<u64> = x.pending.keys().copied().collect();
+                tids.sort_unstable();
+                for tid in tids {
+                    let (req, path, smp, tries) = x.pending.remove(&tid).expect("pending");
+                    if tries < self.opts.retries {
+                        x.resends += 1;
+                        self.transmit(tr, x, req, path, smp, tries + 1);
+                    } else {
+                        x.issues.push(Issue::NoAnswer { path, attr: smp.attr_id.name() });
+                    }
+                }
+            }
+        }
+    }
+
+    fn transmit(&mut self, tr: &mut dyn Transport, x: &mut Exchange, req: Req, path: Vec<u8>, smp: Smp, tries: u8) {
+        let mut b = [0u8; MAD_LEN];
+        if let Err(e) = smp.to_bytes(&mut b) {
+            x.issues.push(Issue::Transport { error: e.to_string() });
+            return;
+        }
+        match tr.send(&b) {
+            Ok(()) => {
+                x.sent += 1;
+                x.pending.insert(smp.tid, (req, path, smp, tries));
+            }
+            Err(e) => x.issues.push(Issue::Transport { error: e.to_string() }),
+        }
+    }
+
+    fn dispatch(
+        &mut self,
+        x: &mut Exchange,
+        len: usize,
+        on_reply: &mut dyn FnMut(&mut SubnetManager, &mut Exchange, Req, &[u8], &Smp),
+    ) {
+        let bytes = self.buf[..len.min(MAD_LEN)].to_vec();
+        // The TID sits in the common header (bytes 8..16) even when the rest is short.
+        let tid = if len >= 16 { u64::from_be_bytes(bytes[8..16].try_into().expect("8 bytes")) } else { 0 };
+        if len < MAD_LEN {
+            if let Some((_, path, smp, _)) = x.pending.remove(&tid) {
+                x.issues.push(Issue::Truncated { path, attr: smp.attr_id.name(), len });
+            }
+            return;
+        }
+        let resp = match Smp::from_bytes(&bytes) {
+            Ok(r) => r,
+            Err(e) => {
+                if let Some((_, path, smp, _)) = x.pending.remove(&tid) {
+                    x.issues.push(Issue::Unparsable { path, attr: smp.attr_id.name(), error: e.to_string() });
+                }
+                return;
+            }
+        };
+        if resp.method == Method::Trap {
+            if let Ok(n) = attr::notice::Notice::parse(&resp.data) {
+                if let Some(t) = n.details.trap_number() {
+                    x.traps.push(t);
+                    if t == 128 {
+                        self.need_heavy = true;
+                    }
+                }
+            }
+            return;
+        }
+        let Some((req, path, smp, _)) = x.pending.remove(&resp.tid) else { return };
+        if resp.attr_id != smp.attr_id {
+            x.issues.push(Issue::WrongAttribute { path, expected: smp.attr_id.name(), got: u16::from(resp.attr_id) });
+            return;
+        }
+        if resp.status != 0 {
+            x.issues.push(Issue::BadStatus { path, attr: smp.attr_id.name(), status: resp.status });
+            return;
+        }
+        on_reply(self, x, req, &path, &resp);
+    }
+
+    /// Discover the fabric; returns the nodes found.
+    fn discover(&mut self, tr: &mut dyn Transport, x: &mut Exchange) -> Vec<DNode> {
+        let mut nodes: Vec<DNode> = Vec::new();
+        let mut by_guid: HashMap<Guid, u32> = HashMap::new();
+        self.get(x, Req::NodeInfo { parent: u32::MAX, port: 0 }, Vec::new(), AttrId::NodeInfo, 0);
+        let sm_port = self.sm_port_num;
+        let mut handler = |sm: &mut SubnetManager, x: &mut Exchange, req: Req, path: &[u8], resp: &Smp| match req {
+            Req::NodeInfo { parent, port } => {
+                let Ok(ni) = attr::node_info::Repr::from_bytes(&resp.data) else {
+                    x.issues.push(Issue::Unparsable { path: path.to_vec(), attr: "NodeInfo", error: "short".into() });
+                    return;
+                };
+                let lp = ni.local_port_num;
+                if let Some(&k) = by_guid.get(&ni.node_guid) {
+                    let kk = k as usize;
+                    let slot = nodes[kk].ports.get(lp as usize).map(|p| p.peer);
+                    let here = (parent != u32::MAX).then_some((parent, port));
+                    match slot {
+                        Some(None) if here.is_some() => {
+                            let (pa, pp) = here.expect("checked");
+                            nodes[kk].ports[lp as usize].peer = Some((pa, pp));
+                            nodes[pa as usize].ports[pp as usize].peer = Some((k, lp));
+                            if nodes[kk].kind != NodeKind::Switch {
+                                nodes[kk].port_guids[lp as usize] = ni.port_guid;
+                                sm.get(x, Req::PortInfo { node: k, port: lp }, path.to_vec(), AttrId::PortInfo, lp as u32);
+                            }
+                        }
+                        Some(Some(prev)) if Some(prev) == here => {}
+                        _ => x.issues.push(Issue::DuplicateGuid {
+                            guid: ni.node_guid,
+                            path: path.to_vec(),
+                            first_path: nodes[kk].path.clone(),
+                        }),
+                    }
+                    return;
+                }
+                let kind = match ni.node_type {
+                    NodeType::Switch => NodeKind::Switch,
+                    NodeType::Router => NodeKind::Router,
+                    _ => NodeKind::Ca,
+                };
+                let k = nodes.len() as u32;
+                let np = ni.num_ports;
+                let mut n = DNode {
+                    guid: ni.node_guid,
+                    kind,
+                    num_ports: np,
+                    sys_guid: ni.system_image_guid,
+                    vendor: ni.vendor_id,
+                    device: ni.device_id,
+                    port_guids: vec![Guid(0); np as usize + 1],
+                    desc: String::new(),
+                    path: path.to_vec(),
+                    ports: vec![DPort::default(); np as usize + 1],
+                    port_state_change: false,
+                };
+                if kind != NodeKind::Switch && (lp as usize) < n.port_guids.len() {
+                    n.port_guids[lp as usize] = ni.port_guid;
+                }
+                if parent != u32::MAX && (lp as usize) < n.ports.len() {
+                    n.ports[lp as usize].peer = Some((parent, port));
+                    nodes[parent as usize].ports[port as usize].peer = Some((k, lp));
+                }
+                nodes.push(n);
+                by_guid.insert(ni.node_guid, k);
+                sm.get(x, Req::NodeDesc { node: k }, path.to_vec(), AttrId::NodeDescription, 0);
+                if kind == NodeKind::Switch {
+                    sm.get(x, Req::SwitchInfo { node: k }, path.to_vec(), AttrId::SwitchInfo, 0);
+                    for p in 0..=np {
+                        sm.get(x, Req::PortInfo { node: k, port: p }, path.to_vec(), AttrId::PortInfo, p as u32);
+                    }
+                } else {
+                    // The SM's own CA: its SM port (hop 0 reports LocalPortNum of it).
+                    let p = if parent == u32::MAX { if lp == 0 { sm_port } else { lp } } else { lp };
+                    if parent == u32::MAX && (p as usize) < nodes[k as usize].port_guids.len() {
+                        nodes[k as usize].port_guids[p as usize] = ni.port_guid;
+                    }
+                    sm.get(x, Req::PortInfo { node: k, port: p }, path.to_vec(), AttrId::PortInfo, p as u32);
+                }
+            }
+            Req::NodeDesc { node } => {
+                let end = resp.data.iter().position(|&b| b == 0).unwrap_or(64);
+                nodes[node as usize].desc = String::from_utf8_lossy(&resp.data[..end]).into_owned();
+            }
+            Req::SwitchInfo { node } => {
+                if let Ok(si) = attr::switch_info::Repr::from_bytes(&resp.data) {
+                    nodes[node as usize].port_state_change = si.port_state_change;
+                }
+            }
+            Req::PortInfo { node, port } => {
+                let Ok(pi) = attr::port_info::Repr::from_bytes(&resp.data) else { return };
+                let n = &mut nodes[node as usize];
+                let Some(dp) = n.ports.get_mut(port as usize) else { return };
+                dp.up = pi.phys_state == PhysState::LinkUp && pi.port_state != PortState::Down;
+                dp.width = pi.link_width_active;
+                dp.speed = pi.link_speed_active;
+                dp.speed_ext = pi.link_speed_ext_active;
+                let extend = dp.up
+                    && dp.peer.is_none()
+                    && port != 0
+                    && (n.kind == NodeKind::Switch || n.path.is_empty())
+                    && n.path.len() < 63;
+                if extend {
+                    let mut p2 = n.path.clone();
+                    p2.push(port);
+                    sm.get(x, Req::NodeInfo { parent: node, port }, p2, AttrId::NodeInfo, 0);
+                }
+            }
+            Req::Set => {}
+        };
+        self.pump(tr, x, &mut handler);
+        nodes
+    }
+
+    /// Run a heavy sweep over `tr`.
+    pub fn heavy_sweep(&mut self, tr: &mut dyn Transport) -> SweepReport {
+        let mut rep = SweepReport::default();
+        let mut x = Exchange {
+            queue: VecDeque::new(),
+            pending: HashMap::new(),
+            sent: 0,
+            received: 0,
+            resends: 0,
+            issues: Vec::new(),
+            traps: Vec::new(),
+        };
+        self.need_heavy = false;
+        let t0 = Instant::now();
+        let nodes = self.discover(tr, &mut x);
+        rep.phases.push(Phase { name: "discover", micros: t0.elapsed().as_micros() as u64 });
+        // Model of what was found.
+        let t0 = Instant::now();
+        let (f, ids) = build_model(&nodes);
+        rep.switches = f.count(NodeKind::Switch);
+        rep.cas = f.count(NodeKind::Ca);
+        rep.links = f.links.len();
+        rep.phases.push(Phase { name: "model", micros: t0.elapsed().as_micros() as u64 });
+        self.diff_topology(&f, &mut rep);
+        if nodes.is_empty() {
+            rep.issues.append(&mut x.issues);
+            rep.issues.push(Issue::Routing { error: "the SM's own node did not answer".into() });
+            return rep;
+        }
+        let sm_node = NodeId(0);
+        let sm_port = if nodes[0].kind == NodeKind::Switch { 0 } else { self.sm_port_num.max(1) };
+        let t0 = Instant::now();
+        let assigned = lids::assign(&f, (sm_node, sm_port), self.opts.lmc, Some(&self.guid2lid));
+        rep.phases.push(Phase { name: "lids", micros: t0.elapsed().as_micros() as u64 });
+        let (mut t, lrep) = match assigned {
+            Ok(v) => v,
+            Err(e) => {
+                rep.issues.append(&mut x.issues);
+                rep.issues.push(Issue::Routing { error: e.to_string() });
+                return rep;
+            }
+        };
+        rep.lids = lrep;
+        let t0 = Instant::now();
+        let flat = f.freeze();
+        let routed = routing::route(&f, &flat, &mut t, &self.opts.engines, &self.opts.route);
+        rep.phases.push(Phase { name: "routing", micros: t0.elapsed().as_micros() as u64 });
+        match routed {
+            Ok(o) => rep.outcome = Some(o),
+            Err(e) => {
+                rep.issues.append(&mut x.issues);
+                rep.issues.push(Issue::Routing { error: e.to_string() });
+                return rep;
+            }
+        }
+        rep.vls_used = t.vls_used;
+        let t0 = Instant::now();
+        self.program(tr, &mut x, &f, &nodes, &ids, &t, &mut rep);
+        rep.phases.push(Phase { name: "program", micros: t0.elapsed().as_micros() as u64 });
+        if self.opts.validate {
+            let t0 = Instant::now();
+            rep.validation = Some(validate::validate(&flat, &t));
+            rep.phases.push(Phase { name: "validate", micros: t0.elapsed().as_micros() as u64 });
+        }
+        let new_cache = Guid2Lid::from_tables(&f, &t);
+        for (g, (lo, _)) in &new_cache.map {
+            if let Some((old, _)) = self.guid2lid.map.get(g) {
+                if old != lo {
+                    rep.changes.push(format!("LID of port {g} moved from {} to {}", old.0, lo.0));
+                }
+            }
+        }
+        self.guid2lid.map.extend(new_cache.map);
+        self.switch_paths = nodes.iter().filter(|n| n.kind == NodeKind::Switch).map(|n| (n.guid, n.path.clone())).collect();
+        rep.smps_sent = x.sent;
+        rep.smps_received = x.received;
+        rep.resends = x.resends;
+        rep.traps = x.traps;
+        rep.issues.extend(x.issues);
+        rep.subnet_up = true;
+        self.fabric = Some(f);
+        self.tables = Some(t);
+        rep
+    }
+
+    fn diff_topology(&mut self, f: &Fabric, rep: &mut SweepReport) {
+        let links: BTreeSet<(Guid, u8, Guid, u8)> = f
+            .links
+            .iter()
+            .map(|l| {
+                let a = (f.nodes[l.a.node.idx()].node_guid, l.a.port);
+                let b = (f.nodes[l.b.node.idx()].node_guid, l.b.port);
+                let (x, y) = if a <= b { (a, b) } else { (b, a) };
+                (x.0, x.1, y.0, y.1)
+            })
+            .collect();
+        let nodes: BTreeSet<Guid> = f.nodes.iter().map(|n| n.node_guid).collect();
+        if !self.last_nodes.is_empty() {
+            for g in self.last_nodes.difference(&nodes) {
+                rep.changes.push(format!("node {g} is gone"));
+            }
+            for g in nodes.difference(&self.last_nodes) {
+                rep.changes.push(format!("node {g} is new"));
+            }
+            for l in self.last_links.difference(&links) {
+                rep.changes.push(format!("link {}/P{} - {}/P{} went down", l.0, l.1, l.2, l.3));
+            }
+            for l in links.difference(&self.last_links) {
+                rep.changes.push(format!("link {}/P{} - {}/P{} came up", l.0, l.1, l.2, l.3));
+            }
+        }
+        self.last_links = links;
+        self.last_nodes = nodes;
+    }
+
+    #[expect(clippy::too_many_arguments, reason = "one internal phase with its context")]
+    fn program(
+        &mut self,
+        tr: &mut dyn Transport,
+        x: &mut Exchange,
+        f: &Fabric,
+        nodes: &[DNode],
+        ids: &[NodeId],
+        t: &RoutingTables,
+        rep: &mut SweepReport,
+    ) {
+        let _ = ids;
+        let max_lid = t.lid_owner.len().saturating_sub(1) as u16;
+        // 1. LIDs (PortInfo Set), SwitchInfo.
+        for (i, n) in nodes.iter().enumerate() {
+            let node = NodeId(i as u32);
+            if n.kind == NodeKind::Switch {
+                if let Some(l) = t.lid_of(node, 0) {
+                    let pi = attr::port_info::Repr { lid: l, lmc: 0, port_state: PortState::NoChange, ..Default::default() };
+                    let mut d = [0u8; 64];
+                    let _ = pi.to_bytes(&mut d);
+                    let req = Req::Set;
+                    self.enqueue(x, req, n.path.clone(), Method::Set, AttrId::PortInfo, 0, d);
+                }
+                let si = attr::switch_info::Repr { linear_fdb_top: max_lid, port_state_change: true, ..Default::default() };
+                let mut d = [0u8; 64];
+                let _ = si.to_bytes(&mut d);
+                let req = Req::Set;
+                self.enqueue(x, req, n.path.clone(), Method::Set, AttrId::SwitchInfo, 0, d);
+            } else {
+                for p in 1..=n.num_ports {
+                    let Some(l) = t.lid_of(node, p) else { continue };
+                    let pi = attr::port_info::Repr { lid: l, lmc: t.lmc, port_state: PortState::NoChange, ..Default::default() };
+                    let mut d = [0u8; 64];
+                    let _ = pi.to_bytes(&mut d);
+                    let path = self.end_path(nodes, i, p);
+                    let req = Req::Set;
+                    self.enqueue(x, req, path, Method::Set, AttrId::PortInfo, p as u32, d);
+                }
+            }
+        }
+        // 2. LFT blocks that changed, block-major across switches as OpenSM does.
+        let blocks = (max_lid as usize / attr::lft::BLOCK) + 1;
+        let mut new_lfts: Vec<(usize, Vec<u8>)> = Vec::new();
+        for (i, n) in nodes.iter().enumerate() {
+            if n.kind != NodeKind::Switch {
+                continue;
+            }
+            let mut v = vec![NO_ROUTE; blocks * attr::lft::BLOCK];
+            let src = &t.lft[i].ports;
+            let k = src.len().min(v.len());
+            v[..k].copy_from_slice(&src[..k]);
+            new_lfts.push((i, v));
+        }
+        for b in 0..blocks {
+            let r = b * attr::lft::BLOCK..(b + 1) * attr::lft::BLOCK;
+            for (i, v) in &new_lfts {
+                let n = &nodes[*i];
+                let old = self.programmed.get(&n.guid);
+                let same = old.is_some_and(|o| o.get(r.clone()) == Some(&v[r.clone()]));
+                if let Some(o) = old {
+                    for (a, bb) in o.get(r.clone()).unwrap_or(&[]).iter().zip(&v[r.clone()]) {
+                        if a != bb {
+                            rep.lft_entries_changed += 1;
+                        }
+                    }
+                }
+                if same {
+                    rep.lft_blocks_unchanged += 1;
+                    continue;
+                }
+                let mut d = [0u8; 64];
+                d.copy_from_slice(&v[r.clone()]);
+                rep.lft_blocks_sent += 1;
+                let req = Req::Set;
+                self.enqueue(x, req, n.path.clone(), Method::Set, AttrId::LinearFwdTable, b as u32, d);
+            }
+        }
+        // 3. SL2VL when several VLs are in use.
+        if let Some(s2v) = &t.sl2vl {
+            for (i, n) in nodes.iter().enumerate() {
+                if n.kind != NodeKind::Switch {
+                    continue;
+                }
+                for (inp, outs) in s2v[i].iter().enumerate() {
+                    for (outp, m) in outs.iter().enumerate() {
+                        if outp == 0 {
+                            continue;
+                        }
+                        let mut d = [0u8; 64];
+                        let _ = attr::sl2vl::Repr { vl: *m }.to_bytes(&mut d);
+                        let am = ((inp as u32) << 8) | outp as u32;
+                        rep.sl2vl_sent += 1;
+                        let req = Req::Set;
+                        self.enqueue(x, req, n.path.clone(), Method::Set, AttrId::SlToVlTable, am, d);
+                    }
+                }
+            }
+        }
+        self.pump(tr, x, &mut |_, _, _, _, _| {});
+        for (i, v) in new_lfts {
+            self.programmed.insert(nodes[i].guid, v);
+        }
+        // 4. Port states: ARMED, then ACTIVE (OpenSM's link manager, reference §1.4).
+        let mut active = 0u64;
+        for state in [PortState::Armed, PortState::Active] {
+            for (i, n) in nodes.iter().enumerate() {
+                for p in 0..=n.num_ports {
+                    let cabled = n.ports.get(p as usize).is_some_and(|d| d.peer.is_some());
+                    if !(cabled || (n.kind == NodeKind::Switch && p == 0)) {
+                        continue;
+                    }
+                    let pi = attr::port_info::Repr { port_state: state, ..Default::default() };
+                    let mut pi = pi;
+                    // Keep the LID/LMC just programmed (a Set writes every field).
+                    let lp = if n.kind == NodeKind::Switch { 0 } else { p };
+                    if let Some(l) = t.lid_of(NodeId(i as u32), lp) {
+                        pi.lid = l;
+                        pi.lmc = if n.kind == NodeKind::Switch { 0 } else { t.lmc };
+                    }
+                    let mut d = [0u8; 64];
+                    let _ = pi.to_bytes(&mut d);
+                    let path = if n.kind == NodeKind::Switch { n.path.clone() } else { self.end_path(nodes, i, p) };
+                    let req = Req::Set;
+                    self.enqueue(x, req, path, Method::Set, AttrId::PortInfo, p as u32, d);
+                    if state == PortState::Active {
+                        active += 1;
+                    }
+                }
+            }
+            self.pump(tr, x, &mut |_, _, _, _, _| {});
+        }
+        rep.ports_active = active;
+        let _ = f;
+    }
+
+    /// DR path to port `p` of end node `i` (a CA is reached through its peer switch).
+    fn end_path(&self, nodes: &[DNode], i: usize, p: u8) -> Vec<u8> {
+        let n = &nodes[i];
+        if n.path.is_empty() {
+            return Vec::new();
+        }
+        match n.ports.get(p as usize).and_then(|d| d.peer) {
+            Some((sw, sp)) if nodes[sw as usize].kind == NodeKind::Switch => {
+                let mut v = nodes[sw as usize].path.clone();
+                v.push(sp);
+                v
+            }
+            _ => n.path.clone(),
+        }
+    }
+
+    /// A light sweep: read SwitchInfo of every known switch and collect traps. Returns
+    /// true when a heavy sweep is due (PortStateChange set, a switch not answering, a
+    /// Trap 128, or nothing swept yet).
+    pub fn light_sweep(&mut self, tr: &mut dyn Transport) -> (bool, Vec<Issue>, Vec<u16>) {
+        let mut x = Exchange {
+            queue: VecDeque::new(),
+            pending: HashMap::new(),
+            sent: 0,
+            received: 0,
+            resends: 0,
+            issues: Vec::new(),
+            traps: Vec::new(),
+        };
+        let paths = self.switch_paths.clone();
+        for (k, (_, p)) in paths.iter().enumerate() {
+            self.get(&mut x, Req::SwitchInfo { node: k as u32 }, p.clone(), AttrId::SwitchInfo, 0);
+        }
+        let mut changed = false;
+        self.pump(tr, &mut x, &mut |_, _, req, _, resp| {
+            if let Req::SwitchInfo { .. } = req {
+                if let Ok(si) = attr::switch_info::Repr::from_bytes(&resp.data) {
+                    if si.port_state_change {
+                        changed = true;
+                    }
+                }
+            }
+        });
+        if !x.issues.is_empty() {
+            changed = true;
+        }
+        let due = changed || self.need_heavy || self.switch_paths.is_empty();
+        self.need_heavy |= due;
+        (due, x.issues, x.traps)
+    }
+
+    /// One SM cycle: a light sweep, and a heavy sweep when it (or a trap) says so.
+    pub fn poll(&mut self, tr: &mut dyn Transport) -> Option<SweepReport> {
+        let (due, _, traps) = self.light_sweep(tr);
+        if due {
+            let mut r = self.heavy_sweep(tr);
+            let mut t = traps;
+            t.extend(r.traps);
+            r.traps = t;
+            Some(r)
+        } else {
+            None
+        }
+    }
+}
+
+/// Build a fabric model from discovered nodes (node ids follow discovery order, so the
+/// SM's node is node 0).
+fn build_model(nodes: &[DNode]) -> (Fabric, Vec<NodeId>) {
+    let mut f = Fabric::new();
+    let mut ids = Vec::with_capacity(nodes.len());
+    for (i, n) in nodes.iter().enumerate() {
+        let name = format!("{}-{:016x}", if n.kind == NodeKind::Switch { "S" } else { "H" }, n.guid.0);
+        let mut spec = if n.kind == NodeKind::Switch {
+            NodeSpec::switch(name, n.guid, n.num_ports.max(1))
+        } else {
+            let mut s = NodeSpec::ca(name, n.guid, n.num_ports.max(1));
+            s.kind = n.kind;
+            // Unknown port GUIDs (ports never reached) follow the node GUID + port convention.
+            s.port_guids = Some(
+                (1..=n.num_ports.max(1))
+                    .map(|p| {
+                        let g = n.port_guids.get(p as usize).copied().unwrap_or(Guid(0));
+                        if g.0 == 0 { Guid(n.guid.0 + p as u64) } else { g }
+                    })
+                    .collect(),
+            );
+            s
+        };
+        spec.desc = if n.desc.is_empty() { format!("node {i}") } else { n.desc.clone() };
+        spec.sys_image_guid = Some(n.sys_guid);
+        spec.vendor_id = n.vendor;
+        spec.device_id = n.device;
+        // GUIDs are unique here (duplicates were not followed).
+        ids.push(f.add_node(spec).expect("unique discovered GUIDs"));
+    }
+    for (i, n) in nodes.iter().enumerate() {
+        for (p, dp) in n.ports.iter().enumerate() {
+            let Some((j, q)) = dp.peer else { continue };
+            if (j as usize, q) <= (i, p as u8) {
+                continue;
+            }
+            let _ = f.connect(ids[i], p as u8, ids[j as usize], q, rate_of(dp), 2.0);
+        }
+    }
+    (f, ids)
+}
+
+/// The link rate from PortInfo's active width and speed codes (IBA §14.2.5.6); 4x SDR
+/// when the codes are unknown.
+fn rate_of(d: &DPort) -> LinkRate {
+    let width = IbWidth::from_code(d.width).unwrap_or(IbWidth::X4);
+    let speed = IbSpeed::ALL
+        .into_iter()
+        .find(|s| d.speed_ext != 0 && s.link_speed_ext_code() == d.speed_ext)
+        .or_else(|| IbSpeed::ALL.into_iter().find(|s| d.speed != 0 && s.link_speed_code() == d.speed))
+        .unwrap_or(IbSpeed::Sdr);
+    LinkRate::ib(speed, width)
+}

@@ -1,0 +1,125 @@
+//! Heavy and light sweeps over the in-process SMA: discovery by DR SMPs, programming,
+//! traps, and bad replies.
+
+use fabric::NodeKind;
+use sm::routing::EngineKind;
+use sm::sma::{Fault, InProcess};
+use sm::sweep::{Issue, SubnetManager, SweepOptions};
+
+use crate::support::read_net;
+
+fn sm_for(engines: &[EngineKind]) -> SubnetManager {
+    SubnetManager::new(SweepOptions { engines: engines.to_vec(), ..Default::default() }, 1)
+}
+
+#[test]
+fn heavy_sweep_discovers_programs_and_brings_the_subnet_up() {
+    let f = read_net("net.2sw2path4hca");
+    let mut fab = InProcess::new(f.clone(), (fabric::NodeId(0), 0));
+    let mut sm = sm_for(&[EngineKind::MinHop]);
+    let r = sm.heavy_sweep(&mut fab);
+    assert!(r.issues.is_empty(), "{:?}", r.issues);
+    assert!(r.subnet_up);
+    assert_eq!((r.switches, r.cas, r.links), (2, 4, 6));
+    assert!(r.smps_sent > 20 && r.smps_sent == r.smps_received, "{} {}", r.smps_sent, r.smps_received);
+    let v = r.validation.as_ref().unwrap();
+    assert_eq!(v.routes.unreachable, 0);
+    assert_eq!(v.routes.pairs, 12);
+    // What the agents hold is what the SM computed: compare by GUID.
+    let model = sm.fabric.as_ref().unwrap();
+    let t = sm.tables.as_ref().unwrap();
+    for (i, n) in f.nodes.iter().enumerate() {
+        let mi = model.by_guid(n.node_guid).unwrap();
+        if n.kind == NodeKind::Switch {
+            let held = fab.lft(fabric::NodeId(i as u32));
+            for (lid, &p) in t.lft[mi.idx()].ports.iter().enumerate() {
+                assert_eq!(held[lid], p, "switch {} lid {lid}", n.name);
+            }
+            let (lid, state) = fab.port(fabric::NodeId(i as u32), 0);
+            assert_eq!(Some(lid), t.lid_of(mi, 0));
+            assert_eq!(state, wire::mad::attr::PortState::Active);
+        } else {
+            let (lid, state) = fab.port(fabric::NodeId(i as u32), 1);
+            assert_eq!(Some(lid), t.lid_of(mi, 1));
+            assert_eq!(state, wire::mad::attr::PortState::Active);
+        }
+    }
+    // The SM's switch takes LID 1.
+    assert_eq!(t.lid_of(fabric::NodeId(0), 0).map(|l| l.0), Some(1));
+    // A second sweep changes nothing and sends no LFT block.
+    let r2 = sm.heavy_sweep(&mut fab);
+    assert!(r2.changes.is_empty(), "{:?}", r2.changes);
+    assert_eq!(r2.lft_blocks_sent, 0);
+    assert!(r2.lft_blocks_unchanged > 0);
+    assert_eq!(r2.lids.kept, r2.lids.ports);
+    // Nothing changed: a light sweep does not ask for a heavy one.
+    assert!(sm.poll(&mut fab).is_none());
+}
+
+#[test]
+fn unplugging_a_cable_raises_trap_128_and_reroutes_around_it() {
+    let f = read_net("net.2sw2path4hca");
+    let s1 = f.by_name("Switch1").unwrap();
+    let mut fab = InProcess::new(f, (s1, 0));
+    let mut sm = sm_for(&[EngineKind::MinHop]);
+    let r = sm.heavy_sweep(&mut fab);
+    assert!(r.subnet_up);
+    assert!(fab.unlink(s1, 3));
+    let r = sm.poll(&mut fab).expect("trap 128 / PortStateChange forces a heavy sweep");
+    assert!(r.traps.contains(&128), "{:?}", r.traps);
+    assert!(r.changes.iter().any(|c| c.contains("went down")), "{:?}", r.changes);
+    assert!(r.lft_blocks_sent > 0 && r.lft_entries_changed > 0);
+    let v = r.validation.unwrap();
+    assert_eq!(v.routes.unreachable, 0, "the second ISL carries everything");
+    // After re-routing nothing is pending.
+    assert!(sm.poll(&mut fab).is_none());
+}
+
+#[test]
+fn bad_replies_are_reported_and_the_sweep_carries_on() {
+    let f = read_net("credit-loops.converted.net");
+    let guid = |name: &str| f.nodes[f.by_name(name).unwrap().idx()].node_guid;
+    let cases: Vec<(&str, Fault, fn(&Issue) -> bool)> = vec![
+        ("H-5", Fault::Silent, |i| matches!(i, Issue::NoAnswer { .. })),
+        ("SW_L2_3", Fault::BadStatus(0x001c), |i| matches!(i, Issue::BadStatus { status: 0x1c, .. })),
+        ("H-7", Fault::WrongAttribute, |i| matches!(i, Issue::WrongAttribute { .. })),
+        ("H-9", Fault::Truncated, |i| matches!(i, Issue::Truncated { len: 100, .. })),
+    ];
+    for (name, fault, want) in cases {
+        let mut fab = InProcess::new(f.clone(), (fabric::NodeId(0), 0));
+        fab.set_fault(guid(name), Some(fault));
+        let mut sm = sm_for(&[EngineKind::UpDn]);
+        let r = sm.heavy_sweep(&mut fab);
+        assert!(r.issues.iter().any(want), "{name} {fault:?}: {:?}", r.issues);
+        assert!(r.subnet_up, "{name}: the rest of the fabric still comes up: {:?}", r.issues);
+        assert!(r.switches >= 19, "{name}: {}", r.switches);
+        let v = r.validation.unwrap();
+        assert_eq!(v.routes.unreachable, 0, "{name}: the CAs that were found reach each other");
+    }
+    // A CA that claims another CA's GUID: reported once, not followed.
+    let mut fab = InProcess::new(f.clone(), (fabric::NodeId(0), 0));
+    fab.set_fault(guid("H-16"), Some(Fault::Guid(guid("H-1"))));
+    let mut sm = sm_for(&[EngineKind::UpDn]);
+    let r = sm.heavy_sweep(&mut fab);
+    let dups: Vec<_> = r.issues.iter().filter(|i| matches!(i, Issue::DuplicateGuid { .. })).collect();
+    assert_eq!(dups.len(), 1, "{:?}", r.issues);
+    assert!(dups[0].to_string().contains("duplicate node GUID"));
+    assert_eq!(r.cas, 15);
+    assert!(r.subnet_up);
+}
+
+#[test]
+fn sweep_of_a_648_host_fat_tree_with_ftree() {
+    let f = sm::testkit::fat_tree_2(36, 18, 18, 1);
+    let mut fab = InProcess::new(f, (fabric::NodeId(0), 0));
+    let mut sm = sm_for(&[EngineKind::Ftree, EngineKind::MinHop]);
+    let r = sm.heavy_sweep(&mut fab);
+    assert!(r.issues.is_empty(), "{:?}", &r.issues[..r.issues.len().min(3)]);
+    assert_eq!((r.switches, r.cas), (54, 648));
+    assert_eq!(r.outcome.as_ref().unwrap().engine, EngineKind::Ftree);
+    let v = r.validation.unwrap();
+    assert_eq!(v.routes.unreachable, 0);
+    assert!(v.credit_loops.cycle.is_none());
+    // 54 switches × 11 blocks (LIDs 0..702).
+    assert_eq!(r.lft_blocks_sent, 54 * 11);
+}
