@@ -48,6 +48,12 @@ pub struct RunArgs {
     /// Print the summary as JSON.
     #[arg(long)]
     json: bool,
+    /// Skip the SMP sweep: assign LIDs and route straight from the model.
+    #[arg(long)]
+    direct: bool,
+    /// SMPs in flight during the sweep.
+    #[arg(long, default_value_t = 64)]
+    max_smps: usize,
 }
 
 fn read_guids(p: &Path) -> anyhow::Result<Vec<fabric::Guid>> {
@@ -83,6 +89,9 @@ impl RunArgs {
             let text = std::fs::read_to_string(p).with_context(|| format!("failed to read {}", p.display()))?;
             o.guid2lid = Some(sm::lids::Guid2Lid::parse(&text, &p.display().to_string())?);
         }
+        if !self.direct {
+            return self.sweep(f, o);
+        }
         let (t, rep) = match run(&f, &o) {
             Ok(x) => x,
             Err(sm::run::RunError::Route(e)) => {
@@ -91,20 +100,9 @@ impl RunArgs {
             }
             Err(e) => return Err(e.into()),
         };
+        let sm_node = sm::lids::default_sm_port(&f).map(|p| p.0);
         if let Some(dir) = &self.dump {
-            std::fs::create_dir_all(dir).with_context(|| format!("failed to create {}", dir.display()))?;
-            let sm_node = o.sm_port.map(|p| p.0).or_else(|| sm::lids::default_sm_port(&f).map(|p| p.0));
-            let files = [
-                ("opensm-lfts.dump", sm::dump::lfts_dump(&f, &t)),
-                ("opensm-subnet.lst", sm::dump::subnet_lst(&f, &t, sm_node)),
-                ("guid2lid", sm::lids::Guid2Lid::from_tables(&f, &t).to_text()),
-                ("opensm-sl2vl.dump", sm::dump::sl2vl_dump(&f, &t)),
-                ("sm-report.json", serde_json::to_string_pretty(&rep.to_json(&f))? + "\n"),
-            ];
-            for (name, text) in files {
-                let p = dir.join(name);
-                std::fs::write(&p, text).with_context(|| format!("failed to write {}", p.display()))?;
-            }
+            write_dumps(dir, &f, &t, sm_node, &rep.to_json(&f))?;
         }
         let ok = rep.validation.as_ref().is_none_or(|v| v.ok());
         if self.json {
@@ -114,6 +112,86 @@ impl RunArgs {
         }
         Ok(if ok { ExitCode::SUCCESS } else { ExitCode::from(super::FOUND_ERRORS) })
     }
+
+    /// The full heavy sweep through SMPs over the in-process fabric.
+    fn sweep(&self, f: fabric::Fabric, o: RunOptions) -> anyhow::Result<ExitCode> {
+        let sm_port = sm::lids::default_sm_port(&f).ok_or_else(|| anyhow::anyhow!("the topology has no nodes"))?;
+        let opts = sm::sweep::SweepOptions {
+            engines: o.engines,
+            lmc: o.lmc,
+            route: o.route,
+            max_in_flight: self.max_smps,
+            ..Default::default()
+        };
+        let mut mgr = sm::sweep::SubnetManager::new(opts, sm_port.1.max(1));
+        if let Some(g) = o.guid2lid {
+            mgr.guid2lid = g;
+        }
+        let mut fab = sm::sma::InProcess::new(f, sm_port);
+        let rep = mgr.heavy_sweep(&mut fab);
+        let model = mgr.fabric.as_ref();
+        if let (Some(dir), Some(m), Some(t)) = (&self.dump, model, mgr.tables.as_ref()) {
+            write_dumps(dir, m, t, Some(fabric::NodeId(0)), &rep.to_json(Some(m)))?;
+        }
+        if self.json {
+            println!("{}", serde_json::to_string_pretty(&rep.to_json(model))?);
+        } else {
+            print_sweep(model, &rep);
+        }
+        let ok = rep.subnet_up && rep.issues.is_empty() && rep.validation.as_ref().is_none_or(|v| v.ok());
+        Ok(if ok { ExitCode::SUCCESS } else { ExitCode::from(super::FOUND_ERRORS) })
+    }
+}
+
+fn write_dumps(
+    dir: &Path,
+    f: &fabric::Fabric,
+    t: &sm::RoutingTables,
+    sm_node: Option<fabric::NodeId>,
+    report: &serde_json::Value,
+) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("failed to create {}", dir.display()))?;
+    let files = [
+        ("opensm-lfts.dump", sm::dump::lfts_dump(f, t)),
+        ("opensm-subnet.lst", sm::dump::subnet_lst(f, t, sm_node)),
+        ("guid2lid", sm::lids::Guid2Lid::from_tables(f, t).to_text()),
+        ("opensm-sl2vl.dump", sm::dump::sl2vl_dump(f, t)),
+        ("sm-report.json", serde_json::to_string_pretty(report)? + "\n"),
+    ];
+    for (name, text) in files {
+        let p = dir.join(name);
+        std::fs::write(&p, text).with_context(|| format!("failed to write {}", p.display()))?;
+    }
+    Ok(())
+}
+
+fn print_sweep(f: Option<&fabric::Fabric>, rep: &sm::sweep::SweepReport) {
+    println!("heavy sweep: {} switches, {} CAs, {} links discovered", rep.switches, rep.cas, rep.links);
+    for p in &rep.phases {
+        println!("  phase {:<10} {:>10.3} ms", p.name, p.micros as f64 / 1000.0);
+    }
+    println!("SMPs: {} sent, {} answered, {} resent", rep.smps_sent, rep.smps_received, rep.resends);
+    for i in &rep.issues {
+        println!("  issue: {i}");
+    }
+    println!(
+        "lids: {} ports, max LID {}, {} kept from guid2lid, {} moved",
+        rep.lids.ports, rep.lids.max_lid, rep.lids.kept, rep.lids.moved
+    );
+    if let Some(o) = &rep.outcome {
+        for (e, why) in &o.fallbacks {
+            println!("engine {e} failed, falling back: {why}");
+        }
+        println!("engine: {} ({} VL{})", o.engine, rep.vls_used, if rep.vls_used == 1 { "" } else { "s" });
+    }
+    println!(
+        "programming: {} LFT blocks sent ({} unchanged), {} SL2VL tables, {} ports ACTIVE",
+        rep.lft_blocks_sent, rep.lft_blocks_unchanged, rep.sl2vl_sent, rep.ports_active
+    );
+    if let (Some(v), Some(f)) = (&rep.validation, f) {
+        print_validation(f, v);
+    }
+    println!("subnet {}", if rep.subnet_up { "UP" } else { "NOT UP" });
 }
 
 fn print_summary(f: &fabric::Fabric, rep: &sm::run::RunReport) {
@@ -132,30 +210,31 @@ fn print_summary(f: &fabric::Fabric, rep: &sm::run::RunReport) {
     }
     println!("engine: {} ({} VL{})", rep.outcome.engine, rep.vls_used, if rep.vls_used == 1 { "" } else { "s" });
     if let Some(v) = &rep.validation {
-        let r = &v.routes;
-        println!(
-            "reachability: {} of {} CA-to-CA pairs arrive; {} non-minimal; max hops {}",
-            r.pairs - r.unreachable,
-            r.pairs,
-            r.non_minimal,
-            r.max_hops
-        );
-        for x in &r.failures {
-            println!("  unreachable: {}", x.describe(f));
-        }
-        match v.credit_loops.describe(f) {
-            Some(c) => println!("credit loops: FOUND {c}"),
-            None => println!(
-                "credit loops: none ({} channels, {} dependencies, {} VLs)",
-                v.credit_loops.channels, v.credit_loops.dependencies, v.credit_loops.vls_used
-            ),
-        }
-        let busiest = v
-            .loads
-            .busiest_isl
-            .map(|(n, p)| format!(" at {}/P{p}", f.nodes[n.idx()].name))
-            .unwrap_or_default();
-        println!("balance: max {} routes on one switch-to-switch port{busiest}", v.loads.max_routes_isl);
-        println!("validation: {}", if v.ok() { "ok" } else { "FAILED" });
+        print_validation(f, v);
     }
+}
+
+fn print_validation(f: &fabric::Fabric, v: &sm::Validation) {
+    let r = &v.routes;
+    println!(
+        "reachability: {} of {} CA-to-CA pairs arrive; {} non-minimal; max hops {}",
+        r.pairs - r.unreachable,
+        r.pairs,
+        r.non_minimal,
+        r.max_hops
+    );
+    for x in &r.failures {
+        println!("  unreachable: {}", x.describe(f));
+    }
+    match v.credit_loops.describe(f) {
+        Some(c) => println!("credit loops: FOUND {c}"),
+        None => println!(
+            "credit loops: none ({} channels, {} dependencies, {} VLs)",
+            v.credit_loops.channels, v.credit_loops.dependencies, v.credit_loops.vls_used
+        ),
+    }
+    let busiest =
+        v.loads.busiest_isl.map(|(n, p)| format!(" at {}/P{p}", f.nodes[n.idx()].name)).unwrap_or_default();
+    println!("balance: max {} routes on one switch-to-switch port{busiest}", v.loads.max_routes_isl);
+    println!("validation: {}", if v.ok() { "ok" } else { "FAILED" });
 }
