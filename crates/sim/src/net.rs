@@ -406,8 +406,11 @@ impl Sim {
             let port = self.ports[gp].port_num;
             if !self.ports[gp].starved {
                 bad.push(format!("{name} port {port}: work queued, line idle, no wake-up and not waiting for credits"));
-            } else if !self.credit_fifo[gp].is_empty() {
-                bad.push(format!("{name} port {port}: starved with credits on their way but no wake-up"));
+            } else if self.ports[gp].need_blocks == 0 && !self.credit_fifo[gp].is_empty()
+                || self.ports[gp].need_blocks > 0
+                    && self.credit_ready(gp as u32, self.ports[gp].need_vl, self.ports[gp].need_blocks, self.now).is_some()
+            {
+                bad.push(format!("{name} port {port}: starved though enough credits are on their way, and no wake-up"));
             } else if self.ports[gp].model == NodeModel::IbSwitch {
                 for vl in 0..self.nvl {
                     if self.head_state(gp as u32, vl) == Head::Ready {

@@ -406,19 +406,25 @@ impl Sim {
                 self.now = until.max(self.now);
                 return RunStatus::TimeLimit;
             }
-            let (t, ev) = self.q.pop().expect("peeked");
+            let (t, ev) = self.q.peek().expect("peeked");
             self.now = t;
             self.stats.events += 1;
             self.trace.fold(t.0);
             self.trace.fold(ev.hash_word());
-            match ev {
-                Event::Arrive { dir } => {
-                    let (p, next) = self.link_fifo[dir as usize].pop().expect("arrival FIFO has a head");
-                    if let Some((nt, ns)) = next {
-                        self.q.push_seq(nt, ns, Event::Arrive { dir });
+            if let Event::Arrive { dir } = ev {
+                let (p, next) = self.link_fifo[dir as usize].pop().expect("arrival FIFO has a head");
+                match next {
+                    Some((nt, ns)) => self.q.replace_top(nt, ns, ev),
+                    None => {
+                        self.q.pop();
                     }
-                    self.dispatch_arrival(self.ports[dir as usize].peer, p);
                 }
+                self.dispatch_arrival(self.ports[dir as usize].peer, p);
+                continue;
+            }
+            self.q.pop();
+            match ev {
+                Event::Arrive { .. } => unreachable!("handled above"),
                 Event::TxWake { gp } => {
                     if self.ports[gp as usize].wake_at == t {
                         self.ports[gp as usize].wake_at = Time::NEVER;

@@ -99,6 +99,22 @@ impl<E: Copy> EventQueue<E> {
         self.heap.pop().map(|e| (Time((e.key >> 64) as u64), e.ev))
     }
 
+    /// The earliest event, left in place.
+    #[inline]
+    pub fn peek(&self) -> Option<(Time, E)> {
+        self.heap.peek().map(|e| (Time((e.key >> 64) as u64), e.ev))
+    }
+
+    /// Replace the earliest event by `ev` at (`t`, `seq`) — one sift instead of a
+    /// pop and a push; used when a link FIFO's next arrival follows its head.
+    #[inline]
+    pub fn replace_top(&mut self, t: Time, seq: u64, ev: E) {
+        self.pushed += 1;
+        if let Some(mut top) = self.heap.peek_mut() {
+            *top = Entry { key: (u128::from(t.0) << 64) | u128::from(seq), ev };
+        }
+    }
+
     /// Time of the earliest event.
     #[inline]
     pub fn peek_time(&self) -> Option<Time> {
