@@ -12,6 +12,7 @@
 //!   transport  RC go-back-N / go-back-0 requester and responder state
 //!   ipoib      TCP over IPoIB: per-message / per-byte CPU cost and a cwnd
 //!   hpcc       ns-3 HPCC config / flow files in, fct.txt / pfc.txt out
+//!   net        the packet-level RoCEv2 world built from all of the above
 //! ```
 //!
 //! Every component here is a plain struct driven by explicit simulated time
@@ -24,5 +25,7 @@ pub mod dcqcn;
 pub mod ecmp;
 pub mod hpcc;
 pub mod ipoib;
+pub mod net;
 pub mod pfc;
+pub mod repro;
 pub mod transport;

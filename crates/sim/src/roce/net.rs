@@ -1,0 +1,1565 @@
+//! The packet-level RoCEv2 world: Ethernet switches and RoCE NICs on a
+//! [`Fabric`], driven by the engine's event queue, per-link FIFOs and packet slab.
+//!
+//! ```text
+//!   NIC (QPs: requester + DCQCN RP, responder + CNP pacer, NicRx)
+//!     │  data/ACK/NAK on DSCP 26 (TC3, lossless when PFC is on), CNP on DSCP 48
+//!     ▼
+//!   switch: classify (DSCP→TC→PG/queue) → ECMP (5-tuple hash) → MMU admit
+//!           (reserve / shared ≤ α·free / headroom; XOFF upstream) → egress queue
+//!           → strict/DWRR → RED/ECN mark at dequeue → release (XON) → link
+//!   links: serialization + propagation; PFC frames ride the link ahead of data
+//! ```
+//!
+//! It is a sibling of the InfiniBand [`crate::Sim`]: the same engine parts
+//! ([`EventQueue`], [`Fifo`], [`Slab`], [`TraceHash`], [`Time`]) with its own closed
+//! event enum, because nothing of the IB credit path applies to a lossy-or-PFC
+//! Ethernet link. Switches are store-and-forward.
+//!
+//! Conservation: every packet is created once and ends delivered, dropped with a
+//! [`RoceDrop`] reason, or in flight; drops on a lossless priority other than a
+//! watchdog's are model or configuration faults and are reported as such.
+
+use std::collections::VecDeque;
+
+use fabric::{Fabric, LinkId, NodeId, NodeKind};
+use rand::SeedableRng;
+use rand_pcg::Pcg64Mcg;
+use wire::Psn;
+
+use crate::engine::time::Serializer;
+use crate::engine::{EventQueue, Fifo, PacketId, Slab, Time, TraceHash};
+use crate::roce::buffer::{Admit, MmuConfig, MmuDrop, Mmu, QosMaps, Scheduler, NPRIO, hpcc_headroom_bytes};
+use crate::roce::dcqcn::{CnpPacer, DcqcnParams, Red, ReactionPoint};
+use crate::roce::ecmp::{EcmpTable, FlowKey, HashConfig, HashFn, field, host_ip};
+use crate::roce::hpcc::{FctRecord, PfcRecord};
+use crate::roce::pfc::{PauseFrame, PauseGen, PauseMode, PausedTx, QueueSample, WdAction, WdConfig, WdEvent, Watchdog};
+use crate::roce::transport::{Completion, NicRx, Recovery, Requester, RequesterConfig, Responder, RxVerdict};
+
+const NONE: u32 = u32::MAX;
+
+/// Header bytes of a RoCEv2 frame: Ethernet 14 + IPv4 20 + UDP 8 + BTH 12 +
+/// ICRC 4 + FCS 4 (IBA Annex A17; IEEE 802.3).
+pub const ROCEV2_HEADERS: u32 = 62;
+/// An ACK/NAK: headers + AETH 4.
+pub const ACK_BYTES: u32 = ROCEV2_HEADERS + 4;
+/// A CNP: headers + 16 reserved bytes (IBA Annex A17.9.3).
+pub const CNP_BYTES: u32 = ROCEV2_HEADERS + 16;
+/// A PFC frame: the 64-byte minimum Ethernet frame (IEEE 802.1Qbb).
+pub const PAUSE_BYTES: u32 = 64;
+/// DSCP of RoCE data (the NVIDIA convention, ToS 106).
+pub const DSCP_ROCE: u8 = 26;
+/// DSCP of CNPs (NVIDIA firmware default `CNP_DSCP` 48).
+pub const DSCP_CNP: u8 = 48;
+
+/// Why a packet was dropped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RoceDrop {
+    /// A lossy PG over its dynamic threshold.
+    LossyOverThreshold,
+    /// A lossless PG's headroom overflowed (a bug: too little headroom or a
+    /// peer that ignored the pause).
+    HeadroomOverflow,
+    /// The PFC watchdog dropped it (action `drop` on a stormed queue).
+    Watchdog,
+    /// No ECMP route to the destination.
+    NoRoute,
+    /// Sent into a failed link.
+    LinkDown,
+    /// The NIC receive buffer was full (or the NIC is faulty).
+    NicRxDiscard,
+    /// Deliberate loss injected on a link (the go-back experiments).
+    Injected,
+    /// Sent to a faulty NIC (its receive pipeline is stuck), e.g. after the
+    /// watchdog turned its queue lossy.
+    FaultyNic,
+}
+
+impl RoceDrop {
+    /// Every reason, in report order.
+    pub const ALL: [RoceDrop; 8] = [
+        RoceDrop::LossyOverThreshold,
+        RoceDrop::HeadroomOverflow,
+        RoceDrop::Watchdog,
+        RoceDrop::NoRoute,
+        RoceDrop::LinkDown,
+        RoceDrop::NicRxDiscard,
+        RoceDrop::Injected,
+        RoceDrop::FaultyNic,
+    ];
+}
+
+/// Counters that must balance.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct RoceLedger {
+    /// Packets created (data, ACK/NAK, CNP, PFC frames).
+    pub created: u64,
+    /// Packets consumed where they were going.
+    pub delivered: u64,
+    /// Drops by reason (indexed like [`RoceDrop::ALL`]), all priorities.
+    pub dropped: [u64; 8],
+    /// Of those, drops of packets on a lossless (PFC) priority.
+    pub dropped_lossless: [u64; 8],
+}
+
+impl RoceLedger {
+    /// Total drops.
+    pub fn total_dropped(&self) -> u64 {
+        self.dropped.iter().sum()
+    }
+
+    /// Drops on lossless priorities that are not the watchdog's or injected:
+    /// each one is a fault of the model or the configuration.
+    pub fn lossless_faults(&self) -> u64 {
+        self.dropped_lossless.iter().enumerate().filter(|(i, _)| !matches!(RoceDrop::ALL[*i], RoceDrop::Watchdog | RoceDrop::Injected | RoceDrop::FaultyNic)).map(|x| x.1).sum()
+    }
+}
+
+/// How the NICs control congestion.
+#[derive(Clone, Debug, PartialEq)]
+pub enum CongestionControl {
+    /// Line rate, no reaction to ECN.
+    None,
+    /// DCQCN with these parameters (`line_bps` is replaced per NIC).
+    Dcqcn(DcqcnParams),
+}
+
+/// Parameters of a RoCE run.
+#[derive(Clone, Debug)]
+pub struct RoceConfig {
+    /// Payload bytes per packet.
+    pub mtu: u32,
+    /// PFC on priority 3 at every switch and NIC.
+    pub pfc: bool,
+    /// ECN marking at switches (RED per link rate from `red`, else the DCQCN profile's).
+    pub ecn: bool,
+    /// RED per link rate (bits/s); rates not listed use the profile's curve.
+    pub red: Vec<(u64, Red)>,
+    /// NIC congestion control.
+    pub cc: CongestionControl,
+    /// Loss recovery.
+    pub recovery: Recovery,
+    /// Retransmit timeout.
+    pub rto: Time,
+    /// Responder ACK coalescing (1 = every packet, as HPCC's L2_ACK_INTERVAL 1).
+    pub ack_every: u32,
+    /// Switch shared buffer, bytes.
+    pub buffer_bytes: u64,
+    /// PFC pause time semantics.
+    pub pause_mode: PauseMode,
+    /// Quanta written into XOFF frames.
+    pub pause_quanta: u16,
+    /// PFC watchdog on every switch lossless queue.
+    pub watchdog: Option<WdConfig>,
+    /// NIC receive buffer (bytes, xoff, xon) and host drain rate (bits/s; 0 = instant).
+    pub nic_rx: (u64, u64, u64, u64),
+    /// NICs whose receive pipeline is stuck: they pause without end.
+    pub faulty_nics: Vec<NodeId>,
+    /// NIC PFC stall prevention (`pfc-prevention-tout`).
+    pub nic_stall_prevention: Option<Time>,
+    /// Drop every n-th data packet sent on these links (either direction).
+    pub loss_every: Vec<(LinkId, u64)>,
+    /// ECMP hash (the seed is mixed with each switch's node id).
+    pub hash: HashConfig,
+    /// ECMP convergence delay after a link failure.
+    pub ecmp_convergence: Time,
+    /// Static route overrides: (switch, destination host, egress port).
+    pub route_overrides: Vec<(NodeId, NodeId, u8)>,
+    /// Check for a PFC deadlock this often (0 = never).
+    pub deadlock_check: Time,
+    /// Seed for every random draw (ECN marking).
+    pub seed: u64,
+    /// Record PFC frames received (pfc.txt).
+    pub record_pfc: bool,
+    /// Prioritise ACK/NAK/CNP at the NIC (HPCC `ACK_HIGH_PRIO`).
+    pub ack_high_prio: bool,
+}
+
+impl Default for RoceConfig {
+    /// A lossless RoCEv2 fabric in the HPCC ns-3 style: 1000-byte payloads, PFC
+    /// and ECN on, DCQCN `hpcc-ns3` (line rate filled per NIC), go-back-N, a
+    /// 32 MB buffer, pauses until XON, no watchdog.
+    fn default() -> Self {
+        RoceConfig {
+            mtu: 1000,
+            pfc: true,
+            ecn: true,
+            red: Vec::new(),
+            cc: CongestionControl::Dcqcn(crate::roce::dcqcn::Profile::HpccNs3.params(100_000_000_000)),
+            recovery: Recovery::GoBackN,
+            rto: Time::us(500),
+            ack_every: 1,
+            buffer_bytes: 32 << 20,
+            pause_mode: PauseMode::UntilXon,
+            pause_quanta: 0xffff,
+            watchdog: None,
+            nic_rx: (1 << 20, 768 << 10, 512 << 10, 0),
+            faulty_nics: Vec::new(),
+            nic_stall_prevention: None,
+            loss_every: Vec::new(),
+            hash: HashConfig { fields: field::FIVE_TUPLE, seed: 0, func: HashFn::Murmur3 },
+            ecmp_convergence: Time::us(100),
+            route_overrides: Vec::new(),
+            deadlock_check: Time::us(500),
+            seed: 1,
+            record_pfc: true,
+            ack_high_prio: true,
+        }
+    }
+}
+
+/// One flow: `messages` messages of `size` bytes from `src` to `dst`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FlowSpec {
+    /// Sending host.
+    pub src: NodeId,
+    /// Receiving host.
+    pub dst: NodeId,
+    /// Bytes per message.
+    pub size: u64,
+    /// Number of messages (posted together at the start).
+    pub messages: u32,
+    /// Start time.
+    pub start: Time,
+    /// UDP source port (the ECMP entropy).
+    pub sport: u16,
+    /// UDP destination port as reported in fct.txt (HPCC: 100 background, 200 incast).
+    pub dport: u16,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Data,
+    Ack,
+    Nak,
+    Cnp,
+    Pause,
+}
+
+/// A packet in flight.
+#[derive(Clone, Copy, Debug)]
+struct Pkt {
+    kind: Kind,
+    src: u32,
+    dst: u32,
+    flow: u32,
+    psn: u32,
+    payload: u32,
+    wire: u32,
+    dscp: u8,
+    ce: bool,
+    first: bool,
+    last: bool,
+    /// Pause frame: priority and quanta (0 = XON).
+    prio: u8,
+    quanta: u16,
+    /// At a switch: ingress port index (local) and PG.
+    in_port: u8,
+    pg: u8,
+    queue: u8,
+}
+
+/// Closed event set of the RoCE world.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Ev {
+    Arrive { dir: u32 },
+    TxWake { gp: u32 },
+    FlowStart { flow: u32 },
+    NicTimer { nic: u32 },
+    PauseTimer { gp: u32 },
+    WdPoll,
+    Check,
+    LinkFail { link: u32 },
+    Converge,
+}
+
+impl Ev {
+    fn word(self) -> u64 {
+        match self {
+            Ev::Arrive { dir } => u64::from(dir),
+            Ev::TxWake { gp } => (1 << 32) | u64::from(gp),
+            Ev::FlowStart { flow } => (2 << 32) | u64::from(flow),
+            Ev::NicTimer { nic } => (3 << 32) | u64::from(nic),
+            Ev::PauseTimer { gp } => (4 << 32) | u64::from(gp),
+            Ev::WdPoll => 5 << 32,
+            Ev::Check => 6 << 32,
+            Ev::LinkFail { link } => (7 << 32) | u64::from(link),
+            Ev::Converge => 8 << 32,
+        }
+    }
+}
+
+/// Per-flow state.
+struct Flow {
+    spec: FlowSpec,
+    req: Requester,
+    rp: Option<ReactionPoint>,
+    next_ok: Time,
+    resp: Responder,
+    np: CnpPacer,
+    started: bool,
+    done: Option<Time>,
+    delivered_bytes: u64,
+}
+
+/// Per-port state.
+#[derive(Clone)]
+struct Port {
+    node: u32,
+    /// Local port number.
+    num: u8,
+    peer: u32,
+    ser: Serializer,
+    bps: u64,
+    prop: Time,
+    busy_until: Time,
+    wake_at: Time,
+    link: u32,
+    down: bool,
+    /// Control frames (PFC) waiting: they go before any queued data.
+    ctrl: VecDeque<PacketId>,
+    /// Pauses received here (they stop our transmitter).
+    paused: PausedTx,
+    /// Pauses we send out of here (they stop the peer).
+    pausegen: PauseGen,
+    pause_timer_at: Time,
+    /// Data packets sent on this link since the start (loss injection).
+    data_sent: u64,
+    loss_every: u64,
+    /// Bytes and packets sent.
+    tx_bytes: u64,
+    tx_pkts: u64,
+}
+
+/// Per-switch state.
+struct Switch {
+    node: u32,
+    mmu: Mmu,
+    /// Egress queues `[local_port * 8 + q]`.
+    q: Vec<VecDeque<PacketId>>,
+    q_tx: Vec<u64>,
+    sched: Vec<Scheduler>,
+    wd: Vec<Watchdog>,
+    /// Watchdog action in force per `[port * 8 + q]`.
+    wd_stormed: Vec<bool>,
+    hash: HashConfig,
+    red: Vec<Option<Red>>,
+    /// Ingress (port, PG) with XOFF asserted: re-checked on every release, since
+    /// the threshold rises for all of them as the shared pool frees.
+    xoff: Vec<(u8, u8)>,
+}
+
+/// Per-NIC state.
+struct Nic {
+    node: u32,
+    gp: u32,
+    flows: Vec<u32>,
+    rr: usize,
+    ctrl: VecDeque<PacketId>,
+    rx: NicRx,
+    last_drain: Time,
+    drain_bps: u64,
+    timer_at: Time,
+}
+
+/// A PFC deadlock: the cycle of paused switch egress ports.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct PfcDeadlock {
+    /// When it was found.
+    pub at: Time,
+    /// `(switch, port)` names around the cycle.
+    pub cycle: Vec<(String, u8)>,
+}
+
+impl std::fmt::Display for PfcDeadlock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "PFC deadlock at {}: ", self.at)?;
+        for (i, (s, p)) in self.cycle.iter().enumerate() {
+            if i > 0 {
+                write!(f, " → ")?;
+            }
+            write!(f, "{s}/{p}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Why [`RoceSim::run`] returned.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RoceStatus {
+    /// Every flow finished and nothing is in flight.
+    Done,
+    /// The time limit was reached.
+    TimeLimit,
+    /// A PFC deadlock was found.
+    Deadlock(PfcDeadlock),
+    /// No events left with flows unfinished (everything is paused until an XON
+    /// that will never come).
+    Stuck,
+}
+
+/// Errors building a RoCE world.
+#[derive(Debug, thiserror::Error)]
+pub enum RoceError {
+    /// A flow names a node that is not a host.
+    #[error("add flow {flow}: node {node} is not a NIC")]
+    NotNic { flow: usize, node: String },
+    /// A configuration value is out of range.
+    #[error("accept RoCE setting `{field}`: {why}")]
+    Config { field: &'static str, why: String },
+}
+
+/// The RoCE world.
+pub struct RoceSim {
+    now: Time,
+    q: EventQueue<Ev>,
+    trace: TraceHash,
+    rng: Pcg64Mcg,
+    pkts: Slab<Pkt>,
+    cfg: RoceConfig,
+    fabric: Fabric,
+    maps: QosMaps,
+    port_base: Vec<u32>,
+    ports: Vec<Port>,
+    link_fifo: Vec<Fifo<PacketId>>,
+    /// Node → switch or NIC index.
+    role: Vec<(bool, u32)>,
+    switches: Vec<Switch>,
+    nics: Vec<Nic>,
+    flows: Vec<Flow>,
+    ecmp: EcmpTable,
+    overrides: Vec<(u32, u32, u8)>,
+    /// Ledger.
+    pub ledger: RoceLedger,
+    /// fct.txt records, in completion order.
+    pub fct: Vec<FctRecord>,
+    /// pfc.txt records.
+    pub pfc: Vec<PfcRecord>,
+    /// Message completions (flow, completion).
+    pub completions: Vec<(u32, Completion)>,
+    /// Events processed.
+    pub events: u64,
+    /// Watchdog transitions: (time, switch, port, queue, event).
+    pub wd_log: Vec<(Time, String, u8, u8, WdEvent)>,
+    deadlock: Option<PfcDeadlock>,
+    last_progress: u64,
+    progress: u64,
+    flows_left: usize,
+    wd_period: Time,
+}
+
+impl RoceSim {
+    /// Build the world for `fabric` (switches and CAs; every CA has its NIC on
+    /// port 1) with `flows`.
+    pub fn new(fabric: &Fabric, cfg: RoceConfig, flows: &[FlowSpec]) -> Result<RoceSim, RoceError> {
+        if cfg.mtu == 0 || cfg.mtu > 9000 {
+            return Err(RoceError::Config { field: "mtu", why: format!("{} is not a payload size of 1..=9000 bytes", cfg.mtu) });
+        }
+        let n = fabric.nodes.len();
+        let mut port_base = Vec::with_capacity(n + 1);
+        let mut ports = Vec::new();
+        port_base.push(0u32);
+        for (i, node) in fabric.nodes.iter().enumerate() {
+            for p in 0..node.ports.len() {
+                ports.push(Port {
+                    node: i as u32,
+                    num: p as u8,
+                    peer: NONE,
+                    ser: Serializer::new(1),
+                    bps: 0,
+                    prop: Time::ZERO,
+                    busy_until: Time::ZERO,
+                    wake_at: Time::NEVER,
+                    link: NONE,
+                    down: false,
+                    ctrl: VecDeque::new(),
+                    paused: PausedTx::default(),
+                    pausegen: PauseGen::new(cfg.pause_quanta),
+                    pause_timer_at: Time::NEVER,
+                    data_sent: 0,
+                    loss_every: 0,
+                    tx_bytes: 0,
+                    tx_pkts: 0,
+                });
+            }
+            port_base.push(ports.len() as u32);
+        }
+        for (li, l) in fabric.links.iter().enumerate() {
+            let a = port_base[l.a.node.idx()] + u32::from(l.a.port);
+            let b = port_base[l.b.node.idx()] + u32::from(l.b.port);
+            let bps = l.rate.data_bps();
+            let every = cfg.loss_every.iter().find(|(x, _)| x.idx() == li).map_or(0, |x| x.1);
+            for (g, pg) in [(a, b), (b, a)] {
+                let p = &mut ports[g as usize];
+                p.peer = pg;
+                p.ser = Serializer::new(bps);
+                p.bps = bps;
+                p.prop = Time(l.delay_ps);
+                p.link = li as u32;
+                p.loss_every = every;
+            }
+        }
+        let mut maps = QosMaps::default();
+        if !cfg.pfc {
+            maps.pfc_enable = 0;
+        }
+        let mut role = vec![(false, NONE); n];
+        let mut switches = Vec::new();
+        let mut nics = Vec::new();
+        let nic_bps = fabric.links.iter().filter(|l| fabric.node(l.a.node).kind == NodeKind::Ca || fabric.node(l.b.node).kind == NodeKind::Ca).map(|l| l.rate.data_bps()).min().unwrap_or(100_000_000_000);
+        for (i, node) in fabric.nodes.iter().enumerate() {
+            let base = port_base[i] as usize;
+            let np = node.ports.len();
+            match node.kind {
+                NodeKind::Switch | NodeKind::Router => {
+                    let bps: Vec<u64> = (0..np).map(|p| ports[base + p].bps).collect();
+                    let delay: Vec<u64> = (0..np).map(|p| ports[base + p].prop.0).collect();
+                    let mut mc = MmuConfig::hpcc_ns3(0, &bps, &delay, nic_bps, None);
+                    mc.buffer_bytes = cfg.buffer_bytes;
+                    mc.maps = maps.clone();
+                    // Headroom: HPCC's 3 × rate × delay, but at least two MTU frames and the
+                    // peer's response at 100G (IEEE worst case has both).
+                    for (p, h) in mc.headroom.iter_mut().enumerate() {
+                        let min = 2 * u64::from(cfg.mtu + ROCEV2_HEADERS + 20) + hpcc_headroom_bytes(bps[p], 0);
+                        *h = (*h).max(min);
+                    }
+                    let red: Vec<Option<Red>> = bps
+                        .iter()
+                        .map(|&b| {
+                            if !cfg.ecn || b == 0 {
+                                return None;
+                            }
+                            cfg.red.iter().find(|(r, _)| *r == b).map(|x| x.1).or(match &cfg.cc {
+                                CongestionControl::Dcqcn(p) => Some(p.red),
+                                CongestionControl::None => None,
+                            })
+                        })
+                        .collect();
+                    role[i] = (true, switches.len() as u32);
+                    let wd = cfg.watchdog.unwrap_or_default();
+                    switches.push(Switch {
+                        node: i as u32,
+                        mmu: Mmu::new(mc, np),
+                        q: vec![VecDeque::new(); np * NPRIO],
+                        q_tx: vec![0; np * NPRIO],
+                        sched: vec![Scheduler::default(); np],
+                        wd: vec![Watchdog::new(wd); np * NPRIO],
+                        wd_stormed: vec![false; np * NPRIO],
+                        hash: HashConfig { seed: cfg.hash.seed ^ (i as u32), ..cfg.hash },
+                        red,
+                        xoff: Vec::new(),
+                    });
+                }
+                NodeKind::Ca => {
+                    let gp = port_base[i] + 1;
+                    let (size, xoff, xon, drain) = cfg.nic_rx;
+                    let mut rx = NicRx::new(size, xoff, xon);
+                    rx.faulty = cfg.faulty_nics.contains(&NodeId(i as u32));
+                    rx.stall_prevention = cfg.nic_stall_prevention;
+                    role[i] = (false, nics.len() as u32);
+                    nics.push(Nic { node: i as u32, gp, flows: Vec::new(), rr: 0, ctrl: VecDeque::new(), rx, last_drain: Time::ZERO, drain_bps: drain, timer_at: Time::NEVER });
+                }
+            }
+        }
+        let mut fl = Vec::with_capacity(flows.len());
+        for (k, f) in flows.iter().enumerate() {
+            for node in [f.src, f.dst] {
+                if node.idx() >= n || fabric.node(node).kind != NodeKind::Ca {
+                    let name = if node.idx() < n { fabric.node(node).name.clone() } else { format!("#{}", node.0) };
+                    return Err(RoceError::NotNic { flow: k, node: name });
+                }
+            }
+            let nic = role[f.src.idx()].1;
+            nics[nic as usize].flows.push(k as u32);
+            let line = ports[(port_base[f.src.idx()] + 1) as usize].bps.max(1);
+            let rp = match &cfg.cc {
+                CongestionControl::None => None,
+                CongestionControl::Dcqcn(p) => {
+                    let mut p = p.clone();
+                    let scale = line as f64 / p.line_bps;
+                    if p.name == "hpcc-ns3" {
+                        // The profile's AI/HAI scale with the NIC rate (reference §1.1.5).
+                        p.rate_ai_bps *= scale;
+                        p.rate_hai_bps *= scale;
+                    }
+                    p.line_bps = line as f64;
+                    Some(ReactionPoint::new(p))
+                }
+            };
+            let rc = RequesterConfig { mtu: cfg.mtu, recovery: cfg.recovery, rto: cfg.rto };
+            fl.push(Flow {
+                spec: *f,
+                req: Requester::new(rc, Psn::new(0)),
+                rp,
+                next_ok: Time::ZERO,
+                resp: Responder::new(Psn::new(0), cfg.ack_every, cfg.recovery),
+                np: CnpPacer::default(),
+                started: false,
+                done: None,
+                delivered_bytes: 0,
+            });
+        }
+        let ecmp = EcmpTable::build(fabric, cfg.ecmp_convergence);
+        let overrides = cfg.route_overrides.iter().map(|(s, d, p)| (s.0, d.0, *p)).collect();
+        let wd_period = cfg.watchdog.map_or(Time::NEVER, |w| w.poll);
+        let mut sim = RoceSim {
+            now: Time::ZERO,
+            q: EventQueue::new(),
+            trace: TraceHash::default(),
+            rng: Pcg64Mcg::seed_from_u64(cfg.seed),
+            pkts: Slab::with_capacity(1 << 12),
+            maps,
+            link_fifo: vec![Fifo::default(); ports.len()],
+            port_base,
+            ports,
+            role,
+            switches,
+            nics,
+            flows_left: fl.len(),
+            flows: fl,
+            ecmp,
+            overrides,
+            ledger: RoceLedger::default(),
+            fct: Vec::new(),
+            pfc: Vec::new(),
+            completions: Vec::new(),
+            events: 0,
+            wd_log: Vec::new(),
+            deadlock: None,
+            last_progress: 0,
+            progress: 0,
+            wd_period,
+            fabric: fabric.clone(),
+            cfg,
+        };
+        for (k, f) in flows.iter().enumerate() {
+            sim.q.push(f.start, Ev::FlowStart { flow: k as u32 });
+        }
+        if sim.wd_period != Time::NEVER {
+            sim.q.push(sim.wd_period, Ev::WdPoll);
+        }
+        if sim.cfg.deadlock_check > Time::ZERO {
+            sim.q.push(sim.cfg.deadlock_check, Ev::Check);
+        }
+        // Faulty NICs start pausing at once.
+        for i in 0..sim.nics.len() {
+            if sim.nics[i].rx.faulty {
+                sim.nic_pause_update(i as u32);
+            }
+        }
+        Ok(sim)
+    }
+
+    /// Fail `link` at `at`: packets sent into it are lost; ECMP shrinks after the
+    /// convergence delay.
+    pub fn fail_link_at(&mut self, link: LinkId, at: Time) {
+        self.q.push(at, Ev::LinkFail { link: link.0 });
+    }
+
+    /// Current time.
+    pub fn now(&self) -> Time {
+        self.now
+    }
+
+    /// Determinism hash of the events so far.
+    pub fn trace_hash(&self) -> u64 {
+        self.trace.0
+    }
+
+    /// Packets in flight.
+    pub fn in_flight(&self) -> u64 {
+        self.pkts.live() as u64
+    }
+
+    /// `created == delivered + dropped + in flight`?
+    pub fn ledger_balances(&self) -> bool {
+        self.ledger.created == self.ledger.delivered + self.ledger.total_dropped() + self.in_flight()
+    }
+
+    /// The deadlock found, if any.
+    pub fn deadlock(&self) -> Option<&PfcDeadlock> {
+        self.deadlock.as_ref()
+    }
+
+    /// Payload bytes delivered in order to flow `k`'s receiver.
+    pub fn flow_delivered(&self, k: usize) -> u64 {
+        self.flows[k].delivered_bytes
+    }
+
+    /// Completion time of flow `k`.
+    pub fn flow_done(&self, k: usize) -> Option<Time> {
+        self.flows[k].done
+    }
+
+    /// The requester counters of flow `k`.
+    pub fn flow_counters(&self, k: usize) -> crate::roce::transport::RequesterCounters {
+        self.flows[k].req.counters
+    }
+
+    /// Current DCQCN rate of flow `k` (bits/s), if it runs DCQCN.
+    pub fn flow_rate(&self, k: usize) -> Option<f64> {
+        self.flows[k].rp.as_ref().map(ReactionPoint::rate)
+    }
+
+    /// PFC frames (XOFF, XON) sent from port `port` of `node`.
+    pub fn pause_sent(&self, node: NodeId, port: u8, prio: u8) -> (u64, u64) {
+        let p = &self.ports[(self.port_base[node.idx()] + u32::from(port)) as usize];
+        (p.pausegen.xoff_sent[usize::from(prio)], p.pausegen.xon_sent[usize::from(prio)])
+    }
+
+    /// Time port `port` of `node` spent paused on `prio` so far.
+    pub fn paused_time(&self, node: NodeId, port: u8, prio: u8) -> Time {
+        let p = &self.ports[(self.port_base[node.idx()] + u32::from(port)) as usize];
+        Time(p.paused.paused_total(self.now, prio))
+    }
+
+    /// Bytes sent out of port `port` of `node`.
+    pub fn tx_bytes(&self, node: NodeId, port: u8) -> u64 {
+        self.ports[(self.port_base[node.idx()] + u32::from(port)) as usize].tx_bytes
+    }
+
+    /// Number of switch MMU drops by reason `[lossy, headroom overflow]`, summed.
+    pub fn mmu_drops(&self) -> [u64; 2] {
+        let mut d = [0; 2];
+        for s in &self.switches {
+            d[0] += s.mmu.drops[0];
+            d[1] += s.mmu.drops[1];
+        }
+        d
+    }
+
+    /// A human-readable dump of queued packets, asserted XOFFs and paused ports
+    /// (for diagnosing a stuck run).
+    pub fn state_summary(&self) -> String {
+        use std::fmt::Write as _;
+        let mut s = String::new();
+        let _ = writeln!(s, "t={} in_flight={} flows_left={}", self.now, self.pkts.live(), self.flows_left);
+        for sw in &self.switches {
+            let name = &self.fabric.nodes[sw.node as usize].name;
+            let _ = writeln!(s, "{name}: shared {}/{} xoff {:?}", sw.mmu.shared_used(), sw.mmu.shared_size(), sw.xoff);
+            for &(p, pg) in &sw.xoff {
+                let _ = writeln!(s, "  xoff port {p} pg {pg}: use {:?} paused {} threshold {}", sw.mmu.pg_use(usize::from(p), pg), sw.mmu.pg_paused(usize::from(p), pg), sw.mmu.threshold(usize::from(p)));
+            }
+            for (qi, q) in sw.q.iter().enumerate() {
+                if !q.is_empty() {
+                    let gp = self.port_base[sw.node as usize] + (qi / NPRIO) as u32;
+                    let _ = writeln!(s, "  port {} q{}: {} pkts, paused {}", qi / NPRIO, qi % NPRIO, q.len(), self.ports[gp as usize].paused.is_paused(self.now, (qi % NPRIO) as u8));
+                }
+            }
+        }
+        for n in &self.nics {
+            let p = &self.ports[n.gp as usize];
+            let _ = writeln!(s, "{}: ctrl {} paused3 {} busy_until {} wake {} rx {}", self.fabric.nodes[n.node as usize].name, n.ctrl.len(), p.paused.is_paused(self.now, 3), p.busy_until, p.wake_at, n.rx.used());
+        }
+        s
+    }
+
+    /// Run until every flow is done, `until`, a deadlock, or nothing can move.
+    pub fn run(&mut self, until: Time) -> RoceStatus {
+        if let Some(d) = &self.deadlock {
+            return RoceStatus::Deadlock(d.clone());
+        }
+        loop {
+            if self.flows_left == 0 && self.pkts.live() == 0 {
+                return RoceStatus::Done;
+            }
+            let Some(t) = self.q.peek_time() else {
+                return if self.flows_left == 0 { RoceStatus::Done } else { RoceStatus::Stuck };
+            };
+            if t > until {
+                self.now = until.max(self.now);
+                return RoceStatus::TimeLimit;
+            }
+            let (t, ev) = self.q.pop().expect("peeked");
+            self.now = t;
+            self.events += 1;
+            self.trace.fold(t.0);
+            self.trace.fold(ev.word());
+            match ev {
+                Ev::Arrive { dir } => {
+                    let (p, next) = self.link_fifo[dir as usize].pop().expect("FIFO head");
+                    if let Some((nt, ns)) = next {
+                        self.q.push_seq(nt, ns, Ev::Arrive { dir });
+                    }
+                    let to = self.ports[dir as usize].peer;
+                    self.arrive(to, p);
+                }
+                Ev::TxWake { gp } => {
+                    if self.ports[gp as usize].wake_at == t {
+                        self.ports[gp as usize].wake_at = Time::NEVER;
+                        self.try_tx(gp);
+                    }
+                }
+                Ev::FlowStart { flow } => self.flow_start(flow),
+                Ev::NicTimer { nic } => {
+                    if self.nics[nic as usize].timer_at == t {
+                        self.nics[nic as usize].timer_at = Time::NEVER;
+                        self.nic_timer(nic);
+                    }
+                }
+                Ev::PauseTimer { gp } => {
+                    if self.ports[gp as usize].pause_timer_at == t {
+                        self.ports[gp as usize].pause_timer_at = Time::NEVER;
+                        self.pause_refresh(gp);
+                    }
+                }
+                Ev::WdPoll => {
+                    self.watchdog_poll();
+                    if self.flows_left > 0 {
+                        self.q.push(self.now + self.wd_period, Ev::WdPoll);
+                    }
+                }
+                Ev::Check => {
+                    if self.progress == self.last_progress && self.pkts.live() > 0 {
+                        if let Some(d) = self.find_deadlock() {
+                            self.deadlock = Some(d.clone());
+                            return RoceStatus::Deadlock(d);
+                        }
+                    }
+                    self.last_progress = self.progress;
+                    if self.flows_left > 0 {
+                        self.q.push(self.now + self.cfg.deadlock_check, Ev::Check);
+                    }
+                }
+                Ev::LinkFail { link } => {
+                    let l = &self.fabric.links[link as usize];
+                    for e in [l.a, l.b] {
+                        let g = self.port_base[e.node.idx()] + u32::from(e.port);
+                        self.ports[g as usize].down = true;
+                    }
+                    self.ecmp.fail_link(LinkId(link), self.now);
+                    self.q.push(self.ecmp.next_deadline(), Ev::Converge);
+                }
+                Ev::Converge => {
+                    self.ecmp.poll(&self.fabric, self.now);
+                }
+            }
+        }
+    }
+
+    fn new_pkt(&mut self, p: Pkt) -> PacketId {
+        self.ledger.created += 1;
+        self.pkts.insert(p)
+    }
+
+    fn deliver(&mut self, p: PacketId) {
+        self.ledger.delivered += 1;
+        self.pkts.remove(p);
+    }
+
+    fn drop_pkt(&mut self, p: PacketId, why: RoceDrop) {
+        let i = RoceDrop::ALL.iter().position(|r| *r == why).expect("listed");
+        self.ledger.dropped[i] += 1;
+        let pk = self.pkts[p];
+        let (_, pg, _) = self.maps.classify(pk.dscp);
+        if pk.kind != Kind::Pause && self.maps.lossless(pg) {
+            self.ledger.dropped_lossless[i] += 1;
+        }
+        self.pkts.remove(p);
+    }
+
+    fn schedule_wake(&mut self, gp: u32, t: Time) {
+        let p = &mut self.ports[gp as usize];
+        if t < p.wake_at {
+            p.wake_at = t;
+            self.q.push(t, Ev::TxWake { gp });
+        }
+    }
+
+    fn kick(&mut self, gp: u32) {
+        let p = &self.ports[gp as usize];
+        if p.peer == NONE {
+            return;
+        }
+        if p.busy_until > self.now {
+            let b = p.busy_until;
+            self.schedule_wake(gp, b);
+        } else if p.wake_at > self.now {
+            self.try_tx(gp);
+        }
+    }
+
+    /// Transmitter `gp` is free: send a PFC frame, else the model's next packet.
+    fn try_tx(&mut self, gp: u32) {
+        let g = gp as usize;
+        if self.ports[g].busy_until > self.now {
+            let b = self.ports[g].busy_until;
+            self.schedule_wake(gp, b);
+            return;
+        }
+        if let Some(p) = self.ports[g].ctrl.pop_front() {
+            self.transmit(gp, p);
+            return;
+        }
+        let (is_sw, idx) = self.role[self.ports[g].node as usize];
+        let pick = if is_sw { self.switch_pick(idx, gp) } else { self.nic_pick(idx) };
+        match pick {
+            Ok(p) => self.transmit(gp, p),
+            Err(t) => {
+                if t != Time::NEVER {
+                    self.schedule_wake(gp, t.max(self.now));
+                }
+            }
+        }
+    }
+
+    fn transmit(&mut self, gp: u32, p: PacketId) {
+        let g = gp as usize;
+        let pk = self.pkts[p];
+        let end = self.now + self.ports[g].ser.time(pk.wire);
+        let arrive = end + self.ports[g].prop;
+        {
+            let port = &mut self.ports[g];
+            port.busy_until = end;
+            port.tx_bytes += u64::from(pk.wire);
+            port.tx_pkts += 1;
+        }
+        let mut lost = None;
+        if self.ports[g].down {
+            lost = Some(RoceDrop::LinkDown);
+        } else if pk.kind == Kind::Data && self.ports[g].loss_every > 0 {
+            self.ports[g].data_sent += 1;
+            if self.ports[g].data_sent % self.ports[g].loss_every == 0 {
+                lost = Some(RoceDrop::Injected);
+            }
+        }
+        match lost {
+            Some(why) => self.drop_pkt(p, why),
+            None => {
+                let seq = self.q.next_seq();
+                if self.link_fifo[g].push(arrive, seq, p) {
+                    self.q.push_seq(arrive, seq, Ev::Arrive { dir: gp });
+                }
+            }
+        }
+        // Look again when the line frees (cheap: lazy wake-ups are deduplicated).
+        self.schedule_wake(gp, end);
+    }
+
+    // ---------------------------------------------------------------- arrival
+
+    fn arrive(&mut self, gp: u32, p: PacketId) {
+        let pk = self.pkts[p];
+        if pk.kind == Kind::Pause {
+            self.on_pause_frame(gp, pk.prio, pk.quanta);
+            self.deliver(p);
+            return;
+        }
+        let node = self.ports[gp as usize].node;
+        let (is_sw, idx) = self.role[node as usize];
+        if is_sw { self.switch_arrive(idx, gp, p) } else { self.nic_arrive(idx, p) }
+    }
+
+    fn on_pause_frame(&mut self, gp: u32, prio: u8, quanta: u16) {
+        let now = self.now;
+        if !self.maps.lossless(prio) {
+            // PFC is off for this priority here: the frame is counted and ignored.
+            self.ports[gp as usize].paused.frames[usize::from(prio & 7)] += 1;
+            return;
+        }
+        let mode = self.cfg.pause_mode;
+        let port = &mut self.ports[gp as usize];
+        let was = port.paused.is_paused(now, prio);
+        let bps = port.bps;
+        port.paused.on_frame(now, prio, quanta, bps, mode);
+        let is = port.paused.is_paused(now, prio);
+        if self.cfg.record_pfc && was != is {
+            let node = port.node;
+            let is_sw = self.role[node as usize].0;
+            self.pfc.push(PfcRecord { time_ns: now.0 / 1000, node, node_type: u8::from(is_sw), if_index: u32::from(port.num), pause: is });
+        }
+        if !is {
+            self.kick(gp);
+        } else if mode == PauseMode::Timed {
+            // Look again when the pause runs out.
+            let until = self.ports[gp as usize].paused.until(prio);
+            self.schedule_wake(gp, until);
+        }
+    }
+
+    fn send_pause(&mut self, gp: u32, f: PauseFrame) {
+        let node = self.ports[gp as usize].node;
+        let (prio, quanta) = match f {
+            PauseFrame::Xoff { prio, quanta } => (prio, quanta),
+            PauseFrame::Xon { prio } => (prio, 0),
+        };
+        let p = self.new_pkt(Pkt {
+            kind: Kind::Pause,
+            src: node,
+            dst: NONE,
+            flow: NONE,
+            psn: 0,
+            payload: 0,
+            wire: PAUSE_BYTES,
+            dscp: 0,
+            ce: false,
+            first: false,
+            last: false,
+            prio,
+            quanta,
+            in_port: 0,
+            pg: 0,
+            queue: 0,
+        });
+        self.ports[gp as usize].ctrl.push_back(p);
+        if matches!(f, PauseFrame::Xoff { .. }) && self.cfg.pause_mode == PauseMode::Timed {
+            let t = self.ports[gp as usize].pausegen.next_deadline();
+            self.arm_pause_timer(gp, t);
+        }
+        self.kick(gp);
+    }
+
+    fn arm_pause_timer(&mut self, gp: u32, t: Time) {
+        let port = &mut self.ports[gp as usize];
+        if t < port.pause_timer_at {
+            port.pause_timer_at = t;
+            self.q.push(t, Ev::PauseTimer { gp });
+        }
+    }
+
+    fn pause_refresh(&mut self, gp: u32) {
+        let mut out = Vec::new();
+        let bps = self.ports[gp as usize].bps;
+        self.ports[gp as usize].pausegen.poll(self.now, bps, &mut out);
+        for f in out {
+            self.send_pause(gp, f);
+        }
+        let t = self.ports[gp as usize].pausegen.next_deadline();
+        if t != Time::NEVER {
+            self.arm_pause_timer(gp, t);
+        }
+    }
+
+    // ----------------------------------------------------------------- switch
+
+    fn route(&self, si: u32, pk: &Pkt) -> Option<u8> {
+        let sw = &self.switches[si as usize];
+        if let Some(o) = self.overrides.iter().find(|o| o.0 == sw.node && o.1 == pk.dst) {
+            return Some(o.2);
+        }
+        let f = &self.flows[pk.flow as usize].spec;
+        // Both directions of a QP hash its UDP source port (the responder
+        // answers with the same entropy), addresses in packet direction.
+        let key = FlowKey { sip: host_ip(pk.src), dip: host_ip(pk.dst), sport: f.sport, dport: 4791, proto: 17, smac: 0, dmac: 0, dqpn: pk.flow };
+        let h = sw.hash.hash(&key);
+        self.ecmp.next_port(NodeId(sw.node), NodeId(pk.dst), h)
+    }
+
+    fn switch_arrive(&mut self, si: u32, gp: u32, p: PacketId) {
+        let in_port = self.ports[gp as usize].num;
+        let pk = self.pkts[p];
+        let (_, pg, queue) = self.maps.classify(pk.dscp);
+        let Some(out) = self.route(si, &pk) else {
+            self.drop_pkt(p, RoceDrop::NoRoute);
+            return;
+        };
+        let s = &mut self.switches[si as usize];
+        let qi = usize::from(out) * NPRIO + usize::from(queue);
+        if s.wd_stormed[qi] && self.cfg.watchdog.is_some_and(|w| w.action == WdAction::Drop) {
+            self.drop_pkt(p, RoceDrop::Watchdog);
+            return;
+        }
+        match s.mmu.admit(usize::from(in_port), pg, usize::from(out), queue, pk.wire) {
+            Admit::Drop(d) => {
+                let why = match d {
+                    MmuDrop::LossyOverThreshold => RoceDrop::LossyOverThreshold,
+                    MmuDrop::HeadroomOverflow => RoceDrop::HeadroomOverflow,
+                };
+                self.drop_pkt(p, why);
+            }
+            Admit::Ok { xoff, .. } => {
+                {
+                    let m = &mut self.pkts[p];
+                    m.in_port = in_port;
+                    m.pg = pg;
+                    m.queue = queue;
+                }
+                s.q[qi].push_back(p);
+                let og = self.port_base[s.node as usize] + u32::from(out);
+                if xoff {
+                    s.xoff.push((in_port, pg));
+                    let bps = self.ports[gp as usize].bps;
+                    if let Some(f) = self.ports[gp as usize].pausegen.xoff(self.now, pg, bps) {
+                        self.send_pause(gp, f);
+                    }
+                }
+                self.kick(og);
+            }
+        }
+    }
+
+    fn switch_pick(&mut self, si: u32, gp: u32) -> Result<PacketId, Time> {
+        let now = self.now;
+        let port = self.ports[gp as usize].num as usize;
+        let paused = self.ports[gp as usize].paused;
+        let forward = self.cfg.watchdog.is_some_and(|w| w.action == WdAction::Forward);
+        let s = &mut self.switches[si as usize];
+        let pkts = &self.pkts;
+        let mut wait = Time::NEVER;
+        let (qs, stormed) = (&s.q, &s.wd_stormed);
+        let head = |q: usize| -> Option<u32> {
+            let &p = qs[port * NPRIO + q].front()?;
+            // PFC priority p pauses queue p (SONiC MAP_PFC_PRIORITY_TO_QUEUE AZURE is identity).
+            if paused.is_paused(now, q as u8) && !(forward && stormed[port * NPRIO + q]) {
+                return None;
+            }
+            Some(pkts[p].wire)
+        };
+        let Some(q) = s.sched[port].pick(head) else {
+            for q in 0..NPRIO {
+                if !s.q[port * NPRIO + q].is_empty() && paused.is_paused(now, q as u8) {
+                    wait = wait.min(paused.until(q as u8));
+                }
+            }
+            return Err(wait);
+        };
+        let qi = port * NPRIO + q;
+        let qlen = s.mmu.egress_bytes(port, q as u8);
+        let p = s.q[qi].pop_front().expect("picked");
+        s.q_tx[qi] += 1;
+        let pk = self.pkts[p];
+        // RED/ECN at dequeue on the egress queue's bytes (HPCC ns-3).
+        if pk.kind == Kind::Data {
+            if let Some(red) = s.red[port] {
+                if red.should_mark(qlen, &mut self.rng) {
+                    self.pkts[p].ce = true;
+                }
+            }
+        }
+        s.mmu.release(usize::from(pk.in_port), pk.pg, port, q as u8, pk.wire);
+        self.progress += 1;
+        self.resume_check(si);
+        Ok(p)
+    }
+
+    /// XON every paused ingress PG of switch `si` that may resume now.
+    fn resume_check(&mut self, si: u32) {
+        let s = &mut self.switches[si as usize];
+        if s.xoff.is_empty() {
+            return;
+        }
+        let node = s.node;
+        let mut i = 0;
+        while i < self.switches[si as usize].xoff.len() {
+            let (port, pg) = self.switches[si as usize].xoff[i];
+            // `Mmu::release` may already have cleared the PG (its own in-port check).
+            let m = &mut self.switches[si as usize].mmu;
+            if !m.pg_paused(usize::from(port), pg) || m.check_resume(usize::from(port), pg) {
+                self.switches[si as usize].xoff.swap_remove(i);
+                let ig = self.port_base[node as usize] + u32::from(port);
+                if let Some(f) = self.ports[ig as usize].pausegen.xon(pg) {
+                    self.send_pause(ig, f);
+                }
+            } else {
+                i += 1;
+            }
+        }
+    }
+
+    // -------------------------------------------------------------------- NIC
+
+    fn flow_start(&mut self, k: u32) {
+        let f = &mut self.flows[k as usize];
+        f.started = true;
+        for m in 0..f.spec.messages.max(1) {
+            // Messages are posted together; PSNs are allocated, packets are built
+            // only when the port sends them.
+            f.req.post(u64::from(m), f.spec.size, self.now);
+        }
+        let nic = self.role[f.spec.src.idx()].1;
+        let gp = self.nics[nic as usize].gp;
+        self.kick(gp);
+    }
+
+    fn nic_ctrl(&mut self, nic: u32, mut pk: Pkt) {
+        pk.src = self.nics[nic as usize].node;
+        let p = self.new_pkt(pk);
+        self.nics[nic as usize].ctrl.push_back(p);
+        let gp = self.nics[nic as usize].gp;
+        self.kick(gp);
+    }
+
+    fn nic_pick(&mut self, nic: u32) -> Result<PacketId, Time> {
+        let now = self.now;
+        let n = &self.nics[nic as usize];
+        let gp = n.gp;
+        let paused = self.ports[gp as usize].paused;
+        let mut wait = Time::NEVER;
+        // ACK/NAK/CNP first (HPCC ACK_HIGH_PRIO); each honours PFC on its priority.
+        if let Some(&p) = n.ctrl.front() {
+            let pk = &self.pkts[p];
+            let (_, pg, _) = self.maps.classify(pk.dscp);
+            if !paused.is_paused(now, pg) || !self.maps.lossless(pg) {
+                let p = self.nics[nic as usize].ctrl.pop_front().expect("front");
+                return Ok(p);
+            }
+            wait = wait.min(paused.until(pg));
+        }
+        let data_prio = self.maps.classify(DSCP_ROCE).1;
+        if paused.is_paused(now, data_prio) && self.maps.lossless(data_prio) {
+            return Err(wait.min(paused.until(data_prio)));
+        }
+        let nf = n.flows.len();
+        for k in 0..nf {
+            let i = (n.rr + k) % nf;
+            let fi = n.flows[i] as usize;
+            let f = &self.flows[fi];
+            if !f.started || !f.req.has_data() {
+                continue;
+            }
+            if f.next_ok > now {
+                wait = wait.min(f.next_ok);
+                continue;
+            }
+            self.nics[nic as usize].rr = (i + 1) % nf;
+            let f = &mut self.flows[fi];
+            let tx = f.req.next_packet(now).expect("has data");
+            let wire = tx.payload + ROCEV2_HEADERS;
+            let rate = f.rp.as_ref().map_or(self.ports[gp as usize].bps, ReactionPoint::rate_bps);
+            if let Some(rp) = f.rp.as_mut() {
+                rp.on_sent(now, u64::from(wire));
+            }
+            f.next_ok = now + Time(crate::engine::time::serialization_ps(u64::from(wire), rate.max(1)));
+            let (src, dst) = (f.spec.src.0, f.spec.dst.0);
+            let p = self.new_pkt(Pkt {
+                kind: Kind::Data,
+                src,
+                dst,
+                flow: fi as u32,
+                psn: tx.psn.value(),
+                payload: tx.payload,
+                wire,
+                dscp: DSCP_ROCE,
+                ce: false,
+                first: tx.first,
+                last: tx.last,
+                prio: 0,
+                quanta: 0,
+                in_port: 0,
+                pg: 0,
+                queue: 0,
+            });
+            self.arm_flow_timers(nic, fi);
+            return Ok(p);
+        }
+        Err(wait)
+    }
+
+    fn arm_flow_timers(&mut self, nic: u32, fi: usize) {
+        let f = &self.flows[fi];
+        let t = f.req.next_deadline().min(f.rp.as_ref().map_or(Time::NEVER, ReactionPoint::next_deadline));
+        self.arm_nic(nic, t);
+    }
+
+    fn arm_nic(&mut self, nic: u32, t: Time) {
+        let n = &mut self.nics[nic as usize];
+        if t < n.timer_at {
+            n.timer_at = t;
+            self.q.push(t, Ev::NicTimer { nic });
+        }
+    }
+
+    fn nic_timer(&mut self, nic: u32) {
+        let now = self.now;
+        let mut next = Time::NEVER;
+        let mut kick = false;
+        for i in 0..self.nics[nic as usize].flows.len() {
+            let fi = self.nics[nic as usize].flows[i] as usize;
+            let f = &mut self.flows[fi];
+            if let Some(rp) = f.rp.as_mut() {
+                rp.poll(now);
+                next = next.min(rp.next_deadline());
+            }
+            if f.req.poll(now) {
+                kick = true;
+            }
+            next = next.min(f.req.next_deadline());
+        }
+        // Host drain and the NIC's stall prevention.
+        self.nic_drain(nic);
+        if self.nics[nic as usize].rx.poll(now) {
+            self.nic_pause_update(nic);
+        }
+        next = next.min(self.nics[nic as usize].rx.next_deadline());
+        if self.nics[nic as usize].drain_bps > 0 && self.nics[nic as usize].rx.used() > 0 {
+            next = next.min(now + Time::us(1));
+        }
+        if next != Time::NEVER {
+            self.arm_nic(nic, next);
+        }
+        if kick {
+            let gp = self.nics[nic as usize].gp;
+            self.kick(gp);
+        }
+    }
+
+    fn nic_drain(&mut self, nic: u32) {
+        let now = self.now;
+        let n = &mut self.nics[nic as usize];
+        if n.drain_bps == 0 {
+            return;
+        }
+        let dt = now.saturating_sub(n.last_drain);
+        n.last_drain = now;
+        let bytes = (u128::from(dt.0) * u128::from(n.drain_bps) / 8 / 1_000_000_000_000) as u64;
+        let mut left = bytes.min(n.rx.used());
+        while left > 0 {
+            let chunk = left.min(u64::from(u32::MAX)) as u32;
+            n.rx.on_drain(now, chunk);
+            left -= u64::from(chunk);
+        }
+        self.nic_pause_update(nic);
+    }
+
+    /// Send XOFF/XON from the NIC as its receive buffer asks.
+    fn nic_pause_update(&mut self, nic: u32) {
+        if !self.cfg.pfc && !self.nics[nic as usize].rx.faulty {
+            return;
+        }
+        let gp = self.nics[nic as usize].gp;
+        let prio = self.maps.classify(DSCP_ROCE).1;
+        let want = self.nics[nic as usize].rx.wants_pause();
+        let bps = self.ports[gp as usize].bps;
+        let f = if want { self.ports[gp as usize].pausegen.xoff(self.now, prio, bps) } else { self.ports[gp as usize].pausegen.xon(prio) };
+        if let Some(f) = f {
+            self.send_pause(gp, f);
+        }
+        let t = self.nics[nic as usize].rx.next_deadline();
+        if t != Time::NEVER {
+            self.arm_nic(nic, t);
+        }
+    }
+
+    fn nic_arrive(&mut self, nic: u32, p: PacketId) {
+        let now = self.now;
+        let pk = self.pkts[p];
+        match pk.kind {
+            Kind::Data => {
+                self.nic_drain(nic);
+                let ok = self.nics[nic as usize].rx.on_arrive(now, pk.wire);
+                if !ok {
+                    self.nic_pause_update(nic);
+                    let why = if self.nics[nic as usize].rx.faulty { RoceDrop::FaultyNic } else { RoceDrop::NicRxDiscard };
+                    self.drop_pkt(p, why);
+                    return;
+                }
+                if self.nics[nic as usize].drain_bps == 0 {
+                    self.nics[nic as usize].rx.on_drain(now, pk.wire);
+                } else {
+                    let t = now + Time::us(1);
+                    self.arm_nic(nic, t);
+                }
+                self.nic_pause_update(nic);
+                let fi = pk.flow as usize;
+                let verdict = self.flows[fi].resp.on_packet(Psn::new(pk.psn), pk.payload, pk.first, pk.last);
+                let reply = |kind: Kind, psn: u32| Pkt {
+                    kind,
+                    src: pk.dst,
+                    dst: pk.src,
+                    flow: pk.flow,
+                    psn,
+                    payload: 0,
+                    wire: ACK_BYTES,
+                    dscp: DSCP_ROCE,
+                    ce: false,
+                    first: false,
+                    last: false,
+                    prio: 0,
+                    quanta: 0,
+                    in_port: 0,
+                    pg: 0,
+                    queue: 0,
+                };
+                match verdict {
+                    RxVerdict::Accept { ack } => {
+                        self.flows[fi].delivered_bytes += u64::from(pk.payload);
+                        self.progress += 1;
+                        if let Some(a) = ack {
+                            self.nic_ctrl(nic, reply(Kind::Ack, a.value()));
+                        }
+                    }
+                    RxVerdict::Duplicate { ack } => self.nic_ctrl(nic, reply(Kind::Ack, ack.value())),
+                    RxVerdict::OutOfOrder { nak: Some(e) } => self.nic_ctrl(nic, reply(Kind::Nak, e.value())),
+                    RxVerdict::OutOfOrder { nak: None } => {}
+                }
+                if pk.ce {
+                    let interval = match &self.cfg.cc {
+                        CongestionControl::Dcqcn(p) => p.cnp_interval,
+                        CongestionControl::None => Time::NEVER,
+                    };
+                    if interval != Time::NEVER && self.flows[fi].np.on_marked(now, interval) {
+                        let mut c = reply(Kind::Cnp, 0);
+                        c.wire = CNP_BYTES;
+                        c.dscp = DSCP_CNP;
+                        self.nic_ctrl(nic, c);
+                    }
+                }
+                self.deliver(p);
+            }
+            Kind::Ack | Kind::Nak => {
+                let fi = pk.flow as usize;
+                let mut done = Vec::new();
+                if pk.kind == Kind::Ack {
+                    self.flows[fi].req.on_ack(now, Psn::new(pk.psn), &mut done);
+                } else {
+                    self.flows[fi].req.on_nak(now, Psn::new(pk.psn), &mut done);
+                }
+                self.deliver(p);
+                for c in done {
+                    self.completions.push((fi as u32, c));
+                }
+                let f = &self.flows[fi];
+                if f.done.is_none() && !f.req.outstanding() && f.req.counters.completed >= u64::from(f.spec.messages.max(1)) {
+                    let f = &mut self.flows[fi];
+                    f.done = Some(now);
+                    self.flows_left -= 1;
+                    let spec = f.spec;
+                    self.fct.push(FctRecord {
+                        sip: host_ip(spec.src.0),
+                        dip: host_ip(spec.dst.0),
+                        sport: spec.sport,
+                        dport: spec.dport,
+                        size: spec.size * u64::from(spec.messages.max(1)),
+                        start_ns: spec.start.0 / 1000,
+                        fct_ns: (now - spec.start).0 / 1000,
+                        standalone_ns: 0,
+                    });
+                }
+                self.arm_flow_timers(nic, fi);
+                let gp = self.nics[nic as usize].gp;
+                self.kick(gp);
+            }
+            Kind::Cnp => {
+                let fi = pk.flow as usize;
+                if let Some(rp) = self.flows[fi].rp.as_mut() {
+                    rp.on_cnp(now);
+                }
+                self.deliver(p);
+                self.arm_flow_timers(nic, fi);
+            }
+            Kind::Pause => unreachable!("handled in arrive"),
+        }
+    }
+
+    // --------------------------------------------------------------- watchdog
+
+    fn watchdog_poll(&mut self) {
+        let Some(cfg) = self.cfg.watchdog else { return };
+        let now = self.now;
+        for si in 0..self.switches.len() {
+            let node = self.switches[si].node;
+            let base = self.port_base[node as usize];
+            let nports = self.switches[si].q.len() / NPRIO;
+            for port in 0..nports {
+                let gp = base + port as u32;
+                if self.ports[gp as usize].peer == NONE {
+                    continue;
+                }
+                for q in 0..NPRIO {
+                    if !self.maps.lossless(q as u8) {
+                        continue;
+                    }
+                    let qi = port * NPRIO + q;
+                    let pt = &self.ports[gp as usize];
+                    let sample = QueueSample {
+                        occupancy_bytes: self.switches[si].mmu.egress_bytes(port, q as u8),
+                        tx_pkts: self.switches[si].q_tx[qi],
+                        pfc_rx_frames: pt.paused.frames[q],
+                        paused_ps: pt.paused.paused_total(now, q as u8),
+                    };
+                    let Some(ev) = self.switches[si].wd[qi].poll(sample) else { continue };
+                    self.wd_log.push((now, self.fabric.nodes[node as usize].name.clone(), port as u8, q as u8, ev));
+                    match ev {
+                        WdEvent::Stormed => {
+                            self.switches[si].wd_stormed[qi] = true;
+                            match cfg.action {
+                                WdAction::Drop => {
+                                    // Drain the queue: its packets are dropped and released.
+                                    while let Some(p) = self.switches[si].q[qi].pop_front() {
+                                        let pk = self.pkts[p];
+                                        self.switches[si].mmu.release(usize::from(pk.in_port), pk.pg, port, q as u8, pk.wire);
+                                        self.drop_pkt(p, RoceDrop::Watchdog);
+                                    }
+                                    self.resume_check(si as u32);
+                                }
+                                WdAction::Forward => self.kick(gp),
+                                WdAction::Alert => {}
+                            }
+                        }
+                        WdEvent::Restored => {
+                            self.switches[si].wd_stormed[qi] = false;
+                        }
+                    }
+                }
+            }
+            let _ = cfg;
+        }
+    }
+
+    // --------------------------------------------------------------- deadlock
+
+    /// A cycle of switch egress ports, each holding lossless packets it may not
+    /// send because the next switch paused it, where the next switch's paused
+    /// ingress holds packets queued for the next port in the cycle.
+    fn find_deadlock(&self) -> Option<PfcDeadlock> {
+        let now = self.now;
+        // blocked[gp] = egress port with a non-empty, paused lossless queue.
+        let mut edges: Vec<(u32, u32)> = Vec::new();
+        for s in &self.switches {
+            let base = self.port_base[s.node as usize];
+            let nports = s.q.len() / NPRIO;
+            for port in 0..nports {
+                let gp = base + port as u32;
+                for q in 0..NPRIO {
+                    if !self.maps.lossless(q as u8) || s.q[port * NPRIO + q].is_empty() || !self.ports[gp as usize].paused.is_paused(now, q as u8) {
+                        continue;
+                    }
+                    // The peer switch's ingress (peer port) is paused; which of its
+                    // egress ports hold packets from that ingress?
+                    let peer = self.ports[gp as usize].peer;
+                    let pn = self.ports[peer as usize].node;
+                    let (is_sw, pi) = self.role[pn as usize];
+                    if !is_sw {
+                        continue;
+                    }
+                    let ps = &self.switches[pi as usize];
+                    let in_num = self.ports[peer as usize].num;
+                    let pbase = self.port_base[pn as usize];
+                    for (qi, qq) in ps.q.iter().enumerate() {
+                        if qq.iter().any(|&p| self.pkts[p].in_port == in_num) {
+                            edges.push((gp, pbase + (qi / NPRIO) as u32));
+                        }
+                    }
+                }
+            }
+        }
+        edges.sort_unstable();
+        edges.dedup();
+        // Follow edges from each blocked port; a revisit closes a cycle.
+        let blocked: std::collections::BTreeSet<u32> = edges.iter().map(|e| e.0).collect();
+        for &start in &blocked {
+            let mut path = vec![start];
+            let mut cur = start;
+            for _ in 0..=blocked.len() {
+                let Some(&(_, nxt)) = edges.iter().find(|e| e.0 == cur && blocked.contains(&e.1)) else { break };
+                if let Some(pos) = path.iter().position(|&x| x == nxt) {
+                    let cycle = path[pos..]
+                        .iter()
+                        .map(|&g| (self.fabric.nodes[self.ports[g as usize].node as usize].name.clone(), self.ports[g as usize].num))
+                        .collect();
+                    return Some(PfcDeadlock { at: now, cycle });
+                }
+                path.push(nxt);
+                cur = nxt;
+            }
+        }
+        None
+    }
+}
+
+impl std::fmt::Debug for RoceSim {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RoceSim").field("now", &self.now).field("nodes", &self.role.len()).field("in_flight", &self.pkts.live()).finish()
+    }
+}

@@ -1,0 +1,216 @@
+//! Seeded reproductions of published RoCE behaviour on small fabrics (the large
+//! ones are documented runs in docs/VALIDATION.md). Each prints the figure it
+//! checks; `cargo test -p rdmalab-sim --lib roce::repro -- --nocapture` shows them.
+
+use fabric::{Fabric, LinkRate, NodeId, NodeSpec};
+use wire::Guid;
+
+use crate::engine::Time;
+use crate::roce::dcqcn::Profile;
+use crate::roce::net::{CongestionControl, FlowSpec, RoceConfig, RoceDrop, RoceSim, RoceStatus};
+use crate::roce::pfc::{PauseMode, WdAction, WdConfig};
+use crate::roce::transport::Recovery;
+
+const G: u16 = 100;
+
+/// `n` hosts on one switch, 100G, 1 µs links (as HPCC's fat.txt host links).
+pub fn star(n: usize) -> (Fabric, NodeId, Vec<NodeId>) {
+    let mut f = Fabric::new();
+    let r = LinkRate::eth(G).expect("100G");
+    let sw = f.add_node(NodeSpec::switch("sw0", Guid(0x1000), n as u8)).expect("switch");
+    let hosts: Vec<NodeId> = (0..n)
+        .map(|i| {
+            let h = f.add_node(NodeSpec::ca(format!("h{i}"), Guid(0x10_0000 + 16 * i as u64), 1)).expect("host");
+            f.connect_with_delay(sw, 1 + i as u8, h, 1, r, 200.0, 1_000_000).expect("cable");
+            h
+        })
+        .collect();
+    (f, sw, hosts)
+}
+
+/// 2 leaves × 2 spines, `per_leaf` hosts per leaf, 100G, 1 µs links.
+pub fn leaf_spine_2x2(per_leaf: usize) -> (Fabric, Vec<NodeId>, Vec<NodeId>, Vec<Vec<NodeId>>) {
+    let mut f = Fabric::new();
+    let r = LinkRate::eth(G).expect("100G");
+    let leaves: Vec<NodeId> = (0..2).map(|i| f.add_node(NodeSpec::switch(format!("leaf{i}"), Guid(0x1000 + i), (per_leaf + 2) as u8)).expect("leaf")).collect();
+    let spines: Vec<NodeId> = (0..2).map(|i| f.add_node(NodeSpec::switch(format!("spine{i}"), Guid(0x2000 + i), 2)).expect("spine")).collect();
+    let mut hosts = vec![Vec::new(); 2];
+    for (li, &l) in leaves.iter().enumerate() {
+        for k in 0..per_leaf {
+            let h = f.add_node(NodeSpec::ca(format!("h{li}_{k}"), Guid(0x10_0000 + 256 * li as u64 + 16 * k as u64), 1)).expect("host");
+            f.connect_with_delay(l, 1 + k as u8, h, 1, r, 200.0, 1_000_000).expect("cable");
+            hosts[li].push(h);
+        }
+        for (si, &s) in spines.iter().enumerate() {
+            f.connect_with_delay(l, (per_leaf + 1 + si) as u8, s, 1 + li as u8, r, 200.0, 1_000_000).expect("cable");
+        }
+    }
+    (f, leaves, spines, hosts)
+}
+
+fn flow(src: NodeId, dst: NodeId, size: u64, messages: u32, start: Time, sport: u16) -> FlowSpec {
+    FlowSpec { src, dst, size, messages, start, sport, dport: 100 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hpcc_cfg() -> RoceConfig {
+        RoceConfig { cc: CongestionControl::Dcqcn(Profile::HpccNs3.params(100_000_000_000)), ..RoceConfig::default() }
+    }
+
+    /// DCQCN paper §3.1 target (a): two flows on one bottleneck converge to a
+    /// fair share. Flow B joins 2 ms after A has the link; over 20–30 ms each gets
+    /// half within 10%, the link stays busy, and nothing is dropped.
+    #[test]
+    fn two_dcqcn_flows_converge_to_fair_share() {
+        let (f, _, h) = star(3);
+        let flows = [flow(h[0], h[2], 1 << 30, 1, Time::ZERO, 10000), flow(h[1], h[2], 1 << 30, 1, Time::ms(2), 10001)];
+        let mut sim = RoceSim::new(&f, hpcc_cfg(), &flows).unwrap();
+        assert_eq!(sim.run(Time::ms(20)), RoceStatus::TimeLimit);
+        let (a0, b0) = (sim.flow_delivered(0), sim.flow_delivered(1));
+        assert_eq!(sim.run(Time::ms(30)), RoceStatus::TimeLimit);
+        let (a, b) = ((sim.flow_delivered(0) - a0) as f64, (sim.flow_delivered(1) - b0) as f64);
+        let gbps = |x: f64| x * 8.0 / 10e-3 / 1e9;
+        eprintln!(
+            "two flows, hpcc-ns3 DCQCN, 100G: A {:.1} Gb/s, B {:.1} Gb/s over 20-30 ms; rates now {:.1?} / {:.1?} Gb/s; packets sent A {} B {}",
+            gbps(a),
+            gbps(b),
+            sim.flow_rate(0).map(|r| r / 1e9),
+            sim.flow_rate(1).map(|r| r / 1e9),
+            sim.flow_counters(0).sent,
+            sim.flow_counters(1).sent
+        );
+        let jain = (a + b).powi(2) / (2.0 * (a * a + b * b));
+        assert!(jain > 0.99, "jain {jain}: A {a} B {b}");
+        assert!(gbps(a + b) > 85.0, "bottleneck busy: {:.1} Gb/s", gbps(a + b));
+        assert_eq!(sim.ledger.total_dropped(), 0);
+        assert!(sim.ledger_balances());
+    }
+
+    fn incast(pfc: bool, seed: u64) -> RoceSim {
+        let (f, _, h) = star(17);
+        let flows: Vec<FlowSpec> = (0..16).map(|i| flow(h[i], h[16], 1 << 20, 1, Time::ZERO, 10000 + i as u16)).collect();
+        let cfg = RoceConfig {
+            pfc,
+            // Shallow shared buffer (2 MiB) so a 16 MB burst cannot hide in it;
+            // line-rate senders (no DCQCN) make the burst as sharp as possible.
+            buffer_bytes: 2 << 20,
+            cc: CongestionControl::None,
+            ecn: false,
+            recovery: Recovery::GoBackN,
+            rto: Time::us(200),
+            seed,
+            ..RoceConfig::default()
+        };
+        let mut sim = RoceSim::new(&f, cfg, &flows).unwrap();
+        let st = sim.run(Time::ms(50));
+        assert_eq!(st, RoceStatus::Done, "seed {seed}: incast pfc={pfc} did not finish\n{}", sim.state_summary());
+        assert!(sim.ledger_balances());
+        sim
+    }
+
+    /// A 16:1 incast is lossless with PFC (pauses, no drops) and without PFC
+    /// drops at the switch and recovers by go-back-N retransmissions.
+    #[test]
+    fn incast_16_to_1_lossless_with_pfc_lossy_without() {
+        let with = incast(true, 3);
+        let without = incast(false, 3);
+        let retx = |s: &RoceSim| (0..16).map(|k| s.flow_counters(k).retransmitted).sum::<u64>();
+        let pauses = with.pfc.iter().filter(|r| r.pause).count();
+        let last = |s: &RoceSim| (0..16).filter_map(|k| s.flow_done(k)).max().unwrap();
+        eprintln!(
+            "16:1 incast of 1 MiB each, 2 MiB buffer: PFC on: {} drops, {} pause transitions, done {}; PFC off: {} drops ({:?}), {} retransmitted packets, done {}",
+            with.ledger.total_dropped(),
+            pauses,
+            last(&with),
+            without.ledger.total_dropped(),
+            without.ledger.dropped,
+            retx(&without),
+            last(&without)
+        );
+        assert_eq!(with.ledger.total_dropped(), 0);
+        assert_eq!(retx(&with), 0);
+        assert!(pauses > 0);
+        assert!(without.ledger.dropped[RoceDrop::ALL.iter().position(|r| *r == RoceDrop::LossyOverThreshold).unwrap()] > 0);
+        assert!(retx(&without) > 0);
+        assert!(last(&without) > last(&with), "losses cost time");
+    }
+
+    /// Guo et al. SIGCOMM'16 §5: a deterministic 1/256 drop rate on 4 MB messages
+    /// gives go-back-0 zero goodput and leaves go-back-N most of the line.
+    #[test]
+    fn go_back_0_zero_goodput_go_back_n_not() {
+        let run = |rec: Recovery| {
+            let (f, _, h) = star(2);
+            let link = f.peer(h[0], 1).unwrap().1;
+            let cfg = RoceConfig { recovery: rec, loss_every: vec![(link, 256)], cc: CongestionControl::None, rto: Time::us(100), ..RoceConfig::default() };
+            let mut sim = RoceSim::new(&f, cfg, &[flow(h[0], h[1], 4 << 20, 100, Time::ZERO, 10000)]).unwrap();
+            sim.run(Time::ms(10));
+            let done: u64 = sim.completions.iter().map(|c| c.1.bytes).sum();
+            (done as f64 * 8.0 / 10e-3 / 100e9, sim.flow_counters(0))
+        };
+        let (g0, c0) = run(Recovery::GoBack0);
+        let (gn, cn) = run(Recovery::GoBackN);
+        eprintln!("1/256 loss, 4 MiB messages, 100G, 10 ms: goodput go-back-0 {g0:.3} of line ({c0:?}); go-back-N {gn:.3} ({cn:?})");
+        assert_eq!(c0.completed, 0);
+        assert!(gn > 0.6, "{gn}");
+    }
+
+    #[test]
+    fn same_seed_same_trace() {
+        let a = incast(true, 9);
+        let b = incast(true, 9);
+        assert_eq!(a.trace_hash(), b.trace_hash());
+        assert_eq!(a.events, b.events);
+    }
+
+    /// Guo et al. SIGCOMM'16 §4.3: one faulty NIC's pauses spread to the
+    /// switches and stall flows that never touch it; the PFC watchdog (drop)
+    /// on the ToR port contains the storm and the victims finish.
+    #[test]
+    fn faulty_nic_storm_spreads_and_watchdog_contains_it() {
+        let run = |wd: Option<WdConfig>| {
+            let (f, _, _, h) = leaf_spine_2x2(3);
+            // Flows into the faulty host h1_0 fill the fabric; the victim flow
+            // h0_2 → h1_2 shares the spines and leaf1 with them.
+            let flows = vec![
+                flow(h[0][0], h[1][0], 1 << 30, 1, Time::ZERO, 10000),
+                flow(h[0][1], h[1][0], 1 << 30, 1, Time::ZERO, 10001),
+                flow(h[0][2], h[1][2], 2 << 20, 1, Time::us(200), 10002),
+            ];
+            let cfg = RoceConfig {
+                faulty_nics: vec![h[1][0]],
+                pause_mode: PauseMode::Timed,
+                pause_quanta: 0xffff,
+                watchdog: wd,
+                cc: CongestionControl::None,
+                ecn: false,
+                buffer_bytes: 4 << 20,
+                deadlock_check: Time::ZERO,
+                ..RoceConfig::default()
+            };
+            let mut sim = RoceSim::new(&f, cfg, &flows).unwrap();
+            sim.run(Time::ms(30));
+            sim
+        };
+        let storm = run(None);
+        // The pause reached the spines and the far leaf's host links.
+        let spine_paused = storm.pfc.iter().filter(|r| r.pause && r.node_type == 1).map(|r| r.node).collect::<std::collections::BTreeSet<_>>();
+        let wd = WdConfig { poll: Time::ms(1), detection: Time::ms(2), restoration: Time::ms(4), action: WdAction::Drop };
+        let contained = run(Some(wd));
+        eprintln!(
+            "faulty NIC storm: switches paused {spine_paused:?}; victim done without watchdog {:?}, with watchdog {:?}; watchdog log {:?}; drops {:?}",
+            storm.flow_done(2),
+            contained.flow_done(2),
+            contained.wd_log,
+            contained.ledger.dropped
+        );
+        assert!(spine_paused.len() >= 3, "pauses spread to {spine_paused:?}");
+        assert_eq!(storm.flow_done(2), None, "the victim flow is stuck in the storm");
+        assert!(contained.flow_done(2).is_some(), "the watchdog lets the victim finish");
+        assert!(contained.wd_log.iter().any(|w| w.1 == "leaf1" && w.2 == 1));
+        assert_eq!(contained.ledger.lossless_faults(), 0);
+    }
+}
