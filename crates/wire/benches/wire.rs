@@ -70,6 +70,16 @@ fn benches(c: &mut Criterion) {
             }
         })
     });
+    let small = sample_packet(&payload[..0]);
+    g.bench_function("roce_v2_empty_decode_and_icrc", |b| {
+        b.iter(|| {
+            let d = decode(black_box(&small), LinkType::Ethernet).unwrap();
+            match d {
+                wire::Decoded::Ib { checks, .. } => assert!(checks.icrc.ok()),
+                _ => unreachable!(),
+            }
+        })
+    });
     g.bench_function("header_only_bth_parse", |b| {
         b.iter(|| {
             let e = ethernet::Packet::new_checked(black_box(&frame[..])).unwrap();

@@ -67,24 +67,25 @@ fn mask_grh_like(h: &mut [u8]) {
 #[inline]
 pub fn icrc(kind: IcrcKind, headers: &[u8], rest: &[u8]) -> u32 {
     let n = kind.header_len();
-    let mut h = [0u8; 64];
-    h[..n].copy_from_slice(&headers[..n]);
-    let bth_at = n - 12;
-    let mut hasher = crc32fast::Hasher::new();
+    // RoCE packets start with a dummy LRH of ones; it goes in front of the copied
+    // headers so the masked prefix is one contiguous CRC update.
+    let off = match kind {
+        IcrcKind::IbLocal | IcrcKind::IbGlobal => 0,
+        _ => 8,
+    };
+    let mut buf = [0xffu8; 72];
+    buf[off..off + n].copy_from_slice(&headers[..n]);
+    let h = &mut buf[off..off + n];
     match kind {
         IcrcKind::IbLocal => {
-            h[0] |= 0xf0;
+            h[0] |= 0xf0; // VL
         }
         IcrcKind::IbGlobal => {
-            h[..8].fill(0xff);
+            h[..8].fill(0xff); // the whole LRH
             mask_grh_like(&mut h[8..48]);
         }
-        IcrcKind::RoceV1 => {
-            hasher.update(&[0xff; 8]);
-            mask_grh_like(&mut h[..40]);
-        }
+        IcrcKind::RoceV1 => mask_grh_like(&mut h[..40]),
         IcrcKind::RoceV2Ipv4 => {
-            hasher.update(&[0xff; 8]);
             h[1] = 0xff; // TOS (DSCP + ECN)
             h[8] = 0xff; // TTL
             h[10] = 0xff; // header checksum
@@ -93,14 +94,14 @@ pub fn icrc(kind: IcrcKind, headers: &[u8], rest: &[u8]) -> u32 {
             h[27] = 0xff;
         }
         IcrcKind::RoceV2Ipv6 => {
-            hasher.update(&[0xff; 8]);
             mask_grh_like(&mut h[..40]);
             h[46] = 0xff; // UDP checksum
             h[47] = 0xff;
         }
     }
-    h[bth_at + 4] = 0xff; // FECN, BECN, Resv6a
-    hasher.update(&h[..n]);
+    h[n - 12 + 4] = 0xff; // BTH byte 4: FECN, BECN, Resv6a
+    let mut hasher = crc32fast::Hasher::new();
+    hasher.update(&buf[..off + n]);
     hasher.update(rest);
     hasher.finalize()
 }
