@@ -42,6 +42,8 @@ enum Command {
     /// Decode, craft and summarise InfiniBand/RoCE packet captures (pcap, pcapng).
     #[command(subcommand)]
     Wire(cmd::wire::WireCmd),
+    /// The main job: build the cluster every way, run AI collectives packet by packet, compare.
+    Compare(cmd::compare::CompareCmd),
 }
 
 fn main() -> ExitCode {
@@ -54,6 +56,7 @@ fn main() -> ExitCode {
         Command::Scenario(c) => c.exec(),
         Command::Advise(c) => c.exec(),
         Command::Wire(c) => c.exec(),
+        Command::Compare(c) => c.exec(),
     };
     match result {
         Ok(code) => code,

@@ -201,13 +201,13 @@ impl Schedule {
                     // The wrap-around (last GPU of node N-1 to the first of node 0) uses
                     // the same rule: the ring position after n-1 is 0.
                     let dst = self.rank_of_ring_pos(c, (pos + 1) % n);
-                    let mut deps = Vec::with_capacity(2);
-                    // data arrives from the predecessor's previous step...
+                    // A step's chunk can go once the predecessor's chunk of the previous
+                    // step has arrived (it is reduced or copied into it). Sends of one
+                    // rank queue on its link in step order; NCCL keeps up to
+                    // NCCL_STEPS = 8 slices in flight, so the link is not idle between
+                    // steps.
+                    let mut deps = Vec::with_capacity(1);
                     if let Some(d) = prev[((pos + n - 1) % n) as usize] {
-                        deps.push(d);
-                    }
-                    // ...and our own link is free once our previous send is delivered.
-                    if let Some(d) = prev[pos as usize] {
                         deps.push(d);
                     }
                     let id = self.push_ring(src, dst, chunk, deps, c);
@@ -229,86 +229,82 @@ impl Schedule {
     /// of nodes (rail c), then broadcast down and along the chain. Data is cut into
     /// `pipeline` chunks that flow one behind the other (NCCL pipelines its trees).
     fn tree(&mut self, buffer: u64) -> Result<(), ScheduleError> {
-        const PIPELINE: u64 = 8;
+        // NCCL moves tree data in slices of a few hundred KiB; cut each channel's
+        // share into 512 KiB chunks (an even number, 2 to 64) so the two trees
+        // alternate evenly and the pipeline fills quickly.
         let g = self.gpus;
-        let parts = u64::from(g) * PIPELINE;
+        let per_channel = buffer / u64::from(g);
+        let pipeline = (per_channel / (512 << 10)).clamp(2, 64) & !1;
+        let parts = u64::from(g) * pipeline;
         if buffer < parts {
             return Err(ScheduleError::TooSmall { size: buffer, parts });
         }
         let chunk = buffer / parts;
         let nodes = self.nodes;
         for c in 0..g {
-            // last transfer on each directed edge, so chunks queue behind each other
-            let mut edge_last: std::collections::BTreeMap<(Rank, Rank), u32> = Default::default();
-            for _k in 0..PIPELINE {
+            // Only data dependencies are edges of the graph: chunks that share a link
+            // queue at its sender in the order they become ready, as on a NIC or an
+            // NVLink port (ordering them by creation would chain the two trees).
+            for k in 0..pipeline {
                 // up: chain within node ends at GPU c; `ready[node]` = transfer that
                 // delivered this chunk's partial sum to GPU c of that node.
                 let mut ready: Vec<Option<u32>> = vec![None; nodes as usize];
                 for node in 0..nodes {
                     let mut last: Option<u32> = None;
-                    for i in 1..g {
-                        // chain c+g-1 → … → c+1 → c
-                        let from = Rank { node, gpu: (c + g - i) % g };
-                        let to = Rank { node, gpu: (c + g - i + 1) % g % g };
-                        let to = if i == g - 1 { Rank { node, gpu: c } } else { to };
-                        let mut deps: Vec<u32> = last.into_iter().collect();
-                        if let Some(&e) = edge_last.get(&(from, to)) {
-                            deps.push(e);
-                        }
+                    // chain c+g-1 → c+g-2 → … → c+1 → c (the broadcast runs the other way,
+                    // so the two never share a directed NVLink edge)
+                    for i in (1..g).rev() {
+                        let from = Rank { node, gpu: (c + i) % g };
+                        let to = Rank { node, gpu: (c + i - 1) % g };
+                        let deps: Vec<u32> = last.into_iter().collect();
                         let id = self.push_ring(from, to, chunk, deps, c);
-                        edge_last.insert((from, to), id);
                         last = Some(id);
                     }
                     ready[node as usize] = last;
                 }
-                // up the binary tree of nodes (heap order: parent of i is (i-1)/2),
-                // deepest first so children are done before parents send.
+                // NCCL's double binary tree: consecutive chunks alternate between a
+                // tree in heap order over the nodes and its mirror image, in which
+                // every inner node of the first is a leaf, so each NIC carries about
+                // the same load (Sanders et al., "Two-tree algorithms for full bandwidth
+                // broadcast, reduction and scan", Parallel Computing 2009).
+                let mirror = k % 2 == 1;
+                let phys = |pos: u32| if mirror { nodes - 1 - pos } else { pos };
+                // up the tree (parent of position i is (i-1)/2), deepest first so
+                // children are done before parents send.
                 let mut up_done: Vec<Vec<u32>> = vec![Vec::new(); nodes as usize];
-                for node in (1..nodes).rev() {
-                    let parent = (node - 1) / 2;
-                    let from = Rank { node, gpu: c };
-                    let to = Rank { node: parent, gpu: c };
-                    let mut deps: Vec<u32> = ready[node as usize].into_iter().collect();
-                    deps.extend(up_done[node as usize].iter().copied());
-                    if let Some(&e) = edge_last.get(&(from, to)) {
-                        deps.push(e);
-                    }
+                for pos in (1..nodes).rev() {
+                    let parent = (pos - 1) / 2;
+                    let from = Rank { node: phys(pos), gpu: c };
+                    let to = Rank { node: phys(parent), gpu: c };
+                    let mut deps: Vec<u32> = ready[phys(pos) as usize].into_iter().collect();
+                    deps.extend(up_done[pos as usize].iter().copied());
                     let id = self.push_ring(from, to, chunk, deps, c);
-                    edge_last.insert((from, to), id);
                     up_done[parent as usize].push(id);
                 }
-                // root has the full sum once its chain and children are in
-                let mut root_deps: Vec<u32> = ready[0].into_iter().collect();
+                // the root has the full sum once its chain and children are in
+                let mut root_deps: Vec<u32> = ready[phys(0) as usize].into_iter().collect();
                 root_deps.extend(up_done[0].iter().copied());
-                // down the tree
+                // down the tree; `have[pos]` = what delivered the result to that position
                 let mut have: Vec<Vec<u32>> = vec![Vec::new(); nodes as usize];
                 have[0] = root_deps;
-                for node in 1..nodes {
-                    let parent = (node - 1) / 2;
-                    let from = Rank { node: parent, gpu: c };
-                    let to = Rank { node, gpu: c };
+                for pos in 1..nodes {
+                    let parent = (pos - 1) / 2;
+                    let from = Rank { node: phys(parent), gpu: c };
+                    let to = Rank { node: phys(pos), gpu: c };
                     let mut deps = have[parent as usize].clone();
-                    // the node's own subtree must have reported up before the result comes down
-                    deps.extend(up_done[node as usize].iter().copied());
-                    if let Some(&e) = edge_last.get(&(from, to)) {
-                        deps.push(e);
-                    }
+                    deps.extend(up_done[pos as usize].iter().copied());
                     let id = self.push_ring(from, to, chunk, deps, c);
-                    edge_last.insert((from, to), id);
-                    have[node as usize] = vec![id];
+                    have[pos as usize] = vec![id];
                 }
                 // broadcast along the chain inside each node: c → c+1 → … → c-1
                 for node in 0..nodes {
-                    let mut last_deps = have[node as usize].clone();
+                    // phys is its own inverse: the position of a node is phys(node)
+                    let mut last_deps = have[phys(node) as usize].clone();
                     for i in 0..g - 1 {
                         let from = Rank { node, gpu: (c + i) % g };
                         let to = Rank { node, gpu: (c + i + 1) % g };
-                        let mut deps = last_deps.clone();
-                        if let Some(&e) = edge_last.get(&(from, to)) {
-                            deps.push(e);
-                        }
+                        let deps = last_deps.clone();
                         let id = self.push_ring(from, to, chunk, deps, c);
-                        edge_last.insert((from, to), id);
                         last_deps = vec![id];
                     }
                 }
@@ -317,16 +313,17 @@ impl Schedule {
         Ok(())
     }
 
-    /// Every rank sends `size/n²` bytes to every other rank (nccl-tests' size is the
-    /// total over all ranks). Cross-node data is first moved over NVLink to the GPU on
+    /// Every rank sends `size/n` bytes to every other rank (nccl-tests' size is one
+    /// rank's send buffer). Cross-node data is first moved over NVLink to the GPU on
     /// the destination's rail (PXN), then sent over that rail.
     fn all_to_all(&mut self, total: u64) -> Result<(), ScheduleError> {
         let n = u64::from(self.nodes) * u64::from(self.gpus);
-        let parts = n * n;
-        if total < parts {
-            return Err(ScheduleError::TooSmall { size: total, parts });
+        if total < n {
+            return Err(ScheduleError::TooSmall { size: total, parts: n });
         }
-        let per_pair = total / parts;
+        // nccl-tests' alltoall size is one rank's buffer: count · typesize · nranks,
+        // with `count` elements for each peer.
+        let per_pair = total / n;
         for sn in 0..self.nodes {
             for sg in 0..self.gpus {
                 let src = Rank { node: sn, gpu: sg };
@@ -480,5 +477,42 @@ mod tests {
     fn rejects_degenerate_inputs() {
         assert!(matches!(Schedule::build(Collective::AllReduceRing, 1, 1, 1 << 20), Err(ScheduleError::TooFewRanks { .. })));
         assert!(matches!(Schedule::build(Collective::AllReduceRing, 2, 8, 10), Err(ScheduleError::TooSmall { .. })));
+    }
+}
+#[cfg(test)]
+mod tree_tests {
+    use super::*;
+
+    #[test]
+    fn double_binary_tree_balances_the_nics_and_pipelines() {
+        let nvl = HopCost { bytes_per_s: 450e9, latency_ps: 1_000_000 };
+        let nic = HopCost { bytes_per_s: 50e9, latency_ps: 500_000 };
+        let size = 256u64 << 20;
+        let s = Schedule::build(Collective::AllReduceTree, 16, 8, size).unwrap();
+        // every node's NIC on each rail sends about the same: inner in one tree, leaf in the other
+        let mut sent = std::collections::BTreeMap::<(u32, u32), u64>::new();
+        for t in &s.transfers {
+            if let Via::Rail(r) = t.via {
+                *sent.entry((t.src.node, r)).or_default() += t.bytes;
+            }
+        }
+        let (lo, hi) = (sent.values().min().unwrap(), sent.values().max().unwrap());
+        assert!(*hi as f64 / *lo as f64 <= 3.0, "NIC load {lo}..{hi}");
+        let t = s.ideal_time_ps(nvl, nic);
+        let (_, bus) = nccl_bandwidth(Collective::AllReduceTree, size, 128, t);
+        let per_nic = bus / 8.0;
+        assert!(per_nic > 30.0 && per_nic < 50.0, "tree busbw per NIC {per_nic}");
+        // no dependency chains one chunk behind another: the critical path with
+        // unlimited ports is a small part of the run
+        let mut done = vec![0u64; s.transfers.len()];
+        for (i, tr) in s.transfers.iter().enumerate() {
+            let r = tr.deps.iter().map(|&d| done[d as usize]).max().unwrap_or(0);
+            let c = match tr.via {
+                Via::NvLink => nvl,
+                Via::Rail(_) => nic,
+            };
+            done[i] = r + (tr.bytes as f64 / c.bytes_per_s * 1e12) as u64 + c.latency_ps;
+        }
+        assert!(*done.iter().max().unwrap() < t / 4);
     }
 }

@@ -5,6 +5,7 @@ pub mod cluster;
 pub mod collective;
 pub mod compare;
 pub mod results;
+pub mod runner;
 pub mod scenario;
 pub mod tco;
 

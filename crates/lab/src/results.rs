@@ -15,8 +15,11 @@ pub struct SizeRow {
     pub time_us: f64,
     /// GB/s.
     pub algbw: f64,
-    /// GB/s.
+    /// GB/s, nccl-tests' per-rank figure.
     pub busbw: f64,
+    /// What the busiest NIC sent, per second of the collective, GB/s (for ring
+    /// collectives this is busbw ÷ NICs per server).
+    pub busbw_per_nic: f64,
 }
 
 /// A collective at every size.
@@ -121,8 +124,8 @@ pub struct CompareResults {
 }
 
 impl VariantResult {
-    /// Ring all-reduce busbw at the largest size, if it ran.
+    /// Ring all-reduce busbw per NIC at the largest size, if it ran.
     pub fn large_ring_busbw(&self) -> Option<f64> {
-        self.collectives.iter().find(|c| c.op == Collective::AllReduceRing).and_then(|c| c.rows.last()).map(|r| r.busbw)
+        self.collectives.iter().find(|c| c.op == Collective::AllReduceRing).and_then(|c| c.rows.last()).map(|r| r.busbw_per_nic)
     }
 }

@@ -72,10 +72,10 @@ pub fn nccl_table(v: &VariantResult, op: Collective) -> String {
     let mut o = String::new();
     let Some(c) = v.collectives.iter().find(|c| c.op == op) else { return o };
     let _ = writeln!(o, "# {} — {}", v.label, op.name());
-    let _ = writeln!(o, "#{:>12} {:>12} {:>10} {:>10}", "size", "time", "algbw", "busbw");
-    let _ = writeln!(o, "#{:>12} {:>12} {:>10} {:>10}", "(B)", "(us)", "(GB/s)", "(GB/s)");
+    let _ = writeln!(o, "#{:>12} {:>12} {:>10} {:>10} {:>12}", "size", "time", "algbw", "busbw", "NIC GB/s");
+    let _ = writeln!(o, "#{:>12} {:>12} {:>10} {:>10} {:>12}", "(B)", "(us)", "(GB/s)", "(GB/s)", "(GB/s)");
     for row in &c.rows {
-        let _ = writeln!(o, " {:>12} {:>12.1} {:>10.2} {:>10.2}", row.size, row.time_us, row.algbw, row.busbw);
+        let _ = writeln!(o, " {:>12} {:>12.1} {:>10.2} {:>10.2} {:>12.2}", row.size, row.time_us, row.algbw, row.busbw, row.busbw_per_nic);
     }
     o
 }
@@ -96,7 +96,7 @@ fn busbw_chart(r: &CompareResults, op: Collective) -> Chart {
             .filter(|v| v.refused.is_none())
             .filter_map(|v| {
                 let c = v.collectives.iter().find(|c| c.op == op)?;
-                Some(Series { name: v.label.clone(), points: c.rows.iter().map(|x| (x.size as f64, x.busbw)).collect(), step: false })
+                Some(Series { name: v.label.clone(), points: c.rows.iter().map(|x| (x.size as f64, x.busbw_per_nic)).collect(), step: false })
             })
             .collect(),
     }

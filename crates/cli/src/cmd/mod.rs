@@ -2,6 +2,7 @@
 //! struct with `exec(self) -> anyhow::Result<ExitCode>`.
 
 pub mod advise;
+pub mod compare;
 pub mod diag;
 pub mod lint;
 pub mod scenario;

@@ -1,0 +1,90 @@
+//! `rdmalab compare`: the main job.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::Args;
+use lab::Scenario;
+
+/// Build the scenario's cluster as every fabric variant, run the same AI workload
+/// through each packet by packet, and compare (terminal table, report.html,
+/// results.json).
+#[derive(Debug, Args)]
+pub struct CompareCmd {
+    /// Scenario file (TOML; see `rdmalab scenario explain`). Default: the built-in
+    /// 16 × 8 GPU, 400G rail-optimized cluster.
+    scenario: Option<PathBuf>,
+    /// Directory for report.html and results.json (created if missing; files that
+    /// rdmalab wrote there before are replaced, nothing else is touched).
+    #[arg(long, short, default_value = "rdmalab-out")]
+    out: PathBuf,
+    /// Print results.json to stdout instead of the terminal summary.
+    #[arg(long)]
+    json: bool,
+    /// Also print the nccl-tests-style table of every variant and collective.
+    #[arg(long)]
+    tables: bool,
+}
+
+const MARK: &str = "\"generator\": \"rdmalab compare\"";
+
+impl CompareCmd {
+    pub fn exec(self) -> anyhow::Result<ExitCode> {
+        let scenario = match &self.scenario {
+            Some(p) => Scenario::load(p)?,
+            None => Scenario::default_rail(),
+        };
+        std::fs::create_dir_all(&self.out).with_context(|| format!("creating {}", self.out.display()))?;
+        let html_path = self.out.join("report.html");
+        let json_path = self.out.join("results.json");
+        // Never overwrite a file rdmalab did not write.
+        for p in [&html_path, &json_path] {
+            if p.exists() {
+                let text = std::fs::read_to_string(p).unwrap_or_default();
+                let ours = text.contains(MARK) || text.contains("<!-- generator: rdmalab compare -->");
+                if !ours {
+                    anyhow::bail!("{} exists and was not written by rdmalab compare; choose another --out", p.display());
+                }
+            }
+        }
+        let bar = if std::io::stderr().is_terminal() {
+            let b = indicatif::ProgressBar::new(1);
+            b.set_style(indicatif::ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} {msg}").expect("static template"));
+            Some(b)
+        } else {
+            None
+        };
+        let results = lab::compare::run(&scenario, &mut |p| {
+            if let Some(b) = &bar {
+                b.set_length(p.total);
+                b.set_position(p.done);
+                b.set_message(p.what);
+            }
+        })?;
+        if let Some(b) = bar {
+            b.finish_and_clear();
+        }
+        let json = report::compare::json(&results);
+        let json = json.replacen('{', &format!("{{\n  {MARK},"), 1);
+        let html = format!("<!-- generator: rdmalab compare -->\n{}", report::compare::html(&results));
+        std::fs::write(&json_path, &json).with_context(|| format!("writing {}", json_path.display()))?;
+        std::fs::write(&html_path, html).with_context(|| format!("writing {}", html_path.display()))?;
+        if self.json {
+            println!("{json}");
+        } else {
+            print!("{}", report::compare::terminal_summary(&results));
+            if self.tables {
+                for v in &results.variants {
+                    for c in &v.collectives {
+                        println!();
+                        print!("{}", report::compare::nccl_table(v, c.op));
+                    }
+                }
+            }
+            println!("\nwrote {} and {}", html_path.display(), json_path.display());
+        }
+        Ok(ExitCode::SUCCESS)
+    }
+}
