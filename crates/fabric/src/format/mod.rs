@@ -11,16 +11,21 @@
 //! ibnetdiscover output, shared InfiniBand reference §2.2), so one parser reads both
 //! with ibsim's GUID rules; they differ in what the writers emit.
 //!
+//! `ibnetdiscover -p` port reports are parsed and checked against a model
+//! ([`check_ports_report`]); they carry too little to build one.
+//!
 //! [`detect`] tells the format from the content; every reader error names the file,
 //! the line and what was expected.
 
 mod hpcc;
 mod json;
 mod net;
+mod ports_report;
 
 pub use hpcc::{read_hpcc, write_hpcc};
 pub use json::{read_json, write_json};
 pub use net::{ibsim_rate, read_net, write_ibnetdiscover, write_ibsim};
+pub use ports_report::{ReportEnd, ReportLine, check_ports_report, parse_ports_report};
 
 use std::fmt;
 use std::path::{Path, PathBuf};

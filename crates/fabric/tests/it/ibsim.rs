@@ -76,8 +76,9 @@ impl Ibsim {
         }
     }
 
-    fn ibnetdiscover(&self) -> String {
+    fn ibnetdiscover(&self, args: &[&str]) -> String {
         let out = Command::new("ibnetdiscover")
+            .args(args)
             .env("LD_PRELOAD", umad2sim())
             .env("IBSIM_SOCKNAME", &self.sock)
             .current_dir(self.dir.path())
@@ -109,7 +110,7 @@ fn as_ibsim_sees_it(f: &Fabric) -> Fabric {
 fn check_discovery(f: &Fabric, tag: &str, limits: &[&str], dump_name: &Path) {
     let net = format::write(f, Format::Ibsim).unwrap();
     let sim = Ibsim::start(&net, tag, limits);
-    let dump = sim.ibnetdiscover();
+    let dump = sim.ibnetdiscover(&[]);
     let _ = std::fs::write(dump_name, &dump);
     let found = fabric::format::parse("ibnetdiscover", dump.as_bytes(), None, None, &fabric::ReadOptions::default())
         .unwrap_or_else(|e| panic!("{e}"));
@@ -127,6 +128,17 @@ fn check_discovery(f: &Fabric, tag: &str, limits: &[&str], dump_name: &Path) {
         assert_eq!(m.desc, n.desc);
     }
     assert_eq!(found.hosts.len(), f.hosts.len());
+    // `-g` (chassis grouping) reads back the same, and the `-p` port report agrees
+    // port by port with the generated model.
+    let grouped = sim.ibnetdiscover(&["-g"]);
+    let g = fabric::format::parse("ibnetdiscover -g", grouped.as_bytes(), None, None, &fabric::ReadOptions::default()).unwrap().0;
+    assert!(want.diff(&g).is_empty());
+    let ports = sim.ibnetdiscover(&["-p"]);
+    let rep = fabric::format::parse_ports_report("ibnetdiscover -p", &ports).unwrap();
+    let cabled = rep.iter().filter(|r| r.peer.is_some()).count();
+    assert_eq!(cabled, 2 * f.links.len());
+    let d = fabric::format::check_ports_report(&want, &rep);
+    assert!(d.is_empty(), "{}", d[..d.len().min(20)].join("\n"));
 }
 
 #[test]

@@ -134,3 +134,21 @@ fn hpcc_samples_round_trip() {
     let (t, _) = read(&data("samples/topology.txt"));
     assert_eq!(t.links.len(), 65);
 }
+
+#[test]
+fn ports_report_sample_agrees_with_the_topology_dump() {
+    let (f, _) = read(&data("samples/sim-2sw4hca.lmc0.topo"));
+    let text = std::fs::read_to_string(data("samples/sim-2sw4hca.ports-report.txt")).unwrap();
+    let rep = fabric::format::parse_ports_report("ports-report", &text).unwrap();
+    assert_eq!(rep.len(), 20);
+    assert_eq!(rep.iter().filter(|r| r.peer.is_some()).count(), 12);
+    let d = fabric::format::check_ports_report(&f, &rep);
+    assert!(d.is_empty(), "{d:?}");
+    // and a model with one cable moved disagrees
+    let mut g = f.clone();
+    let s1 = g.by_name("S-0000000000200000").unwrap();
+    let l = g.peer(s1, 5).unwrap().1;
+    let link = g.disconnect(l).unwrap();
+    g.connect(s1, 6, link.b.node, link.b.port, link.rate, link.length_m).unwrap();
+    assert!(!fabric::format::check_ports_report(&g, &rep).is_empty());
+}
