@@ -159,7 +159,6 @@ pub fn label(f: &Fabric, n: NodeId) -> &str {
 
 fn port_loc(f: &Fabric, n: NodeId, p: u8) -> Location {
     Location {
-        table: Some(f.node(n).kind.name().to_string()),
         key: Some(label(f, n).to_string()),
         field: Some(format!("P{p}")),
         ..Location::default()

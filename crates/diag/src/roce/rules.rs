@@ -226,6 +226,12 @@ struct SwitchView<'a> {
     /// (port, queue) → QUEUE key.
     queues: BTreeMap<(String, u8), &'a str>,
     asic: Asic,
+    /// The PORT table's names, for membership tests.
+    port_set: BTreeSet<String>,
+    /// Ports with a PFC_WD entry.
+    wd_ports: BTreeSet<String>,
+    /// Port → index of its PORT_QOS_MAP entry in `qos`.
+    qos_of_port: BTreeMap<String, usize>,
 }
 
 fn num<T: std::str::FromStr>(f: &Fields, k: &str) -> Option<Result<T, String>> {
@@ -262,9 +268,23 @@ impl<'a> SwitchView<'a> {
             pgs: BTreeMap::new(),
             queues: BTreeMap::new(),
             asic,
+            port_set: BTreeSet::new(),
+            wd_ports: BTreeSet::new(),
+            qos_of_port: BTreeMap::new(),
         };
+        view.port_set = view.ports.iter().cloned().collect();
+        view.wd_ports = db
+            .table("PFC_WD")
+            .filter(|(k, _)| k.as_str() != "GLOBAL")
+            .flat_map(|(k, _)| sonic::split_key(k, false, &view.ports).map(|k| k.ports).unwrap_or_default())
+            .collect();
         view.check_refs(out);
         view.load_qos(out);
+        for (i, q) in view.qos.iter().enumerate() {
+            for p in &q.ports {
+                view.qos_of_port.entry(p.clone()).or_insert(i);
+            }
+        }
         view.load_buffers(out);
         view
     }
@@ -361,7 +381,7 @@ impl<'a> SwitchView<'a> {
                     continue;
                 };
                 let unknown: Vec<&String> =
-                    k.ports.iter().filter(|p| !self.ports.contains(p)).collect();
+                    k.ports.iter().filter(|p| !self.port_set.contains(*p)).collect();
                 if !unknown.is_empty() {
                     out.push(
                         DANGLING_REF,
@@ -753,16 +773,7 @@ impl<'a> SwitchView<'a> {
             .get("DEVICE_METADATA", "localhost")
             .and_then(|m| m.get("default_pfcwd_status"))
             .is_some_and(|s| s == "enable");
-        let wd_ports: BTreeSet<String> = self
-            .db
-            .table("PFC_WD")
-            .filter(|(k, _)| k.as_str() != "GLOBAL")
-            .flat_map(|(k, _)| {
-                sonic::split_key(k, false, &self.ports)
-                    .map(|k| k.ports)
-                    .unwrap_or_default()
-            })
-            .collect();
+        let wd_ports = &self.wd_ports;
         let missing: Vec<&String> = q.ports.iter().filter(|p| !wd_ports.contains(*p)).collect();
         if !default_on && !missing.is_empty() {
             out.push(
@@ -960,10 +971,7 @@ impl<'a> SwitchView<'a> {
     /// The lossless PG ids of a port: its PFC priorities through pfc_to_pg (identity in
     /// the traditional model, where PG ids are the PFC priorities).
     fn lossless_pgs(&self, port: &str) -> Option<Vec<u8>> {
-        let q = self
-            .qos
-            .iter()
-            .find(|q| q.ports.iter().any(|p| p == port))?;
+        let q = &self.qos[*self.qos_of_port.get(port)?];
         Some(q.pfc.iter().map(|&p| q.pg_of_pfc(p)).collect())
     }
 
