@@ -3,5 +3,6 @@
 mod support;
 mod routing;
 mod opensm_dumps;
+mod opensm_live;
 mod props;
 mod sweep;
