@@ -27,6 +27,7 @@ pub mod metrics;
 pub mod net;
 pub mod packet;
 pub mod roce;
+pub mod scenario;
 
 pub mod sim;
 #[cfg(any(test, feature = "testutil"))]
