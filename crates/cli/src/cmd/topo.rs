@@ -178,8 +178,10 @@ impl GenParams {
         }
         let unused = self.unused_for(kind, tiers);
         if !unused.is_empty() {
-            let what = if kind == Kind::FatTree { format!("a {tiers}-tier fat-tree") } else { format!("{kind:?}") };
-            bail!("{} do(es) not apply to {what}", unused.join(", "));
+            let name = kind.to_possible_value().map(|v| v.get_name().to_string()).unwrap_or_default();
+            let what = if kind == Kind::FatTree { format!("a {tiers}-tier fat-tree") } else { name };
+            let verb = if unused.len() == 1 { "does" } else { "do" };
+            bail!("{} {verb} not apply to {what} (see `rdmalab topo gen --help`)", unused.join(", "));
         }
         let rate = self.rate.unwrap_or(LinkRate::NDR_4X);
         let cabling = self.cabling();
