@@ -19,6 +19,7 @@
 //! [`sim::NodeModel`], and the event enum [`sim::Event`] is closed, so Ethernet
 //! switches and RoCE NICs are added as new arms next to the IB ones.
 
+pub mod capture;
 pub mod config;
 pub mod deadlock;
 pub mod engine;
