@@ -141,13 +141,13 @@ impl Stats {
                 }
                 pfc::Repr::Pfc { enable, quanta } => {
                     self.pfc_frames += 1;
-                    for i in 0..8 {
+                    for (i, &q) in quanta.iter().enumerate() {
                         if enable & (1 << i) != 0 {
-                            if quanta[i] == 0 {
+                            if q == 0 {
                                 self.xon[i] += 1;
                             } else {
                                 self.xoff[i] += 1;
-                                self.quanta[i] += quanta[i] as u64;
+                                self.quanta[i] += q as u64;
                             }
                         }
                     }

@@ -677,8 +677,8 @@ pub mod sl2vl {
         /// Write (VLs masked to 4 bits).
         pub fn to_bytes(&self, b: &mut [u8]) -> Result<()> {
             room("SLtoVLMappingTable", b, LEN)?;
-            for i in 0..LEN {
-                b[i] = ((self.vl[2 * i] & 0xf) << 4) | (self.vl[2 * i + 1] & 0xf);
+            for (byte, pair) in b[..LEN].iter_mut().zip(self.vl.chunks_exact(2)) {
+                *byte = ((pair[0] & 0xf) << 4) | (pair[1] & 0xf);
             }
             Ok(())
         }

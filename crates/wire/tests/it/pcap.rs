@@ -66,7 +66,7 @@ fn pcapng_is_read_with_per_interface_link_types() {
     let dir = std::env::temp_dir().join(format!("wire-pcapng-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("t.pcapng");
-    let eth = unhex(&vectors()["packets"][0]["hex"].as_str().unwrap());
+    let eth = unhex(vectors()["packets"][0]["hex"].as_str().unwrap());
     let ib = unhex("10120001000700051100ffff00000011001234560d000007a2a6cbf7c74e");
     let mut erf = erf_header(5, ib.len()).to_vec();
     erf.extend_from_slice(&ib);
