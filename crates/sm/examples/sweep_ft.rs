@@ -25,6 +25,9 @@ fn main() {
     for p in &r.phases {
         println!("  {:<10} {:>9.1} ms", p.name, p.micros as f64 / 1e3);
     }
+    for i in r.issues.iter().take(3) {
+        println!("issue: {i}");
+    }
     if let Some(v) = &r.validation {
         println!("unreachable {} credit loop {}", v.routes.unreachable, v.credit_loops.cycle.is_some());
     }

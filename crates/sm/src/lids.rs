@@ -23,8 +23,8 @@ pub const MAX_UNICAST_LID: u16 = 0xbfff;
 pub enum LidError {
     #[error("LMC {0} is out of range (0..=7)")]
     BadLmc(u8),
-    #[error("the unicast LID space (0x0001-0xbfff) is exhausted after {assigned} ports with LMC {lmc}")]
-    Exhausted { assigned: usize, lmc: u8 },
+    #[error("the unicast LID space (0x0001-0xbfff, 49151 LIDs) cannot hold {needed} LIDs: {switches} switches and {end_ports} CA ports with LMC {lmc}")]
+    Exhausted { needed: usize, switches: usize, end_ports: usize, lmc: u8 },
     #[error("SM port {port} of node {node} does not exist")]
     BadSmPort { node: u32, port: u8 },
 }
@@ -177,6 +177,13 @@ pub fn assign(
         }
     }
     let size = |n: NodeId| -> u16 { if f.nodes[n.idx()].kind == NodeKind::Switch { 1 } else { 1 << lmc } };
+    let switches = ports.iter().filter(|(n, _)| f.nodes[n.idx()].kind == NodeKind::Switch).count();
+    let end_ports = ports.len() - switches;
+    let needed = switches + (end_ports << lmc);
+    let exhausted = || LidError::Exhausted { needed, switches, end_ports, lmc };
+    if needed > MAX_UNICAST_LID as usize {
+        return Err(exhausted());
+    }
     let align = 1u16 << lmc;
     let mut used = vec![false; MAX_UNICAST_LID as usize + 1];
     used[0] = true;
@@ -215,7 +222,7 @@ pub fn assign(
             let lo = cursor.div_ceil(align as usize) * align as usize;
             let lo = if cursor == 1 { 1 } else { lo };
             if lo + want - 1 > MAX_UNICAST_LID as usize {
-                return Err(LidError::Exhausted { assigned: rep.ports, lmc });
+                return Err(exhausted());
             }
             if (lo..lo + want).all(|l| !used[l]) {
                 for l in lo..lo + want {

@@ -354,7 +354,8 @@ impl SubnetManager {
         len: usize,
         on_reply: &mut dyn FnMut(&mut SubnetManager, &mut Exchange, Req, &[u8], &Smp),
     ) {
-        let bytes = self.buf[..len.min(MAD_LEN)].to_vec();
+        let bytes: [u8; MAD_LEN] = *self.buf;
+        let bytes = &bytes[..len.min(MAD_LEN)];
         // The TID sits in the common header (bytes 8..16) even when the rest is short.
         let tid = if len >= 16 { u64::from_be_bytes(bytes[8..16].try_into().expect("8 bytes")) } else { 0 };
         if len < MAD_LEN {
@@ -363,7 +364,7 @@ impl SubnetManager {
             }
             return;
         }
-        let resp = match Smp::from_bytes(&bytes) {
+        let resp = match Smp::from_bytes(bytes) {
             Ok(r) => r,
             Err(e) => {
                 if let Some((_, path, smp, _)) = x.pending.remove(&tid) {
@@ -534,9 +535,8 @@ impl SubnetManager {
         rep.phases.push(Phase { name: "model", micros: t0.elapsed().as_micros() as u64 });
         self.diff_topology(&f, &mut rep);
         if nodes.is_empty() {
-            rep.issues.append(&mut x.issues);
             rep.issues.push(Issue::Routing { error: "the SM's own node did not answer".into() });
-            return rep;
+            return finish(rep, x);
         }
         let sm_node = NodeId(0);
         let sm_port = if nodes[0].kind == NodeKind::Switch { 0 } else { self.sm_port_num.max(1) };
@@ -546,9 +546,8 @@ impl SubnetManager {
         let (mut t, lrep) = match assigned {
             Ok(v) => v,
             Err(e) => {
-                rep.issues.append(&mut x.issues);
                 rep.issues.push(Issue::Routing { error: e.to_string() });
-                return rep;
+                return finish(rep, x);
             }
         };
         rep.lids = lrep;
@@ -559,9 +558,8 @@ impl SubnetManager {
         match routed {
             Ok(o) => rep.outcome = Some(o),
             Err(e) => {
-                rep.issues.append(&mut x.issues);
                 rep.issues.push(Issue::Routing { error: e.to_string() });
-                return rep;
+                return finish(rep, x);
             }
         }
         rep.vls_used = t.vls_used;
@@ -583,11 +581,7 @@ impl SubnetManager {
         }
         self.guid2lid.map.extend(new_cache.map);
         self.switch_paths = nodes.iter().filter(|n| n.kind == NodeKind::Switch).map(|n| (n.guid, n.path.clone())).collect();
-        rep.smps_sent = x.sent;
-        rep.smps_received = x.received;
-        rep.resends = x.resends;
-        rep.traps = x.traps;
-        rep.issues.extend(x.issues);
+        let mut rep = finish(rep, x);
         rep.subnet_up = true;
         self.fabric = Some(f);
         self.tables = Some(t);
@@ -824,6 +818,19 @@ impl SubnetManager {
             None
         }
     }
+}
+
+/// Move the exchange counters and issues into the report (issues of the exchange
+/// first, in the order they were met).
+fn finish(mut rep: SweepReport, x: Exchange) -> SweepReport {
+    rep.smps_sent = x.sent;
+    rep.smps_received = x.received;
+    rep.resends = x.resends;
+    rep.traps = x.traps;
+    let later = std::mem::take(&mut rep.issues);
+    rep.issues = x.issues;
+    rep.issues.extend(later);
+    rep
 }
 
 /// Build a fabric model from discovered nodes (node ids follow discovery order, so the

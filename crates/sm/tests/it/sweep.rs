@@ -123,3 +123,29 @@ fn sweep_of_a_648_host_fat_tree_with_ftree() {
     // 54 switches × 11 blocks (LIDs 0..702).
     assert_eq!(r.lft_blocks_sent, 54 * 11);
 }
+
+#[test]
+fn a_fabric_too_big_for_the_lid_space_is_refused_with_the_numbers() {
+    // 600 switches with 82 CAs each: 49,800 CA ports + 600 switch LIDs > 49,151.
+    let mut f = fabric::Fabric::new();
+    let mut prev = None;
+    let mut ca = 0u64;
+    for s in 0..600u64 {
+        let sw = f.add_node(fabric::NodeSpec::switch(format!("s{s}"), fabric::Guid(0x200000 + s), 84)).unwrap();
+        for p in 1..=83u8 {
+            if p == 83 {
+                if let Some(pr) = prev {
+                    f.connect(sw, 83, pr, 84, fabric::LinkRate::NDR_4X, 1.0).unwrap();
+                }
+                continue;
+            }
+            let c = f.add_node(fabric::NodeSpec::ca(format!("h{ca}"), fabric::Guid(0x1_0000_0000 + 2 * ca), 1)).unwrap();
+            ca += 1;
+            f.connect(sw, p, c, 1, fabric::LinkRate::NDR_4X, 1.0).unwrap();
+        }
+        prev = Some(sw);
+    }
+    let err = sm::lids::assign(&f, (fabric::NodeId(0), 0), 0, None).unwrap_err();
+    let msg = err.to_string();
+    assert!(msg.contains("cannot hold 49800 LIDs") && msg.contains("600 switches"), "{msg}");
+}
