@@ -95,9 +95,9 @@ pub fn read_hpcc(file: &str, text: &str) -> Result<Fabric, ParseError> {
     let (l0, n) = t.num("the node count (first of three numbers: nodes, switches, links)")?;
     let (_, s) = t.num("the switch count")?;
     let (_, m) = t.num("the link count")?;
-    if n == 0 || n > 1 << 22 || s > n || m > 1 << 24 {
+    if n == 0 || n > 1 << 20 || s > n || m > 1 << 24 {
         return Err(ParseError::new(file, l0, K::Expected {
-            expected: "a node count of 1 to 4194304 with no more switches than nodes".into(),
+            expected: "a node count of 1 to 1048576 with no more switches than nodes".into(),
             found: format!("{n} {s} {m}"),
         }));
     }

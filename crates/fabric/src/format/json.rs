@@ -106,6 +106,64 @@ pub fn write_json(fab: &Fabric) -> String {
     s
 }
 
+/// The 1-based line where each element of the top-level `nodes` and `links` arrays
+/// starts, found by a small scan that skips strings: serde does not keep positions,
+/// and errors about a node or link should point at it.
+fn element_lines(text: &str) -> (Vec<usize>, Vec<usize>) {
+    let (mut nodes, mut links) = (Vec::new(), Vec::new());
+    let (mut depth, mut line) = (0usize, 1usize);
+    let (mut in_str, mut esc) = (false, false);
+    let mut last_key = String::new();
+    let mut cur = String::new();
+    let mut array: Option<bool> = None; // Some(true) nodes, Some(false) links
+    for c in text.chars() {
+        if c == '\n' {
+            line += 1;
+        }
+        if in_str {
+            if esc {
+                esc = false;
+            } else if c == '\\' {
+                esc = true;
+            } else if c == '"' {
+                in_str = false;
+                if depth == 1 {
+                    last_key = std::mem::take(&mut cur);
+                }
+            } else if depth == 1 {
+                cur.push(c);
+            }
+            continue;
+        }
+        match c {
+            '"' => {
+                in_str = true;
+                cur.clear();
+            }
+            '[' | '{' => {
+                if c == '[' && depth == 1 {
+                    array = match last_key.as_str() {
+                        "nodes" => Some(true),
+                        "links" => Some(false),
+                        _ => None,
+                    };
+                }
+                if c == '{' && depth == 2 {
+                    match array {
+                        Some(true) => nodes.push(line),
+                        Some(false) => links.push(line),
+                        None => {}
+                    }
+                }
+                depth += 1;
+            }
+            ']' | '}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    (nodes, links)
+}
+
 /// Byte offset → 1-based line.
 fn line_of(text: &str, line: usize) -> usize {
     line.max(1).min(text.lines().count().max(1))
@@ -115,18 +173,22 @@ fn line_of(text: &str, line: usize) -> usize {
 /// link index whose content is wrong.
 pub fn read_json(file: &str, text: &str) -> Result<Fabric, ParseError> {
     let doc: Doc = serde_json::from_str(text).map_err(|e| ParseError::new(file, line_of(text, e.line()), K::Json(e.to_string())))?;
-    let bad = |what: String| ParseError::new(file, 0, K::Json(what));
+    let (node_lines, link_lines) = element_lines(text);
+    let at_node = |i: usize| node_lines.get(i).copied().unwrap_or(1);
+    let at_link = |i: usize| link_lines.get(i).copied().unwrap_or(1);
+    let bad_node = |i: usize, what: String| ParseError::new(file, at_node(i), K::Json(what));
+    let bad_link = |i: usize, what: String| ParseError::new(file, at_link(i), K::Json(what));
     if doc.format != MAGIC || doc.version != VERSION {
         return Err(ParseError::new(file, 1, K::Expected {
             expected: format!("\"format\": \"{MAGIC}\", \"version\": {VERSION}"),
             found: format!("{:?} version {}", doc.format, doc.version),
         }));
     }
-    let pg = |s: &str, at: &str| -> Result<Guid, ParseError> {
+    let pg = |s: &str, at: &str, i: usize| -> Result<Guid, ParseError> {
         s.strip_prefix("0x")
             .and_then(|h| u64::from_str_radix(h, 16).ok())
             .map(Guid)
-            .ok_or_else(|| bad(format!("{at}: expected a GUID such as \"0x0002c90301000000\", found {s:?}")))
+            .ok_or_else(|| bad_node(i, format!("{at}: expected a GUID such as \"0x0002c90301000000\", found {s:?}")))
     };
     let mut fab = Fabric::new();
     for h in &doc.hosts {
@@ -138,40 +200,40 @@ pub fn read_json(file: &str, text: &str) -> Result<Fabric, ParseError> {
             "switch" => NodeKind::Switch,
             "ca" => NodeKind::Ca,
             "router" => NodeKind::Router,
-            k => return Err(bad(format!("{at}: expected kind \"switch\", \"ca\" or \"router\", found {k:?}"))),
+            k => return Err(bad_node(i, format!("{at}: expected kind \"switch\", \"ca\" or \"router\", found {k:?}"))),
         };
         if n.ports.len() < 2 || n.ports.len() > 255 {
-            return Err(bad(format!("{at}: expected 2 to 255 port entries (port 0 and ports 1..=n), found {}", n.ports.len())));
+            return Err(bad_node(i, format!("{at}: expected 2 to 255 port entries (port 0 and ports 1..=n), found {}", n.ports.len())));
         }
-        let guid = pg(&n.node_guid, &at)?;
+        let guid = pg(&n.node_guid, &at, i)?;
         let mut spec = if kind == NodeKind::Switch {
             NodeSpec::switch(n.name.clone(), guid, (n.ports.len() - 1) as u8)
         } else {
             let mut s = NodeSpec::ca(n.name.clone(), guid, (n.ports.len() - 1) as u8);
             s.kind = kind;
-            s.port_guids = Some(n.ports[1..].iter().map(|p| pg(&p.guid, &at)).collect::<Result<_, _>>()?);
+            s.port_guids = Some(n.ports[1..].iter().map(|p| pg(&p.guid, &at, i)).collect::<Result<_, _>>()?);
             s
         };
         spec.desc = n.desc.clone();
-        spec.sys_image_guid = Some(pg(&n.sys_image_guid, &at)?);
+        spec.sys_image_guid = Some(pg(&n.sys_image_guid, &at, i)?);
         spec.vendor_id = n.vendor_id;
         spec.device_id = n.device_id;
         spec.enhanced_port0 = n.enhanced_port0;
         spec.level = n.level;
         if let Some(h) = n.host {
             if h as usize >= doc.hosts.len() {
-                return Err(bad(format!("{at}: host {h} does not exist ({} hosts)", doc.hosts.len())));
+                return Err(bad_node(i, format!("{at}: host {h} does not exist ({} hosts)", doc.hosts.len())));
             }
             spec.host = Some(HostId(h));
         }
-        let id = fab.add_node(spec).map_err(|e| bad(format!("{at}: {e}")))?;
+        let id = fab.add_node(spec).map_err(|e| bad_node(i, format!("{at}: {e}")))?;
         let node = fab.node_mut(id);
         for (p, jp) in n.ports.iter().enumerate() {
-            if kind == NodeKind::Switch && pg(&jp.guid, &at)? != guid {
-                return Err(bad(format!("{at}: port {p} GUID {} differs from the switch's node GUID", jp.guid)));
+            if kind == NodeKind::Switch && pg(&jp.guid, &at, i)? != guid {
+                return Err(bad_node(i, format!("{at}: port {p} GUID {} differs from the switch's node GUID", jp.guid)));
             }
             if kind != NodeKind::Switch && p == 0 {
-                node.ports[0].guid = pg(&jp.guid, &at)?;
+                node.ports[0].guid = pg(&jp.guid, &at, i)?;
             }
             node.ports[p].lid = jp.lid.map(Lid);
             node.ports[p].lmc = jp.lmc;
@@ -181,14 +243,14 @@ pub fn read_json(file: &str, text: &str) -> Result<Fabric, ParseError> {
         let at = format!("links[{i}]");
         for (n, _) in [l.a, l.b] {
             if n as usize >= fab.nodes.len() {
-                return Err(bad(format!("{at}: node {n} does not exist ({} nodes)", fab.nodes.len())));
+                return Err(bad_link(i, format!("{at}: node {n} does not exist ({} nodes)", fab.nodes.len())));
             }
         }
         if !(l.length_m.is_finite() && l.length_m >= 0.0) {
-            return Err(bad(format!("{at}: expected a non-negative length_m, found {}", l.length_m)));
+            return Err(bad_link(i, format!("{at}: expected a non-negative length_m, found {}", l.length_m)));
         }
         fab.connect_with_delay(NodeId(l.a.0), l.a.1, NodeId(l.b.0), l.b.1, l.rate, l.length_m, l.delay_ps)
-            .map_err(|e| bad(format!("{at}: {e}")))?;
+            .map_err(|e| bad_link(i, format!("{at}: {e}")))?;
     }
     Ok(fab)
 }

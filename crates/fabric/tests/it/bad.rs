@@ -93,3 +93,25 @@ fn unknown_lines_are_errors_not_skipped() {
     let e = err("stray-line.net");
     assert_eq!(e.line, 5, "{e}");
 }
+
+#[test]
+fn json_content_errors_point_at_the_node_or_link() {
+    let f = fabric::leaf_spine(&fabric::LeafSpineParams { radix: 4, ..Default::default() }).unwrap();
+    let text = format::write(&f, format::Format::Json).unwrap();
+    // break the GUID of the third node
+    let g = format!("\"{}\"", format!("{}", f.nodes[2].node_guid));
+    let pos = text.match_indices(&g).next().unwrap().0;
+    let line = text[..pos].lines().count();
+    let broken = text.replacen(&g, "\"0xZZ\"", 1);
+    let e = format::parse("b.json", broken.as_bytes(), None, None, &ReadOptions::default()).unwrap_err();
+    assert!(matches!(e.kind, K::Json(_)), "{e}");
+    assert!(e.to_string().contains("nodes[2]"), "{e}");
+    // the error names the line where that node's object starts, a few lines above
+    assert!(e.line > 1 && e.line <= line && line - e.line < 8, "{e} (GUID on line {line})");
+    // a link to a node that does not exist
+    let l0 = text.find("\"links\"").unwrap();
+    let (head, tail) = text.split_at(l0);
+    let tail = tail.replacen("\"a\": [\n        0,", "\"a\": [\n        999,", 1);
+    let e = format::parse("b.json", format!("{head}{tail}").as_bytes(), None, None, &ReadOptions::default()).unwrap_err();
+    assert!(e.to_string().contains("links[0]") && e.line > head.lines().count(), "{e}");
+}
