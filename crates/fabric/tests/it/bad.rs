@@ -99,7 +99,7 @@ fn json_content_errors_point_at_the_node_or_link() {
     let f = fabric::leaf_spine(&fabric::LeafSpineParams { radix: 4, ..Default::default() }).unwrap();
     let text = format::write(&f, format::Format::Json).unwrap();
     // break the GUID of the third node
-    let g = format!("\"{}\"", format!("{}", f.nodes[2].node_guid));
+    let g = format!("\"{}\"", f.nodes[2].node_guid);
     let pos = text.match_indices(&g).next().unwrap().0;
     let line = text[..pos].lines().count();
     let broken = text.replacen(&g, "\"0xZZ\"", 1);
