@@ -24,6 +24,7 @@ pub mod buffer;
 pub mod dcqcn;
 pub mod ecmp;
 pub mod hpcc;
+pub mod hpcc_run;
 pub mod ipoib;
 pub mod net;
 pub mod pfc;

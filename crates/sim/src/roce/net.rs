@@ -345,6 +345,8 @@ struct Switch {
     wd_stormed: Vec<bool>,
     hash: HashConfig,
     red: Vec<Option<Red>>,
+    /// Packets queued per egress port (to skip idle-port wake-ups).
+    queued: Vec<u32>,
     /// Ingress (port, PG) with XOFF asserted: re-checked on every release, since
     /// the threshold rises for all of them as the shared pool frees.
     xoff: Vec<(u8, u8)>,
@@ -548,6 +550,7 @@ impl RoceSim {
                         wd_stormed: vec![false; np * NPRIO],
                         hash: HashConfig { seed: cfg.hash.seed ^ (i as u32), ..cfg.hash },
                         red,
+                        queued: vec![0; np],
                         xoff: Vec::new(),
                     });
                 }
@@ -665,6 +668,11 @@ impl RoceSim {
     /// Determinism hash of the events so far.
     pub fn trace_hash(&self) -> u64 {
         self.trace.0
+    }
+
+    /// Packet transmissions over links so far (hops).
+    pub fn hops(&self) -> u64 {
+        self.ports.iter().map(|p| p.tx_pkts).sum()
     }
 
     /// Packets in flight.
@@ -904,6 +912,20 @@ impl RoceSim {
         }
     }
 
+    fn has_work(&self, gp: u32) -> bool {
+        let port = &self.ports[gp as usize];
+        if !port.ctrl.is_empty() {
+            return true;
+        }
+        let (is_sw, idx) = self.role[port.node as usize];
+        if is_sw {
+            self.switches[idx as usize].queued[usize::from(port.num)] > 0
+        } else {
+            let n = &self.nics[idx as usize];
+            !n.ctrl.is_empty() || n.flows.iter().any(|&f| self.flows[f as usize].started && self.flows[f as usize].req.has_data())
+        }
+    }
+
     fn transmit(&mut self, gp: u32, p: PacketId) {
         let g = gp as usize;
         let pk = self.pkts[p];
@@ -933,8 +955,10 @@ impl RoceSim {
                 }
             }
         }
-        // Look again when the line frees (cheap: lazy wake-ups are deduplicated).
-        self.schedule_wake(gp, end);
+        // Look again when the line frees, if there is anything left to send.
+        if self.has_work(gp) {
+            self.schedule_wake(gp, end);
+        }
     }
 
     // ---------------------------------------------------------------- arrival
@@ -1076,6 +1100,7 @@ impl RoceSim {
                     m.queue = queue;
                 }
                 s.q[qi].push_back(p);
+                s.queued[usize::from(out)] += 1;
                 let og = self.port_base[s.node as usize] + u32::from(out);
                 if xoff {
                     s.xoff.push((in_port, pg));
@@ -1106,7 +1131,21 @@ impl RoceSim {
             }
             Some(pkts[p].wire)
         };
-        let Some(q) = s.sched[port].pick(head) else {
+        // Fast path: one non-empty queue that may send needs no arbitration.
+        let mut only = None;
+        let mut count = 0;
+        for q in 0..NPRIO {
+            if !s.q[port * NPRIO + q].is_empty() {
+                count += 1;
+                only = Some(q);
+            }
+        }
+        let chosen = match (count, only) {
+            (0, _) => None,
+            (1, Some(q)) if head(q).is_some() => Some(q),
+            _ => s.sched[port].pick(head),
+        };
+        let Some(q) = chosen else {
             for q in 0..NPRIO {
                 if !s.q[port * NPRIO + q].is_empty() && paused.is_paused(now, q as u8) {
                     wait = wait.min(paused.until(q as u8));
@@ -1117,6 +1156,7 @@ impl RoceSim {
         let qi = port * NPRIO + q;
         let qlen = s.mmu.egress_bytes(port, q as u8);
         let p = s.q[qi].pop_front().expect("picked");
+        s.queued[port] -= 1;
         s.q_tx[qi] += 1;
         let pk = self.pkts[p];
         // RED/ECN at dequeue on the egress queue's bytes (HPCC ns-3).
@@ -1477,6 +1517,7 @@ impl RoceSim {
                                 WdAction::Drop => {
                                     // Drain the queue: its packets are dropped and released.
                                     while let Some(p) = self.switches[si].q[qi].pop_front() {
+                                        self.switches[si].queued[port] -= 1;
                                         let pk = self.pkts[p];
                                         self.switches[si].mmu.release(usize::from(pk.in_port), pk.pg, port, q as u8, pk.wire);
                                         self.drop_pkt(p, RoceDrop::Watchdog);

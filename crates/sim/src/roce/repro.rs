@@ -6,10 +6,7 @@ use fabric::{Fabric, LinkRate, NodeId, NodeSpec};
 use wire::Guid;
 
 use crate::engine::Time;
-use crate::roce::dcqcn::Profile;
-use crate::roce::net::{CongestionControl, FlowSpec, RoceConfig, RoceDrop, RoceSim, RoceStatus};
-use crate::roce::pfc::{PauseMode, WdAction, WdConfig};
-use crate::roce::transport::Recovery;
+use crate::roce::net::FlowSpec;
 
 const G: u16 = 100;
 
@@ -48,13 +45,18 @@ pub fn leaf_spine_2x2(per_leaf: usize) -> (Fabric, Vec<NodeId>, Vec<NodeId>, Vec
     (f, leaves, spines, hosts)
 }
 
-fn flow(src: NodeId, dst: NodeId, size: u64, messages: u32, start: Time, sport: u16) -> FlowSpec {
+/// A one-message-or-more flow with HPCC's dport 100.
+pub fn flow(src: NodeId, dst: NodeId, size: u64, messages: u32, start: Time, sport: u16) -> FlowSpec {
     FlowSpec { src, dst, size, messages, start, sport, dport: 100 }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::roce::dcqcn::Profile;
+    use crate::roce::net::{CongestionControl, RoceConfig, RoceDrop, RoceSim, RoceStatus};
+    use crate::roce::pfc::{PauseMode, WdAction, WdConfig};
+    use crate::roce::transport::Recovery;
 
     fn hpcc_cfg() -> RoceConfig {
         RoceConfig { cc: CongestionControl::Dcqcn(Profile::HpccNs3.params(100_000_000_000)), ..RoceConfig::default() }

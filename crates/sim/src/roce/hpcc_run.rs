@@ -1,0 +1,296 @@
+//! Run an ns-3 HPCC config as it is: its TOPOLOGY_FILE, FLOW_FILE, CC_MODE and
+//! the other keys, on the RoCE world ([`RoceSim`]); write `fct.txt` and
+//! `pfc.txt` in ns-3's layout where the config names them.
+//!
+//! Paths in the config are resolved against the config file's directory (ns-3
+//! resolves them against its working directory, which is where its configs
+//! live). Keys rdmalab does not model come back as named warnings.
+
+use std::path::{Path, PathBuf};
+
+use fabric::{Fabric, NodeId, NodeKind};
+
+use crate::engine::Time;
+use crate::roce::dcqcn::Red;
+use crate::roce::hpcc::{FctRecord, HpccConfig, HpccError, HpccFlow, Warning, read_flows, standalone_fct_ns};
+use crate::roce::net::{CongestionControl, FlowSpec, ROCEV2_HEADERS, RoceConfig, RoceSim, RoceStatus};
+use crate::roce::pfc::PauseMode;
+use crate::roce::transport::Recovery;
+
+/// Errors of an HPCC run.
+#[derive(Debug, thiserror::Error)]
+pub enum HpccRunError {
+    /// A file could not be read or written.
+    #[error("{what} {path}: {source}")]
+    Io { what: &'static str, path: String, source: std::io::Error },
+    /// The config, flow or trace file is malformed.
+    #[error(transparent)]
+    Parse(#[from] HpccError),
+    /// The topology file is malformed.
+    #[error(transparent)]
+    Topology(#[from] fabric::ParseError),
+    /// A required key is missing.
+    #[error("read {file}: the key {key} is required")]
+    Missing { file: String, key: &'static str },
+    /// The world could not be built.
+    #[error(transparent)]
+    Build(#[from] crate::roce::net::RoceError),
+}
+
+/// What a run did.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct HpccReport {
+    /// Flows in the flow file.
+    pub flows: usize,
+    /// Flows finished by the stop time.
+    pub finished: usize,
+    /// Packet transmissions over links (hops).
+    pub hops: u64,
+    /// Events processed.
+    pub events: u64,
+    /// Simulated time covered, µs (from the first flow start to the end).
+    pub simulated_us: f64,
+    /// Wall-clock seconds.
+    pub wall_s: f64,
+    /// Drops by reason.
+    pub dropped: Vec<(String, u64)>,
+    /// PFC pause transitions recorded.
+    pub pause_events: usize,
+    /// How the run ended.
+    pub status: String,
+    /// Warnings: unknown and unsupported keys, extra flow lines.
+    pub warnings: Vec<String>,
+    /// Output files written.
+    pub wrote: Vec<String>,
+}
+
+fn read(what: &'static str, p: &Path) -> Result<String, HpccRunError> {
+    std::fs::read_to_string(p).map_err(|source| HpccRunError::Io { what, path: p.display().to_string(), source })
+}
+
+/// A parsed HPCC experiment, ready to run.
+#[derive(Debug)]
+pub struct HpccExperiment {
+    /// The config.
+    pub config: HpccConfig,
+    /// The topology.
+    pub fabric: Fabric,
+    /// The flows.
+    pub flows: Vec<HpccFlow>,
+    /// The RoCE settings derived from the config.
+    pub roce: RoceConfig,
+    /// Warnings.
+    pub warnings: Vec<Warning>,
+    dir: PathBuf,
+}
+
+impl HpccExperiment {
+    /// Load a config and the files it names.
+    pub fn load(config: &Path) -> Result<HpccExperiment, HpccRunError> {
+        let text = read("read config", config)?;
+        let name = config.display().to_string();
+        let c = HpccConfig::parse(&name, &text)?;
+        let dir = config.parent().map(Path::to_path_buf).unwrap_or_default();
+        let topo = c.topology_file.clone().ok_or(HpccRunError::Missing { file: name.clone(), key: "TOPOLOGY_FILE" })?;
+        let flowf = c.flow_file.clone().ok_or(HpccRunError::Missing { file: name.clone(), key: "FLOW_FILE" })?;
+        let tp = dir.join(&topo);
+        let fabric = fabric::format::read_hpcc(&tp.display().to_string(), &read("read topology", &tp)?)?;
+        let fp = dir.join(&flowf);
+        let (flows, mut warnings) = read_flows(&fp.display().to_string(), &read("read flows", &fp)?, fabric.nodes.len() as u32)?;
+        let mut rates: Vec<u64> = fabric.links.iter().map(|l| l.rate.data_bps()).collect();
+        rates.sort_unstable();
+        rates.dedup();
+        c.check_maps(&rates)?;
+        let mut w = c.unsupported();
+        w.append(&mut warnings);
+        if c.l2_back_to_zero == Some(true) {
+            w.push(Warning { at: name.clone(), key: "L2_BACK_TO_ZERO".into(), why: "1 (go back to the chunk boundary) runs as go-back-0 on whole messages".into() });
+        }
+        if c.l2_chunk_size.is_some_and(|x| x > 0) {
+            w.push(Warning { at: name.clone(), key: "L2_CHUNK_SIZE".into(), why: "chunked ACKs are not modelled; ACKs follow L2_ACK_INTERVAL".into() });
+        }
+        let nic_bps = fabric
+            .links
+            .iter()
+            .filter(|l| fabric.node(l.a.node).kind == NodeKind::Ca || fabric.node(l.b.node).kind == NodeKind::Ca)
+            .map(|l| l.rate.data_bps())
+            .min()
+            .unwrap_or(100_000_000_000);
+        let red: Vec<(u64, Red)> = rates.iter().filter_map(|&r| c.red(r).map(|x| (r, x))).collect();
+        let roce = RoceConfig {
+            mtu: c.packet_payload_size.unwrap_or(1000),
+            pfc: true,
+            ecn: c.enable_qcn.unwrap_or(true),
+            red,
+            cc: if c.cc_mode.unwrap_or(1) == 1 { CongestionControl::Dcqcn(c.dcqcn(nic_bps)) } else { CongestionControl::None },
+            recovery: if c.l2_back_to_zero == Some(true) { Recovery::GoBack0 } else { Recovery::GoBackN },
+            ack_every: c.l2_ack_interval.unwrap_or(1).max(1),
+            buffer_bytes: c.buffer_size_mb.unwrap_or(16) << 20,
+            pause_mode: PauseMode::UntilXon,
+            ack_high_prio: c.ack_high_prio.unwrap_or(false),
+            ..RoceConfig::default()
+        };
+        Ok(HpccExperiment { config: c, fabric, flows, roce, warnings: w, dir })
+    }
+
+    /// The flows as RoCE flow specs: source ports per (src, dst) pair start at
+    /// 10000 and count up, as third.cc numbers them.
+    pub fn flow_specs(&self) -> Vec<FlowSpec> {
+        let mut next: std::collections::BTreeMap<(u32, u32), u16> = std::collections::BTreeMap::new();
+        self.flows
+            .iter()
+            .map(|f| {
+                let p = next.entry((f.src, f.dst)).or_insert(10000);
+                let sport = *p;
+                *p = p.wrapping_add(1);
+                FlowSpec { src: NodeId(f.src), dst: NodeId(f.dst), size: f.size, messages: 1, start: f.start, sport, dport: f.dport }
+            })
+            .collect()
+    }
+
+    /// Run to the config's stop time (or `until` if earlier); write the outputs
+    /// the config names under `out_dir` (default: the config's directory).
+    pub fn run(&self, until: Option<Time>, out_dir: Option<&Path>) -> Result<(HpccReport, RoceSim), HpccRunError> {
+        let specs = self.flow_specs();
+        let mut sim = RoceSim::new(&self.fabric, self.roce.clone(), &specs)?;
+        let stop = until.map_or(self.config.stop_time(), |u| u.min(self.config.stop_time()));
+        let t0 = std::time::Instant::now();
+        let status = sim.run(stop);
+        let wall = t0.elapsed().as_secs_f64();
+        let first = specs.iter().map(|f| f.start).min().unwrap_or(Time::ZERO);
+        // Standalone FCT: base RTT and bottleneck along a shortest path.
+        let flat = self.fabric.freeze();
+        let mut fct: Vec<FctRecord> = sim.fct.clone();
+        for r in &mut fct {
+            let (s, d) = (node_of_ip(r.sip), node_of_ip(r.dip));
+            let (rtt_ns, bottleneck) = path_props(&self.fabric, &flat, s, d, self.roce.mtu);
+            r.standalone_ns = standalone_fct_ns(r.size, self.roce.mtu, ROCEV2_HEADERS, rtt_ns, bottleneck).max(1);
+        }
+        let mut wrote = Vec::new();
+        let out = out_dir.map_or_else(|| self.dir.clone(), Path::to_path_buf);
+        let mut write = |key: &Option<String>, default: &str, body: String| -> Result<(), HpccRunError> {
+            let rel = key.clone().unwrap_or_else(|| default.to_string());
+            let p = out.join(rel);
+            if let Some(d) = p.parent() {
+                std::fs::create_dir_all(d).map_err(|source| HpccRunError::Io { what: "create directory", path: d.display().to_string(), source })?;
+            }
+            std::fs::write(&p, body).map_err(|source| HpccRunError::Io { what: "write", path: p.display().to_string(), source })?;
+            wrote.push(p.display().to_string());
+            Ok(())
+        };
+        write(&self.config.fct_output_file, "fct.txt", crate::roce::hpcc::write_fct(&fct))?;
+        write(&self.config.pfc_output_file, "pfc.txt", crate::roce::hpcc::write_pfc(&sim.pfc))?;
+        let status = match status {
+            RoceStatus::Done => "done".to_string(),
+            RoceStatus::TimeLimit => "stop time".to_string(),
+            RoceStatus::Stuck => "stuck".to_string(),
+            RoceStatus::Deadlock(d) => d.to_string(),
+        };
+        let report = HpccReport {
+            flows: specs.len(),
+            finished: fct.len(),
+            hops: sim.hops(),
+            events: sim.events,
+            simulated_us: sim.now().saturating_sub(first).as_us_f64(),
+            wall_s: wall,
+            dropped: crate::roce::net::RoceDrop::ALL.iter().zip(sim.ledger.dropped).filter(|x| x.1 > 0).map(|(r, n)| (format!("{r:?}"), n)).collect(),
+            pause_events: sim.pfc.len(),
+            status,
+            warnings: self.warnings.iter().map(ToString::to_string).collect(),
+            wrote,
+        };
+        Ok((report, sim))
+    }
+}
+
+/// Inverse of [`crate::roce::ecmp::host_ip`].
+fn node_of_ip(ip: u32) -> u32 {
+    let x = ip - 0x0b00_0001;
+    (x >> 16) * 256 + ((x >> 8) & 0xff)
+}
+
+/// Round-trip propagation plus one data packet's serialization per hop each way
+/// (ns-3's pair RTT), and the slowest link, along a shortest path.
+fn path_props(fab: &Fabric, flat: &fabric::FlatFabric, s: u32, d: u32, mtu: u32) -> (u64, u64) {
+    let dist = flat.bfs_hops(NodeId(d));
+    let mut x = NodeId(s);
+    let (mut rtt_ps, mut bottleneck) = (0u64, u64::MAX);
+    let mut guard = 0;
+    while x.0 != d && guard < 64 {
+        guard += 1;
+        let Some(a) = flat.neighbors(x).iter().find(|a| dist[a.peer.idx()] < dist[x.idx()]) else { break };
+        let l = fab.link(a.link);
+        let bps = l.rate.data_bps();
+        bottleneck = bottleneck.min(bps);
+        rtt_ps += 2 * l.delay_ps + crate::engine::time::serialization_ps(u64::from(mtu + ROCEV2_HEADERS), bps) + crate::engine::time::serialization_ps(u64::from(crate::roce::net::ACK_BYTES), bps);
+        x = a.peer;
+    }
+    (rtt_ps / 1000, if bottleneck == u64::MAX { 1 } else { bottleneck })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn testdata(name: &str) -> PathBuf {
+        let dir = Path::new(file!()).parent().expect("dir").join("testdata/hpcc");
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(dir).join(name)
+    }
+
+    #[test]
+    fn ip_numbering_round_trips() {
+        for id in [0u32, 5, 255, 256, 319, 1000] {
+            assert_eq!(node_of_ip(crate::roce::ecmp::host_ip(id)), id);
+        }
+    }
+
+    /// The shared 320-host permutation config loads; a 20 µs slice runs with
+    /// DCQCN + PFC + ECN and writes both outputs in ns-3's layout.
+    #[test]
+    fn perm320_config_runs_a_slice_and_writes_outputs() {
+        let e = HpccExperiment::load(&testdata("config_dcqcn_perm320.txt")).unwrap();
+        assert_eq!(e.fabric.nodes.len(), 376);
+        assert_eq!(e.flows.len(), 320);
+        assert!(e.warnings.iter().any(|w| w.key == "QLEN_MON_FILE"));
+        let dir = std::env::temp_dir().join(format!("rdmalab-hpcc-{}", std::process::id()));
+        let (r, sim) = e.run(Some(Time(2_000_020_000_000)), Some(&dir)).unwrap();
+        assert_eq!(r.status, "stop time");
+        assert!(r.hops > 100_000, "{r:?}");
+        assert!(sim.ledger_balances());
+        assert_eq!(sim.ledger.lossless_faults(), 0);
+        assert!(r.wrote.iter().any(|p| p.ends_with("out_fct.txt")) && r.wrote.iter().any(|p| p.ends_with("out_pfc.txt")));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// ns-3's own small example (`mix/topology.txt`, `mix/flow.txt`): its flow
+    /// file declares 2 flows and has 4 lines (warned), it runs to completion under
+    /// DCQCN, and fct.txt has ns-3's 8 columns.
+    #[test]
+    fn small_example_runs_to_completion_and_fct_is_ns3_shaped() {
+        // config.txt itself names mix/… paths: the error names the missing file.
+        let e = HpccExperiment::load(&testdata("config.txt")).unwrap_err();
+        assert!(e.to_string().contains("mix/topology.txt"), "{e}");
+        let dir = std::env::temp_dir().join(format!("rdmalab-hpcc-small-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("mix")).unwrap();
+        for f in ["topology.txt", "flow.txt"] {
+            std::fs::copy(testdata(f), dir.join("mix").join(f)).unwrap();
+        }
+        let cfg = std::fs::read_to_string(testdata("config.txt")).unwrap().replace("CC_MODE 3", "CC_MODE 1");
+        std::fs::write(dir.join("config.txt"), cfg).unwrap();
+        let e = HpccExperiment::load(&dir.join("config.txt")).unwrap();
+        assert!(e.warnings.iter().any(|w| w.key == "flow count"), "{:?}", e.warnings);
+        let (r, sim) = e.run(None, None).unwrap();
+        assert_eq!(r.status, "done", "{r:?}");
+        assert_eq!(r.finished, 2);
+        let fct = std::fs::read_to_string(dir.join("mix/fct.txt")).unwrap();
+        for line in fct.lines() {
+            let cols: Vec<&str> = line.split(' ').collect();
+            assert_eq!(cols.len(), 8, "{line}");
+            assert_eq!(cols[0].len(), 8);
+            let (fct_ns, ideal): (u64, u64) = (cols[6].parse().unwrap(), cols[7].parse().unwrap());
+            assert!(fct_ns >= ideal && ideal > 0, "{line}");
+        }
+        assert!(sim.ledger_balances());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
