@@ -2,6 +2,25 @@
 //!
 //! Everything else in rdmalab reads a [`Fabric`]: the Subnet Manager, the simulator,
 //! the diagnostics and the cost model.
+//!
+//! | module | holds |
+//! |---|---|
+//! | [`model`] | [`Fabric`], nodes, numbered ports, links (rate, length, delay), servers |
+//! | [`rate`] | InfiniBand speed × width and Ethernet rates |
+//! | [`flat`] | the frozen CSR view ([`Fabric::freeze`]) for routing and simulation |
+//! | [`generate`] | leaf–spine, k-ary 3-tier fat tree, rail-optimized pod, 3-D torus, multi-pod |
+//! | [`format`] | ibnetdiscover / ibsim / ns-3 HPCC / JSON readers and writers, detection |
+//! | [`summary`] | counts, tiers, oversubscription, bisection, diameter, bill of materials |
+//!
+//! ```
+//! use fabric::{FatTree3Params, Format, fat_tree3, format, summarize};
+//! // rdmalab's 2,592-host 3-tier tree: radix 36, 8 of 36 pods
+//! let f = fat_tree3(&FatTree3Params { pods: Some(8), ..Default::default() }).unwrap();
+//! assert_eq!(summarize(&f).diameter_hops, Some(6));
+//! let net = format::write(&f, Format::Ibsim).unwrap(); // loads in ibsim 0.10
+//! let (back, _) = format::parse("ft.net", net.as_bytes(), None, None, &Default::default()).unwrap();
+//! assert!(f.diff(&back).is_empty());
+//! ```
 
 pub mod error;
 pub mod flat;
