@@ -9,7 +9,7 @@
 //! | [`rate`] | InfiniBand speed × width and Ethernet rates |
 //! | [`flat`] | the frozen CSR view ([`Fabric::freeze`]) for routing and simulation |
 //! | [`generate`] | leaf–spine, k-ary 3-tier fat tree, rail-optimized pod, 3-D torus, multi-pod |
-//! | [`format`] | ibnetdiscover / ibsim / ns-3 HPCC / JSON readers and writers, detection |
+//! | [`format`](mod@format) | ibnetdiscover / ibsim / ns-3 HPCC / JSON readers and writers, detection |
 //! | [`summary`] | counts, tiers, oversubscription, bisection, diameter, bill of materials |
 //!
 //! ```
