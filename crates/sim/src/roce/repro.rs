@@ -45,6 +45,32 @@ pub fn leaf_spine_2x2(per_leaf: usize) -> (Fabric, Vec<NodeId>, Vec<NodeId>, Vec
     (f, leaves, spines, hosts)
 }
 
+/// The four switches of a 2 × 2 leaf–spine cabled as it is (leaf0–spine0–leaf1–
+/// spine1–leaf0 is a 4-cycle), one host on each switch, and every 2-hop route
+/// pinned clockwise, the way a failure-time bounce pins up-down-up paths.
+pub fn ring4() -> (Fabric, Vec<NodeId>, Vec<NodeId>, Vec<(NodeId, NodeId, u8)>) {
+    let mut f = Fabric::new();
+    let r = LinkRate::eth(G).expect("100G");
+    let names = ["leaf0", "spine0", "leaf1", "spine1"];
+    let sw: Vec<NodeId> = names.iter().enumerate().map(|(i, n)| f.add_node(NodeSpec::switch(*n, Guid(0x3000 + i as u64), 3)).expect("switch")).collect();
+    let hosts: Vec<NodeId> = (0..4)
+        .map(|i| {
+            let h = f.add_node(NodeSpec::ca(format!("h{i}"), Guid(0x30_0000 + 16 * i as u64), 1)).expect("host");
+            f.connect_with_delay(sw[i], 1, h, 1, r, 200.0, 1_000_000).expect("cable");
+            h
+        })
+        .collect();
+    // Port 2 = clockwise neighbour, port 3 = counter-clockwise.
+    for i in 0..4 {
+        f.connect_with_delay(sw[i], 2, sw[(i + 1) % 4], 3, r, 200.0, 1_000_000).expect("cable");
+    }
+    let mut routes = Vec::new();
+    for i in 0..4 {
+        routes.push((sw[i], hosts[(i + 2) % 4], 2));
+    }
+    (f, sw, hosts, routes)
+}
+
 /// A one-message-or-more flow with HPCC's dport 100.
 pub fn flow(src: NodeId, dst: NodeId, size: u64, messages: u32, start: Time, sport: u16) -> FlowSpec {
     FlowSpec { src, dst, size, messages, start, sport, dport: 100 }
@@ -166,6 +192,41 @@ mod tests {
         let b = incast(true, 9);
         assert_eq!(a.trace_hash(), b.trace_hash());
         assert_eq!(a.events, b.events);
+    }
+
+    /// Hu et al. HotNets'16: a cyclic buffer dependency deadlocks only when the
+    /// flows close the cycle. Each host sends to the host two switches
+    /// clockwise; three flows make a chain of dependencies and finish; the
+    /// fourth closes the loop leaf0→spine0→leaf1→spine1→leaf0, every ingress
+    /// pauses its upstream, nothing moves, and the deadlock is found and named.
+    #[test]
+    fn bounce_routes_give_a_pfc_deadlock_only_when_the_cycle_closes() {
+        let run = |n: usize| {
+            let (f, _, h, routes) = ring4();
+            let flows: Vec<FlowSpec> = (0..n).map(|i| flow(h[i], h[(i + 2) % 4], 4 << 20, 1, Time::ZERO, 10000 + i as u16)).collect();
+            let cfg = RoceConfig {
+                route_overrides: routes,
+                cc: CongestionControl::None,
+                ecn: false,
+                buffer_bytes: 1 << 20,
+                deadlock_check: Time::us(200),
+                ..RoceConfig::default()
+            };
+            let mut sim = RoceSim::new(&f, cfg, &flows).unwrap();
+            let st = sim.run(Time::ms(20));
+            (st, sim)
+        };
+        let (st3, s3) = run(3);
+        let (st4, s4) = run(4);
+        eprintln!("ring of 4 with clockwise bounce routes: 3 flows → {st3:?} at {}; 4 flows → {st4:?}", s3.now());
+        assert_eq!(st3, RoceStatus::Done);
+        assert_eq!(s3.ledger.total_dropped(), 0);
+        let RoceStatus::Deadlock(d) = st4 else { panic!("4 flows: {st4:?}\n{}", s4.state_summary()) };
+        assert_eq!(d.cycle.len(), 4, "{d}");
+        let names: std::collections::BTreeSet<&str> = d.cycle.iter().map(|c| c.0.as_str()).collect();
+        assert_eq!(names.len(), 4, "{d}");
+        assert_eq!(s4.ledger.total_dropped(), 0, "lossless: a deadlock, not drops");
+        assert!(s4.ledger_balances());
     }
 
     /// Guo et al. SIGCOMM'16 §4.3: one faulty NIC's pauses spread to the
