@@ -17,6 +17,46 @@ pub enum DiagCmd {
     /// Trace the path from SRC to DST through the LFTs, printed like ibtracert.
     /// SRC/DST: a LID (6 or 0x6), a node or port GUID, or a node name/description.
     Trace(TraceArgs),
+    /// Trace a RoCEv2 flow through an Ethernet fabric's ECMP groups (the path the
+    /// simulator's RoCE model takes), with each hop's PFC/ECN settings from SONiC
+    /// config_db files.
+    RoceTrace(RoceTraceArgs),
+}
+
+/// Options of `rdmalab diag roce-trace`.
+#[derive(Debug, Args)]
+pub struct RoceTraceArgs {
+    /// Source host (node name or description).
+    pub src: String,
+    /// Destination host.
+    pub dst: String,
+    /// Topology file (any format `rdmalab topo` reads).
+    #[arg(long)]
+    pub topo: PathBuf,
+    /// UDP source port of the flow (RoCEv2 entropy).
+    #[arg(long, conflicts_with = "qp")]
+    pub sport: Option<u16>,
+    /// Local and remote QPN, "LQPN,RQPN": the source port the Linux RDMA core derives.
+    #[arg(long)]
+    pub qp: Option<String>,
+    /// DSCP of the flow (default 26, ToS 106).
+    #[arg(long, default_value_t = 26, value_parser = clap::value_parser!(u8).range(0..64))]
+    pub dscp: u8,
+    /// A switch's config_db.json as SWITCH=FILE, or FILE for every switch (repeatable).
+    #[arg(long = "config")]
+    pub configs: Vec<String>,
+    /// Lanes per port in SONiC port names: fabric port p is Ethernet<(p-1)*step>.
+    #[arg(long, default_value_t = 4)]
+    pub port_step: u32,
+    /// ECMP hash function: murmur3 (the simulator's default) or crc32.
+    #[arg(long, default_value = "murmur3")]
+    pub hash: String,
+    /// ECMP hash seed (xor-ed with each switch's node id).
+    #[arg(long, default_value_t = 0)]
+    pub hash_seed: u32,
+    /// Print the path as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// The files that describe an InfiniBand subnet.
@@ -128,6 +168,69 @@ impl DiagCmd {
                     ExitCode::from(super::FOUND_ERRORS)
                 } else {
                     ExitCode::SUCCESS
+                })
+            }
+            DiagCmd::RoceTrace(a) => {
+                use diag::roce::trace::{HopConfigs, default_hash, trace_roce};
+                let (f, _) = fabric::format::read_file(
+                    &a.topo,
+                    None,
+                    &fabric::format::ReadOptions::default(),
+                )?;
+                let sport = match (a.sport, a.qp.as_deref()) {
+                    (Some(p), _) => p,
+                    (None, Some(qp)) => {
+                        let (l, r) = qp
+                            .split_once(',')
+                            .ok_or_else(|| anyhow::anyhow!("--qp {qp:?}: expected LQPN,RQPN"))?;
+                        let l: u32 = l
+                            .trim()
+                            .parse()
+                            .map_err(|_| anyhow::anyhow!("--qp {qp:?}: bad local QPN"))?;
+                        let r: u32 = r
+                            .trim()
+                            .parse()
+                            .map_err(|_| anyhow::anyhow!("--qp {qp:?}: bad remote QPN"))?;
+                        sim::roce::ecmp::roce_udp_sport(l, r)
+                    }
+                    (None, None) => anyhow::bail!("give the flow's --sport or --qp LQPN,RQPN"),
+                };
+                let mut hash = default_hash();
+                hash.seed = a.hash_seed;
+                hash.func = match a.hash.as_str() {
+                    "murmur3" => sim::roce::ecmp::HashFn::Murmur3,
+                    "crc32" => sim::roce::ecmp::HashFn::Crc32,
+                    other => anyhow::bail!("--hash {other:?}: expected murmur3 or crc32"),
+                };
+                let mut cfg = HopConfigs {
+                    configs: Vec::new(),
+                    port_step: a.port_step,
+                };
+                for c in &a.configs {
+                    let (name, file) = match c.split_once('=') {
+                        Some((n, f)) => (Some(n.to_string()), f.to_string()),
+                        None => (None, c.clone()),
+                    };
+                    let text = std::fs::read_to_string(&file)
+                        .map_err(|e| anyhow::anyhow!("read {file}: {e}"))?;
+                    let db = diag::roce::sonic::ConfigDb::parse(&file, &text)?;
+                    cfg.configs.push((name, file, db));
+                }
+                let t = trace_roce(&f, &a.src, &a.dst, sport, a.dscp, hash, &cfg)?;
+                let text = if a.json {
+                    serde_json::to_string_pretty(&t)? + "\n"
+                } else {
+                    t.text.clone()
+                };
+                out.write_all(text.as_bytes())?;
+                let lossy = t
+                    .hops
+                    .iter()
+                    .any(|h| h.qos.as_ref().is_some_and(|q| !q.lossless));
+                Ok(if t.arrived && !lossy {
+                    ExitCode::SUCCESS
+                } else {
+                    ExitCode::from(super::FOUND_ERRORS)
                 })
             }
             DiagCmd::Trace(a) => {

@@ -12,6 +12,7 @@ pub mod headroom;
 pub mod nic;
 pub mod rules;
 pub mod sonic;
+pub mod trace;
 
 use serde::Serialize;
 

@@ -276,7 +276,11 @@ impl<'a> SwitchView<'a> {
         view.wd_ports = db
             .table("PFC_WD")
             .filter(|(k, _)| k.as_str() != "GLOBAL")
-            .flat_map(|(k, _)| sonic::split_key(k, false, &view.ports).map(|k| k.ports).unwrap_or_default())
+            .flat_map(|(k, _)| {
+                sonic::split_key(k, false, &view.ports)
+                    .map(|k| k.ports)
+                    .unwrap_or_default()
+            })
             .collect();
         view.check_refs(out);
         view.load_qos(out);
@@ -380,8 +384,11 @@ impl<'a> SwitchView<'a> {
                 let Ok(k) = sonic::split_key(key, indexed, &self.ports) else {
                     continue;
                 };
-                let unknown: Vec<&String> =
-                    k.ports.iter().filter(|p| !self.port_set.contains(*p)).collect();
+                let unknown: Vec<&String> = k
+                    .ports
+                    .iter()
+                    .filter(|p| !self.port_set.contains(*p))
+                    .collect();
                 if !unknown.is_empty() {
                     out.push(
                         DANGLING_REF,
@@ -1302,6 +1309,91 @@ impl<'a> SwitchView<'a> {
                     .map(|m| (m, p.clone()))
             })
             .min()
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// Per-hop view (used by the RoCE path trace)
+
+/// How one switch port treats one DSCP, from its CONFIG_DB.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct HopQos {
+    /// The PORT_QOS_MAP key that applied (`None`: the file has no entry for the port
+    /// and none at all).
+    pub qos_key: Option<String>,
+    /// True when the key does not name this port and the file's first entry stood in.
+    pub fallback_entry: bool,
+    pub dscp: u8,
+    /// TC of the DSCP (`None` without a DSCP map).
+    pub tc: Option<u8>,
+    pub pfc_enable: Vec<u8>,
+    /// The TC is in pfc_enable.
+    pub lossless: bool,
+    pub queue: u8,
+    /// WRED profile on that queue and its green thresholds (bytes) and ECN mode.
+    pub wred: Option<(String, Option<u64>, Option<u64>, String)>,
+    /// Scheduler of that queue: name, type, weight.
+    pub scheduler: Option<(String, String, String)>,
+    /// PFC watchdog entry present for the port.
+    pub watchdog: bool,
+}
+
+/// How `port` of the switch in `db` classifies, queues and protects `dscp`.
+pub fn hop_qos(file: &str, db: &ConfigDb, port: &str, dscp: u8) -> HopQos {
+    let mut sink = Vec::new();
+    let mut out = Out { v: &mut sink };
+    let view = SwitchView::new(file, db, &mut out);
+    let (q, fallback) = match view.qos_of_port.get(port) {
+        Some(&i) => (view.qos.get(i), false),
+        None => (view.qos.first(), true),
+    };
+    let Some(q) = q else {
+        return HopQos {
+            dscp,
+            queue: 0,
+            ..HopQos::default()
+        };
+    };
+    let tc = q.tc_of(dscp);
+    let queue = q.queue_of_tc(tc.unwrap_or(0));
+    // The QUEUE entry of this port (or of the stand-in entry's first port).
+    let qport = if fallback {
+        q.ports.first().cloned().unwrap_or_default()
+    } else {
+        port.to_string()
+    };
+    let qf = view
+        .queues
+        .get(&(qport.clone(), queue))
+        .and_then(|k| db.get("QUEUE", k));
+    let wred = qf
+        .and_then(|f| view.resolve("WRED_PROFILE", f.get("wred_profile")))
+        .map(|(name, w)| {
+            (
+                name.to_string(),
+                num::<u64>(w, "green_min_threshold").and_then(Result::ok),
+                num::<u64>(w, "green_max_threshold").and_then(Result::ok),
+                w.get("ecn").cloned().unwrap_or_else(|| "ecn_none".into()),
+            )
+        });
+    let scheduler = view.scheduler_of(&qport, queue).map(|(name, f)| {
+        (
+            name.to_string(),
+            f.get("type").cloned().unwrap_or_default(),
+            f.get("weight").cloned().unwrap_or_default(),
+        )
+    });
+    HopQos {
+        qos_key: Some(q.key.to_string()),
+        fallback_entry: fallback,
+        dscp,
+        tc,
+        lossless: tc.is_some_and(|t| q.pfc.contains(&t)),
+        pfc_enable: q.pfc.clone(),
+        queue,
+        wred,
+        scheduler,
+        watchdog: view.wd_ports.contains(&qport),
     }
 }
 

@@ -410,3 +410,81 @@ proptest! {
         let _ = lint_texts(&[("f.json".into(), text), ("q.txt".into(), q)], &LintOptions::default());
     }
 }
+
+#[test]
+fn roce_trace_shows_each_hops_pfc_and_ecn() {
+    use diag::roce::sonic::ConfigDb;
+    use diag::roce::trace::{HopConfigs, default_hash, trace_roce};
+    let f = fabric::leaf_spine(&fabric::LeafSpineParams {
+        radix: 8,
+        hosts_per_leaf: Some(4),
+        spines: Some(4),
+        leaves: Some(4),
+        rate: fabric::LinkRate::eth(100).unwrap(),
+        ..Default::default()
+    })
+    .unwrap();
+    let hosts: Vec<fabric::NodeId> = f.nodes_of(fabric::NodeKind::Ca).collect();
+    let (a, b) = (
+        f.node(hosts[0]).name.clone(),
+        f.node(hosts[12]).name.clone(),
+    );
+    let clean = std::fs::read_to_string(examples("clean/config_db.json")).unwrap();
+    let cfg = HopConfigs {
+        configs: vec![(
+            None,
+            "clean.json".into(),
+            ConfigDb::parse("clean.json", &clean).unwrap(),
+        )],
+        port_step: 4,
+    };
+    let t = trace_roce(&f, &a, &b, 0xc123, 26, default_hash(), &cfg).unwrap();
+    assert!(t.arrived && t.hops.len() == 3, "{}", t.text);
+    for h in &t.hops {
+        let q = h.qos.as_ref().unwrap();
+        assert_eq!(
+            (q.tc, q.lossless, q.queue),
+            (Some(3), true, 3),
+            "{}",
+            t.text
+        );
+        assert_eq!(
+            q.wred.as_ref().map(|w| (w.1, w.2)),
+            Some((Some(1_048_576), Some(2_097_152)))
+        );
+    }
+    assert!(!t.text.contains("-W-"), "{}", t.text);
+    // The same flow over switches whose map sends DSCP 26 to a lossy TC (seeded case 20).
+    let bad = std::fs::read_to_string(data(
+        "seeded/20-switch-maps-rdma-dscp-to-lossy-tc/config_db.json",
+    ))
+    .unwrap();
+    let spine = t.hops[1].switch.clone();
+    let cfg2 = HopConfigs {
+        configs: vec![
+            (
+                Some(spine.clone()),
+                "bad.json".into(),
+                ConfigDb::parse("bad.json", &bad).unwrap(),
+            ),
+            (
+                None,
+                "clean.json".into(),
+                ConfigDb::parse("clean.json", &clean).unwrap(),
+            ),
+        ],
+        port_step: 4,
+    };
+    let t2 = trace_roce(&f, &a, &b, 0xc123, 26, default_hash(), &cfg2).unwrap();
+    assert_eq!(
+        t2.hops.iter().map(|h| &h.switch).collect::<Vec<_>>(),
+        t.hops.iter().map(|h| &h.switch).collect::<Vec<_>>()
+    );
+    assert!(!t2.hops[1].qos.as_ref().unwrap().lossless);
+    assert!(
+        t2.text
+            .contains(&format!("-W- DSCP 26 is lossy at {spine}")),
+        "{}",
+        t2.text
+    );
+}
