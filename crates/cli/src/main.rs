@@ -34,6 +34,9 @@ enum Command {
     /// Run the InfiniBand Subnet Manager: LIDs, routing engines, validation, dumps.
     #[command(subcommand)]
     Sm(cmd::sm::SmCmd),
+    /// Run the packet-level simulator: scenario files and perftest-like tests.
+    #[command(subcommand)]
+    Sim(cmd::sim::SimCmd),
     /// Explain, show and check comparison scenarios.
     #[command(subcommand)]
     Scenario(cmd::scenario::ScenarioCmd),
@@ -53,6 +56,7 @@ fn main() -> ExitCode {
         Command::Lint(c) => c.exec(),
         Command::Diag(c) => c.exec(),
         Command::Sm(c) => c.exec(),
+        Command::Sim(c) => c.exec(),
         Command::Scenario(c) => c.exec(),
         Command::Advise(c) => c.exec(),
         Command::Wire(c) => c.exec(),

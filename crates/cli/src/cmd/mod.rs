@@ -6,6 +6,7 @@ pub mod compare;
 pub mod diag;
 pub mod lint;
 pub mod scenario;
+pub mod sim;
 pub mod sm;
 pub mod topo;
 pub mod wire;

@@ -1,0 +1,344 @@
+//! `rdmalab sim …`: run the packet-level simulator (owned by the simulator work;
+//! see crates/sim).
+//!
+//! Exit codes: 0 the run finished; 1 it ran and found a problem (a credit
+//! deadlock, a dropped packet on lossless InfiniBand); 2 bad input; 3 the
+//! conservation ledger did not balance (a simulator bug).
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::Context;
+use clap::{Args, Subcommand, ValueEnum};
+use fabric::format::{ReadOptions, read_file};
+use fabric::{Fabric, LinkRate, NodeId};
+use serde_json::json;
+use sim::scenario::{FabricSpec, Outcome, Scenario};
+use sm::routing::EngineKind;
+use sm::run::{RunOptions, run};
+
+use super::{FOUND_ERRORS, Internal};
+
+/// Simulator subcommands.
+#[derive(Debug, Subcommand)]
+pub enum SimCmd {
+    /// Run a scenario file: build the fabric, run the SM, simulate the workload.
+    Run(RunArgs),
+    /// A perftest-like test between two hosts on one switch.
+    Perftest(PerftestArgs),
+}
+
+/// Options of `rdmalab sim run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The scenario (TOML).
+    scenario: PathBuf,
+    /// Print the result as JSON (with the counts behind the speed figures).
+    #[arg(long)]
+    json: bool,
+    /// Write ports.csv and flows.csv into this directory.
+    #[arg(long)]
+    csv: Option<PathBuf>,
+    /// Capture one port's packets: NODE:PORT (node name as in the fabric).
+    #[arg(long, requires = "output")]
+    capture: Option<String>,
+    /// The pcap file for --capture.
+    #[arg(short = 'o', long = "output", requires = "capture")]
+    output: Option<PathBuf>,
+    /// Override the scenario's seed.
+    #[arg(long)]
+    seed: Option<u64>,
+}
+
+/// The perftest-like tests.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum PerfTest {
+    /// ib_write_bw.
+    WriteBw,
+    /// ib_send_lat.
+    SendLat,
+    /// ib_read_lat.
+    ReadLat,
+}
+
+/// Options of `rdmalab sim perftest`.
+#[derive(Debug, Args)]
+pub struct PerftestArgs {
+    /// Which test.
+    test: PerfTest,
+    /// Message size in bytes.
+    #[arg(short = 's', long, default_value_t = 65_536)]
+    size: u64,
+    /// Iterations.
+    #[arg(short = 'n', long, default_value_t = 5_000)]
+    iters: u64,
+    /// Outstanding work requests (bandwidth test).
+    #[arg(short = 't', long, default_value_t = 128)]
+    tx_depth: u64,
+    /// Link rate, e.g. 4xEDR, 4xHDR, 4xNDR.
+    #[arg(long, default_value = "4xNDR")]
+    rate: String,
+    /// Path MTU in bytes.
+    #[arg(short = 'm', long, default_value_t = 4096)]
+    mtu: u32,
+    /// Cable length in metres.
+    #[arg(long, default_value_t = 2.0)]
+    cable_m: f64,
+    /// Switch latency in nanoseconds.
+    #[arg(long, default_value_t = 130)]
+    switch_latency_ns: u64,
+    /// Forward store-and-forward instead of cut-through.
+    #[arg(long)]
+    store_and_forward: bool,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+impl SimCmd {
+    pub fn exec(self) -> anyhow::Result<ExitCode> {
+        match self {
+            SimCmd::Run(a) => a.exec(),
+            SimCmd::Perftest(a) => a.exec(),
+        }
+    }
+}
+
+/// Peak resident memory of this process (VmHWM), bytes.
+fn peak_rss() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    let kib: u64 = s.lines().find(|l| l.starts_with("VmHWM:"))?.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+/// CPU time of this thread, ns (/proc/thread-self/schedstat).
+fn thread_cpu_ns() -> Option<u64> {
+    std::fs::read_to_string("/proc/thread-self/schedstat").ok()?.split_whitespace().next()?.parse().ok()
+}
+
+fn build_fabric(sc: &Scenario) -> anyhow::Result<Fabric> {
+    let cabling = |c: &Option<sim::scenario::CableSpec>| {
+        c.map_or_else(fabric::Cabling::default, |c| fabric::Cabling {
+            host_leaf_m: c.host_leaf,
+            leaf_spine_m: c.leaf_spine,
+            spine_core_m: c.spine_core,
+        })
+    };
+    Ok(match &sc.fabric {
+        FabricSpec::FatTree3 { radix, pods, hosts_per_leaf, rate, cable_m } => fabric::fat_tree3(&fabric::FatTree3Params {
+            radix: *radix,
+            pods: *pods,
+            hosts_per_leaf: *hosts_per_leaf,
+            rate: sc.link_rate_of(rate)?,
+            cabling: cabling(cable_m),
+        })
+        .with_context(|| format!("failed to generate the fabric of {}", sc.path.display()))?,
+        FabricSpec::LeafSpine { radix, hosts_per_leaf, spines, leaves, rate, cable_m } => {
+            fabric::leaf_spine(&fabric::LeafSpineParams {
+                radix: *radix,
+                hosts_per_leaf: *hosts_per_leaf,
+                spines: *spines,
+                leaves: *leaves,
+                rate: sc.link_rate_of(rate)?,
+                cabling: cabling(cable_m),
+                ..fabric::LeafSpineParams::default()
+            })
+            .with_context(|| format!("failed to generate the fabric of {}", sc.path.display()))?
+        }
+        FabricSpec::File { path } => {
+            let p = sc.resolve(path);
+            read_file(&p, None, &ReadOptions::default())
+                .with_context(|| format!("failed to read topology {}", p.display()))?
+                .0
+        }
+    })
+}
+
+fn parse_capture(f: &Fabric, spec: &str) -> anyhow::Result<(NodeId, u8)> {
+    let (name, port) = spec
+        .rsplit_once(':')
+        .with_context(|| format!("--capture {spec:?}: expected NODE:PORT, e.g. leaf03:1"))?;
+    let node = f.by_name(name).with_context(|| format!("--capture {spec:?}: no node named {name:?} in the fabric"))?;
+    let port: u8 = port.parse().with_context(|| format!("--capture {spec:?}: port {port:?} is not a number"))?;
+    Ok((node, port))
+}
+
+impl RunArgs {
+    fn exec(self) -> anyhow::Result<ExitCode> {
+        let mut sc = Scenario::load(&self.scenario)?;
+        if let Some(seed) = self.seed {
+            sc.engine.seed = seed;
+        }
+        let f = build_fabric(&sc)?;
+        let engines: Vec<EngineKind> =
+            sc.routing.engines.iter().map(|e| e.parse()).collect::<Result<_, String>>().map_err(anyhow::Error::msg)
+                .with_context(|| format!("scenario {}: field `routing.engines`", sc.path.display()))?;
+        let ro = RunOptions { engines, lmc: sc.routing.lmc, validate: false, ..RunOptions::default() };
+        let (tables, rep) = run(&f, &ro).with_context(|| format!("failed to route {}", sc.path.display()))?;
+        let capture = self.capture.as_deref().map(|c| parse_capture(&f, c)).transpose()?;
+
+        let bar = (std::io::stderr().is_terminal() && !self.json).then(|| {
+            let end = sc.end().map_or(0, |t| t.as_ps() / 1_000_000);
+            let b = indicatif::ProgressBar::new(end);
+            b.set_style(
+                indicatif::ProgressStyle::with_template("{spinner} simulated {pos}/{len} us [{bar:30}] {elapsed_precise}")
+                    .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            );
+            b
+        });
+        let cpu0 = thread_cpu_ns();
+        let wall = Instant::now();
+        let (out, sim) = sim::scenario::run(&sc, &f, &tables, capture, &mut |t| {
+            if let Some(b) = &bar {
+                b.set_position(t.as_ps() / 1_000_000);
+            }
+        })?;
+        let wall_s = wall.elapsed().as_secs_f64();
+        let cpu_s = match (cpu0, thread_cpu_ns()) {
+            (Some(a), Some(b)) => Some((b - a) as f64 / 1e9),
+            _ => None,
+        };
+        if let Some(b) = bar {
+            b.finish_and_clear();
+        }
+        if let (Some(path), Some(_)) = (&self.output, capture) {
+            sim::capture::write_pcap(path, sim.captured())?;
+        }
+        if let Some(dir) = &self.csv {
+            std::fs::create_dir_all(dir).with_context(|| format!("failed to create {}", dir.display()))?;
+            std::fs::write(dir.join("ports.csv"), sim.port_csv())?;
+            if let Some(m) = &out.matrix {
+                std::fs::write(dir.join("flows.csv"), m.csv())?;
+            }
+        }
+        let s = &out.summary;
+        let hops_per_s = s.packet_link_hops as f64 / wall_s.max(1e-9);
+        if self.json {
+            let v = json!({
+                "scenario": out.scenario,
+                "routing_engine": rep.outcome.engine.name(),
+                "speed": {
+                    "packet_link_hops": s.packet_link_hops,
+                    "events": s.events,
+                    "simulated_ps": s.simulated_ps,
+                    "wall_s": wall_s,
+                    "cpu_s": cpu_s,
+                    "hops_per_wall_s": hops_per_s,
+                    "events_per_wall_s": s.events as f64 / wall_s.max(1e-9),
+                    "peak_memory_bytes": peak_rss(),
+                },
+                "result": serde_json::to_value(&out)?,
+            });
+            let mut o = std::io::stdout().lock();
+            serde_json::to_writer_pretty(&mut o, &v)?;
+            writeln!(o)?;
+        } else {
+            print_text(&out, rep.outcome.engine.name(), wall_s, cpu_s)?;
+        }
+        if !s.ledger_balanced {
+            return Err(anyhow::Error::new(Internal(format!(
+                "the packet ledger does not balance: created {} delivered {} dropped {} in flight {}",
+                s.packets_created, s.packets_delivered, s.packets_dropped, s.packets_in_flight
+            ))));
+        }
+        if out.deadlock.is_some() || s.packets_dropped > 0 {
+            return Ok(ExitCode::from(FOUND_ERRORS));
+        }
+        Ok(ExitCode::SUCCESS)
+    }
+}
+
+fn print_text(out: &Outcome, engine: &str, wall_s: f64, cpu_s: Option<f64>) -> anyhow::Result<()> {
+    let s = &out.summary;
+    let mut o = std::io::stdout().lock();
+    writeln!(o, "scenario {} (routing: {engine}, seed {})", out.scenario, s.seed)?;
+    if let Some(b) = &out.bandwidth {
+        write!(o, "{}", b.perftest_text())?;
+    }
+    if let Some(l) = &out.latency {
+        write!(o, "{}", l.perftest_text())?;
+    }
+    if let Some(m) = &out.matrix {
+        writeln!(
+            o,
+            "flows: {} of {} completed; aggregate goodput {:.1} Gb/s; FCT p50 {:.1} us p99 {:.1} us max {:.1} us",
+            m.completed,
+            m.flows.len(),
+            m.aggregate_goodput_bps / 1e9,
+            m.fct.p50_ps as f64 / 1e6,
+            m.fct.p99_ps as f64 / 1e6,
+            m.fct.max_ps as f64 / 1e6
+        )?;
+    }
+    if let Some(d) = &out.deadlock {
+        writeln!(o, "DEADLOCK: {d}")?;
+    }
+    writeln!(
+        o,
+        "packets: {} created, {} delivered, {} dropped, {} in flight; PSN errors {}",
+        s.packets_created, s.packets_delivered, s.packets_dropped, s.packets_in_flight, s.psn_errors
+    )?;
+    writeln!(
+        o,
+        "simulated {:.3} us in {wall_s:.3} s wall{}: {} packet-link hops ({:.2} M/s), {} events ({:.2} M/s), peak memory {} MiB",
+        s.simulated_ps as f64 / 1e6,
+        cpu_s.map_or(String::new(), |c| format!(" ({c:.3} s cpu)")),
+        s.packet_link_hops,
+        s.packet_link_hops as f64 / wall_s.max(1e-9) / 1e6,
+        s.events,
+        s.events as f64 / wall_s.max(1e-9) / 1e6,
+        peak_rss().map_or(0, |b| b / (1 << 20))
+    )?;
+    Ok(())
+}
+
+impl PerftestArgs {
+    fn exec(self) -> anyhow::Result<ExitCode> {
+        let rate: LinkRate = self.rate.parse().map_err(anyhow::Error::msg).context("--rate")?;
+        if !rate.is_ib() {
+            anyhow::bail!("--rate {}: an InfiniBand rate is needed, e.g. 4xNDR", self.rate);
+        }
+        let mut f = Fabric::new();
+        let sw = f.add_node(fabric::NodeSpec::switch("sw0", fabric::Guid(0x0002_c903_0000_1000), 8))?;
+        let mut hosts = Vec::new();
+        for h in 0..2u8 {
+            let c = f.add_node(fabric::NodeSpec::ca(format!("host{h}"), fabric::Guid(0x0002_c903_0010_0000 + 16 * u64::from(h)), 1))?;
+            f.connect(sw, h + 1, c, 1, rate, self.cable_m)?;
+            hosts.push(c);
+        }
+        let (tables, _) = run(&f, &RunOptions { validate: false, ..RunOptions::default() })?;
+        let ib = sim::IbConfig {
+            mtu: self.mtu,
+            switch_latency_ps: self.switch_latency_ns * 1_000,
+            forwarding: if self.store_and_forward { sim::Forwarding::StoreAndForward } else { sim::Forwarding::CutThrough },
+            ..sim::IbConfig::default()
+        };
+        let mut s = sim::Sim::new(&f, &tables, ib, sim::EngineConfig::default())?;
+        let (a, b) = (hosts[0], hosts[1]);
+        let (text, value) = match self.test {
+            PerfTest::WriteBw => {
+                let r = sim::workload::perftest::write_bw(&mut s, a, b, self.size, self.iters, self.tx_depth)?;
+                (r.perftest_text(), serde_json::to_value(&r)?)
+            }
+            PerfTest::SendLat => {
+                let r = sim::workload::perftest::send_lat(&mut s, a, b, self.size, self.iters)?;
+                (r.perftest_text(), serde_json::to_value(&r)?)
+            }
+            PerfTest::ReadLat => {
+                let r = sim::workload::perftest::read_lat(&mut s, a, b, self.size, self.iters)?;
+                (r.perftest_text(), serde_json::to_value(&r)?)
+            }
+        };
+        s.check_ledger().map_err(|e| anyhow::Error::new(Internal(e.to_string())))?;
+        let mut o = std::io::stdout().lock();
+        if self.json {
+            serde_json::to_writer_pretty(&mut o, &json!({"rate": rate.to_string(), "mtu": self.mtu, "result": value, "summary": s.summary()}))?;
+            writeln!(o)?;
+        } else {
+            write!(o, "{text}")?;
+        }
+        Ok(ExitCode::SUCCESS)
+    }
+}
