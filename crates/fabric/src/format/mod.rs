@@ -191,17 +191,21 @@ pub fn detect(text: &str) -> Option<Format> {
     if first.split_whitespace().count() == 3 && first.split_whitespace().all(|w| w.parse::<u64>().is_ok()) {
         return Some(Format::Hpcc);
     }
-    let mut saw_node = false;
-    for l in t.lines().take(4000) {
-        let l = l.trim_start();
-        if l.starts_with("# Topology file") || l.starts_with("switchguid=") || l.starts_with("caguid=") {
+    // ibnetdiscover output starts with its "# Topology file" header and names nodes
+    // "S-"/"H-"/"R-" + 16 hex digits; anything else in the family is an ibsim file.
+    for l in t.lines().take(100_000) {
+        if l.starts_with("# Topology file") {
             return Some(Format::Ibnetdiscover);
         }
         if l.starts_with("Switch") || l.starts_with("Hca") || l.starts_with("Ca") || l.starts_with("Rt") {
-            saw_node = true;
+            let id = l.split('"').nth(1).unwrap_or("");
+            let b = id.as_bytes();
+            let generated =
+                b.len() == 18 && matches!(&b[..2], b"S-" | b"H-" | b"R-") && b[2..].iter().all(|c| c.is_ascii_hexdigit());
+            return Some(if generated { Format::Ibnetdiscover } else { Format::Ibsim });
         }
     }
-    saw_node.then_some(Format::Ibsim)
+    None
 }
 
 fn check_text(file: &str, bytes: &[u8]) -> Result<String, ParseError> {
@@ -311,7 +315,11 @@ mod tests {
         assert_eq!(detect("66 1 65\n0\n"), Some(Format::Hpcc));
         assert_eq!(detect("#\n# Topology file: generated on x\n"), Some(Format::Ibnetdiscover));
         assert_eq!(detect("# c\nSwitch 8 \"a\"\n[1] \"b\"[1]\n"), Some(Format::Ibsim));
+        assert_eq!(detect("switchguid=0x10\nSwitch 8 \"S-0000000000000010\"\n"), Some(Format::Ibnetdiscover));
+        assert_eq!(detect("switchguid=0x10\nSwitch 8 \"leaf1\"\n"), Some(Format::Ibsim));
         assert_eq!(detect("hello"), None);
+        // 18 bytes of multi-byte characters must not be sliced mid-character
+        assert_eq!(detect("Switch 8 \"€€€€€€\"\n"), Some(Format::Ibsim));
     }
 
     #[test]

@@ -46,6 +46,17 @@ proptest! {
     }
 
     #[test]
+    fn unicode_text_never_panics(
+        prefix in prop_oneof![Just(""), Just("Switch 8 \""), Just("Ca 2 \""), Just("[1]\t\""), Just("[1]("), Just("3 1 1\n2\n0 2 ")],
+        body in "\\PC{0,120}",
+        more in proptest::collection::vec("\\PC{0,40}", 0..6),
+    ) {
+        let text = format!("{prefix}{body}\n{}", more.join("\n"));
+        all_readers(text.as_bytes());
+        all_readers(format!("Switch 8 \"S-0000000000000001\"\n{text}").as_bytes());
+    }
+
+    #[test]
     fn truncated_samples_never_panic(cut in 0usize..4000, which in 0usize..4) {
         let name = ["sim-2sw4hca.lmc0.topo", "net.2sw2path4hca", "topology.txt", "rdma-core-manpage-example.topo"][which];
         let bytes = std::fs::read(super::data(&format!("samples/{name}"))).unwrap();

@@ -152,3 +152,37 @@ fn ports_report_sample_agrees_with_the_topology_dump() {
     g.connect(s1, 6, link.b.node, link.b.port, link.rate, link.length_m).unwrap();
     assert!(!fabric::format::check_ports_report(&g, &rep).is_empty());
 }
+
+#[test]
+fn ibsim_extensions_hcaguids_relative_guids_include_and_module() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("hosts.net"),
+        "hcaguids=0x7000\nHca\t2 \"H1\"\n[1]\t\"S1\"[1]\n\nhcaguids+0x100\nHca\t1 \"H2\"\n[1]\t\"S1\"[2]\tw=1\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("main.net"),
+        "# main\nswitchguid=0x9000\nSwitch\t4 \"S1\"\n[1]\t\"H1\"[1]\n[2]\t\"H2\"[1]\tw=3\n\ninclude \"hosts.net\"\ndo Verbose\n",
+    )
+    .unwrap();
+    let (f, fmt) = read(&dir.path().join("main.net"));
+    assert_eq!(fmt, Format::Ibsim);
+    assert_eq!(f.node(f.by_name("S1").unwrap()).node_guid, Guid(0x9000));
+    let h1 = f.by_name("H1").unwrap();
+    assert_eq!(f.node(h1).node_guid, Guid(0x7000));
+    assert_eq!(f.node(h1).port_guid(2), Guid(0x7002));
+    // hcaguids+0x100 is relative to the last absolute base (0x7000)
+    assert_eq!(f.node(f.by_name("H2").unwrap()).node_guid, Guid(0x7100));
+    // w=3 (1x|4x) meets w=1 (1x): the link comes up 1x
+    let (_, l) = f.peer(f.by_name("S1").unwrap(), 2).unwrap();
+    assert_eq!(f.link(l).rate, LinkRate::ib(IbSpeed::Sdr, IbWidth::X1));
+    // an error inside the included file names that file and line
+    std::fs::write(dir.path().join("hosts.net"), "Hca\t1 \"H1\"\n[1]\t\"S1\"[1]\n[2]\t\"S1\"[2]\n").unwrap();
+    let e = fabric::format::read_file(&dir.path().join("main.net"), None, &fabric::ReadOptions::default()).unwrap_err();
+    let s = e.to_string();
+    assert!(s.contains("hosts.net:3:"), "{s}");
+    // module= prefixes ids
+    let f = super::parse("m", "module=\"rack1\"\nSwitch 2 \"S\"\n[1] \"H\"[1]\n\nHca 1 \"H\"\n[1] \"S\"[1]\n", Format::Ibsim);
+    assert!(f.by_name("rack1#S").is_some() && f.by_name("rack1#H").is_some());
+}
