@@ -157,3 +157,17 @@ fn ibsim_peer_discovers_generated_2592_host_3_tier_fat_tree() {
     // 2,988 nodes, 396 switches and ~20k ports exceed ibsim's defaults (2048/256/13312).
     check_discovery(&f, "ft2592", &["-N", "4096", "-S", "1024", "-P", "40000"], &dir.path().join("dump.topo"));
 }
+
+#[test]
+fn ibsim_peer_discovers_rail_pod_torus_and_multi_pod() {
+    use fabric::generate::{MultiPodParams, RailParams, TorusParams, multi_pod, rail, torus};
+    let dir = tempfile::tempdir().unwrap();
+    let rail16x8 = rail(&RailParams::default()).unwrap();
+    check_discovery(&rail16x8, "rail", &[], &dir.path().join("rail.topo"));
+    // a ring of size 2 puts two parallel cables between the same two switches
+    let t = torus(&TorusParams { dims: [3, 2, 2], hosts_per_switch: 2, ..Default::default() }).unwrap();
+    check_discovery(&t, "torus", &[], &dir.path().join("torus.topo"));
+    let m = multi_pod(&MultiPodParams { pods: 3, radix: 8, leaves_per_pod: 2, hosts_per_leaf: 4, spines_per_pod: 2, spine_uplinks: 2, ..Default::default() })
+        .unwrap();
+    check_discovery(&m, "multipod", &[], &dir.path().join("multipod.topo"));
+}
