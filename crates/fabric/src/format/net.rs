@@ -797,13 +797,14 @@ pub fn write_ibsim(fab: &Fabric) -> Result<String, WriteError> {
     let _ = write!(
         out,
         "# ibsim net file written by rdmalab: {} switches, {} CAs, {} routers, {} links.\n\
-         # Load with: ibsim -s -N <nodes> -S <switches> -P <ports> <this file>\n\
+         # Load with: ibsim -s{} <this file>\n\
          # ibsim 0.10 cannot parse FDR10, NDR or XDR: such links are spelled QDR/HDR for it;\n\
          # the true rate, cable length and delay follow \"rdmalab:\" (ibsim ignores it).\n",
         fab.count(NodeKind::Switch),
         fab.count(NodeKind::Ca),
         fab.count(NodeKind::Router),
-        fab.links.len()
+        fab.links.len(),
+        ibsim_limits(fab)
     );
     let mut line = String::new();
     for id in order {
@@ -853,6 +854,26 @@ pub fn write_ibsim(fab: &Fabric) -> Result<String, WriteError> {
         }
     }
     Ok(out)
+}
+
+/// ibsim 0.10's table sizes (banner: MaxNetNodes 2048, MaxNetSwitches 256,
+/// MaxNetPorts 13312) and the `-N`/`-S`/`-P` flags a fabric needs beyond them; a
+/// switch uses NumPorts + 1 port slots (port 0), a CA NumPorts.
+fn ibsim_limits(fab: &Fabric) -> String {
+    let nodes = fab.nodes.len();
+    let switches = fab.count(NodeKind::Switch);
+    let ports: usize = fab.nodes.iter().map(|n| n.num_ports() as usize + usize::from(n.is_switch())).sum();
+    let mut s = String::new();
+    if nodes > 2048 {
+        let _ = write!(s, " -N {nodes}");
+    }
+    if switches > 256 {
+        let _ = write!(s, " -S {switches}");
+    }
+    if ports > 13312 {
+        let _ = write!(s, " -P {ports}");
+    }
+    s
 }
 
 fn push_line(out: &mut String, line: &str) -> Result<(), WriteError> {
