@@ -83,7 +83,7 @@ impl Stats {
     pub(crate) fn stall_end(&mut self, i: usize, now: Time) {
         let s = self.stall_since[i];
         if s != Time::NEVER {
-            self.stall_ps[i] += (now - s).0;
+            self.stall_ps[i] += now.saturating_sub(s).0;
             self.stall_since[i] = Time::NEVER;
         }
     }
