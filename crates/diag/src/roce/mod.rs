@@ -13,6 +13,7 @@ pub mod nic;
 pub mod rules;
 pub mod sonic;
 pub mod trace;
+pub mod variant;
 
 use serde::Serialize;
 

@@ -488,3 +488,48 @@ fn roce_trace_shows_each_hops_pfc_and_ecn() {
         t2.text
     );
 }
+
+#[test]
+fn linted_configuration_becomes_a_simulator_variant() {
+    use diag::roce::variant::to_sim_config;
+    use diag::roce::{Parsed, lint_parsed};
+    let run = |dir: PathBuf| {
+        let files: Vec<(String, Parsed)> = ["config_db.json", "mlnx_qos.txt", "sysfs.txt"]
+            .iter()
+            .map(|f| {
+                let name = dir.join(f).display().to_string();
+                let p = parse_input(&name, &std::fs::read_to_string(dir.join(f)).unwrap()).unwrap();
+                (name, p)
+            })
+            .collect();
+        let refs: Vec<(&str, Parsed)> =
+            files.iter().map(|(n, p)| (n.as_str(), p.clone())).collect();
+        let report = lint_parsed(&refs, &LintOptions::default());
+        to_sim_config(&refs, &report, &sim::roce::net::RoceConfig::default())
+    };
+    let (cfg, notes) = run(examples("clean"));
+    assert!(cfg.pfc && cfg.ecn && notes.watchdog, "{notes:?}");
+    assert_eq!(cfg.red.len(), 1);
+    assert_eq!(cfg.red[0].0, 100_000_000_000);
+    assert_eq!(
+        (cfg.red[0].1.kmin, cfg.red[0].1.kmax),
+        (1_048_576, 2_097_152)
+    );
+    assert!((cfg.red[0].1.pmax - 0.05).abs() < 1e-9);
+    assert_eq!(cfg.buffer_bytes, 12_000_000);
+    assert_eq!(cfg.mtu, 4096);
+    let wd = cfg.watchdog.unwrap();
+    assert_eq!(
+        (wd.poll, wd.detection, wd.restoration),
+        (sim::Time::ms(200), sim::Time::ms(200), sim::Time::ms(200))
+    );
+    // DSCP 26 in a lossy TC: the variant runs without PFC (and so without a watchdog).
+    let (cfg, _) = run(data("seeded/20-switch-maps-rdma-dscp-to-lossy-tc"));
+    assert!(!cfg.pfc && cfg.watchdog.is_none());
+    // WRED without ECN: no marking.
+    let (cfg, _) = run(data("seeded/17-wred-without-ecn"));
+    assert!(cfg.pfc && !cfg.ecn);
+    // Not-ECT ToS: no marking either.
+    let (cfg, _) = run(data("seeded/13-tos-not-ect"));
+    assert!(!cfg.ecn);
+}
