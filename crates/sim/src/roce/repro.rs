@@ -229,6 +229,27 @@ mod tests {
         assert!(s4.ledger_balances());
     }
 
+    /// A spine link fails mid-run: packets hashed onto it are lost until ECMP
+    /// converges (100 µs here), then the groups shrink to the surviving spine and
+    /// go-back-N recovers every flow; nothing else is dropped.
+    #[test]
+    fn link_failure_loses_packets_until_ecmp_converges() {
+        let (f, leaves, _, h) = leaf_spine_2x2(4);
+        let flows: Vec<FlowSpec> = (0..4).map(|i| flow(h[0][i], h[1][i], 2 << 20, 1, Time::ZERO, 10000 + i as u16)).collect();
+        let cfg = RoceConfig { cc: CongestionControl::None, ecn: false, rto: Time::us(300), ..RoceConfig::default() };
+        let mut sim = RoceSim::new(&f, cfg, &flows).unwrap();
+        let up = f.peer(leaves[0], 5).unwrap().1; // leaf0 → spine0
+        sim.fail_link_at(up, Time::us(100));
+        let st = sim.run(Time::ms(50));
+        let down = sim.ledger.dropped[RoceDrop::ALL.iter().position(|r| *r == RoceDrop::LinkDown).unwrap()];
+        let retx: u64 = (0..4).map(|k| sim.flow_counters(k).retransmitted).sum();
+        eprintln!("link failure at 100 µs, 100 µs convergence: {down} packets lost on the dead link, {retx} retransmitted, all done by {}", sim.now());
+        assert_eq!(st, RoceStatus::Done);
+        assert!(down > 0 && retx > 0);
+        assert_eq!(sim.ledger.total_dropped(), down);
+        assert!(sim.ledger_balances());
+    }
+
     /// Guo et al. SIGCOMM'16 §4.3: one faulty NIC's pauses spread to the
     /// switches and stall flows that never touch it; the PFC watchdog (drop)
     /// on the ToR port contains the storm and the victims finish.
