@@ -533,3 +533,76 @@ fn linted_configuration_becomes_a_simulator_variant() {
     let (cfg, _) = run(data("seeded/13-tos-not-ect"));
     assert!(!cfg.ecn);
 }
+
+#[test]
+fn a_lint_finding_becomes_a_measured_consequence() {
+    use diag::roce::variant::to_sim_config;
+    use diag::roce::{Parsed, lint_parsed};
+    use sim::roce::net::{FlowSpec, RoceSim};
+    let variant = |dir: PathBuf| {
+        let files: Vec<(String, Parsed)> = ["config_db.json", "mlnx_qos.txt", "sysfs.txt"]
+            .iter()
+            .map(|f| {
+                let name = dir.join(f).display().to_string();
+                (
+                    name.clone(),
+                    parse_input(&name, &std::fs::read_to_string(dir.join(f)).unwrap()).unwrap(),
+                )
+            })
+            .collect();
+        let refs: Vec<(&str, Parsed)> =
+            files.iter().map(|(n, p)| (n.as_str(), p.clone())).collect();
+        let report = lint_parsed(&refs, &LintOptions::default());
+        to_sim_config(&refs, &report, &sim::roce::net::RoceConfig::default()).0
+    };
+    let f = fabric::leaf_spine(&fabric::LeafSpineParams {
+        radix: 8,
+        hosts_per_leaf: Some(4),
+        spines: Some(4),
+        leaves: Some(4),
+        rate: fabric::LinkRate::eth(100).unwrap(),
+        ..Default::default()
+    })
+    .unwrap();
+    let hosts: Vec<fabric::NodeId> = f.nodes_of(fabric::NodeKind::Ca).collect();
+    // 15-to-1 incast of 1 MB each: more than the 12 MB buffer of the config.
+    let flows: Vec<FlowSpec> = hosts[1..]
+        .iter()
+        .enumerate()
+        .map(|(i, &src)| FlowSpec {
+            src,
+            dst: hosts[0],
+            size: 1 << 20,
+            messages: 1,
+            start: sim::Time::ZERO,
+            sport: 0xc000 + i as u16,
+            dport: 200,
+        })
+        .collect();
+    let mut out = Vec::new();
+    for dir in [
+        examples("clean"),
+        data("seeded/20-switch-maps-rdma-dscp-to-lossy-tc"),
+    ] {
+        let cfg = variant(dir.clone());
+        let mut s = RoceSim::new(&f, cfg, &flows).unwrap();
+        let st = s.run(sim::Time::ms(50));
+        let done = (0..flows.len()).filter_map(|k| s.flow_done(k)).max();
+        out.push((
+            format!("{st:?}"),
+            s.ledger.total_dropped(),
+            done,
+            s.ledger_balances(),
+        ));
+    }
+    eprintln!("clean vs lossy (status, drops, last completion, ledger ok): {out:?}");
+    let (clean, lossy) = (&out[0], &out[1]);
+    assert!(clean.3 && lossy.3, "{out:?}");
+    assert_eq!(clean.1, 0, "the clean config is lossless: {out:?}");
+    assert!(
+        lossy.1 > 0,
+        "DSCP 26 in a lossy class must drop under a 15:1 incast: {out:?}"
+    );
+    assert!(clean.2.is_some() && lossy.2.is_some(), "{out:?}");
+    assert!(lossy.2 > clean.2, "drops cost go-back-N time: {out:?}");
+}
