@@ -9,7 +9,7 @@ pub mod time;
 pub mod trace;
 
 pub use ledger::{DropReason, Ledger, LedgerError};
-pub use queue::{EventQueue, Fifo};
+pub use queue::{EventQueue, Fifo, Packed, PackedQueue};
 pub use store::{PacketId, Slab};
 pub use time::Time;
 pub use trace::TraceHash;

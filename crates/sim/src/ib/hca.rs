@@ -309,6 +309,9 @@ impl Sim {
     /// Create two connected RC QPs, one on `a` and one on `b` (like
     /// `ibv_create_qp` on each side plus the INIT→RTR→RTS transitions).
     pub fn create_rc_pair(&mut self, a: NodeId, b: NodeId, o: &QpOptions) -> Result<(QpId, QpId), SimError> {
+        if self.qps.len() + 2 >= crate::sim::MAX_ID {
+            return Err(SimError::BadPost { qp: NONE, why: "too many QPs (2^25 at most)".into() });
+        }
         let ca = self.ca_port_of(a, o.port)?;
         let cb = self.ca_port_of(b, o.peer_port)?;
         let (la, lb) = (self.caps[ca as usize].lid, self.caps[cb as usize].lid);
@@ -322,6 +325,9 @@ impl Sim {
 
     /// Create a UD QP on (`node`, `port`).
     pub fn create_ud(&mut self, node: NodeId, o: &QpOptions) -> Result<QpId, SimError> {
+        if self.qps.len() + 1 >= crate::sim::MAX_ID {
+            return Err(SimError::BadPost { qp: NONE, why: "too many QPs (2^25 at most)".into() });
+        }
         let c = self.ca_port_of(node, o.port)?;
         Ok(QpId(self.new_qp(c, QpKind::Ud, NONE, 0, o.sl.unwrap_or(0), o.mgmt)))
     }
