@@ -174,6 +174,9 @@ pub struct RoceConfig {
     pub record_pfc: bool,
     /// Prioritise ACK/NAK/CNP at the NIC (HPCC `ACK_HIGH_PRIO`).
     pub ack_high_prio: bool,
+    /// Capture every frame sent out of this (node, port), pause frames included
+    /// (write it with [`RoceSim::write_pcap`]).
+    pub capture: Option<(NodeId, u8)>,
 }
 
 impl Default for RoceConfig {
@@ -205,6 +208,7 @@ impl Default for RoceConfig {
             seed: 1,
             record_pfc: true,
             ack_high_prio: true,
+            capture: None,
         }
     }
 }
@@ -445,6 +449,8 @@ pub struct RoceSim {
     /// Watchdog transitions: (time, switch, port, queue, event).
     pub wd_log: Vec<(Time, String, u8, u8, WdEvent)>,
     deadlock: Option<PfcDeadlock>,
+    capture_gp: u32,
+    captured: Vec<(Time, Pkt)>,
     last_progress: u64,
     progress: u64,
     flows_left: usize,
@@ -538,6 +544,20 @@ impl RoceSim {
                             })
                         })
                         .collect();
+                    let reserved = mc.reserved_per_pg * (np * NPRIO) as u64;
+                    let lossless = (0..NPRIO as u8).filter(|&p| maps.lossless(p)).count() as u64;
+                    let headroom: u64 = mc.headroom.iter().map(|h| h * lossless).sum();
+                    // The shared pool must hold at least a few frames per port, or every PG
+                    // pauses at once and can never resume.
+                    if cfg.buffer_bytes < reserved + headroom + 4 * np as u64 * u64::from(cfg.mtu + ROCEV2_HEADERS) {
+                        return Err(RoceError::Config {
+                            field: "buffer_bytes",
+                            why: format!(
+                                "{} B on {} leaves no shared pool: its reserves take {reserved} B and its PFC headroom {headroom} B",
+                                cfg.buffer_bytes, node.name
+                            ),
+                        });
+                    }
                     role[i] = (true, switches.len() as u32);
                     let wd = cfg.watchdog.unwrap_or_default();
                     switches.push(Switch {
@@ -630,6 +650,8 @@ impl RoceSim {
             events: 0,
             wd_log: Vec::new(),
             deadlock: None,
+            capture_gp: NONE,
+            captured: Vec::new(),
             last_progress: 0,
             progress: 0,
             wd_period,
@@ -638,6 +660,12 @@ impl RoceSim {
         };
         for (k, f) in flows.iter().enumerate() {
             sim.q.push(f.start, Ev::FlowStart { flow: k as u32 });
+        }
+        if let Some((node, port)) = sim.cfg.capture {
+            if node.idx() >= n || usize::from(port) >= fabric.node(node).ports.len() {
+                return Err(RoceError::Config { field: "capture", why: format!("node {} has no port {port}", node.0) });
+            }
+            sim.capture_gp = sim.port_base[node.idx()] + u32::from(port);
         }
         if sim.wd_period != Time::NEVER {
             sim.q.push(sim.wd_period, Ev::WdPoll);
@@ -735,6 +763,68 @@ impl RoceSim {
             d[1] += s.mmu.drops[1];
         }
         d
+    }
+
+    /// Frames captured so far.
+    pub fn captured_frames(&self) -> usize {
+        self.captured.len()
+    }
+
+    /// Write the captured frames as an Ethernet pcap with real headers: RoCEv2
+    /// (IPv4/UDP 4791, BTH RC SEND First/Middle/Last/Only or ACKNOWLEDGE with an
+    /// AETH ACK or PSN-sequence-error NAK, CNPs with opcode 0x81), ECN ECT(0) or
+    /// CE as marked, and 802.1Qbb PFC frames. Payload bytes are zeros; the BTH
+    /// destination QP is 0x100 + the flow index. Returns the frame count.
+    pub fn write_pcap(&self, path: &std::path::Path) -> Result<usize, wire::pcap::CaptureError> {
+        use wire::ib::aeth::{NakCode, Syndrome};
+        use wire::ib::{Opcode, aeth, bth};
+        use wire::net::{ethernet, pfc};
+        use wire::packet::{ExtHeaders, IbPacket, emit_mac_control};
+        let mac = |n: u32| -> [u8; 6] {
+            let m = crate::roce::ecmp::host_mac(n).to_be_bytes();
+            [m[2], m[3], m[4], m[5], m[6], m[7]]
+        };
+        let mut w = wire::pcap::CaptureWriter::create(path, wire::pcap::CaptureLink::Ethernet)?;
+        let zeros = vec![0u8; 9216];
+        let mut buf = vec![0u8; 10_240];
+        for (t, pk) in &self.captured {
+            let n = match pk.kind {
+                Kind::Pause => {
+                    let mut quanta = [0u16; 8];
+                    quanta[usize::from(pk.prio & 7)] = pk.quanta;
+                    let eth = ethernet::Repr { dst: [0x01, 0x80, 0xc2, 0, 0, 1], src: mac(pk.src), vlan: None, ethertype: ethernet::ETHERTYPE_MAC_CONTROL };
+                    emit_mac_control(&eth, &pfc::Repr::Pfc { enable: 1 << (pk.prio & 7), quanta }, &mut buf)
+                }
+                _ => {
+                    let (op, ext, payload): (Opcode, ExtHeaders, &[u8]) = match pk.kind {
+                        Kind::Data => {
+                            let op = match (pk.first, pk.last) {
+                                (true, true) => Opcode::RcSendOnly,
+                                (true, false) => Opcode::RcSendFirst,
+                                (false, true) => Opcode::RcSendLast,
+                                (false, false) => Opcode::RcSendMiddle,
+                            };
+                            (op, ExtHeaders::default(), &zeros[..pk.payload as usize])
+                        }
+                        Kind::Ack | Kind::Nak => {
+                            let syndrome = if pk.kind == Kind::Ack { Syndrome::Ack { credits: 31 } } else { Syndrome::Nak(NakCode::PsnSequenceError) };
+                            (Opcode::RcAcknowledge, ExtHeaders { aeth: Some(aeth::Repr { syndrome, msn: 0 }), ..ExtHeaders::default() }, &[][..])
+                        }
+                        _ => (Opcode::Cnp, ExtHeaders { cnp_reserved: Some([0; 16]), ..ExtHeaders::default() }, &[][..]),
+                    };
+                    let qpn = 0x100 + pk.flow;
+                    let sport = self.flows.get(pk.flow as usize).map_or(0xc000, |f| f.spec.sport);
+                    let ecn = if pk.kind == Kind::Data { if pk.ce { 3 } else { 2 } } else { 0 };
+                    let b = bth::Repr::new(op, qpn, Psn::new(pk.psn));
+                    let ip = |n: u32| crate::roce::ecmp::host_ip(n).to_be_bytes();
+                    IbPacket::roce_v2_ipv4(mac(pk.src), mac(pk.dst), ip(pk.src), ip(pk.dst), pk.dscp, ecn, sport, b, ext, payload).emit(&mut buf)
+                }
+            };
+            let n = n.map_err(|e| wire::pcap::CaptureError::Write { path: path.into(), what: e.to_string() })?;
+            w.write(t.0 / 1000, &buf[..n])?;
+        }
+        w.finish()?;
+        Ok(self.captured.len())
     }
 
     /// A human-readable dump of queued packets, asserted XOFFs and paused ports
@@ -929,6 +1019,9 @@ impl RoceSim {
     fn transmit(&mut self, gp: u32, p: PacketId) {
         let g = gp as usize;
         let pk = self.pkts[p];
+        if gp == self.capture_gp {
+            self.captured.push((self.now, pk));
+        }
         let end = self.now + self.ports[g].ser.time(pk.wire);
         let arrive = end + self.ports[g].prop;
         {

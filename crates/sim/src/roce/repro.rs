@@ -229,6 +229,46 @@ mod tests {
         assert!(s4.ledger_balances());
     }
 
+    /// Pause frames travel on the link and are captured with the data: the
+    /// switch port facing a sender of a 16:1 incast carries XOFF/XON PFC frames,
+    /// ACKs and RoCEv2 headers that rdmalab's own decoder and tshark both read.
+    #[test]
+    fn tshark_decodes_captured_pfc_and_rocev2_frames() {
+        let (f, sw, h) = star(17);
+        let flows: Vec<FlowSpec> = (0..16).map(|i| flow(h[i], h[16], 256 << 10, 1, Time::ZERO, 10000 + i as u16)).collect();
+        let too_small = RoceConfig { buffer_bytes: 1 << 20, ..RoceConfig::default() };
+        let e = RoceSim::new(&f, too_small, &flows).unwrap_err();
+        assert!(e.to_string().contains("leaves no shared pool"), "{e}");
+        let cfg = RoceConfig { buffer_bytes: 2 << 20, cc: CongestionControl::None, ecn: false, capture: Some((sw, 1)), ..RoceConfig::default() };
+        let mut sim = RoceSim::new(&f, cfg, &flows).unwrap();
+        let st = sim.run(Time::ms(20));
+        assert_eq!(st, RoceStatus::Done, "{}", sim.state_summary());
+        let path = std::env::temp_dir().join(format!("rdmalab-roce-capture-{}.pcap", std::process::id()));
+        let n = sim.write_pcap(&path).unwrap();
+        assert!(n > 100, "{n}");
+        let r = wire::pcap::CaptureReader::open(&path).unwrap();
+        let (mut pfc, mut acks) = (0, 0);
+        for rec in r {
+            let rec = rec.unwrap();
+            match wire::decode(&rec.data, wire::LinkType::Ethernet).unwrap() {
+                wire::Decoded::MacControl { .. } => pfc += 1,
+                wire::Decoded::Ib { checks, .. } => {
+                    assert!(checks.all_ok(), "ICRC/IP checksum of a captured frame");
+                    acks += 1;
+                }
+                other => panic!("unexpected frame {other:?}"),
+            }
+        }
+        eprintln!("captured {n} frames on sw0/1: {pfc} PFC, {acks} RoCEv2");
+        assert!(pfc >= 2 && acks > 100);
+        if let Ok(out) = std::process::Command::new("tshark").args(["-r", path.to_str().unwrap(), "-T", "fields", "-e", "frame.protocols"]).output() {
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert!(text.lines().any(|l| l.contains("pfc") || l.contains("macc")), "tshark sees PFC: {}", &text[..text.len().min(300)]);
+            assert!(text.lines().any(|l| l.contains("infiniband")), "tshark sees RoCEv2");
+        }
+        let _ = std::fs::remove_file(&path);
+    }
+
     /// A spine link fails mid-run: packets hashed onto it are lost until ECMP
     /// converges (100 µs here), then the groups shrink to the surviving spine and
     /// go-back-N recovers every flow; nothing else is dropped.
