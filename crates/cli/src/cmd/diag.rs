@@ -84,6 +84,9 @@ pub struct SubnetFiles {
     /// OpenSM guid2lid cache file (port GUID -> LID range).
     #[arg(long)]
     pub guid2lid: Option<PathBuf>,
+    /// Path SLs of a layered engine, `0x<src node GUID> <dlid> <sl>` lines (ibdmchk -c).
+    #[arg(long)]
+    pub path_sl: Option<PathBuf>,
 }
 
 impl SubnetFiles {
@@ -101,6 +104,7 @@ impl SubnetFiles {
             subnet_lst: self.subnet_lst.as_deref(),
             sl2vl: self.sl2vl.as_deref(),
             guid2lid: self.guid2lid.as_deref(),
+            path_sl: self.path_sl.as_deref(),
         })?)
     }
 }

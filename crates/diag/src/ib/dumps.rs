@@ -897,3 +897,182 @@ fn hop_distances(f: &Fabric, t: &RoutingTables) -> HashMap<(NodeId, NodeId, u8),
     }
     out
 }
+
+/// Read a path-SL file: ibdm's `0x<source node GUID> <dlid> <sl>` lines (what
+/// `ibdmchk -c` reads), or OpenSM-style blocks (`Channel Adapter 0x<port GUID>, …`
+/// followed by `0x<dlid> : <sl>` lines). Fills `t.path_sl` over the CA LIDs.
+pub fn parse_path_sl(
+    f: &Fabric,
+    t: &mut RoutingTables,
+    text: &str,
+    file: &str,
+) -> Result<(), DumpError> {
+    let index = port_guid_index(f);
+    // End-port LIDs (all LMC LIDs of CA/router ports), sorted.
+    let mut lids: Vec<Lid> = Vec::new();
+    for (l, o) in t.lid_owner.iter().enumerate() {
+        if let Some((n, _)) = o {
+            if !f.node(*n).is_switch() {
+                lids.push(Lid(l as u16));
+            }
+        }
+    }
+    let n = lids.len();
+    let pos = |l: u16| lids.binary_search(&Lid(l)).ok();
+    let mut sl = vec![0u8; n * n];
+    let mut cur: Option<(NodeId, u8)> = None;
+    let set =
+        |src: (NodeId, u8), dlid: u16, v: u8, ln: usize, sl: &mut [u8]| -> Result<(), DumpError> {
+            let di = pos(dlid).ok_or_else(|| {
+                syntax(
+                    file,
+                    ln,
+                    "a destination LID owned by a CA port",
+                    &dlid.to_string(),
+                )
+            })?;
+            let node = f.node(src.0);
+            let ports: Vec<u8> = if src.1 == 0 {
+                node.port_nums().collect()
+            } else {
+                vec![src.1]
+            };
+            for p in ports {
+                if let Some(base) = t.lid_of(src.0, p) {
+                    let span = 1u16 << t.lmc.min(7);
+                    for l in base.0..base.0 + span {
+                        if let Some(si) = pos(l) {
+                            sl[si * n + di] = v;
+                        }
+                    }
+                }
+            }
+            Ok(())
+        };
+    for (i, raw) in text.lines().enumerate() {
+        let ln = i + 1;
+        let line = raw.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        if let Some(rest) = line
+            .strip_prefix("Channel Adapter ")
+            .or_else(|| line.strip_prefix("Switch "))
+        {
+            let g = rest.split([',', ' ']).next().unwrap_or("");
+            let g = hex_u64(g)
+                .ok_or_else(|| syntax(file, ln, "0x<port GUID> after the node type", g))?;
+            cur = Some(*index.get(&Guid(g)).ok_or(DumpError::UnknownGuid {
+                file: file.into(),
+                line: ln,
+                guid: Guid(g),
+                what: "port",
+            })?);
+            continue;
+        }
+        let w: Vec<&str> = line.split_whitespace().collect();
+        match w.as_slice() {
+            [lid, ":", v] => {
+                let src = cur.ok_or_else(|| {
+                    syntax(
+                        file,
+                        ln,
+                        "a 'Channel Adapter 0x…' header before '0x<lid> : <sl>'",
+                        line,
+                    )
+                })?;
+                let l = hex_u64(lid)
+                    .filter(|&l| l <= 0xbfff)
+                    .ok_or_else(|| syntax(file, ln, "a hex LID", lid))?;
+                let v: u8 = v
+                    .parse()
+                    .ok()
+                    .filter(|&v| v < 16)
+                    .ok_or_else(|| syntax(file, ln, "an SL 0..15", v))?;
+                set(src, l as u16, v, ln, &mut sl)?;
+            }
+            [g, lid, v] => {
+                let g = hex_u64(g).ok_or_else(|| syntax(file, ln, "0x<source GUID>", g))?;
+                let src = match f.by_guid(Guid(g)) {
+                    Some(n) => (n, 0),
+                    None => *index.get(&Guid(g)).ok_or(DumpError::UnknownGuid {
+                        file: file.into(),
+                        line: ln,
+                        guid: Guid(g),
+                        what: "source",
+                    })?,
+                };
+                let l: u16 = lid
+                    .parse()
+                    .map_err(|_| syntax(file, ln, "a decimal destination LID", lid))?;
+                let v: u8 = v
+                    .parse()
+                    .ok()
+                    .filter(|&v| v < 16)
+                    .ok_or_else(|| syntax(file, ln, "an SL 0..15", v))?;
+                set(src, l, v, ln, &mut sl)?;
+            }
+            _ => {
+                return Err(syntax(
+                    file,
+                    ln,
+                    "'0x<guid> <dlid> <sl>' or '0x<lid> : <sl>'",
+                    line,
+                ));
+            }
+        }
+    }
+    t.path_sl = Some(sm::tables::PathSl { lids, sl });
+    Ok(())
+}
+
+/// The path SLs in ibdm's format (`ibdmchk -c`): `0x<source node GUID> <dlid> <sl>`
+/// for every CA port base LID and destination CA LID.
+pub fn psl_dump(f: &Fabric, t: &RoutingTables) -> String {
+    let mut s = String::new();
+    let Some(p) = &t.path_sl else { return s };
+    let n = p.lids.len();
+    for (si, sl) in p.lids.iter().enumerate() {
+        let Some((node, port)) = t.owner(*sl) else {
+            continue;
+        };
+        if t.lid_of(node, port) != Some(*sl) {
+            continue; // only base LIDs stand for the source port
+        }
+        for (di, dl) in p.lids.iter().enumerate() {
+            if si != di {
+                let _ = writeln!(
+                    s,
+                    "0x{:016x} {} {}",
+                    f.node(node).node_guid.0,
+                    dl.0,
+                    p.sl[si * n + di]
+                );
+            }
+        }
+    }
+    s
+}
+
+/// The switch SL→VL tables in ibdm's format (`ibdmchk -d`):
+/// `0x<switch GUID> <in> <out> 0x(vl0)(vl1) … 0x(vl14)(vl15)`.
+pub fn slvl_dump(f: &Fabric, t: &RoutingTables) -> String {
+    let mut s = String::new();
+    let Some(m) = &t.sl2vl else { return s };
+    for n in f.nodes_of(NodeKind::Switch) {
+        let Some(tab) = m.get(n.idx()) else { continue };
+        for (i, row) in tab.iter().enumerate() {
+            for (o, vl) in row.iter().enumerate() {
+                if o == 0 {
+                    continue;
+                }
+                let _ = write!(s, "0x{:016x} {i} {o}", f.node(n).node_guid.0);
+                for pair in vl.chunks(2) {
+                    let _ = write!(s, " 0x{:x}{:x}", pair[0] & 15, pair[1] & 15);
+                }
+                s.push('\n');
+            }
+        }
+    }
+    s
+}

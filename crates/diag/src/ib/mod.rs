@@ -38,6 +38,8 @@ pub struct Files<'a> {
     pub sl2vl: Option<&'a Path>,
     /// OpenSM `guid2lid` cache file.
     pub guid2lid: Option<&'a Path>,
+    /// Path SLs (`ibdmchk -c` format or OpenSM-style blocks), for layered engines.
+    pub path_sl: Option<&'a Path>,
     /// Instead of an LFT dump: bring the fabric up with rdmalab's SM, trying these
     /// engines in order, with this LMC.
     pub sm: Option<(&'a [sm::routing::EngineKind], u8)>,

@@ -726,3 +726,170 @@ fn fabrics_brought_up_by_rdmalab_sm_are_checked() {
         );
     }
 }
+
+/// Greedy DFSSSP-style layering of the CA-to-CA paths of `t` over `layers` SLs: a path
+/// joins the first layer whose channel dependency graph stays acyclic with it.
+fn layer_paths(
+    f: &fabric::Fabric,
+    t: &sm::tables::RoutingTables,
+    layers: u8,
+) -> sm::tables::PathSl {
+    use std::collections::{BTreeMap, BTreeSet};
+    type Ch = (u32, u8);
+    let cas: Vec<(fabric::NodeId, u8, fabric::Lid)> = f
+        .nodes_of(fabric::NodeKind::Ca)
+        .flat_map(|n| {
+            f.node(n)
+                .port_nums()
+                .filter_map(move |p| t.lid_of(n, p).map(|l| (n, p, l)))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let mut lids: Vec<fabric::Lid> = cas.iter().map(|c| c.2).collect();
+    lids.sort();
+    let n = lids.len();
+    let idx = |l: fabric::Lid| lids.binary_search(&l).unwrap();
+    let mut sl = vec![0u8; n * n];
+    let mut graphs: Vec<BTreeMap<Ch, BTreeSet<Ch>>> = vec![BTreeMap::new(); layers as usize];
+    let reaches = |g: &BTreeMap<Ch, BTreeSet<Ch>>, from: Ch, to: Ch| -> bool {
+        let mut stack = vec![from];
+        let mut seen = BTreeSet::new();
+        while let Some(x) = stack.pop() {
+            if x == to {
+                return true;
+            }
+            if seen.insert(x) {
+                stack.extend(g.get(&x).into_iter().flatten().copied());
+            }
+        }
+        false
+    };
+    for &(sn, sp, sl_lid) in &cas {
+        for &(_, _, dl) in &cas {
+            if dl == sl_lid {
+                continue;
+            }
+            // The switch output channels of the path.
+            let mut chans: Vec<Ch> = Vec::new();
+            let (mut at, _) = f.peer(sn, sp).map(|(e, _)| (e.node, e.port)).unwrap();
+            while f.node(at).is_switch() {
+                let op = t.lft[at.idx()].get(dl).unwrap();
+                chans.push((at.0, op));
+                at = f.peer(at, op).unwrap().0.node;
+            }
+            let edges: Vec<(Ch, Ch)> = chans.windows(2).map(|w| (w[0], w[1])).collect();
+            let layer = (0..layers as usize)
+                .find(|&k| {
+                    let mut g = graphs[k].clone();
+                    for &(a, b) in &edges {
+                        if reaches(&g, b, a) {
+                            return false;
+                        }
+                        g.entry(a).or_default().insert(b);
+                    }
+                    graphs[k] = g;
+                    true
+                })
+                .expect("enough layers");
+            sl[idx(sl_lid) * n + idx(dl)] = layer as u8;
+        }
+    }
+    sm::tables::PathSl { lids, sl }
+}
+
+#[test]
+fn opensm_minhop_with_vl_layers_matches_ibdmchk() {
+    // minhop's LFTs have a credit loop on one VL; spreading the paths over SL layers
+    // mapped to distinct VLs breaks it — ibdmchk (-c path SLs, -d SL2VL) and rdmalab
+    // must agree, and both must still see the loop when every SL maps to VL 0.
+    let l = load(&Files {
+        topo: Some(&data("credit-loops/credit-loops.converted.net")),
+        lfts: Some(&data("credit-loops/credit-loops.minhop.opensm-lfts.dump")),
+        ..Files::default()
+    })
+    .unwrap();
+    let psl = layer_paths(&l.fabric, &l.tables, 8);
+    let used = psl.sl.iter().copied().max().unwrap() + 1;
+    assert!(used >= 2, "the loop needs at least two layers");
+    eprintln!("greedy layering of minhop on credit-loops: {used} SLs");
+    let tmp = tempfile::tempdir().unwrap();
+    for (name, vl_of_sl, loops) in [
+        ("identity", (|sl: u8| sl) as fn(u8) -> u8, false),
+        ("all-vl0", |_| 0, true),
+    ] {
+        let mut t = l.tables.clone();
+        t.path_sl = Some(psl.clone());
+        let map: [u8; 16] = std::array::from_fn(|sl| vl_of_sl(sl as u8));
+        t.sl2vl = Some(
+            l.fabric
+                .nodes
+                .iter()
+                .map(|n| {
+                    if n.is_switch() {
+                        vec![vec![map; n.ports.len()]; n.ports.len()]
+                    } else {
+                        Vec::new()
+                    }
+                })
+                .collect(),
+        );
+        let r = check(&l.fabric, &t, vec![], vec![], &CheckOptions::default());
+        assert_eq!(
+            r.summary.credit_loop,
+            loops,
+            "{name}: rdmalab\n{}",
+            r.render_text()
+        );
+        assert_eq!(r.summary.sls_used, used);
+        // Round trip through the files ibdmchk reads, and ibdmchk's verdict.
+        let dir = tmp.path().join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        let files = [
+            (
+                "opensm-subnet.lst",
+                sm::dump::subnet_lst(&l.fabric, &t, None),
+            ),
+            ("opensm.fdbs", dumps::fdbs_dump(&l.fabric, &t)),
+            ("paths.psl", dumps::psl_dump(&l.fabric, &t)),
+            ("sl2vl.slvl", dumps::slvl_dump(&l.fabric, &t)),
+            ("empty.mcfdbs", String::new()),
+        ];
+        for (f, body) in &files {
+            std::fs::write(dir.join(f), body).unwrap();
+        }
+        let mut back = l.tables.clone();
+        dumps::parse_path_sl(&l.fabric, &mut back, &files[2].1, "paths.psl").unwrap();
+        assert_eq!(back.path_sl.as_ref(), Some(&psl));
+        let out = Command::new("ibdmchk")
+            .current_dir(&dir)
+            .args([
+                "-s",
+                "opensm-subnet.lst",
+                "-f",
+                "opensm.fdbs",
+                "-m",
+                "empty.mcfdbs",
+                "-c",
+                "paths.psl",
+                "-d",
+                "sl2vl.slvl",
+            ])
+            .output()
+            .expect("ibdmchk (Debian ibutils) must be installed");
+        let s = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        assert!(
+            s.contains(&format!("Analyzing Fabric for Credit Loops {used} SLs")),
+            "{name}: ibdmchk\n{s}"
+        );
+        let verdict = match (
+            s.contains("-E- credit loops in routing"),
+            s.contains("-I- no credit loops found"),
+        ) {
+            (true, false) => true,
+            (false, true) => false,
+            _ => panic!("{name}: no ibdmchk verdict:\n{s}"),
+        };
+        assert_eq!(verdict, loops, "{name}: ibdmchk\n{s}");
+    }
+}
