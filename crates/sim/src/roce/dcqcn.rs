@@ -72,9 +72,7 @@ impl Red {
     pub fn probability(&self, qlen: u64) -> f64 {
         if qlen <= self.kmin {
             0.0
-        } else if qlen > self.kmax {
-            1.0
-        } else if self.kmax == self.kmin {
+        } else if qlen > self.kmax || self.kmax == self.kmin {
             1.0
         } else {
             self.pmax * (qlen - self.kmin) as f64 / (self.kmax - self.kmin) as f64

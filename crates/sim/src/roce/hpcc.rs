@@ -104,7 +104,7 @@ pub fn parse_rate(s: &str) -> Option<u64> {
         _ => return None,
     };
     let bps = v * mult;
-    (bps.is_finite() && bps >= 0.0 && bps < 1e16).then_some(bps.round() as u64)
+    (0.0..1e16).contains(&bps).then_some(bps.round() as u64)
 }
 
 /// One per-speed map (`KMAX_MAP 2 100000000000 1600 400000000000 6400`).

@@ -280,7 +280,7 @@ impl Watchdog {
 
     /// One poll with the queue's counters `s`, taken `cfg.poll` after the last.
     pub fn poll(&mut self, s: QueueSample) -> Option<WdEvent> {
-        let Some(prev) = self.last.replace(s) else { return None };
+        let prev = self.last.replace(s)?;
         let poll = self.cfg.poll.0;
         if !self.stormed {
             // pfc_detect_mellanox.lua: occupancy > 0, no tx progress, and paused

@@ -45,10 +45,13 @@ pub fn leaf_spine_2x2(per_leaf: usize) -> (Fabric, Vec<NodeId>, Vec<NodeId>, Vec
     (f, leaves, spines, hosts)
 }
 
+/// A pinned route: (switch, destination host, egress port).
+pub type Route = (NodeId, NodeId, u8);
+
 /// The four switches of a 2 × 2 leaf–spine cabled as it is (leaf0–spine0–leaf1–
 /// spine1–leaf0 is a 4-cycle), one host on each switch, and every 2-hop route
 /// pinned clockwise, the way a failure-time bounce pins up-down-up paths.
-pub fn ring4() -> (Fabric, Vec<NodeId>, Vec<NodeId>, Vec<(NodeId, NodeId, u8)>) {
+pub fn ring4() -> (Fabric, Vec<NodeId>, Vec<NodeId>, Vec<Route>) {
     let mut f = Fabric::new();
     let r = LinkRate::eth(G).expect("100G");
     let names = ["leaf0", "spine0", "leaf1", "spine1"];
