@@ -1,5 +1,6 @@
 //! CLI tests: run the real binary and snapshot what it prints.
 
+mod compare;
 mod lab_cmds;
 
 use std::process::{Command, Output};

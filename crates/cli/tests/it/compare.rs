@@ -1,0 +1,122 @@
+//! `rdmalab compare` end to end on a small scenario.
+
+use std::path::Path;
+
+use crate::{err, out, rdmalab};
+
+fn small() -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/small.toml").display().to_string()
+}
+
+/// Replace run-to-run values (wall-clock times, temp paths) with fixed placeholders.
+fn redact(s: &str, dir: &Path) -> String {
+    s.replace(&dir.display().to_string(), "[OUT]")
+}
+
+#[test]
+fn compare_small_scenario_terminal_summary() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = rdmalab(&["compare", &small(), "--out", dir.path().to_str().unwrap(), "--tables"], None);
+    assert!(o.status.success(), "{}", err(&o));
+    insta::assert_snapshot!(redact(&out(&o), dir.path()));
+}
+
+fn strip_wall(v: &mut serde_json::Value) {
+    match v {
+        serde_json::Value::Object(m) => {
+            m.remove("wall_ms");
+            for (_, x) in m.iter_mut() {
+                strip_wall(x);
+            }
+        }
+        serde_json::Value::Array(a) => a.iter_mut().for_each(strip_wall),
+        _ => {}
+    }
+}
+
+#[test]
+fn compare_same_seed_same_results_and_html_matches_json() {
+    let mut runs = Vec::new();
+    let mut html = String::new();
+    for _ in 0..2 {
+        let dir = tempfile::tempdir().unwrap();
+        let o = rdmalab(&["compare", &small(), "--out", dir.path().to_str().unwrap()], None);
+        assert!(o.status.success(), "{}", err(&o));
+        let mut j: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("results.json")).unwrap()).unwrap();
+        strip_wall(&mut j);
+        runs.push(j);
+        html = std::fs::read_to_string(dir.path().join("report.html")).unwrap();
+    }
+    assert_eq!(runs[0], runs[1], "same seed, different results");
+    // every busbw and latency figure of the summary table is the JSON's, as printed
+    let ib = runs[0]["variants"].as_array().unwrap().iter().find(|v| v["id"] == "ib").unwrap();
+    let rows = ib["collectives"][0]["rows"].as_array().unwrap();
+    let per_nic = rows.last().unwrap()["busbw_per_nic"].as_f64().unwrap();
+    assert!(html.contains(&format!("<td class=\"good\">{per_nic:.1}</td>")) || html.contains(&format!("<td>{per_nic:.1}</td>")), "busbw {per_nic:.1} not in the report");
+    let p99 = ib["latency"]["p99_us"].as_f64().unwrap();
+    assert!(html.contains(&format!("<td>{p99:.2}</td>")));
+    // InfiniBand is lossless: no drops, and the ring reaches the link-rate bound
+    assert_eq!(ib["counters"]["drops"], 0);
+    let bound = runs[0]["busbw_bound_gbs"].as_f64().unwrap();
+    assert!(per_nic > 0.5 * bound && per_nic <= bound * 1.001, "{per_nic} vs bound {bound}");
+    // RoCEv1 is refused with the reason
+    let v1 = runs[0]["variants"].as_array().unwrap().iter().find(|v| v["id"] == "rocev1").unwrap();
+    assert!(v1["refused"].as_str().unwrap().contains("cannot be routed"));
+}
+
+#[test]
+fn compare_refuses_to_overwrite_files_it_did_not_write() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("results.json"), "{\"mine\": true}").unwrap();
+    let o = rdmalab(&["compare", &small(), "--out", dir.path().to_str().unwrap()], None);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(err(&o).contains("was not written by rdmalab"), "{}", err(&o));
+    assert_eq!(std::fs::read_to_string(dir.path().join("results.json")).unwrap(), "{\"mine\": true}");
+}
+
+/// Render report.html in headless Chromium (Debian `chromium`) and check that the
+/// browser sees the charts and the decision table.
+#[test]
+fn compare_report_renders_in_chromium() {
+    let Some(chromium) = ["/usr/bin/chromium", "/usr/bin/chromium-browser"].into_iter().find(|p| Path::new(p).exists()) else {
+        panic!("chromium is not installed; scripts/test installs the Debian package `chromium`");
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let o = rdmalab(&["compare", &small(), "--out", dir.path().to_str().unwrap()], None);
+    assert!(o.status.success(), "{}", err(&o));
+    let report = dir.path().join("report.html");
+    let profile = dir.path().join("profile");
+    let args = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+    ];
+    let dom = std::process::Command::new(chromium)
+        .args(args)
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg("--dump-dom")
+        .arg(format!("file://{}", report.display()))
+        .output()
+        .expect("run chromium");
+    let dom = String::from_utf8_lossy(&dom.stdout);
+    assert!(dom.contains("<table id=\"decision\""), "decision table missing from the rendered DOM");
+    assert!(dom.matches("<svg").count() >= 3, "charts missing from the rendered DOM");
+    assert!(dom.contains("busbw-all-reduce-ring"));
+    let shot = dir.path().join("shot.png");
+    let s = std::process::Command::new(chromium)
+        .args(args)
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg(format!("--screenshot={}", shot.display()))
+        .arg("--window-size=1200,2400")
+        .arg(format!("file://{}", report.display()))
+        .output()
+        .expect("run chromium");
+    assert!(s.status.success(), "{}", String::from_utf8_lossy(&s.stderr));
+    let png = std::fs::read(&shot).unwrap();
+    assert!(png.starts_with(b"\x89PNG") && png.len() > 20_000, "screenshot of {} bytes", png.len());
+}
