@@ -289,6 +289,9 @@ pub struct InfoArgs {
     /// Read FILE as this format instead of detecting it.
     #[arg(long)]
     pub from: Option<Format>,
+    /// Cable length in metres for links the file gives none (ibnetdiscover never does).
+    #[arg(long, default_value_t = 2.0)]
+    pub default_length_m: f64,
     /// Print the summary as JSON.
     #[arg(long)]
     pub json: bool,
@@ -305,6 +308,9 @@ pub struct ConvertArgs {
     /// Read the input as this format instead of detecting it.
     #[arg(long)]
     pub from: Option<Format>,
+    /// Cable length in metres for links the input gives none (ibnetdiscover never does).
+    #[arg(long, default_value_t = 2.0)]
+    pub default_length_m: f64,
     /// Output file (default: standard output).
     #[arg(long, short = 'o')]
     pub output: Option<PathBuf>,
@@ -329,7 +335,7 @@ impl TopoCmd {
                         if a.params.given().iter().any(|(_, g)| *g) {
                             bail!("generator flags need --gen <kind>");
                         }
-                        read(path, a.from)?
+                        read(path, a.from, a.default_length_m)?
                     }
                     (None, None) => bail!("give a FILE or --gen <kind>"),
                 };
@@ -344,7 +350,7 @@ impl TopoCmd {
                 emit(None, false, &text)?;
             }
             TopoCmd::Convert(a) => {
-                let f = read(&a.input, a.from)?;
+                let f = read(&a.input, a.from, a.default_length_m)?;
                 let text = format::write(&f, a.to).context("failed to write the topology")?;
                 emit(a.output.as_deref(), a.force, &text)?;
             }
@@ -353,8 +359,12 @@ impl TopoCmd {
     }
 }
 
-fn read(path: &Path, from: Option<Format>) -> anyhow::Result<Fabric> {
-    let (f, _) = format::read_file(path, from, &ReadOptions::default()).context("failed to read the topology")?;
+fn read(path: &Path, from: Option<Format>, default_length_m: f64) -> anyhow::Result<Fabric> {
+    if !(default_length_m.is_finite() && default_length_m >= 0.0) {
+        bail!("--default-length-m {default_length_m}: expected a non-negative length in metres");
+    }
+    let opts = ReadOptions { default_length_m };
+    let (f, _) = format::read_file(path, from, &opts).context("failed to read the topology")?;
     Ok(f)
 }
 

@@ -26,7 +26,8 @@ use crate::rate::LinkRate;
 ///
 /// With the defaults (radix 36, oversubscription 1) this is the classic 648-host
 /// two-level fat tree of 36 leaves × 18 spines on which OpenSM was measured
-/// (shared InfiniBand reference §1.7).
+/// (shared InfiniBand reference §1.7); radix 64 gives the other measured shape,
+/// 64 leaves × 32 spines with 2,048 hosts.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct LeafSpineParams {
@@ -384,6 +385,13 @@ mod tests {
         let flat = f.freeze();
         let d = flat.bfs_hops(f.by_name("host000").unwrap());
         assert_eq!(d[f.by_name("host647").unwrap().idx()], 4);
+    }
+
+    #[test]
+    fn leaf_spine_radix_64_is_the_2048_host_tree() {
+        let f = leaf_spine(&LeafSpineParams { radix: 64, ..Default::default() }).unwrap();
+        assert_eq!(f.count(NodeKind::Ca), 2048);
+        assert_eq!(f.count(NodeKind::Switch), 64 + 32);
     }
 
     #[test]
