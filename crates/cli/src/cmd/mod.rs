@@ -7,6 +7,7 @@ pub mod diag;
 pub mod lint;
 pub mod scenario;
 pub mod sim;
+pub mod sim_hpcc;
 pub mod sm;
 pub mod topo;
 pub mod wire;

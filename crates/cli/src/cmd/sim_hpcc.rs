@@ -1,0 +1,73 @@
+//! `rdmalab sim hpcc CONFIG`: run an ns-3 HPCC simulator config as it is (its
+//! TOPOLOGY_FILE, FLOW_FILE, CC_MODE and the other keys) on rdmalab's RoCE
+//! model, and write `fct.txt` / `pfc.txt` in ns-3's layout where the config
+//! names them. The library side is `sim::roce::hpcc_run`.
+//!
+//! Exit codes: 0 the run ended (finished or reached the stop time); 1 it ran and
+//! found a problem (a PFC deadlock, a drop on a lossless priority); 2 bad input;
+//! 3 the conservation ledger did not balance.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::Args;
+use sim::Time;
+use sim::roce::hpcc_run::HpccExperiment;
+
+use super::{FOUND_ERRORS, Internal};
+
+/// Options of `rdmalab sim hpcc`.
+#[derive(Debug, Args)]
+pub struct HpccArgs {
+    /// The ns-3 config file (e.g. `mix/config.txt`); paths in it are relative to its directory.
+    config: PathBuf,
+    /// Stop this many simulated microseconds after the first flow starts (default: the
+    /// config's SIMULATOR_STOP_TIME).
+    #[arg(long)]
+    until_us: Option<u64>,
+    /// Write the outputs under this directory instead of the config's.
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Print the report as JSON (hops, events, simulated and wall time, drops, warnings).
+    #[arg(long)]
+    json: bool,
+}
+
+impl HpccArgs {
+    /// Run it.
+    pub fn exec(self) -> anyhow::Result<ExitCode> {
+        let e = HpccExperiment::load(&self.config).with_context(|| format!("load the HPCC experiment {}", self.config.display()))?;
+        let first = e.flows.iter().map(|f| f.start).min().unwrap_or(Time::ZERO);
+        let until = self.until_us.map(|us| first + Time::us(us));
+        let (r, sim) = e.run(until, self.out.as_deref()).context("run the HPCC experiment")?;
+        if !sim.ledger_balances() {
+            return Err(anyhow::Error::new(Internal(format!("the RoCE ledger does not balance: {:?}, {} in flight", sim.ledger, sim.in_flight()))));
+        }
+        if self.json {
+            println!("{}", serde_json::to_string_pretty(&r)?);
+        } else {
+            for w in &r.warnings {
+                eprintln!("rdmalab: warning: {w}");
+            }
+            println!(
+                "{} of {} flows finished; {} hops, {} events; {:.1} µs simulated in {:.2} s ({:.1} µs/s); {} pause transitions; drops {:?}; {}",
+                r.finished,
+                r.flows,
+                r.hops,
+                r.events,
+                r.simulated_us,
+                r.wall_s,
+                r.simulated_us / r.wall_s.max(1e-9),
+                r.pause_events,
+                r.dropped,
+                r.status
+            );
+            for p in &r.wrote {
+                println!("wrote {p}");
+            }
+        }
+        let bad = sim.deadlock().is_some() || sim.ledger.lossless_faults() > 0;
+        Ok(if bad { ExitCode::from(FOUND_ERRORS) } else { ExitCode::SUCCESS })
+    }
+}
