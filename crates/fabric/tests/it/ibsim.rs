@@ -174,3 +174,17 @@ fn ibsim_peer_discovers_rail_pod_torus_and_multi_pod() {
         .unwrap();
     check_discovery(&m, "multipod", &[], &dir.path().join("multipod.topo"));
 }
+
+#[test]
+fn ibsim_loads_rdmalab_ibnetdiscover_output_too() {
+    // ibsim reads ibnetdiscover output; rdmalab's ibnetdiscover writer must be
+    // something it loads with the same GUIDs and cabling (HDR: a speed 0.10 knows).
+    let p = LeafSpineParams { radix: 8, rate: fabric::LinkRate::HDR_4X, ..Default::default() };
+    let f = leaf_spine(&p).unwrap();
+    let text = format::write(&f, Format::Ibnetdiscover).unwrap();
+    let sim = Ibsim::start(&text, "ibnd", &[]);
+    let dump = sim.ibnetdiscover(&[]);
+    let found = fabric::format::parse("ibnetdiscover", dump.as_bytes(), None, None, &fabric::ReadOptions::default()).unwrap().0;
+    let d = f.diff(&found);
+    assert!(d.is_empty(), "{}", d.join("\n"));
+}
