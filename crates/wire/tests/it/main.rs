@@ -5,5 +5,6 @@ mod craft;
 mod errors;
 mod pcap;
 mod roundtrip;
+mod smp_fabric;
 mod tshark;
 mod vectors;
