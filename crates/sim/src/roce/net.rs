@@ -1210,7 +1210,8 @@ impl RoceSim {
     fn switch_pick(&mut self, si: u32, gp: u32) -> Result<PacketId, Time> {
         let now = self.now;
         let port = self.ports[gp as usize].num as usize;
-        let paused = self.ports[gp as usize].paused;
+        // Copy only the 8 resume times, not the whole pause state with its counters.
+        let until = self.ports[gp as usize].paused.until_all();
         let forward = self.cfg.watchdog.is_some_and(|w| w.action == WdAction::Forward);
         let s = &mut self.switches[si as usize];
         let pkts = &self.pkts;
@@ -1219,7 +1220,7 @@ impl RoceSim {
         let head = |q: usize| -> Option<u32> {
             let &p = qs[port * NPRIO + q].front()?;
             // PFC priority p pauses queue p (SONiC MAP_PFC_PRIORITY_TO_QUEUE AZURE is identity).
-            if paused.is_paused(now, q as u8) && !(forward && stormed[port * NPRIO + q]) {
+            if until[q] > now && !(forward && stormed[port * NPRIO + q]) {
                 return None;
             }
             Some(pkts[p].wire)
@@ -1240,8 +1241,8 @@ impl RoceSim {
         };
         let Some(q) = chosen else {
             for q in 0..NPRIO {
-                if !s.q[port * NPRIO + q].is_empty() && paused.is_paused(now, q as u8) {
-                    wait = wait.min(paused.until(q as u8));
+                if !s.q[port * NPRIO + q].is_empty() && until[q] > now {
+                    wait = wait.min(until[q]);
                 }
             }
             return Err(wait);
@@ -1317,21 +1318,21 @@ impl RoceSim {
         let now = self.now;
         let n = &self.nics[nic as usize];
         let gp = n.gp;
-        let paused = self.ports[gp as usize].paused;
+        let until = self.ports[gp as usize].paused.until_all();
         let mut wait = Time::NEVER;
         // ACK/NAK/CNP first (HPCC ACK_HIGH_PRIO); each honours PFC on its priority.
         if let Some(&p) = n.ctrl.front() {
             let pk = &self.pkts[p];
             let (_, pg, _) = self.maps.classify(pk.dscp);
-            if !paused.is_paused(now, pg) || !self.maps.lossless(pg) {
+            if until[usize::from(pg)] <= now || !self.maps.lossless(pg) {
                 let p = self.nics[nic as usize].ctrl.pop_front().expect("front");
                 return Ok(p);
             }
-            wait = wait.min(paused.until(pg));
+            wait = wait.min(until[usize::from(pg)]);
         }
         let data_prio = self.maps.classify(DSCP_ROCE).1;
-        if paused.is_paused(now, data_prio) && self.maps.lossless(data_prio) {
-            return Err(wait.min(paused.until(data_prio)));
+        if until[usize::from(data_prio)] > now && self.maps.lossless(data_prio) {
+            return Err(wait.min(until[usize::from(data_prio)]));
         }
         let nf = n.flows.len();
         for k in 0..nf {

@@ -102,6 +102,13 @@ impl PausedTx {
         self.until[usize::from(prio & 7)]
     }
 
+    /// When each priority may send again (index = priority), for a caller that
+    /// checks several priorities at once.
+    #[inline]
+    pub fn until_all(&self) -> [Time; 8] {
+        self.until
+    }
+
     /// Ignore pauses on `prio` from now on until the next frame (watchdog
     /// "forward" action, or a drained queue).
     pub fn force_resume(&mut self, now: Time, prio: u8) {
