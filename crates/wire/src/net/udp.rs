@@ -10,6 +10,30 @@ pub const HEADER_LEN: usize = 8;
 /// The IANA-assigned RoCEv2 destination port.
 pub const ROCE_V2_PORT: u16 = 4791;
 
+/// The lowest UDP source port RoCEv2 senders use for flow entropy (Linux
+/// `IB_ROCE_UDP_ENCAP_VALID_PORT_MIN`); the range is 0xC000..=0xFFFF.
+pub const ROCE_V2_SPORT_MIN: u16 = 0xc000;
+
+/// The UDP source port a Linux RoCEv2 sender derives from a QP pair when the
+/// application sets no flow label (`rdma_calc_flow_label` then
+/// `rdma_flow_label_to_udp_sport` in Linux `include/rdma/ib_verbs.h`): the 20-bit
+/// flow label is the product of the QPNs folded by XOR, its top 6 bits are folded
+/// into the low 14, and the result is placed in 0xC000..=0xFFFF. Switches hash this
+/// port for ECMP, so one QP pair stays on one path.
+pub fn roce_v2_sport(local_qpn: u32, remote_qpn: u32) -> u16 {
+    let mut v = local_qpn as u64 * remote_qpn as u64;
+    v ^= v >> 20;
+    v ^= v >> 40;
+    let flow_label = (v & 0xfffff) as u32;
+    roce_v2_sport_from_flow_label(flow_label)
+}
+
+/// The UDP source port for a given 20-bit flow label (see [`roce_v2_sport`]).
+pub fn roce_v2_sport_from_flow_label(flow_label: u32) -> u16 {
+    let low = (flow_label & 0x3fff) ^ ((flow_label & 0xfc000) >> 14);
+    (low as u16) | ROCE_V2_SPORT_MIN
+}
+
 /// A zero-copy view.
 #[derive(Debug, Clone)]
 pub struct Packet<T: AsRef<[u8]>> {
@@ -123,5 +147,23 @@ impl Repr {
         put16(b, 4, len as u16);
         put16(b, 6, self.checksum);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entropy_port_is_in_range_and_stable() {
+        assert_eq!(roce_v2_sport(0x11, 0x12), 0xc132);
+        assert_eq!(roce_v2_sport_from_flow_label(0xfc000), 0xc03f);
+        for a in [1u32, 0x11, 0xabcdef, 0xffffff] {
+            for b in [1u32, 0x22, 0x123456] {
+                let p = roce_v2_sport(a, b);
+                assert!(p >= ROCE_V2_SPORT_MIN);
+                assert_eq!(p, roce_v2_sport(a, b));
+            }
+        }
     }
 }
