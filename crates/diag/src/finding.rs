@@ -136,7 +136,9 @@ impl fmt::Display for Location {
 pub struct Finding {
     /// Rule id, e.g. `pfc-not-enabled` or `credit-loop`.
     pub rule: &'static str,
+    /// How bad.
     pub severity: Severity,
+    /// Where.
     pub location: Location,
     /// What is wrong, with the values involved.
     pub message: String,
@@ -161,8 +163,11 @@ pub fn normalize(findings: &mut Vec<Finding>) {
 /// Counts by severity.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Counts {
+    /// Error findings.
     pub errors: usize,
+    /// Warnings.
     pub warnings: usize,
+    /// Informational findings.
     pub infos: usize,
 }
 

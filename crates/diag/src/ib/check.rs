@@ -36,24 +36,43 @@ impl Default for CheckOptions {
 /// Headline numbers of a check.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Summary {
+    /// Switches in the topology.
     pub switches: usize,
+    /// Channel adapters.
     pub cas: usize,
+    /// Routers.
     pub routers: usize,
+    /// Cables.
     pub links: usize,
+    /// LID mask control of the tables.
     pub lmc: u8,
+    /// LIDs with an owner.
     pub lids: usize,
+    /// (source CA port, destination CA LID) pairs checked.
     pub ca_pairs: u64,
+    /// Pairs whose route does not arrive.
     pub unreachable: u64,
+    /// Pairs on a path longer than the shortest.
     pub non_minimal: u64,
+    /// Longest path in links.
     pub max_hops: u32,
+    /// `hop_histogram[h]` = paths with `h` links.
     pub hop_histogram: Vec<u64>,
+    /// SLs seen on routes.
     pub sls_used: u8,
+    /// VLs those SLs map to.
     pub vls_used: u8,
+    /// (switch output port, VL) channels carrying routes.
     pub channels: usize,
+    /// Dependencies between channels.
     pub dependencies: usize,
+    /// True when the dependency graph has a cycle.
     pub credit_loop: bool,
+    /// Switch-to-switch output ports.
     pub isl_ports: usize,
+    /// Most routes on one switch-to-switch port.
     pub max_routes_isl: u64,
+    /// Mean routes per switch-to-switch port (one decimal).
     pub mean_routes_isl: f64,
 }
 
@@ -62,8 +81,11 @@ pub struct Summary {
 pub struct CheckReport {
     /// Input files, for the header.
     pub inputs: Vec<String>,
+    /// Headline numbers.
     pub summary: Summary,
+    /// Findings, errors first.
     pub findings: Vec<Finding>,
+    /// Findings by severity.
     pub counts: Counts,
     /// The full `sm::validate` result (failures and examples capped).
     pub validation: serde_json::Value,

@@ -307,27 +307,42 @@ pub fn apply_guid2lid(
 /// One end of a directed link in `opensm-subnet.lst`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SubnetEnd {
+    /// Node type.
     pub kind: NodeKind,
     /// The SM runs on this node (`SW-SM`, `CA-SM`).
     pub sm: bool,
+    /// NodeInfo:NumPorts.
     pub num_ports: u8,
+    /// System image GUID.
     pub sys_guid: Guid,
+    /// Node GUID.
     pub node_guid: Guid,
+    /// Port GUID (switches: the node GUID).
     pub port_guid: Guid,
+    /// Vendor id.
     pub vendor_id: u32,
+    /// Device id.
     pub device_id: u16,
+    /// NodeDescription.
     pub desc: String,
+    /// LID (switches: of port 0).
     pub lid: u16,
+    /// Port number.
     pub port: u8,
 }
 
 /// One line of `opensm-subnet.lst`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SubnetLink {
+    /// 1-based line in the file.
     pub line: usize,
+    /// Local end.
     pub a: SubnetEnd,
+    /// Remote end.
     pub b: SubnetEnd,
+    /// PHY= link width.
     pub width: Option<IbWidth>,
+    /// SPD= lane speed.
     pub speed: Option<IbSpeed>,
     /// LOG= (ACT, ARM, INI, DOWN).
     pub state: String,
@@ -336,7 +351,9 @@ pub struct SubnetLink {
 /// A parsed `opensm-subnet.lst`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SubnetLst {
+    /// The file, for errors.
     pub file: String,
+    /// Directed links in file order.
     pub links: Vec<SubnetLink>,
 }
 
@@ -502,9 +519,11 @@ pub fn parse_subnet_lst(text: &str, file: &str) -> Result<SubnetLst, DumpError> 
 /// A fabric built from `opensm-subnet.lst`, with the LIDs it records and what was
 /// inconsistent in it (duplicate GUIDs and LIDs become findings, not errors).
 pub struct SubnetFabric {
+    /// The fabric.
     pub fabric: Fabric,
     /// LID of each (node, port) (switch: port 0) as recorded.
     pub lids: BTreeMap<(NodeId, u8), u16>,
+    /// Conflicts found while building it.
     pub findings: Vec<Finding>,
 }
 

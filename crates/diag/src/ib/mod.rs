@@ -47,7 +47,9 @@ pub struct Files<'a> {
 
 /// A subnet loaded from files.
 pub struct Loaded {
+    /// The topology.
     pub fabric: Fabric,
+    /// LIDs, LFTs, SL2VL and path SLs.
     pub tables: RoutingTables,
     /// The files, as `kind: path`, for report headers.
     pub inputs: Vec<String>,

@@ -5,7 +5,9 @@ use crate::finding::{Finding, Location, Severity};
 /// An InfiniBand check: id and why it matters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Rule {
+    /// Stable id, e.g. `credit-loop`.
     pub id: &'static str,
+    /// Why it matters, with its source.
     pub why: &'static str,
 }
 

@@ -22,22 +22,34 @@ use crate::ib::error::DumpError;
 /// One step: leave the previous node by `out_port`, enter `node` by `in_port`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct TraceHop {
+    /// Port the packet leaves the previous node by.
     pub out_port: u8,
+    /// The node entered (description, else name).
     pub node: String,
+    /// `ca`, `switch` or `router`.
     pub kind: &'static str,
+    /// Node GUID of a switch, port GUID of a CA port.
     pub guid: String,
+    /// Port the packet enters by.
     pub in_port: u8,
+    /// LID of the entered port (switch: port 0).
     pub lid: u16,
 }
 
 /// A traced path.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Trace {
+    /// Source node.
     pub src: String,
+    /// Source port.
     pub src_port: u8,
+    /// Destination node.
     pub dst: String,
+    /// Destination port.
     pub dst_port: u8,
+    /// Destination LID looked up in the LFTs.
     pub dst_lid: u16,
+    /// Hops in order.
     pub hops: Vec<TraceHop>,
     /// True when the walk reached the destination port.
     pub arrived: bool,

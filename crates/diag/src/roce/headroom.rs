@@ -43,6 +43,7 @@ pub struct Asic {
     pub cell: Option<u64>,
     /// Spectrum-4/5 add the bytes held on the tile.
     pub tile: bool,
+    /// Name for messages.
     pub name: &'static str,
 }
 
@@ -90,7 +91,9 @@ impl Asic {
 /// Inputs of the XOFF computation for one port.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct HeadroomInput {
+    /// Port speed (PORT.speed, Mb/s).
     pub speed_mbps: u64,
+    /// Cable length (CABLE_LENGTH, metres).
     pub cable_m: f64,
     /// The port MTU (PORT.mtu, default 9100).
     pub port_mtu: u64,
@@ -98,6 +101,7 @@ pub struct HeadroomInput {
     pub lossless_mtu: u64,
     /// LOSSLESS_TRAFFIC_PATTERN.small_packet_percentage (default 50).
     pub small_packet_pct: u64,
+    /// Buffer constants.
     pub asic: Asic,
 }
 

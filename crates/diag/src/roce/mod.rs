@@ -26,16 +26,22 @@ use crate::finding::{self, Counts, Finding};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum InputKind {
+    /// SONiC config_db JSON.
     ConfigDb,
+    /// `mlnx_qos` output.
     MlnxQos,
+    /// `path:value` sysfs dump.
     Sysfs,
 }
 
 /// A parsed input file.
 #[derive(Clone, Debug)]
 pub enum Parsed {
+    /// A switch configuration.
     ConfigDb(sonic::ConfigDb),
+    /// A NIC QoS state.
     MlnxQos(nic::MlnxQos),
+    /// NIC DCQCN/RoCE settings, one per interface or device.
     Sysfs(Vec<nic::SysfsNic>),
 }
 
@@ -74,7 +80,9 @@ pub struct LintOptions {
 /// A file the linter read.
 #[derive(Clone, Debug, Serialize)]
 pub struct InputFile {
+    /// The path as given.
     pub path: String,
+    /// What it was read as.
     pub kind: InputKind,
 }
 
@@ -87,9 +95,13 @@ pub struct LintReport {
     pub rdma_dscps: Vec<u8>,
     /// True when the RDMA DSCP was assumed rather than read or given.
     pub rdma_dscp_assumed: bool,
+    /// The CNP DSCP the rules checked.
     pub cnp_dscp: u8,
+    /// True when the CNP DSCP was assumed.
     pub cnp_dscp_assumed: bool,
+    /// Findings, errors first.
     pub findings: Vec<Finding>,
+    /// Findings by severity.
     pub counts: Counts,
 }
 

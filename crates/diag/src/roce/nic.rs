@@ -51,9 +51,11 @@ pub enum Trust {
 /// What one `mlnx_qos` output says.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct MlnxQos {
+    /// Priority trust state.
     pub trust: Option<Trust>,
     /// DSCP → priority as printed (only when trust is dscp).
     pub dscp2prio: BTreeMap<u8, u8>,
+    /// Cable length the NIC sizes its headroom for.
     pub cable_len_m: Option<u32>,
     /// PFC enabled per priority 0..7.
     pub pfc: Option<[bool; 8]>,
@@ -194,11 +196,15 @@ pub struct SysfsNic {
     pub np_enable: BTreeMap<u8, bool>,
     /// Reaction point (rate limiting) enabled per priority.
     pub rp_enable: BTreeMap<u8, bool>,
+    /// DSCP of the CNPs it sends.
     pub cnp_dscp: Option<u8>,
+    /// 802.1p priority of the CNPs it sends.
     pub cnp_prio: Option<u8>,
+    /// Interface MTU.
     pub mtu: Option<u32>,
     /// ToS byte RoCE traffic is sent with (traffic_class or default_roce_tos).
     pub tos: Option<u8>,
+    /// QoS trust (sysfs qos/trust).
     pub trust: Option<Trust>,
     /// Other numeric DCQCN parameters, `roce_rp/rpg_gd` style keys.
     pub params: BTreeMap<String, u64>,

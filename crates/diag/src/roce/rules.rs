@@ -17,8 +17,11 @@ use crate::roce::sonic::{self, ConfigDb, Fields};
 /// A lint rule: its id and why it matters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Rule {
+    /// Stable id, e.g. `pfc-not-enabled`.
     pub id: &'static str,
+    /// One-line title.
     pub title: &'static str,
+    /// Why it matters, with its source.
     pub why: &'static str,
 }
 
@@ -71,9 +74,13 @@ pub enum DscpSource {
 /// What the linter knows about the traffic it protects.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Intent {
+    /// DSCPs RDMA traffic uses.
     pub rdma_dscps: Vec<u8>,
+    /// Where they came from.
     pub rdma_source: DscpSource,
+    /// DSCP of CNPs.
     pub cnp_dscp: u8,
+    /// Where it came from.
     pub cnp_source: DscpSource,
 }
 
@@ -84,16 +91,23 @@ pub const DEFAULT_CNP_DSCP: u8 = 48;
 
 /// A switch file.
 pub struct SwitchIn<'a> {
+    /// The file name.
     pub file: &'a str,
+    /// Its content.
     pub db: &'a ConfigDb,
 }
 
 /// All inputs of one lint run.
 pub struct Inputs<'a> {
+    /// Switch configurations.
     pub switches: Vec<SwitchIn<'a>>,
+    /// NIC mlnx_qos outputs.
     pub qos: Vec<(&'a str, &'a MlnxQos)>,
+    /// NIC sysfs records.
     pub sysfs: Vec<(&'a str, &'a SysfsNic)>,
+    /// RDMA DSCP given by the caller.
     pub rdma_dscp: Option<u8>,
+    /// CNP DSCP given by the caller.
     pub cnp_dscp: Option<u8>,
 }
 
@@ -1323,12 +1337,15 @@ pub struct HopQos {
     pub qos_key: Option<String>,
     /// True when the key does not name this port and the file's first entry stood in.
     pub fallback_entry: bool,
+    /// The DSCP looked up.
     pub dscp: u8,
     /// TC of the DSCP (`None` without a DSCP map).
     pub tc: Option<u8>,
+    /// PFC-enabled priorities of the entry.
     pub pfc_enable: Vec<u8>,
     /// The TC is in pfc_enable.
     pub lossless: bool,
+    /// Egress queue of the TC.
     pub queue: u8,
     /// WRED profile on that queue and its green thresholds (bytes) and ECN mode.
     pub wred: Option<(String, Option<u64>, Option<u64>, String)>,

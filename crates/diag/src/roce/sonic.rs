@@ -28,15 +28,20 @@ pub type Tables = BTreeMap<String, BTreeMap<String, Fields>>;
 /// the linter as `invalid-value`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Malformed {
+    /// Table.
     pub table: String,
+    /// Key as written (empty for a whole table).
     pub key: String,
+    /// Field, when one field was bad.
     pub field: Option<String>,
+    /// What was wrong.
     pub what: String,
 }
 
 /// A parsed CONFIG_DB file.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ConfigDb {
+    /// table -> key -> fields.
     pub tables: Tables,
     /// Entries or fields that could not be read, in file order.
     pub malformed: Vec<Malformed>,
@@ -177,6 +182,7 @@ fn scalar_text(v: &serde_json::Value) -> Option<String> {
 pub struct Ref {
     /// The table named in an old-style `[TABLE|name]` reference.
     pub table: Option<String>,
+    /// The referenced key.
     pub name: String,
 }
 

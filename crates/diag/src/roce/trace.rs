@@ -45,38 +45,55 @@ impl HopConfigs {
 /// One switch on the path.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct RoceHop {
+    /// Switch name.
     pub switch: String,
+    /// Port the flow enters by.
     pub in_port: u8,
     /// The equal-cost ports toward the destination.
     pub group: Vec<u8>,
+    /// This switch's hash of the flow.
     pub hash: u32,
+    /// The group member the hash picks.
     pub out_port: u8,
     /// SONiC name of the egress port.
     pub out_port_name: String,
     /// QoS of the egress port for the flow's DSCP, when a config covers this switch.
     pub qos: Option<HopQos>,
+    /// The config file the QoS came from.
     pub config: Option<String>,
 }
 
 /// A traced RoCEv2 flow.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct RoceTrace {
+    /// Source host.
     pub src: String,
+    /// Destination host.
     pub dst: String,
+    /// Source IPv4 address (HPCC ns-3 numbering).
     pub sip: String,
+    /// Destination IPv4 address.
     pub dip: String,
+    /// UDP source port (the QP's entropy).
     pub sport: u16,
+    /// UDP destination port (4791).
     pub dport: u16,
+    /// DSCP of the flow.
     pub dscp: u8,
+    /// Switches in order.
     pub hops: Vec<RoceHop>,
+    /// True when the flow reached the destination host.
     pub arrived: bool,
+    /// Why it did not.
     pub stop: Option<String>,
+    /// The trace as text.
     pub text: String,
 }
 
 /// Why a RoCE trace could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum RoceTraceError {
+    /// No channel adapter has this name or description.
     #[error("find host {0:?}: no channel adapter has this name or description")]
     NoHost(String),
 }

@@ -26,9 +26,13 @@ use crate::roce::{LintReport, Parsed};
 /// What was taken from the files, in words, for the comparison report.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct VariantNotes {
+    /// PFC kept on.
     pub pfc: bool,
+    /// ECN marking kept on.
     pub ecn: bool,
+    /// A PFC watchdog configured.
     pub watchdog: bool,
+    /// What was taken from which file.
     pub notes: Vec<String>,
 }
 
