@@ -160,7 +160,7 @@ pub struct RethSpec {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AethSpec {
-    /// The syndrome byte, or "ack", "ack:<credits>", "rnr:<timer>", "nak:<code or name>".
+    /// The syndrome byte, or `"ack"`, `"ack:<credits>"`, `"rnr:<timer>"`, `"nak:<code or name>"`.
     pub syndrome: NumOrName,
     /// MSN.
     #[serde(default)]
