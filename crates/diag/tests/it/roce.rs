@@ -606,3 +606,22 @@ fn a_lint_finding_becomes_a_measured_consequence() {
     assert!(clean.2.is_some() && lossy.2.is_some(), "{out:?}");
     assert!(lossy.2 > clean.2, "drops cost go-back-N time: {out:?}");
 }
+
+#[test]
+fn every_hop_is_checked_when_several_switches_are_given() {
+    // Two switches, one with PFC off: only that hop is reported, with its file.
+    let bad = data("seeded/01-switch-pfc-off/config_db.json");
+    let r = lint(&[
+        examples("clean/config_db.json"),
+        bad.clone(),
+        examples("clean/mlnx_qos.txt"),
+        examples("clean/sysfs.txt"),
+    ]);
+    assert_eq!(rules_of(&r), ["error pfc-not-enabled".to_string()].into());
+    assert_eq!(r.findings.len(), 1);
+    assert_eq!(
+        r.findings[0].location.file.as_deref(),
+        Some(bad.display().to_string().as_str())
+    );
+    assert_eq!(r.files.len(), 4);
+}
