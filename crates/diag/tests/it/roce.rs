@@ -625,3 +625,65 @@ fn every_hop_is_checked_when_several_switches_are_given() {
     );
     assert_eq!(r.files.len(), 4);
 }
+
+#[test]
+fn roce_trace_predicts_the_path_the_simulator_takes() {
+    use diag::roce::trace::{HopConfigs, default_hash, trace_roce};
+    use sim::roce::net::{FlowSpec, RoceConfig, RoceSim};
+    let f = fabric::leaf_spine(&fabric::LeafSpineParams {
+        radix: 8,
+        hosts_per_leaf: Some(4),
+        spines: Some(4),
+        leaves: Some(4),
+        rate: fabric::LinkRate::eth(100).unwrap(),
+        ..Default::default()
+    })
+    .unwrap();
+    let hosts: Vec<fabric::NodeId> = f.nodes_of(fabric::NodeKind::Ca).collect();
+    for sport in [0xc000u16, 0xc001, 0xc0de, 0xfffe] {
+        let t = trace_roce(
+            &f,
+            &f.node(hosts[1]).name,
+            &f.node(hosts[14]).name,
+            sport,
+            26,
+            default_hash(),
+            &HopConfigs::default(),
+        )
+        .unwrap();
+        let flow = FlowSpec {
+            src: hosts[1],
+            dst: hosts[14],
+            size: 64 << 10,
+            messages: 1,
+            start: sim::Time::ZERO,
+            sport,
+            dport: 100,
+        };
+        let mut s = RoceSim::new(&f, RoceConfig::default(), &[flow]).unwrap();
+        s.run(sim::Time::ms(10));
+        assert!(s.flow_done(0).is_some());
+        for h in &t.hops {
+            let sw = f.by_name(&h.switch).unwrap();
+            for &p in &h.group {
+                let bytes = s.tx_bytes(sw, p);
+                if p == h.out_port {
+                    assert!(
+                        bytes >= 64 << 10,
+                        "sport {sport:#x}: {} port {p} should carry the flow ({bytes} B)\n{}",
+                        h.switch,
+                        t.text
+                    );
+                } else {
+                    assert!(
+                        bytes < 4096,
+                        "sport {sport:#x}: {} port {p} carried {bytes} B, trace says port {}\n{}",
+                        h.switch,
+                        h.out_port,
+                        t.text
+                    );
+                }
+            }
+        }
+    }
+}
