@@ -1,5 +1,5 @@
 //! A whole in-process heavy sweep of a k-ary three-tier fat tree (k = radix; k=64 is
-//! 65,536 hosts): `cargo run --release -p rdmalab-sm --example sweep_ft -- 64 ftree`
+//! 65,536 hosts): `cargo run --release -p rdmalab-sm --example sweep_ft -- 36 ftree [validate|novalidate] [pods]`
 
 use fabric::{FatTree3Params, fat_tree3};
 use sm::routing::EngineKind;
@@ -11,8 +11,9 @@ fn main() {
     let radix: u32 = args.next().and_then(|x| x.parse().ok()).unwrap_or(64);
     let engines = EngineKind::parse_list(&args.next().unwrap_or_else(|| "ftree".into())).expect("engines");
     let validate = args.next().is_some_and(|x| x == "validate");
+    let pods: Option<u32> = args.next().and_then(|x| x.parse().ok());
     let t0 = std::time::Instant::now();
-    let f = fat_tree3(&FatTree3Params { radix, ..Default::default() }).expect("fat tree");
+    let f = fat_tree3(&FatTree3Params { radix, pods, ..Default::default() }).expect("fat tree");
     let build = t0.elapsed();
     let mut fab = InProcess::new(f, (fabric::NodeId(0), 0));
     let opts = SweepOptions { engines, validate, ..Default::default() };

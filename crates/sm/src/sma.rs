@@ -55,6 +55,8 @@ pub enum Fault {
     Truncated,
     /// Report this node GUID instead of the real one.
     Guid(Guid),
+    /// Scramble the reply (all but the transaction id) with a seeded byte stream.
+    Corrupt(u64),
 }
 
 /// Agent state of one port.
@@ -227,6 +229,23 @@ impl InProcess {
         if fault == Some(Fault::Truncated) {
             buf[100..].fill(0);
             buf[0] = 0; // marks the copy as truncated for recv()
+        }
+        if let Some(Fault::Corrupt(seed)) = fault {
+            // xorshift64*: deterministic garbage; byte 0 stays non-zero so the copy is
+            // delivered whole, bytes 8..16 (TID) stay so the SM can match it.
+            let mut x = seed | 1;
+            for (i, b) in buf.iter_mut().enumerate() {
+                x ^= x >> 12;
+                x ^= x << 25;
+                x ^= x >> 27;
+                let r = (x.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 56) as u8;
+                if !(8..16).contains(&i) {
+                    *b ^= r;
+                }
+            }
+            if buf[0] == TRUNCATED_MARK {
+                buf[0] = 0x80;
+            }
         }
         self.stats.responses += 1;
         self.outbox.push_back(buf);

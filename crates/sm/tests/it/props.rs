@@ -66,3 +66,24 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+
+    /// Garbage replies from one node never panic the SM: they are reported (or, if the
+    /// garbage happens to parse, taken as an answer) and the sweep carries on.
+    #[test]
+    fn corrupted_replies_are_reported_not_fatal(seed in any::<u64>(), victim in 0usize..6) {
+        let f = crate::support::read_net("net.2sw2path4hca");
+        let guid = f.nodes[victim].node_guid;
+        let mut fab = sm::sma::InProcess::new(f, (fabric::NodeId(0), 0));
+        fab.set_fault(guid, Some(sm::sma::Fault::Corrupt(seed)));
+        let mut mgr = sm::sweep::SubnetManager::new(sm::sweep::SweepOptions::default(), 1);
+        let r = mgr.heavy_sweep(&mut fab);
+        if victim != 0 {
+            // Only the SM's own node answering garbage can stop the sweep.
+            prop_assert!(!r.issues.is_empty());
+        }
+        prop_assert!(r.smps_sent >= r.smps_received);
+    }
+}

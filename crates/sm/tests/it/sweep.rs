@@ -73,6 +73,15 @@ fn unplugging_a_cable_raises_trap_128_and_reroutes_around_it() {
     assert_eq!(v.routes.unreachable, 0, "the second ISL carries everything");
     // After re-routing nothing is pending.
     assert!(sm.poll(&mut fab).is_none());
+    // Plug it back: the link comes up, traffic spreads over both ISLs again.
+    let s2 = fab.fabric().by_name("Switch2").unwrap();
+    fab.link(s1, 3, s2, 3, fabric::LinkRate::NDR_4X).unwrap();
+    let r = sm.poll(&mut fab).expect("trap 128 again");
+    assert!(r.changes.iter().any(|c| c.contains("came up")), "{:?}", r.changes);
+    let v = r.validation.unwrap();
+    assert_eq!(v.routes.unreachable, 0);
+    let isl_ports_used = v.loads.ports.iter().filter(|p| p.isl && p.routes > 0).count();
+    assert_eq!(isl_ports_used, 4, "both ISLs carry routes in both directions");
 }
 
 #[test]
