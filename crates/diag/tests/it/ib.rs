@@ -893,3 +893,53 @@ fn opensm_minhop_with_vl_layers_matches_ibdmchk() {
         assert_eq!(verdict, loops, "{name}: ibdmchk\n{s}");
     }
 }
+
+#[test]
+fn check_output_is_deterministic_and_ibdiagnet_shaped() {
+    let l = load(&Files {
+        topo: Some(&data("credit-loops/credit-loops.converted.net")),
+        lfts: Some(&data("credit-loops/credit-loops.minhop.opensm-lfts.dump")),
+        ..Files::default()
+    })
+    .unwrap();
+    let a = check(
+        &l.fabric,
+        &l.tables,
+        vec!["x".into()],
+        vec![],
+        &CheckOptions::default(),
+    );
+    let b = check(
+        &l.fabric,
+        &l.tables,
+        vec!["x".into()],
+        vec![],
+        &CheckOptions::default(),
+    );
+    assert_eq!(a.render_text(), b.render_text());
+    assert_eq!(a.render_json(), b.render_json());
+    let text = a.render_text();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], "-I- Input: x");
+    assert_eq!(
+        lines[1],
+        "-I- Fabric: 20 switches, 16 CAs, 0 routers, 48 links; 36 LIDs, LMC 0"
+    );
+    assert_eq!(
+        lines[2],
+        "-I- CA-to-CA paths: 240 checked, 0 unreachable, 0 non-minimal, max 6 hops (hops:paths 2:16 4:64 6:160)"
+    );
+    assert!(lines[3].ends_with("credit loops in routing"), "{text}");
+    assert!(
+        lines.iter().any(|l| l.starts_with("-E- credit-loop ")),
+        "{text}"
+    );
+    assert_eq!(
+        *lines.last().unwrap(),
+        "-I- Summary: 1 error(s), 0 warning(s), 0 info"
+    );
+    let v: serde_json::Value = serde_json::from_str(&a.render_json()).unwrap();
+    assert_eq!(v["summary"]["credit_loop"], true);
+    assert_eq!(v["findings"][0]["rule"], "credit-loop");
+    assert_eq!(v["validation"]["routes"]["pairs"], 240);
+}
