@@ -203,6 +203,110 @@ impl HpccExperiment {
     }
 }
 
+/// A flow-size CDF as traffic_gen reads it: `size cumulative_percent` lines.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SizeCdf(pub Vec<(f64, f64)>);
+
+impl SizeCdf {
+    /// Parse `size percent` lines (percent rising to 100).
+    pub fn parse(file: &str, text: &str) -> Result<SizeCdf, HpccError> {
+        let mut v: Vec<(f64, f64)> = Vec::new();
+        for (i, line) in text.lines().enumerate() {
+            let mut it = line.split_whitespace();
+            let (Some(a), Some(b)) = (it.next(), it.next()) else { continue };
+            let err = |what: &str| HpccError { file: file.into(), line: i + 1, what: what.into() };
+            let size: f64 = a.parse().map_err(|_| err("expected a size in bytes"))?;
+            let pct: f64 = b.parse().map_err(|_| err("expected a cumulative percent"))?;
+            if v.last().is_some_and(|l| pct < l.1 || size < l.0) || !(0.0..=100.0).contains(&pct) {
+                return Err(err("expected sizes and percents that never decrease, percents within 0..=100"));
+            }
+            v.push((size, pct));
+        }
+        if v.last().is_none_or(|l| l.1 != 100.0) {
+            return Err(HpccError { file: file.into(), line: text.lines().count().max(1), what: "expected the CDF to end at 100".into() });
+        }
+        Ok(SizeCdf(v))
+    }
+
+    /// A size for the uniform draw `u` in [0, 1), interpolating linearly between
+    /// points (traffic_gen's `customRand`).
+    pub fn sample(&self, u: f64) -> u64 {
+        let x = u * 100.0;
+        let mut prev = (0.0, 0.0);
+        for &(s, p) in &self.0 {
+            if x <= p {
+                if p == prev.1 {
+                    return s.max(1.0) as u64;
+                }
+                return (prev.0 + (s - prev.0) * (x - prev.1) / (p - prev.1)).max(1.0) as u64;
+            }
+            prev = (s, p);
+        }
+        prev.0.max(1.0) as u64
+    }
+
+    /// Mean size, bytes (piecewise linear).
+    pub fn mean(&self) -> f64 {
+        let mut m = 0.0;
+        let mut prev = (0.0, 0.0);
+        for &(s, p) in &self.0 {
+            m += (p - prev.1) / 100.0 * (s + prev.0) / 2.0;
+            prev = (s, p);
+        }
+        m
+    }
+}
+
+/// Poisson flow arrivals as HPCC's `traffic_gen.py` makes them: each host starts
+/// flows with exponential gaps so that its offered load is `load` of `host_bps`,
+/// to a uniformly random other host, sizes from `cdf`, from `start` for
+/// `duration`. Deterministic in `seed`; sorted by start time; source ports per
+/// (src, dst) pair count up from 10000.
+pub fn poisson_flows(hosts: &[NodeId], cdf: &SizeCdf, load: f64, host_bps: u64, start: Time, duration: Time, seed: u64) -> Vec<FlowSpec> {
+    use rand::{RngCore, SeedableRng};
+    let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(seed);
+    let mean_gap_s = cdf.mean() * 8.0 / (load * host_bps as f64);
+    let mut flows = Vec::new();
+    for (i, &src) in hosts.iter().enumerate() {
+        let mut t = 0.0f64;
+        loop {
+            let u = crate::roce::dcqcn::unit(&mut rng);
+            t += -(1.0 - u).ln() * mean_gap_s;
+            let at = Time((t * 1e12) as u64);
+            if at >= duration {
+                break;
+            }
+            let mut j = (rng.next_u64() % (hosts.len() as u64 - 1)) as usize;
+            if j >= i {
+                j += 1;
+            }
+            let size = cdf.sample(crate::roce::dcqcn::unit(&mut rng));
+            flows.push(FlowSpec { src, dst: hosts[j], size, messages: 1, start: start + at, sport: 0, dport: 100 });
+        }
+    }
+    flows.sort_by_key(|f| (f.start, f.src, f.dst));
+    let mut next: std::collections::BTreeMap<(u32, u32), u16> = std::collections::BTreeMap::new();
+    for f in &mut flows {
+        let p = next.entry((f.src.0, f.dst.0)).or_insert(10000);
+        f.sport = *p;
+        *p = p.wrapping_add(1);
+    }
+    flows
+}
+
+/// Slowdown (FCT over ns-3's standalone FCT, at least 1) of each finished flow,
+/// with its size.
+pub fn slowdowns(fabric: &Fabric, fct: &[FctRecord], mtu: u32) -> Vec<(u64, f64)> {
+    let flat = fabric.freeze();
+    fct.iter()
+        .map(|r| {
+            let (rtt, bn) = path_props(fabric, &flat, node_of_ip(r.sip), node_of_ip(r.dip), mtu);
+            let ideal = standalone_fct_ns(r.size, mtu, ROCEV2_HEADERS, rtt, bn).max(1);
+            (r.size, (r.fct_ns as f64 / ideal as f64).max(1.0))
+        })
+        .collect()
+}
+
 /// Inverse of [`crate::roce::ecmp::host_ip`].
 fn node_of_ip(ip: u32) -> u32 {
     let x = ip - 0x0b00_0001;
@@ -235,6 +339,25 @@ mod tests {
     fn testdata(name: &str) -> PathBuf {
         let dir = Path::new(file!()).parent().expect("dir").join("testdata/hpcc");
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(dir).join(name)
+    }
+
+    #[test]
+    fn websearch_cdf_and_poisson_arrivals() {
+        let text = "0 0\n10000 15\n20000 20\n30000 30\n50000 40\n80000 53\n200000 60\n1000000 70\n2000000 80\n5000000 90\n10000000 97\n30000000 100\n";
+        let cdf = SizeCdf::parse("ws", text).unwrap();
+        assert_eq!(cdf.sample(0.15 - 1e-12), 9_999);
+        assert_eq!(cdf.sample(0.075), 5_000);
+        let m = cdf.mean();
+        // Σ over segments of (share × midpoint) = 1,711,250 B.
+        assert!((m - 1_711_250.0).abs() < 1.0, "{m}");
+        let hosts: Vec<NodeId> = (0..8).map(NodeId).collect();
+        let f = poisson_flows(&hosts, &cdf, 0.3, 100_000_000_000, Time::ZERO, Time::ms(100), 1);
+        let bytes: u64 = f.iter().map(|x| x.size).sum();
+        let offered = bytes as f64 * 8.0 / 0.1 / (8.0 * 100e9);
+        assert!((offered - 0.3).abs() < 0.1, "offered load {offered}");
+        assert!(f.windows(2).all(|w| w[0].start <= w[1].start));
+        assert!(f.iter().all(|x| x.src != x.dst));
+        assert!(SizeCdf::parse("bad", "0 0\n10 50\n").is_err());
     }
 
     #[test]
