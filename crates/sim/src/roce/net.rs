@@ -232,6 +232,23 @@ pub struct FlowSpec {
     pub dport: u16,
 }
 
+impl FlowSpec {
+    /// Split a connection over `qps` queue pairs (NCCL's `NCCL_IB_QPS_PER_CONNECTION`,
+    /// Meta's QP scaling): each QP carries `size / qps` of every message (the first
+    /// ones one byte more when it does not divide), and gets the UDP source port
+    /// the NIC derives from its QP numbers, so ECMP sees `qps` flows.
+    pub fn split_qps(&self, qps: u32, first_qpn: u32) -> Vec<FlowSpec> {
+        let n = u64::from(qps.max(1));
+        (0..n)
+            .map(|k| {
+                let size = self.size / n + u64::from(k < self.size % n);
+                let lqpn = first_qpn + 2 * k as u32;
+                FlowSpec { size, sport: crate::roce::ecmp::roce_udp_sport(lqpn, lqpn + 1), ..*self }
+            })
+            .collect()
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Kind {
     Data,

@@ -272,6 +272,19 @@ mod tests {
         let _ = std::fs::remove_file(&path);
     }
 
+    /// Splitting a connection over QPs gives ECMP distinct source ports and
+    /// conserves the bytes.
+    #[test]
+    fn split_qps_spreads_entropy_and_keeps_bytes() {
+        let (_, _, _, h) = leaf_spine_2x2(2);
+        let f = flow(h[0][0], h[1][0], 1_000_003, 2, Time::ZERO, 10000);
+        let parts = f.split_qps(4, 0x200);
+        assert_eq!(parts.iter().map(|p| p.size).sum::<u64>(), 1_000_003);
+        let ports: std::collections::BTreeSet<u16> = parts.iter().map(|p| p.sport).collect();
+        assert_eq!(ports.len(), 4);
+        assert!(parts.iter().all(|p| p.messages == 2 && p.src == f.src && p.sport >= 0xc000));
+    }
+
     /// A spine link fails mid-run: packets hashed onto it are lost until ECMP
     /// converges (100 µs here), then the groups shrink to the surviving spine and
     /// go-back-N recovers every flow; nothing else is dropped.
