@@ -5,7 +5,7 @@
 //!   what `opensm -R file -U` loads;
 //! - [`subnet_lst`]: `opensm-subnet.lst` (`dump_topology_node`), one line per directed
 //!   link, the input of `ibdmchk -s`;
-//! - [`sl2vl_dump`]: `opensm-sl2vl.dump`;
+//! - `opensm-sl2vl.dump` from [`sl2vl_dump`];
 //! - guid2lid: [`crate::lids::Guid2Lid::to_text`].
 //!
 //! Switches and CAs are listed by ascending LID, as OpenSM's dumps of discovered

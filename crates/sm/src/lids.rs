@@ -213,8 +213,10 @@ pub fn assign(
     }
     // Second pass: the lowest free aligned range, in port order.
     let mut cursor = align as usize;
-    if pending.first() == Some(&ports[0]) {
-        cursor = 1; // the SM port takes LID 1 when it has no cached LID
+    if pending.first() == Some(&ports[0]) && size(ports[0].0) == 1 {
+        // A switch SM's port 0 takes LID 1 when it has no cached LID (OpenSM gives the
+        // SM port the first LID; a CA SM's range stays 2^LMC aligned).
+        cursor = 1;
     }
     for (n, p) in pending {
         let want = size(n) as usize;
@@ -268,4 +270,55 @@ pub fn default_sm_port(f: &Fabric) -> Option<(NodeId, u8)> {
         return Some((NodeId(0), 0));
     }
     node.port_nums().find(|&p| node.ports[p as usize].link.is_some()).map(|p| (NodeId(0), p))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fabric::{LinkRate, NodeSpec};
+
+    /// Two switches, two 1-port CAs; the SM on h0.
+    fn fabric() -> Fabric {
+        let mut f = Fabric::new();
+        let h0 = f.add_node(NodeSpec::ca("h0", Guid(0x100000), 1)).unwrap();
+        let s0 = f.add_node(NodeSpec::switch("s0", Guid(0x200000), 4)).unwrap();
+        let s1 = f.add_node(NodeSpec::switch("s1", Guid(0x200001), 4)).unwrap();
+        let h1 = f.add_node(NodeSpec::ca("h1", Guid(0x100002), 1)).unwrap();
+        f.connect(h0, 1, s0, 1, LinkRate::NDR_4X, 1.0).unwrap();
+        f.connect(s0, 2, s1, 2, LinkRate::NDR_4X, 1.0).unwrap();
+        f.connect(s1, 1, h1, 1, LinkRate::NDR_4X, 1.0).unwrap();
+        f
+    }
+
+    #[test]
+    fn ca_sm_first_and_aligned_with_lmc() {
+        let f = fabric();
+        let (t, rep) = assign(&f, (NodeId(0), 1), 2, None).unwrap();
+        // SM port first, aligned to 4: LIDs 4..7; then s0 at 8, s1 at 12, h1 at 16..19.
+        assert_eq!(t.lid_of(NodeId(0), 1), Some(Lid(4)));
+        assert_eq!(t.lid_of(NodeId(1), 0), Some(Lid(8)));
+        assert_eq!(t.lid_of(NodeId(2), 0), Some(Lid(12)));
+        assert_eq!(t.lid_of(NodeId(3), 1), Some(Lid(16)));
+        assert_eq!(t.owner(Lid(19)), Some((NodeId(3), 1)));
+        assert_eq!(rep.max_lid, 19);
+        let (t0, _) = assign(&f, (NodeId(0), 1), 0, None).unwrap();
+        assert_eq!(t0.lid_of(NodeId(0), 1), Some(Lid(1)));
+    }
+
+    #[test]
+    fn guid2lid_parse_errors_name_file_and_line() {
+        let e = Guid2Lid::parse("0x0000000000100001 0x0004 0x0007\n\nbogus\n", "cache/guid2lid").unwrap_err();
+        assert!(e.to_string().starts_with("cache/guid2lid:3:"), "{e}");
+        let e = Guid2Lid::parse("0x1 0x0008 0x0004\n", "g").unwrap_err();
+        assert!(matches!(e, Guid2LidError::BadRange { line: 1, .. }));
+        let e = Guid2Lid::parse("0x1 0x1 0x1\n0x1 0x2 0x2\n", "g").unwrap_err();
+        assert!(matches!(e, Guid2LidError::Duplicate { line: 2, .. }));
+        // The sample OpenSM wrote (reference §2.4) parses.
+        let p = crate::testkit::shared_formats().join("opensm-cache/sim-2sw4hca.lmc2.guid2lid");
+        let g = Guid2Lid::parse(&std::fs::read_to_string(p).unwrap(), "sample").unwrap();
+        assert_eq!(g.map.get(&Guid(0x100004)), Some(&(Lid(12), Lid(15))));
+        assert_eq!(g.map.len(), 6);
+        let again = Guid2Lid::parse(&g.to_text(), "ours").unwrap();
+        assert_eq!(again, g);
+    }
 }

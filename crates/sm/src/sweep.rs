@@ -237,6 +237,10 @@ impl std::fmt::Debug for SubnetManager {
     }
 }
 
+/// What [`SubnetManager::pump`] calls with each good reply: the request it answers, the
+/// DR path, the parsed response.
+type ReplyHandler<'a> = dyn FnMut(&mut SubnetManager, &mut Exchange, Req, &[u8], &Smp) + 'a;
+
 /// Per-sweep exchange state: the request queue, outstanding requests, counters.
 struct Exchange {
     queue: VecDeque<(Req, Vec<u8>, Smp)>,
@@ -268,6 +272,7 @@ impl SubnetManager {
         }
     }
 
+    #[expect(clippy::too_many_arguments, reason = "the fields of one SMP")]
     fn enqueue(&mut self, x: &mut Exchange, req: Req, path: Vec<u8>, method: Method, attr: AttrId, attr_mod: u32, data: [u8; 64]) {
         let dr = match DrRoute::new(&path) {
             Ok(d) => d,
@@ -294,7 +299,7 @@ impl SubnetManager {
         &mut self,
         tr: &mut dyn Transport,
         x: &mut Exchange,
-        on_reply: &mut dyn FnMut(&mut SubnetManager, &mut Exchange, Req, &[u8], &Smp),
+        on_reply: &mut ReplyHandler<'_>,
     ) {
         loop {
             while x.pending.len() < self.opts.max_in_flight.max(1) {
@@ -302,8 +307,7 @@ impl SubnetManager {
                 self.transmit(tr, x, req, path, smp, 0);
             }
             let mut got_any = false;
-            loop {
-                let Some(len) = tr.recv(&mut self.buf) else { break };
+            while let Some(len) = tr.recv(&mut self.buf) {
                 got_any = true;
                 x.received += 1;
                 self.dispatch(x, len, on_reply);
@@ -352,7 +356,7 @@ impl SubnetManager {
         &mut self,
         x: &mut Exchange,
         len: usize,
-        on_reply: &mut dyn FnMut(&mut SubnetManager, &mut Exchange, Req, &[u8], &Smp),
+        on_reply: &mut ReplyHandler<'_>,
     ) {
         let bytes: [u8; MAD_LEN] = *self.buf;
         let bytes = &bytes[..len.min(MAD_LEN)];
