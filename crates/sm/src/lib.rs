@@ -6,7 +6,15 @@
 //!                                   └─routing::route(engines…)──▶ RoutingTables (LFTs, SL2VL)
 //!   RoutingTables ──validate::validate──▶ Validation (reachability, hops, credit loops, balance)
 //!   RoutingTables ──dump::*──▶ opensm-lfts.dump, opensm-subnet.lst, guid2lid, opensm-sl2vl.dump
+//!
+//!   sweep::SubnetManager ──SMP bytes──▶ dyn sma::Transport (sma::InProcess answers from a Fabric)
+//!        heavy_sweep: discover → model → lids → routing → program (LFT blocks, SL2VL, ACTIVE)
+//!        light_sweep / poll: SwitchInfo.PortStateChange + Trap 128 → heavy sweep + change report
 //! ```
+//!
+//! Entry points: [`run::run`] (LIDs + routing + validation straight from a model),
+//! [`sweep::SubnetManager::heavy_sweep`] (the same through SMPs), [`validate::validate`]
+//! (pure checks of any tables, ours or read from OpenSM with [`dump::parse_lfts_dump`]).
 
 pub mod dump;
 pub mod index;

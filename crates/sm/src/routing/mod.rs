@@ -7,7 +7,7 @@
 //!
 //! Engine list semantics (cf. OpenSM's "routing chaining", reference §1.1): engines
 //! are tried in order and the first that succeeds wins; every failure is recorded in
-//! [`RouteOutcome::attempts`] with its reason. Unlike OpenSM there is no silent minhop
+//! [`RouteOutcome::fallbacks`] with its reason. Unlike OpenSM there is no silent minhop
 //! fallback: if every listed engine fails, routing fails (list `minhop` last to get one).
 
 mod dfsssp;
