@@ -261,6 +261,15 @@ fn print_text(out: &Outcome, engine: &str, wall_s: f64, cpu_s: Option<f64>) -> a
         write!(o, "{}", l.perftest_text())?;
     }
     if let Some(m) = &out.matrix {
+        if m.completed == 0 {
+            writeln!(
+                o,
+                "flows: none of {} completed by the end; aggregate goodput {:.1} Gb/s ({:.1} Gb/s per flow)",
+                m.flows.len(),
+                m.aggregate_goodput_bps / 1e9,
+                m.aggregate_goodput_bps / 1e9 / m.flows.len().max(1) as f64
+            )?;
+        } else {
         writeln!(
             o,
             "flows: {} of {} completed; aggregate goodput {:.1} Gb/s; FCT p50 {:.1} us p99 {:.1} us max {:.1} us",
@@ -271,6 +280,7 @@ fn print_text(out: &Outcome, engine: &str, wall_s: f64, cpu_s: Option<f64>) -> a
             m.fct.p99_ps as f64 / 1e6,
             m.fct.max_ps as f64 / 1e6
         )?;
+        }
     }
     if let Some(d) = &out.deadlock {
         writeln!(o, "DEADLOCK: {d}")?;
