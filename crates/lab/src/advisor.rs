@@ -236,7 +236,11 @@ pub fn advise(answers: &Answers, evidence: &[Evidence], fabric: &fabric::Fabric,
         aspect: "Operations".into(),
         infiniband: "one SM configures every switch; ibdiagnet/ibnetdiscover see the whole fabric".into(),
         rocev2: "configuration spread over every switch and NIC; no end-to-end RDMA diagnostics".into(),
-        evidence: format!("RoCEv2 variants here: {deadlocks} deadlock/storm events, {cfg_err} configuration errors found by the linter; team skills: {:?}", answers.skills),
+        evidence: if roce_all.is_empty() {
+            format!("no RoCEv2 variant was measured in this run; team skills: {:?}", answers.skills)
+        } else {
+            format!("RoCEv2 variants here: {deadlocks} deadlock/storm events, {cfg_err} configuration errors found by the linter; team skills: {:?}", answers.skills)
+        },
         favours: ops_fav,
         weight: 2,
     });
@@ -317,6 +321,12 @@ pub fn advise(answers: &Answers, evidence: &[Evidence], fabric: &fabric::Fabric,
         .map(|r| format!("{} (weight {}): {}", r.aspect, r.weight, r.evidence))
         .collect();
     reasons.insert(0, format!("weighted score: InfiniBand {si}, RoCEv2 {sr}"));
+    let measured = |k: FabricKind| evidence.iter().any(|e| e.kind == Some(k) && e.refused.is_none());
+    for (k, name) in [(FabricKind::Infiniband, "InfiniBand"), (FabricKind::Rocev2, "RoCEv2")] {
+        if !measured(k) {
+            reasons.push(format!("caution: no {name} variant was measured in this run, so rows about it rest on your answers and the TCO alone"));
+        }
+    }
     if recommendation == Favours::Neither {
         reasons.push("the evidence and your answers do not separate the two; decide on supplier terms".into());
     }
