@@ -22,10 +22,6 @@ pub struct Stats {
     pub stale_wakes: u64,
     /// Transmitter looks that sent nothing.
     pub idle_looks: u64,
-    /// Bytes sent per port.
-    pub tx_bytes: Vec<u64>,
-    /// Packets sent per port.
-    pub tx_pkts: Vec<u64>,
     /// Time a VL had a packet waiting for credits, per port and VL (ps).
     pub stall_ps: Vec<u64>,
     stall_since: Vec<Time>,
@@ -56,8 +52,6 @@ impl Stats {
             hops: 0,
             stale_wakes: 0,
             idle_looks: 0,
-            tx_bytes: vec![0; nports],
-            tx_pkts: vec![0; nports],
             stall_ps: vec![0; nports * nvl],
             stall_since: vec![Time::NEVER; nports * nvl],
             peak_in_blocks: vec![0; nports * nvl],
@@ -101,9 +95,9 @@ impl Stats {
         }
     }
 
-    pub(crate) fn sample(&mut self, now: Time, in_used: &[u32], nvl: usize) {
+    pub(crate) fn sample(&mut self, now: Time, tx_bytes: impl Iterator<Item = u64>, in_used: &[u32], nvl: usize) {
         self.sample_times.push(now);
-        self.sample_tx.extend_from_slice(&self.tx_bytes);
+        self.sample_tx.extend(tx_bytes);
         for gp in 0..self.nports {
             self.sample_occ.push(in_used[gp * nvl..(gp + 1) * nvl].iter().sum());
         }
@@ -198,16 +192,15 @@ impl Sim {
                 continue;
             }
             let node = self.ports[gp].port_node as usize;
-            let busy_ps = self.ports[gp].ser.time(0).0 as f64
-                + (self.stats.tx_bytes[gp] as f64 * 8.0 * 1e12 / self.port_bps[gp].max(1) as f64);
+            let busy_ps = self.ports[gp].tx_bytes as f64 * 8.0 * 1e12 / self.port_bps[gp].max(1) as f64;
             out.push(PortReport {
                 node: self.node_name[node].clone(),
                 port: self.ports[gp].port_num,
                 peer: self.node_name[self.ports[pg as usize].port_node as usize].clone(),
                 peer_port: self.ports[pg as usize].port_num,
                 rate_bps: self.port_bps[gp],
-                tx_bytes: self.stats.tx_bytes[gp],
-                tx_packets: self.stats.tx_pkts[gp],
+                tx_bytes: self.ports[gp].tx_bytes,
+                tx_packets: u64::from(self.ports[gp].tx_pkts),
                 utilisation: (busy_ps / t).min(1.0),
                 credit_stall_ps: self.stats.stall_ps[gp * nvl..(gp + 1) * nvl].to_vec(),
                 peak_buffer_bytes: if self.node_model[node] == NodeModel::IbSwitch {

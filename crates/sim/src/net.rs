@@ -62,7 +62,7 @@ impl Sim {
         if pt.starved {
             if pt.need_blocks == 0 {
                 self.schedule_wake(gp, t);
-            } else if let Some(at) = self.credit_ready(gp, pt.need_vl, pt.need_blocks, t) {
+            } else if let Some(at) = self.credit_ready(gp, pt.need_vl, u32::from(pt.need_blocks), t) {
                 self.schedule_wake(gp, at);
             }
         }
@@ -109,10 +109,11 @@ impl Sim {
     pub(crate) fn starve(&mut self, gp: u32, vl: u8, nb: u32) -> Time {
         let g = gp as usize;
         self.ports[g].starved = true;
+        self.ports[g].stalling = true;
         self.stats.stall_begin(g * self.nvl + vl as usize, self.now);
         if self.nvl == 1 {
             self.ports[g].need_vl = vl;
-            self.ports[g].need_blocks = nb;
+            self.ports[g].need_blocks = nb as u16;
             self.credit_ready(gp, vl, nb, self.now).unwrap_or(Time::NEVER)
         } else {
             // Several VLs compete: wake on the first return of any of them.
@@ -163,14 +164,19 @@ impl Sim {
         if !vl15 {
             let ci = g * nvl + pk.vl as usize;
             self.credits[ci] -= nb as i32;
-            self.stats.stall_end(ci, now);
+            if self.ports[g].stalling {
+                self.stats.stall_end(ci, now);
+                if nvl == 1 {
+                    self.ports[g].stalling = false;
+                }
+            }
         }
         let end = now + self.ports[g].ser.time(pk.wire);
         self.ports[g].busy_until = end;
         self.last_tx[g] = now;
         self.stats.hops += 1;
-        self.stats.tx_bytes[g] += u64::from(pk.wire);
-        self.stats.tx_pkts[g] += 1;
+        self.ports[g].tx_bytes += u64::from(pk.wire);
+        self.ports[g].tx_pkts = self.ports[g].tx_pkts.wrapping_add(1);
         if self.stats.capture == gp {
             self.stats.captured.push((now, pk));
         }
@@ -242,8 +248,9 @@ impl Sim {
                 Some(t) => self.schedule_wake(gp, t),
                 None => {
                     self.ports[g].starved = true;
+                    self.ports[g].stalling = true;
                     self.ports[g].need_vl = vl;
-                    self.ports[g].need_blocks = nb;
+                    self.ports[g].need_blocks = nb as u16;
                     self.stats.stall_begin(g * self.nvl + vl as usize, end);
                 }
             },
@@ -337,6 +344,7 @@ impl Sim {
                     }
                     Head::NoCredit => {
                         self.ports[g].starved = true;
+                        self.ports[g].stalling = true;
                         self.stats.stall_begin(g * self.nvl + e.vl as usize, self.now);
                         wait = wait.min(self.credit_wait(gp));
                     }
@@ -408,7 +416,7 @@ impl Sim {
                 bad.push(format!("{name} port {port}: work queued, line idle, no wake-up and not waiting for credits"));
             } else if self.ports[gp].need_blocks == 0 && !self.credit_fifo[gp].is_empty()
                 || self.ports[gp].need_blocks > 0
-                    && self.credit_ready(gp as u32, self.ports[gp].need_vl, self.ports[gp].need_blocks, self.now).is_some()
+                    && self.credit_ready(gp as u32, self.ports[gp].need_vl, u32::from(self.ports[gp].need_blocks), self.now).is_some()
             {
                 bad.push(format!("{name} port {port}: starved though enough credits are on their way, and no wake-up"));
             } else if self.ports[gp].model == NodeModel::IbSwitch {
