@@ -12,7 +12,7 @@
 //! ```
 //!
 //! It is a sibling of the InfiniBand [`crate::Sim`]: the same engine parts
-//! ([`EventQueue`], [`Fifo`], [`Slab`], [`TraceHash`], [`Time`]) with its own closed
+//! ([`PackedQueue`], [`Fifo`], [`Slab`], [`TraceHash`], [`Time`]) with its own closed
 //! event enum, because nothing of the IB credit path applies to a lossy-or-PFC
 //! Ethernet link. Switches are store-and-forward.
 //!
@@ -28,7 +28,9 @@ use rand_pcg::Pcg64Mcg;
 use wire::Psn;
 
 use crate::engine::time::Serializer;
-use crate::engine::{EventQueue, Fifo, PacketId, Slab, Time, TraceHash};
+use crate::engine::queue::EV_BITS;
+use crate::engine::{Packed, PackedQueue};
+use crate::engine::{Fifo, PacketId, Slab, Time, TraceHash};
 use crate::roce::buffer::{Admit, MmuConfig, MmuDrop, Mmu, QosMaps, Scheduler, NPRIO, hpcc_headroom_bytes};
 use crate::roce::dcqcn::{CnpPacer, DcqcnParams, Red, ReactionPoint};
 use crate::roce::ecmp::{EcmpTable, FlowKey, HashConfig, HashFn, field, host_ip};
@@ -295,6 +297,43 @@ enum Ev {
     Converge,
 }
 
+/// Bits of an event's component id (the rest of [`EV_BITS`] holds the kind).
+const ID_BITS: u32 = EV_BITS - 4;
+
+impl Packed for Ev {
+    #[inline]
+    fn pack(self) -> u32 {
+        let (k, id) = match self {
+            Ev::Arrive { dir } => (0, dir),
+            Ev::TxWake { gp } => (1, gp),
+            Ev::FlowStart { flow } => (2, flow),
+            Ev::NicTimer { nic } => (3, nic),
+            Ev::PauseTimer { gp } => (4, gp),
+            Ev::WdPoll => (5, 0),
+            Ev::Check => (6, 0),
+            Ev::LinkFail { link } => (7, link),
+            Ev::Converge => (8, 0),
+        };
+        debug_assert!(id < 1 << ID_BITS);
+        (k << ID_BITS) | id
+    }
+    #[inline]
+    fn unpack(v: u32) -> Ev {
+        let id = v & ((1 << ID_BITS) - 1);
+        match v >> ID_BITS {
+            0 => Ev::Arrive { dir: id },
+            1 => Ev::TxWake { gp: id },
+            2 => Ev::FlowStart { flow: id },
+            3 => Ev::NicTimer { nic: id },
+            4 => Ev::PauseTimer { gp: id },
+            5 => Ev::WdPoll,
+            6 => Ev::Check,
+            7 => Ev::LinkFail { link: id },
+            _ => Ev::Converge,
+        }
+    }
+}
+
 impl Ev {
     fn word(self) -> u64 {
         match self {
@@ -436,7 +475,7 @@ pub enum RoceError {
 /// The RoCE world.
 pub struct RoceSim {
     now: Time,
-    q: EventQueue<Ev>,
+    q: PackedQueue<Ev>,
     trace: TraceHash,
     rng: Pcg64Mcg,
     pkts: Slab<Pkt>,
@@ -602,6 +641,10 @@ impl RoceSim {
                 }
             }
         }
+        // Event ids are packed into 24 bits (engine `PackedQueue`).
+        if flows.len() >= 1 << ID_BITS || ports.len() >= 1 << ID_BITS || fabric.links.len() >= 1 << ID_BITS {
+            return Err(RoceError::Config { field: "flows", why: format!("at most {} flows, ports and links each", (1u32 << ID_BITS) - 1) });
+        }
         let mut fl = Vec::with_capacity(flows.len());
         for (k, f) in flows.iter().enumerate() {
             for node in [f.src, f.dst] {
@@ -645,7 +688,7 @@ impl RoceSim {
         let wd_period = cfg.watchdog.map_or(Time::NEVER, |w| w.poll);
         let mut sim = RoceSim {
             now: Time::ZERO,
-            q: EventQueue::new(),
+            q: PackedQueue::new(),
             trace: TraceHash::default(),
             rng: Pcg64Mcg::seed_from_u64(cfg.seed),
             pkts: Slab::with_capacity(1 << 12),
