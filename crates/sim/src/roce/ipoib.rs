@@ -146,6 +146,17 @@ impl IpoibConfig {
     }
 }
 
+/// One stream's steady throughput on the same path, bits/s: RDMA verbs (the
+/// NIC moves the bytes: the link rate times the payload share of each IB packet,
+/// `mtu / (mtu + headers)` with LRH 8 + BTH 12 + RETH 16 (first packet, ignored)
+/// + ICRC 4 + VCRC 2 = 26 bytes; IBA vol. 1 §5.4, §9) against TCP over IPoIB
+/// ([`IpoibConfig::stream_bps`]).
+pub fn verbs_vs_ipoib(cfg: &IpoibConfig, link_bps: u64, rtt: Time, write_size: u64) -> (f64, f64) {
+    let mtu = f64::from(cfg.ib_mtu);
+    let verbs = link_bps as f64 * mtu / (mtu + 26.0);
+    (verbs, cfg.stream_bps(link_bps, rtt, write_size))
+}
+
 /// A TCP Reno-style congestion window (RFC 5681): slow start from the initial
 /// window, +1 MSS per RTT in congestion avoidance, halved on loss; capped by the
 /// receive window.
@@ -228,6 +239,14 @@ mod tests {
         // A long RTT makes the window the limit: 6 MiB / 10 ms ≈ 5 Gb/s.
         let far = c.stream_bps(400_000_000_000, Time::ms(10), 1 << 20);
         assert!((far - 6_291_456.0 * 8.0 / 0.01).abs() < 1.0);
+    }
+
+    #[test]
+    fn verbs_keep_the_link_ipoib_keeps_a_core() {
+        // NDR 4x (400 Gb/s), 4 KiB IB MTU, 5 µs RTT, 1 MiB writes.
+        let (v, i) = verbs_vs_ipoib(&IpoibConfig::default(), 400_000_000_000, Time::us(5), 1 << 20);
+        assert!((v - 400e9 * 4096.0 / 4122.0).abs() < 1.0);
+        assert!(v / i > 35.0, "verbs {v:.3e} vs IPoIB {i:.3e}");
     }
 
     #[test]
