@@ -33,13 +33,13 @@ pub fn evidence(r: &CompareResults) -> Vec<Evidence> {
 use std::time::Instant;
 
 use fabric::{Fabric, NodeId, NodeKind};
-use sim::{CqeOp, EngineConfig, IbConfig, QpOptions, RunStatus, Sim, Time};
+use sim::{EngineConfig, IbConfig, Sim};
 
 use crate::advisor::FabricKind;
 use crate::cluster;
 use crate::collective::{Collective, HopCost, Schedule, nccl_bandwidth};
 use crate::results::{CollectiveResult, Counters, IncastResult, Latency, SimEffort, SizeRow, TimeSeries, VariantResult};
-use crate::runner::{NicMap, ProbeSpec, RunError, run_schedule};
+use crate::runner::{IbNet, NicMap, ProbeSpec, RunError, run_messages, run_schedule};
 use crate::scenario::{Scenario, Variant, VariantFabric};
 use crate::tco::Tech;
 
@@ -247,7 +247,7 @@ fn run_ib(
             let sched = Schedule::build(op, s.cluster.servers, g, size).map_err(|e| CompareError::Variant { variant: v.id.clone(), message: e.to_string() })?;
             let probe = probe_run.then_some(ProbeSpec { bytes: s.workload.probe.bytes, interval_ps: s.workload.probe.interval_us * 1_000_000 });
             let wall = Instant::now();
-            let run = match run_schedule(&mut sim, &nics, &sched, nvlink(s), probe) {
+            let run = match run_schedule(&mut IbNet::new(&mut sim), &nics, &sched, nvlink(s), probe) {
                 Ok(r) => r,
                 Err(RunError::Deadlock(d)) => {
                     counters.deadlocks += 1;
@@ -278,7 +278,8 @@ fn run_ib(
             progress(Progress { done: *done, total, what: format!("{}: {}:1 incast", v.label, i.senders) });
             let mut sim = Sim::new(f, &tables, IbConfig::default(), EngineConfig { seed: s.seed, ..EngineConfig::default() }).map_err(|e| err(e.into()))?;
             let wall = Instant::now();
-            let r = run_incast(&mut sim, &nics, i.senders, i.bytes).map_err(err)?;
+            let msgs = incast_messages(&nics, i.senders, i.bytes).map_err(err)?;
+            let r = run_messages(&mut IbNet::new(&mut sim), &msgs).map_err(err)?;
             sim.finish();
             sim.check_ledger().map_err(|e| err(e.into()))?;
             account(&sim, &mut counters, &mut effort, wall);
@@ -365,46 +366,16 @@ fn occupancy_series(sim: &Sim, f: &Fabric) -> TimeSeries {
     TimeSeries { name: "switch buffer occupancy during ring all-reduce (largest size)".into(), unit: "KiB in all switch input buffers".into(), points }
 }
 
-/// N:1 incast: sender k is NIC (server 1 + k mod (S−1), rail k mod R), the receiver
-/// NIC (0, 0); every sender posts `bytes` at time 0. Returns the completion time.
-fn run_incast(sim: &mut Sim, nics: &NicMap, senders: u32, bytes: u64) -> Result<u64, RunError> {
+/// The N:1 incast's messages: sender k is NIC (server 1 + k mod (S−1), rail k mod R),
+/// the receiver NIC (0, 0); every sender posts `bytes` at time 0.
+fn incast_messages(nics: &NicMap, senders: u32, bytes: u64) -> Result<Vec<(NodeId, NodeId, u64)>, RunError> {
     let servers = nics.nic.len();
     let rails = nics.nic[0].len();
     if servers < 2 {
         return Err(RunError::Topology("an incast needs at least two servers".into()));
     }
     let dst = nics.nic[0][0];
-    let start = sim.now().0;
-    for k in 0..senders as usize {
-        let src = nics.nic[1 + k % (servers - 1)][k % rails];
-        let (qa, _) = sim.create_rc_pair(src, dst, &QpOptions::default())?;
-        sim.post_send(qa, bytes, k as u64)?;
-    }
-    let mut left = senders;
-    let mut end = start;
-    while left > 0 {
-        match sim.run(Time::NEVER) {
-            RunStatus::Completion => {
-                while let Some(n) = sim.next_cq_event() {
-                    while let Some(c) = sim.poll_cq(n) {
-                        if c.op == CqeOp::Recv {
-                            left -= 1;
-                            end = end.max(c.done.0);
-                        }
-                    }
-                }
-            }
-            RunStatus::Deadlock(d) => return Err(RunError::Deadlock(d.to_string())),
-            RunStatus::Idle | RunStatus::TimeLimit => return Err(RunError::Stalled(left as usize)),
-        }
-    }
-    loop {
-        match sim.run(Time::NEVER) {
-            RunStatus::Completion => while sim.next_cq_event().is_some() {},
-            _ => break,
-        }
-    }
-    Ok(end - start)
+    Ok((0..senders as usize).map(|k| (nics.nic[1 + k % (servers - 1)][k % rails], dst, bytes)).collect())
 }
 
 /// "4 MiB" style.

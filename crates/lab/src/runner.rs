@@ -70,12 +70,119 @@ pub struct ScheduleRun {
     pub max_nic_bytes: u64,
 }
 
+/// A message the network delivered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Delivered {
+    pub tag: u64,
+    pub posted_ps: u64,
+    pub done_ps: u64,
+}
+
+/// Why [`Network::advance`] returned.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NetStep {
+    /// Messages were delivered (at or before the current time).
+    Delivered(Vec<Delivered>),
+    /// Simulated time reached the limit.
+    Reached,
+    /// Nothing is in flight.
+    Idle,
+    /// The fabric deadlocked; the text names the cycle.
+    Deadlock(String),
+}
+
+/// Message traffic class on a NIC pair: each class is its own connection (QP).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Class {
+    /// The collective's data.
+    Bulk,
+    /// Latency probes: same NICs and links, but not queued behind bulk messages.
+    Probe,
+}
+
+/// A packet-level network that carries messages between NICs: the InfiniBand
+/// simulator, or the RoCE one.
+pub trait Network {
+    /// Simulated now, picoseconds.
+    fn now_ps(&self) -> u64;
+    /// Post a message of `bytes` from NIC `a` to NIC `b` now. Messages of one
+    /// (a, b, class) are delivered in posting order.
+    fn post(&mut self, a: NodeId, b: NodeId, class: Class, bytes: u64, tag: u64) -> Result<(), RunError>;
+    /// Run until `until_ps` or until messages are delivered, whichever is first.
+    fn advance(&mut self, until_ps: u64) -> NetStep;
+}
+
+/// The InfiniBand simulator as a [`Network`]: one RC QP pair per (NIC pair,
+/// class), SENDs, and the responder's receive completions.
+pub struct IbNet<'a> {
+    pub sim: &'a mut Sim,
+    qps: BTreeMap<(NodeId, NodeId, Class), QpId>,
+    peer_of: BTreeMap<QpId, QpId>,
+    /// (tag, post time) per receiving QP, in posting order
+    in_order: BTreeMap<QpId, VecDeque<(u64, u64)>>,
+}
+
+impl<'a> IbNet<'a> {
+    /// Wrap a simulator.
+    pub fn new(sim: &'a mut Sim) -> IbNet<'a> {
+        IbNet { sim, qps: BTreeMap::new(), peer_of: BTreeMap::new(), in_order: BTreeMap::new() }
+    }
+
+    fn drain_cq(&mut self, out: &mut Vec<Delivered>) {
+        while let Some(node) = self.sim.next_cq_event() {
+            while let Some(c) = self.sim.poll_cq(node) {
+                if c.op != CqeOp::Recv {
+                    continue;
+                }
+                if let Some((tag, posted)) = self.in_order.get_mut(&c.qp).and_then(VecDeque::pop_front) {
+                    out.push(Delivered { tag, posted_ps: posted, done_ps: c.done.0 });
+                }
+            }
+        }
+    }
+}
+
+impl Network for IbNet<'_> {
+    fn now_ps(&self) -> u64 {
+        self.sim.now().0
+    }
+
+    fn post(&mut self, a: NodeId, b: NodeId, class: Class, bytes: u64, tag: u64) -> Result<(), RunError> {
+        let q = match self.qps.get(&(a, b, class)) {
+            Some(&q) => q,
+            None => {
+                let (qa, qb) = self.sim.create_rc_pair(a, b, &QpOptions::default())?;
+                self.qps.insert((a, b, class), qa);
+                self.peer_of.insert(qa, qb);
+                qa
+            }
+        };
+        self.sim.post_send(q, bytes, tag)?;
+        let now = self.sim.now().0;
+        self.in_order.entry(self.peer_of[&q]).or_default().push_back((tag, now));
+        Ok(())
+    }
+
+    fn advance(&mut self, until_ps: u64) -> NetStep {
+        match self.sim.run(Time(until_ps)) {
+            RunStatus::Completion => {
+                let mut out = Vec::new();
+                self.drain_cq(&mut out);
+                NetStep::Delivered(out)
+            }
+            RunStatus::TimeLimit => NetStep::Reached,
+            RunStatus::Idle => NetStep::Idle,
+            RunStatus::Deadlock(d) => NetStep::Deadlock(d.to_string()),
+        }
+    }
+}
+
 const PROBE_TAG: u64 = 1 << 63;
 
-/// Run `s` on `sim` (built on the fabric that `nics` describes).
-pub fn run_schedule(sim: &mut Sim, nics: &NicMap, s: &Schedule, nvlink: HopCost, probe: Option<ProbeSpec>) -> Result<ScheduleRun, RunError> {
+/// Run `s` on `net` (whose fabric `nics` describes).
+pub fn run_schedule(net: &mut dyn Network, nics: &NicMap, s: &Schedule, nvlink: HopCost, probe: Option<ProbeSpec>) -> Result<ScheduleRun, RunError> {
     let n = s.transfers.len();
-    let start = sim.now();
+    let start = net.now_ps();
     let mut pending: Vec<u32> = s.transfers.iter().map(|t| t.deps.len() as u32).collect();
     let mut dependents: Vec<Vec<u32>> = vec![Vec::new(); n];
     for (i, t) in s.transfers.iter().enumerate() {
@@ -83,20 +190,12 @@ pub fn run_schedule(sim: &mut Sim, nics: &NicMap, s: &Schedule, nvlink: HopCost,
             dependents[d as usize].push(i as u32);
         }
     }
-    let mut ready_at = vec![start.0; n];
+    let mut ready_at = vec![start; n];
     // transfers whose dependencies are met, by (ready time, index)
-    let mut ready: BinaryHeap<Reverse<(u64, u32)>> = (0..n as u32).filter(|&i| pending[i as usize] == 0).map(|i| Reverse((start.0, i))).collect();
+    let mut ready: BinaryHeap<Reverse<(u64, u32)>> = (0..n as u32).filter(|&i| pending[i as usize] == 0).map(|i| Reverse((start, i))).collect();
     // NVLink transfers in flight, by (completion time, index)
     let mut nvl_done: BinaryHeap<Reverse<(u64, u32)>> = BinaryHeap::new();
     let mut nvl_free: BTreeMap<Rank, u64> = BTreeMap::new();
-    // RC QP per ordered NIC pair; the receiver's completions arrive in posting order
-    let mut qps: BTreeMap<(NodeId, NodeId), QpId> = BTreeMap::new();
-    // probes get QPs of their own, as a latency-sensitive application's would: on
-    // the same NICs and links, but not queued behind the collective's messages
-    let mut probe_qps: BTreeMap<(NodeId, NodeId), QpId> = BTreeMap::new();
-    // (tag, post time) per receiving QP
-    let mut in_order: BTreeMap<QpId, VecDeque<(u64, u64)>> = BTreeMap::new();
-    let mut peer_of: BTreeMap<QpId, QpId> = BTreeMap::new();
     let mut remaining = n;
     let mut out = ScheduleRun::default();
     let mut nic_bytes: BTreeMap<NodeId, u64> = BTreeMap::new();
@@ -104,22 +203,14 @@ pub fn run_schedule(sim: &mut Sim, nics: &NicMap, s: &Schedule, nvlink: HopCost,
     // probes: NIC (server i, rail r) → (server i+1, rail r), every interval
     let servers = nics.nic.len();
     let rails = nics.nic.first().map_or(0, Vec::len);
-    let mut next_probe = probe.map(|p| start.0 + p.interval_ps);
-
-    let qp_for = |sim: &mut Sim, a: NodeId, b: NodeId, qps: &mut BTreeMap<(NodeId, NodeId), QpId>, peer_of: &mut BTreeMap<QpId, QpId>| -> Result<QpId, RunError> {
-        if let Some(&q) = qps.get(&(a, b)) {
-            return Ok(q);
-        }
-        let (qa, qb) = sim.create_rc_pair(a, b, &QpOptions::default())?;
-        qps.insert((a, b), qa);
-        peer_of.insert(qa, qb);
-        Ok(qa)
-    };
+    let mut next_probe = probe.map(|p| start + p.interval_ps);
+    let mut probes_out = 0u64;
 
     while remaining > 0 {
+        let now = net.now_ps();
         // start everything that is ready now
         while let Some(&Reverse((t, i))) = ready.peek() {
-            if t > sim.now().0 {
+            if t > now {
                 break;
             }
             ready.pop();
@@ -135,26 +226,22 @@ pub fn run_schedule(sim: &mut Sim, nics: &NicMap, s: &Schedule, nvlink: HopCost,
                 Via::Rail(r) => {
                     let a = nics.nic[tr.src.node as usize][r as usize];
                     let b = nics.nic[tr.dst.node as usize][r as usize];
-                    let q = qp_for(sim, a, b, &mut qps, &mut peer_of)?;
-                    sim.post_send(q, tr.bytes, u64::from(i))?;
+                    net.post(a, b, Class::Bulk, tr.bytes, u64::from(i))?;
                     *nic_bytes.entry(a).or_default() += tr.bytes;
-                    in_order.entry(peer_of[&q]).or_default().push_back((u64::from(i), sim.now().0));
                 }
             }
         }
         // post probes that are due
         if let (Some(p), Some(t)) = (probe, next_probe) {
-            if t <= sim.now().0 {
+            if t <= now {
                 for srv in 0..servers {
                     for r in 0..rails {
                         let a = nics.nic[srv][r];
                         let b = nics.nic[(srv + 1) % servers][r];
-                        if a == b {
-                            continue;
+                        if a != b {
+                            net.post(a, b, Class::Probe, p.bytes, PROBE_TAG)?;
+                            probes_out += 1;
                         }
-                        let q = qp_for(sim, a, b, &mut probe_qps, &mut peer_of)?;
-                        sim.post_send(q, p.bytes, PROBE_TAG)?;
-                        in_order.entry(peer_of[&q]).or_default().push_back((PROBE_TAG, sim.now().0));
                     }
                 }
                 next_probe = Some(t + p.interval_ps);
@@ -162,18 +249,18 @@ pub fn run_schedule(sim: &mut Sim, nics: &NicMap, s: &Schedule, nvlink: HopCost,
         }
         // NVLink completions due now
         while let Some(&Reverse((t, i))) = nvl_done.peek() {
-            if t > sim.now().0 {
+            if t > now {
                 break;
             }
             nvl_done.pop();
             remaining -= 1;
-            out.time_ps = out.time_ps.max(t - start.0);
+            out.time_ps = out.time_ps.max(t - start);
             release(i, t, &dependents, &mut pending, &mut ready_at, &mut ready);
         }
         if remaining == 0 {
             break;
         }
-        // advance the simulator to the next local instant
+        // advance the network to the next local instant
         let mut until = u64::MAX;
         if let Some(&Reverse((t, _))) = ready.peek() {
             until = until.min(t);
@@ -184,58 +271,64 @@ pub fn run_schedule(sim: &mut Sim, nics: &NicMap, s: &Schedule, nvlink: HopCost,
         if let Some(t) = next_probe {
             until = until.min(t);
         }
-        let until = Time(until);
-        match sim.run(until) {
-            RunStatus::Completion => {
-                while let Some(node) = sim.next_cq_event() {
-                    while let Some(c) = sim.poll_cq(node) {
-                        if c.op != CqeOp::Recv {
-                            continue;
-                        }
-                        let Some((tag, posted)) = in_order.get_mut(&c.qp).and_then(VecDeque::pop_front) else { continue };
-                        if tag == PROBE_TAG {
-                            out.probe_latency_ps.push(c.done.0.saturating_sub(posted));
-                            continue;
-                        }
-                        let i = tag as u32;
-                        remaining -= 1;
-                        out.time_ps = out.time_ps.max(c.done.0 - start.0);
-                        release(i, c.done.0, &dependents, &mut pending, &mut ready_at, &mut ready);
+        match net.advance(until) {
+            NetStep::Delivered(ds) => {
+                for d in ds {
+                    if d.tag == PROBE_TAG {
+                        out.probe_latency_ps.push(d.done_ps.saturating_sub(d.posted_ps));
+                        continue;
                     }
+                    let i = d.tag as u32;
+                    remaining -= 1;
+                    out.time_ps = out.time_ps.max(d.done_ps - start);
+                    release(i, d.done_ps, &dependents, &mut pending, &mut ready_at, &mut ready);
                 }
             }
-            RunStatus::TimeLimit => {}
-            RunStatus::Idle => {
-                if ready.is_empty() && nvl_done.is_empty() && next_probe.is_none() {
-                    return Err(RunError::Stalled(remaining));
-                }
-                if until == Time::NEVER {
+            NetStep::Reached => {}
+            NetStep::Idle => {
+                if until == u64::MAX {
                     return Err(RunError::Stalled(remaining));
                 }
             }
-            RunStatus::Deadlock(d) => return Err(RunError::Deadlock(d.to_string())),
+            NetStep::Deadlock(d) => return Err(RunError::Deadlock(d)),
         }
     }
     out.max_nic_bytes = nic_bytes.values().copied().max().unwrap_or(0);
-    // let the last probes and ACKs drain so the next run starts clean
-    loop {
-        match sim.run(Time::NEVER) {
-            RunStatus::Completion => {
-                while let Some(node) = sim.next_cq_event() {
-                    while let Some(c) = sim.poll_cq(node) {
-                        if c.op == CqeOp::Recv {
-                            if let Some((PROBE_TAG, posted)) = in_order.get_mut(&c.qp).and_then(VecDeque::pop_front) {
-                                out.probe_latency_ps.push(c.done.0.saturating_sub(posted));
-                            }
-                        }
-                    }
+    // let the last probes drain so every probe posted is measured
+    while (out.probe_latency_ps.len() as u64) < probes_out {
+        match net.advance(u64::MAX) {
+            NetStep::Delivered(ds) => {
+                for d in ds.into_iter().filter(|d| d.tag == PROBE_TAG) {
+                    out.probe_latency_ps.push(d.done_ps.saturating_sub(d.posted_ps));
                 }
             }
-            RunStatus::Idle | RunStatus::TimeLimit => break,
-            RunStatus::Deadlock(d) => return Err(RunError::Deadlock(d.to_string())),
+            NetStep::Reached | NetStep::Idle => break,
+            NetStep::Deadlock(d) => return Err(RunError::Deadlock(d)),
         }
     }
     Ok(out)
+}
+
+/// Every message in `msgs` posted at once; returns when the last is delivered,
+/// relative to the start.
+pub fn run_messages(net: &mut dyn Network, msgs: &[(NodeId, NodeId, u64)]) -> Result<u64, RunError> {
+    let start = net.now_ps();
+    for (k, &(a, b, bytes)) in msgs.iter().enumerate() {
+        net.post(a, b, Class::Bulk, bytes, k as u64)?;
+    }
+    let mut left = msgs.len();
+    let mut end = start;
+    while left > 0 {
+        match net.advance(u64::MAX) {
+            NetStep::Delivered(ds) => {
+                left -= ds.len();
+                end = ds.iter().map(|d| d.done_ps).fold(end, u64::max);
+            }
+            NetStep::Reached | NetStep::Idle => return Err(RunError::Stalled(left)),
+            NetStep::Deadlock(d) => return Err(RunError::Deadlock(d)),
+        }
+    }
+    Ok(end - start)
 }
 
 fn release(i: u32, t: u64, dependents: &[Vec<u32>], pending: &mut [u32], ready_at: &mut [u64], ready: &mut BinaryHeap<Reverse<(u64, u32)>>) {
@@ -275,7 +368,7 @@ mod tests {
         let mut s = Sim::new(&f, &t, IbConfig::default(), EngineConfig::default()).unwrap();
         let size = 16u64 << 20;
         let sched = Schedule::build(Collective::AllReduceRing, 4, 2, size).unwrap();
-        let run = run_schedule(&mut s, &nics, &sched, NVL, None).unwrap();
+        let run = run_schedule(&mut IbNet::new(&mut s), &nics, &sched, NVL, None).unwrap();
         s.check_ledger().unwrap();
         assert_eq!(s.ledger().total_dropped(), 0);
         // the packet-level time is close to the contention-free estimate with a
@@ -297,7 +390,7 @@ mod tests {
         for _ in 0..2 {
             let mut s = Sim::new(&f, &t, IbConfig::default(), EngineConfig::default()).unwrap();
             let sched = Schedule::build(Collective::AllToAll, 4, 2, 4 << 20).unwrap();
-            let run = run_schedule(&mut s, &nics, &sched, NVL, Some(ProbeSpec { bytes: 64, interval_ps: 5_000_000 })).unwrap();
+            let run = run_schedule(&mut IbNet::new(&mut s), &nics, &sched, NVL, Some(ProbeSpec { bytes: 64, interval_ps: 5_000_000 })).unwrap();
             assert!(!run.probe_latency_ps.is_empty());
             // a 64-byte probe takes at least serialization + 2 cable hops + one switch
             assert!(run.probe_latency_ps.iter().all(|&l| l > 130_000));
