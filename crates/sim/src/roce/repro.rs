@@ -311,7 +311,7 @@ mod tests {
     /// on the ToR port contains the storm and the victims finish.
     #[test]
     fn faulty_nic_storm_spreads_and_watchdog_contains_it() {
-        let run = |wd: Option<WdConfig>| {
+        let run = |wd: Option<WdConfig>, nic_guard: Option<Time>| {
             let (f, _, _, h) = leaf_spine_2x2(3);
             // Flows into the faulty host h1_0 fill the fabric; the victim flow
             // h0_2 → h1_2 shares the spines and leaf1 with them.
@@ -325,6 +325,7 @@ mod tests {
                 pause_mode: PauseMode::Timed,
                 pause_quanta: 0xffff,
                 watchdog: wd,
+                nic_stall_prevention: nic_guard,
                 cc: CongestionControl::None,
                 ecn: false,
                 buffer_bytes: 4 << 20,
@@ -335,15 +336,22 @@ mod tests {
             sim.run(Time::ms(30));
             sim
         };
-        let storm = run(None);
+        let storm = run(None, None);
         // The pause reached the spines and the far leaf's host links.
         let spine_paused = storm.pfc.iter().filter(|r| r.pause && r.node_type == 1).map(|r| r.node).collect::<std::collections::BTreeSet<_>>();
         let wd = WdConfig { poll: Time::ms(1), detection: Time::ms(2), restoration: Time::ms(4), action: WdAction::Drop };
-        let contained = run(Some(wd));
+        let contained = run(Some(wd), None);
+        // The NIC's own guard (mlx5 PFC stall prevention, scaled to 2 ms) ends the
+        // storm at its source instead: the NIC stops pausing and drops what comes.
+        let guarded = run(None, Some(Time::ms(2)));
+        assert!(guarded.flow_done(2).is_some(), "NIC stall prevention lets the victim finish");
+        assert!(guarded.ledger.dropped[RoceDrop::ALL.iter().position(|r| *r == RoceDrop::FaultyNic).unwrap()] > 0);
+        assert_eq!(guarded.ledger.lossless_faults(), 0);
         eprintln!(
-            "faulty NIC storm: switches paused {spine_paused:?}; victim done without watchdog {:?}, with watchdog {:?}; watchdog log {:?}; drops {:?}",
+            "faulty NIC storm: switches paused {spine_paused:?}; victim done without watchdog {:?}, with watchdog {:?}, with NIC stall prevention {:?}; watchdog log {:?}; drops {:?}",
             storm.flow_done(2),
             contained.flow_done(2),
+            guarded.flow_done(2),
             contained.wd_log,
             contained.ledger.dropped
         );
