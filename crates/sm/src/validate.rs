@@ -286,6 +286,9 @@ struct Walker<'a> {
     stack: Vec<NodeId>,
     /// Nodes settled since `begin_dst`.
     settled: Vec<NodeId>,
+    /// `ends` ranges sharing one peer switch (sources that route identically); an end
+    /// cabled to anything else is a range of its own.
+    groups: Vec<(u32, u32)>,
 }
 
 impl<'a> Walker<'a> {
@@ -301,6 +304,18 @@ impl<'a> Walker<'a> {
                 if l.0 != 0 {
                     ends.push(EndPort { node: n, port: p as u8, base: l, peer: ports.peer(n, p as u8) });
                 }
+            }
+        }
+        let sw_peer = |e: &EndPort| match e.peer {
+            Some((pn, _)) if flat.kind(pn) == NodeKind::Switch => pn.0,
+            _ => u32::MAX,
+        };
+        ends.sort_by_key(|e| (sw_peer(e), e.node, e.port));
+        let mut groups: Vec<(u32, u32)> = Vec::new();
+        for (k, e) in ends.iter().enumerate() {
+            match groups.last_mut() {
+                Some(g) if sw_peer(e) != u32::MAX && sw_peer(&ends[g.0 as usize]) == sw_peer(e) => g.1 = k as u32 + 1,
+                _ => groups.push((k as u32, k as u32 + 1)),
             }
         }
         let mut dst_lids = Vec::new();
@@ -325,6 +340,7 @@ impl<'a> Walker<'a> {
             epoch: 0,
             stack: Vec::new(),
             settled: Vec::new(),
+            groups,
         }
     }
 
@@ -441,52 +457,106 @@ impl<'a> Walker<'a> {
         let mut bfs_for: Option<(NodeId, u8)> = None;
         let dsts = std::mem::take(&mut self.dst_lids);
         let ends = std::mem::take(&mut self.ends);
-        for &(lid, dn, dp) in &dsts {
+        // Destinations behind the same switch share one BFS (distances to a CA port are
+        // one more than to the switch it hangs off), so visit them grouped by that switch.
+        let peer_of = |&(_, dn, dp): &(Lid, NodeId, u8)| self.ports.peer(dn, dp).map(|(n, _)| n.0).unwrap_or(u32::MAX);
+        let mut order: Vec<usize> = (0..dsts.len()).collect();
+        order.sort_by_key(|&i| (peer_of(&dsts[i]), dsts[i].0));
+        for &i in &order {
+            let (lid, dn, dp) = dsts[i];
             self.begin_dst();
-            if bfs_for != Some((dn, dp)) {
+            let key = match self.ports.peer(dn, dp) {
+                Some((pn, _)) if self.flat.kind(pn) == NodeKind::Switch => (pn, 0),
+                _ => (dn, dp),
+            };
+            if bfs_for != Some(key) {
                 shortest_to_port(self.flat, &self.ports, dn, dp, &mut bfs, &mut queue);
-                bfs_for = Some((dn, dp));
+                bfs_for = Some(key);
             }
-            for &e in &ends {
-                if e.node == dn && e.port == dp {
-                    continue;
-                }
-                rc.pairs += 1;
-                match self.route_from(e, lid, dn, dp) {
-                    Ok(h) => {
-                        if rc.hop_histogram.len() <= h as usize {
-                            rc.hop_histogram.resize(h as usize + 1, 0);
+            let dst_peer = self.ports.peer(dn, dp).map(|(n, _)| n);
+            for gi in 0..self.groups.len() {
+                let (ga, gb) = self.groups[gi];
+                let e0 = ends[ga as usize];
+                let is_dst = |e: &EndPort| e.node == dn && e.port == dp;
+                match e0.peer {
+                    Some((pn, _)) if self.flat.kind(pn) == NodeKind::Switch => {
+                        // Every source behind pn takes pn's route: count them at once.
+                        let c = (gb - ga) as u64 - u64::from(dst_peer == Some(pn));
+                        if c == 0 {
+                            continue;
                         }
-                        rc.hop_histogram[h as usize] += 1;
-                        rc.max_hops = rc.max_hops.max(h);
-                        let shortest = match e.peer {
-                            Some((pn, _)) if bfs[pn.idx()] != u32::MAX => bfs[pn.idx()] + 1,
-                            _ => u32::MAX,
-                        };
-                        if h > shortest {
-                            rc.non_minimal += 1;
-                            if rc.non_minimal_examples.len() < MAX_REPORTED {
-                                rc.non_minimal_examples.push(NonMinimal {
-                                    src: e.node,
-                                    src_port: e.port,
-                                    dst_lid: lid.0,
-                                    hops: h,
-                                    shortest,
-                                });
+                        rc.pairs += c;
+                        match self.resolve(pn, lid, dn, dp) {
+                            Ok(d) => {
+                                let h = d + 1;
+                                if rc.hop_histogram.len() <= h as usize {
+                                    rc.hop_histogram.resize(h as usize + 1, 0);
+                                }
+                                rc.hop_histogram[h as usize] += c;
+                                rc.max_hops = rc.max_hops.max(h);
+                                let shortest = if bfs[pn.idx()] != u32::MAX { bfs[pn.idx()] + 1 } else { u32::MAX };
+                                if h > shortest {
+                                    rc.non_minimal += c;
+                                    for e in ends[ga as usize..gb as usize].iter().filter(|e| !is_dst(e)) {
+                                        if rc.non_minimal_examples.len() >= MAX_REPORTED {
+                                            break;
+                                        }
+                                        rc.non_minimal_examples.push(NonMinimal {
+                                            src: e.node,
+                                            src_port: e.port,
+                                            dst_lid: lid.0,
+                                            hops: h,
+                                            shortest,
+                                        });
+                                    }
+                                }
+                            }
+                            Err(i) => {
+                                rc.unreachable += c;
+                                for e in ends[ga as usize..gb as usize].iter().filter(|e| !is_dst(e)) {
+                                    if rc.failures.len() >= MAX_REPORTED {
+                                        break;
+                                    }
+                                    rc.failures.push(RouteFailure {
+                                        src: e.node,
+                                        src_port: e.port,
+                                        dst_lid: lid.0,
+                                        dst: dn,
+                                        dst_port: dp,
+                                        stop: self.fails[i as usize].clone(),
+                                    });
+                                }
                             }
                         }
                     }
-                    Err(stop) => {
-                        rc.unreachable += 1;
-                        if rc.failures.len() < MAX_REPORTED {
-                            rc.failures.push(RouteFailure {
-                                src: e.node,
-                                src_port: e.port,
-                                dst_lid: lid.0,
-                                dst: dn,
-                                dst_port: dp,
-                                stop,
-                            });
+                    _ => {
+                        for &e in &ends[ga as usize..gb as usize] {
+                            if is_dst(&e) {
+                                continue;
+                            }
+                            rc.pairs += 1;
+                            match self.route_from(e, lid, dn, dp) {
+                                Ok(h) => {
+                                    if rc.hop_histogram.len() <= h as usize {
+                                        rc.hop_histogram.resize(h as usize + 1, 0);
+                                    }
+                                    rc.hop_histogram[h as usize] += 1;
+                                    rc.max_hops = rc.max_hops.max(h);
+                                }
+                                Err(stop) => {
+                                    rc.unreachable += 1;
+                                    if rc.failures.len() < MAX_REPORTED {
+                                        rc.failures.push(RouteFailure {
+                                            src: e.node,
+                                            src_port: e.port,
+                                            dst_lid: lid.0,
+                                            dst: dn,
+                                            dst_port: dp,
+                                            stop,
+                                        });
+                                    }
+                                }
+                            }
                         }
                     }
                 }
@@ -518,16 +588,16 @@ impl<'a> Walker<'a> {
                 }
             }
             self.begin_dst();
-            for &e in &ends {
-                if e.node == dn && e.port == dp {
-                    continue;
-                }
-                let Some((pn, _)) = e.peer else { continue };
+            let dst_peer = self.ports.peer(dn, dp).map(|(n, _)| n);
+            for gi in 0..self.groups.len() {
+                let (ga, gb) = self.groups[gi];
+                let Some((pn, _)) = ends[ga as usize].peer else { continue };
                 if self.flat.kind(pn) != NodeKind::Switch {
                     continue;
                 }
-                if self.resolve(pn, lid, dn, dp).is_ok() {
-                    cnt[pn.idx()] += 1;
+                let c = (gb - ga) as u64 - u64::from(dst_peer == Some(pn));
+                if c > 0 && self.resolve(pn, lid, dn, dp).is_ok() {
+                    cnt[pn.idx()] += c;
                 }
             }
             // Every switch on a route was settled by `resolve`; order them by distance
@@ -597,10 +667,20 @@ impl<'a> Walker<'a> {
 
     fn credit_loops(&mut self) -> CreditLoopCheck {
         let np = self.ports.len();
-        let nvl = 16usize;
+        // VLs that can occur: 1 without SL2VL tables, else up to the largest VL mapped.
+        let nvl = match &self.t.sl2vl {
+            None => 1usize,
+            Some(t) => t.iter().flatten().flatten().flat_map(|m| m.iter()).map(|&v| (v & 15) as usize + 1).max().unwrap_or(1),
+        };
+        // The dependency graph as one bitset row per channel (port slot × VL): bit
+        // `out_port × nvl + vl` stands for the channel (peer switch, out_port, vl), the
+        // successor always sitting on the channel's peer node. No sorting, no hashing.
+        let max_slots = (0..self.flat.num_nodes()).map(|n| self.ports.slots(NodeId(n as u32)) as usize).max().unwrap_or(1);
+        let words = (max_slots * nvl).div_ceil(64);
+        let mut bits = vec![0u64; np * nvl * words];
+        let mut used = vec![false; np * nvl];
         let mut mark = vec![0u32; np];
         let mut mgen = 0u32;
-        let mut edges: Vec<(u32, u32)> = Vec::new();
         let mut sls_seen = 0u16;
         let mut vls_seen = 0u16;
         // LID -> index into path_sl.lids
@@ -635,12 +715,31 @@ impl<'a> Walker<'a> {
         };
         let limit = self.flat.num_nodes() + 1;
         let mut src_sl: Vec<u8> = vec![0; self.ends.len()];
+        let mut walkers: Vec<usize> = Vec::with_capacity(self.ends.len());
         for &(lid, dn, dp) in &self.dst_lids {
+            let is_dst = |e: &EndPort| e.node == dn && e.port == dp;
+            // Who walks: with path SLs every source (its SL may differ); without, one
+            // source per group, since all sources behind one switch share channels.
+            walkers.clear();
             let mut mask = 0u16;
-            for (k, e) in self.ends.iter().enumerate() {
-                let sl = sl_of(e.base, lid) & 15;
-                src_sl[k] = sl;
-                mask |= 1 << sl;
+            if psl.is_some() {
+                for (k, e) in self.ends.iter().enumerate() {
+                    let sl = sl_of(e.base, lid) & 15;
+                    src_sl[k] = sl;
+                    mask |= 1 << sl;
+                    if !is_dst(e) {
+                        walkers.push(k);
+                    }
+                }
+            } else {
+                mask = 1;
+                for &(ga, gb) in &self.groups {
+                    let k = if is_dst(&self.ends[ga as usize]) { ga as usize + 1 } else { ga as usize };
+                    if k < gb as usize {
+                        src_sl[k] = 0;
+                        walkers.push(k);
+                    }
+                }
             }
             sls_seen |= mask;
             for sl in 0..16u8 {
@@ -648,22 +747,26 @@ impl<'a> Walker<'a> {
                     continue;
                 }
                 mgen += 1;
-                for (k, e) in self.ends.iter().enumerate() {
-                    if src_sl[k] != sl || (e.node == dn && e.port == dp) {
+                for &k in &walkers {
+                    let e = self.ends[k];
+                    if src_sl[k] != sl {
                         continue;
                     }
                     let Some((mut at, mut inp)) = e.peer else { continue };
-                    let mut prev: u32 = u32::MAX;
+                    let mut prev = usize::MAX;
                     let mut hops = 0;
                     while self.flat.kind(at) == NodeKind::Switch && hops < limit {
                         hops += 1;
                         let Some(op) = self.t.lft[at.idx()].get(lid) else { break };
                         let Some(pi) = self.ports.idx(at, op) else { break };
-                        let vl = vl_of(at, inp, op, sl) & 15;
+                        let vl = (vl_of(at, inp, op, sl) as usize).min(nvl - 1);
                         vls_seen |= 1 << vl;
-                        let ch = (pi * nvl + vl as usize) as u32;
-                        if prev != u32::MAX {
-                            edges.push((prev, ch));
+                        let ch = pi * nvl + vl;
+                        if prev != usize::MAX {
+                            let bit = op as usize * nvl + vl;
+                            bits[prev * words + bit / 64] |= 1u64 << (bit % 64);
+                            used[prev] = true;
+                            used[ch] = true;
                         }
                         let ii = self.ports.idx(at, inp).unwrap_or(pi);
                         if mark[ii] == mgen {
@@ -678,39 +781,85 @@ impl<'a> Walker<'a> {
                 }
             }
         }
-        edges.sort_unstable();
-        edges.dedup();
-        // Compact channel ids and build CSR.
-        let mut chans: Vec<u32> = edges.iter().flat_map(|&(a, b)| [a, b]).collect();
-        chans.sort_unstable();
-        chans.dedup();
-        let id = |c: u32| chans.binary_search(&c).expect("channel present") as u32;
-        let nc = chans.len();
-        let mut off = vec![0u32; nc + 1];
-        for &(a, _) in &edges {
-            off[id(a) as usize + 1] += 1;
-        }
-        for i in 0..nc {
-            off[i + 1] += off[i];
-        }
-        let tgt: Vec<u32> = edges.iter().map(|&(_, b)| id(b)).collect(); // edges sorted by a
-        let cycle = find_cycle(&off, &tgt).map(|cyc| {
+        let dependencies: usize = bits.iter().map(|w| w.count_ones() as usize).sum();
+        let channels = used.iter().filter(|&&u| u).count();
+        // Successor of channel `c` for bit `b`.
+        let succ = |c: usize, b: usize| -> Option<usize> {
+            let (node, port) = self.ports.node_port(c / nvl);
+            let (pn, _) = self.ports.peer(node, port)?;
+            Some(self.ports.idx(pn, (b / nvl) as u8)? * nvl + b % nvl)
+        };
+        let cycle = find_cycle_bits(&bits, words, np * nvl, succ).map(|cyc| {
             cyc.into_iter()
                 .map(|c| {
-                    let raw = chans[c as usize] as usize;
-                    let (node, port) = self.ports.node_port(raw / nvl);
-                    Channel { node, port, vl: (raw % nvl) as u8 }
+                    let (node, port) = self.ports.node_port(c / nvl);
+                    Channel { node, port, vl: (c % nvl) as u8 }
                 })
                 .collect()
         });
         CreditLoopCheck {
-            channels: nc,
-            dependencies: edges.len(),
+            channels,
+            dependencies,
             sls_used: sls_seen.count_ones() as u8,
             vls_used: vls_seen.count_ones() as u8,
             cycle,
         }
     }
+}
+
+/// Iterative three-colour DFS over a bitset graph (`words` u64 per vertex row; bit b of
+/// row v is the edge v → `succ(v, b)`); returns one cycle or `None`.
+fn find_cycle_bits(
+    bits: &[u64],
+    words: usize,
+    n: usize,
+    succ: impl Fn(usize, usize) -> Option<usize>,
+) -> Option<Vec<usize>> {
+    let mut color = vec![0u8; n];
+    let mut stack: Vec<(usize, usize)> = Vec::new();
+    for start in 0..n {
+        if color[start] != 0 || bits[start * words..(start + 1) * words].iter().all(|&w| w == 0) {
+            continue;
+        }
+        color[start] = 1;
+        stack.push((start, 0));
+        while let Some(&mut (v, ref mut pos)) = stack.last_mut() {
+            let mut next = None;
+            let mut b = *pos;
+            while b < words * 64 {
+                let w = bits[v * words + b / 64] >> (b % 64);
+                if w == 0 {
+                    b = (b | 63) + 1;
+                    continue;
+                }
+                b += w.trailing_zeros() as usize;
+                next = Some(b);
+                break;
+            }
+            match next {
+                Some(bit) => {
+                    *pos = bit + 1;
+                    let Some(w) = succ(v, bit) else { continue };
+                    match color[w] {
+                        0 => {
+                            color[w] = 1;
+                            stack.push((w, 0));
+                        }
+                        1 => {
+                            let from = stack.iter().position(|&(x, _)| x == w).unwrap_or(0);
+                            return Some(stack[from..].iter().map(|&(x, _)| x).collect());
+                        }
+                        _ => {}
+                    }
+                }
+                None => {
+                    color[v] = 2;
+                    stack.pop();
+                }
+            }
+        }
+    }
+    None
 }
 
 /// Breadth-first hop counts from every node to end port (dn, dp): `dist[n]` = links from
@@ -748,57 +897,19 @@ fn shortest_to_port(
     }
 }
 
-/// Iterative three-colour DFS over a CSR graph; returns one cycle (vertex ids in edge
-/// order) or `None` when the graph is acyclic.
-pub(crate) fn find_cycle(off: &[u32], tgt: &[u32]) -> Option<Vec<u32>> {
-    let n = off.len() - 1;
-    let mut color = vec![0u8; n];
-    let mut stack: Vec<(u32, u32)> = Vec::new();
-    for s in 0..n as u32 {
-        if color[s as usize] != 0 {
-            continue;
-        }
-        color[s as usize] = 1;
-        stack.push((s, off[s as usize]));
-        while let Some(top) = stack.last_mut() {
-            let v = top.0;
-            if top.1 < off[v as usize + 1] {
-                let w = tgt[top.1 as usize];
-                top.1 += 1;
-                match color[w as usize] {
-                    0 => {
-                        color[w as usize] = 1;
-                        stack.push((w, off[w as usize]));
-                    }
-                    1 => {
-                        let from = stack.iter().position(|&(x, _)| x == w).unwrap_or(0);
-                        return Some(stack[from..].iter().map(|&(x, _)| x).collect());
-                    }
-                    _ => {}
-                }
-            } else {
-                color[v as usize] = 2;
-                stack.pop();
-            }
-        }
-    }
-    None
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn find_cycle_finds_triangle_and_accepts_dag() {
-        // 0->1->2->0
-        let off = [0, 1, 2, 3];
-        let tgt = [1, 2, 0];
-        let c = find_cycle(&off, &tgt).unwrap();
+    fn bitset_dfs_finds_a_triangle_and_accepts_a_dag() {
+        // Bit b of row v = edge v -> b.
+        let succ = |_: usize, b: usize| Some(b);
+        let tri = [0b010u64, 0b100, 0b001];
+        let c = find_cycle_bits(&tri, 1, 3, succ).unwrap();
         assert_eq!(c.len(), 3);
-        let off = [0, 2, 3, 3];
-        let tgt = [1, 2, 2];
-        assert!(find_cycle(&off, &tgt).is_none());
+        let dag = [0b110u64, 0b100, 0];
+        assert!(find_cycle_bits(&dag, 1, 3, succ).is_none());
     }
 }
 
