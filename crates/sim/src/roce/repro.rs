@@ -272,6 +272,30 @@ mod tests {
         let _ = std::fs::remove_file(&path);
     }
 
+    /// The fabric generators feed the RoCE world directly: a generated 100G
+    /// leaf–spine (8 leaves of 4 hosts, 4 spines) carries a shifted permutation
+    /// under DCQCN + PFC + ECN with no drop and a balanced ledger.
+    #[test]
+    fn generated_leaf_spine_runs_a_permutation_losslessly() {
+        let p = fabric::LeafSpineParams {
+            radix: 8,
+            hosts_per_leaf: Some(4),
+            spines: Some(4),
+            leaves: Some(8),
+            rate: LinkRate::eth(100).unwrap(),
+            ..fabric::LeafSpineParams::default()
+        };
+        let f = fabric::leaf_spine(&p).unwrap();
+        let hosts: Vec<NodeId> = f.nodes_of(fabric::NodeKind::Ca).collect();
+        assert_eq!(hosts.len(), 32);
+        let flows: Vec<FlowSpec> = (0..32).map(|i| flow(hosts[i], hosts[(i + 5) % 32], 1 << 20, 1, Time::ZERO, 10000)).collect();
+        let mut sim = RoceSim::new(&f, RoceConfig::default(), &flows).unwrap();
+        assert_eq!(sim.run(Time::ms(50)), RoceStatus::Done, "{}", sim.state_summary());
+        assert_eq!(sim.ledger.total_dropped(), 0);
+        assert!(sim.ledger_balances());
+        assert_eq!(sim.fct.len(), 32);
+    }
+
     /// Splitting a connection over QPs gives ECMP distinct source ports and
     /// conserves the bytes.
     #[test]
