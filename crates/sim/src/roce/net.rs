@@ -154,8 +154,8 @@ pub struct RoceConfig {
     pub pause_quanta: u16,
     /// PFC watchdog on every switch lossless queue.
     pub watchdog: Option<WdConfig>,
-    /// NIC receive buffer (bytes, xoff, xon) and host drain rate (bits/s; 0 = instant).
-    pub nic_rx: (u64, u64, u64, u64),
+    /// NIC receive buffer on the lossless priority.
+    pub nic_rx: NicRxConfig,
     /// NICs whose receive pipeline is stuck: they pause without end.
     pub faulty_nics: Vec<NodeId>,
     /// NIC PFC stall prevention (`pfc-prevention-tout`).
@@ -199,7 +199,7 @@ impl Default for RoceConfig {
             pause_mode: PauseMode::UntilXon,
             pause_quanta: 0xffff,
             watchdog: None,
-            nic_rx: (1 << 20, 768 << 10, 512 << 10, 0),
+            nic_rx: NicRxConfig::default(),
             faulty_nics: Vec::new(),
             nic_stall_prevention: None,
             loss_every: Vec::new(),
@@ -212,6 +212,28 @@ impl Default for RoceConfig {
             ack_high_prio: true,
             capture: None,
         }
+    }
+}
+
+/// The NIC's receive buffer for the lossless priority.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NicRxConfig {
+    /// Bytes.
+    pub size: u64,
+    /// XOFF at or above this many bytes.
+    pub xoff_at: u64,
+    /// XON at or below this many bytes.
+    pub xon_at: u64,
+    /// Host drain rate, bits/s (0 = the host takes every packet at once).
+    pub drain_bps: u64,
+}
+
+impl Default for NicRxConfig {
+    /// 1 MiB with XOFF at 768 KiB and XON at 512 KiB, drained at once: a healthy
+    /// NIC never pauses; set `drain_bps` below the line rate for a slow receiver
+    /// (Guo et al. §4.4).
+    fn default() -> Self {
+        NicRxConfig { size: 1 << 20, xoff_at: 768 << 10, xon_at: 512 << 10, drain_bps: 0 }
     }
 }
 
@@ -632,7 +654,7 @@ impl RoceSim {
                 }
                 NodeKind::Ca => {
                     let gp = port_base[i] + 1;
-                    let (size, xoff, xon, drain) = cfg.nic_rx;
+                    let NicRxConfig { size, xoff_at: xoff, xon_at: xon, drain_bps: drain } = cfg.nic_rx;
                     let mut rx = NicRx::new(size, xoff, xon);
                     rx.faulty = cfg.faulty_nics.contains(&NodeId(i as u32));
                     rx.stall_prevention = cfg.nic_stall_prevention;
@@ -1688,7 +1710,6 @@ impl RoceSim {
                     }
                 }
             }
-            let _ = cfg;
         }
     }
 

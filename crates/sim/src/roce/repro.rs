@@ -296,6 +296,30 @@ mod tests {
         assert_eq!(sim.fct.len(), 32);
     }
 
+    /// A slow receiver (Guo et al. §4.4): the host drains its NIC at 40 Gb/s
+    /// while 100 Gb/s arrives; the NIC's receive buffer crosses XOFF and the NIC
+    /// pauses its switch port, so nothing is dropped and the flow runs at the
+    /// drain rate.
+    #[test]
+    fn slow_receiver_nic_pauses_its_switch() {
+        let (f, sw, h) = star(2);
+        let cfg = RoceConfig {
+            nic_rx: crate::roce::net::NicRxConfig { drain_bps: 40_000_000_000, ..Default::default() },
+            cc: CongestionControl::None,
+            ecn: false,
+            ..RoceConfig::default()
+        };
+        let mut sim = RoceSim::new(&f, cfg, &[flow(h[0], h[1], 8 << 20, 1, Time::ZERO, 10000)]).unwrap();
+        assert_eq!(sim.run(Time::ms(20)), RoceStatus::Done, "{}", sim.state_summary());
+        let (xoff, xon) = sim.pause_sent(h[1], 1, 3);
+        let done = sim.flow_done(0).unwrap();
+        let gbps = (8u64 << 20) as f64 * 8.0 / done.as_secs_f64() / 1e9;
+        eprintln!("slow receiver: NIC sent {xoff} XOFF / {xon} XON; the switch port was paused {}; flow at {gbps:.1} Gb/s", sim.paused_time(sw, 2, 3));
+        assert!(xoff > 0 && xon > 0);
+        assert_eq!(sim.ledger.total_dropped(), 0);
+        assert!(gbps < 45.0 && gbps > 30.0, "{gbps}");
+    }
+
     /// Splitting a connection over QPs gives ECMP distinct source ports and
     /// conserves the bytes.
     #[test]
