@@ -174,7 +174,9 @@ pub struct RoceConfig {
     pub seed: u64,
     /// Record PFC frames received (pfc.txt).
     pub record_pfc: bool,
-    /// Prioritise ACK/NAK/CNP at the NIC (HPCC `ACK_HIGH_PRIO`).
+    /// HPCC `ACK_HIGH_PRIO`: the NIC's ACK/NAK/CNP queue (always served before
+    /// data) is checked against PFC class 0, which is never paused, instead of the
+    /// data class (reference §1.1.4). Switches do not prioritise ACKs either way.
     pub ack_high_prio: bool,
     /// Capture every frame sent out of this (node, port), pause frames included
     /// (write it with [`RoceSim::write_pcap`]).
@@ -1406,7 +1408,7 @@ impl RoceSim {
         if let Some(&p) = n.ctrl.front() {
             let pk = &self.pkts[p];
             let (_, pg, _) = self.maps.classify(pk.dscp);
-            if until[usize::from(pg)] <= now || !self.maps.lossless(pg) {
+            if self.cfg.ack_high_prio || until[usize::from(pg)] <= now || !self.maps.lossless(pg) {
                 let p = self.nics[nic as usize].ctrl.pop_front().expect("front");
                 return Ok(p);
             }
