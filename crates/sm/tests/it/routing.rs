@@ -136,3 +136,31 @@ fn ftree_and_updn_spread_routes_evenly_on_complete_fat_trees() {
         }
     }
 }
+
+#[test]
+fn generated_648_and_2592_host_fat_trees_route_fully_loop_free_and_even() {
+    let ft2 = fabric::leaf_spine(&fabric::LeafSpineParams::default()).unwrap();
+    let ft3 = fabric::fat_tree3(&fabric::FatTree3Params { pods: Some(8), ..Default::default() }).unwrap();
+    assert_eq!(ft2.count(fabric::NodeKind::Ca), 648);
+    assert_eq!(ft3.count(fabric::NodeKind::Ca), 2592);
+    for f in [&ft2, &ft3] {
+        for e in ALL {
+            let (r, v) = routed(f, e);
+            assert_eq!(v.routes.unreachable, 0, "{e}");
+            assert_eq!(v.routes.non_minimal, 0, "{e}");
+            assert!(v.credit_loops.cycle.is_none(), "{e}");
+            assert_eq!(r.outcome.engine, e);
+        }
+        // ftree: every leaf up-link carries the same number of routes.
+        let (_, v) = routed(f, EngineKind::Ftree);
+        let up: Vec<u64> = v
+            .loads
+            .ports
+            .iter()
+            .filter(|p| p.isl && f.nodes[p.node.idx()].level == Some(1))
+            .map(|p| p.routes)
+            .collect();
+        assert!(!up.is_empty());
+        assert_eq!(up.iter().min(), up.iter().max(), "leaf up-links: {:?}", &up[..up.len().min(8)]);
+    }
+}
