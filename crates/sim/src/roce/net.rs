@@ -387,33 +387,35 @@ struct Flow {
     delivered_bytes: u64,
 }
 
-/// Per-port state.
+/// Per-port state. `repr(C)` keeps the fields every packet touches in the
+/// first cache lines; the pause generator (touched only on XOFF/XON) is boxed.
 #[derive(Clone)]
+#[repr(C)]
 struct Port {
-    node: u32,
-    /// Local port number.
-    num: u8,
-    peer: u32,
-    ser: Serializer,
-    bps: u64,
-    prop: Time,
     busy_until: Time,
     wake_at: Time,
+    ser: Serializer,
+    prop: Time,
+    node: u32,
+    peer: u32,
     link: u32,
+    /// Local port number.
+    num: u8,
     down: bool,
     /// Control frames (PFC) waiting: they go before any queued data.
     ctrl: VecDeque<PacketId>,
-    /// Pauses received here (they stop our transmitter).
-    paused: PausedTx,
-    /// Pauses we send out of here (they stop the peer).
-    pausegen: PauseGen,
-    pause_timer_at: Time,
     /// Data packets sent on this link since the start (loss injection).
     data_sent: u64,
     loss_every: u64,
     /// Bytes and packets sent.
     tx_bytes: u64,
     tx_pkts: u64,
+    bps: u64,
+    pause_timer_at: Time,
+    /// Pauses received here (they stop our transmitter).
+    paused: PausedTx,
+    /// Pauses we send out of here (they stop the peer).
+    pausegen: Box<PauseGen>,
 }
 
 /// Per-switch state.
@@ -563,7 +565,7 @@ impl RoceSim {
                     down: false,
                     ctrl: VecDeque::new(),
                     paused: PausedTx::default(),
-                    pausegen: PauseGen::new(cfg.pause_quanta),
+                    pausegen: Box::new(PauseGen::new(cfg.pause_quanta)),
                     pause_timer_at: Time::NEVER,
                     data_sent: 0,
                     loss_every: 0,
