@@ -484,7 +484,10 @@ impl RoutingEngine for Ftree {
             return Err(RouteError::NotAFatTree { engine: "ftree", why: "no compute-node ports".into() });
         }
         let roots = if opts.root_guids.is_empty() {
-            g.bfs(&leaves, &mut self.r.rank, &mut self.r.queue);
+            // The top of the tree: furthest from every switch with end ports (I/O
+            // nodes included, so a compute-node list does not move the roots).
+            let all_leaves: Vec<u32> = g.leaves().collect();
+            g.bfs(&all_leaves, &mut self.r.rank, &mut self.r.queue);
             let maxd = self.r.rank.iter().copied().filter(|&d| d != INF).max().unwrap_or(0);
             (0..g.len() as u32).filter(|&s| self.r.rank[s as usize] == maxd).collect()
         } else {

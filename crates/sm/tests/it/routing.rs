@@ -164,3 +164,35 @@ fn generated_648_and_2592_host_fat_trees_route_fully_loop_free_and_even() {
         assert_eq!(up.iter().min(), up.iter().max(), "leaf up-links: {:?}", &up[..up.len().min(8)]);
     }
 }
+
+#[test]
+fn root_and_compute_node_guid_lists_steer_updn_and_ftree() {
+    let f = read_net("credit-loops.converted.net");
+    let guid = |n: &str| f.nodes[f.by_name(n).unwrap().idx()].node_guid;
+    let roots: Vec<fabric::Guid> = ["SW_L0_1", "SW_L0_2", "SW_L0_3", "SW_L0_4"].iter().map(|n| guid(n)).collect();
+    let text: String = roots.iter().map(|g| format!("0x{:016x}\n", g.0)).collect();
+    let parsed = sm::run::parse_guid_list(&format!("# roots\n{text}"), "roots.txt").unwrap();
+    assert_eq!(parsed, roots);
+    assert!(sm::run::parse_guid_list("0x12\nnot-a-guid\n", "roots.txt").unwrap_err().starts_with("roots.txt:2:"));
+    for e in [EngineKind::UpDn, EngineKind::Ftree] {
+        let opts = RouteOptions { root_guids: roots.clone(), ..Default::default() };
+        let r = route(&f, &[e], 0, &opts).unwrap();
+        let v = sm::validate(&r.flat, &r.t);
+        assert_eq!(v.routes.unreachable, 0, "{e}");
+        assert!(v.credit_loops.cycle.is_none(), "{e}");
+    }
+    // A GUID that is not in the fabric is an error naming it, not a silent default.
+    let opts = RouteOptions { root_guids: vec![fabric::Guid(0xdead)], ..Default::default() };
+    let err = route(&f, &[EngineKind::UpDn], 0, &opts).err().unwrap();
+    assert!(err.to_string().contains("000000000000dead"), "{err}");
+    // Compute nodes: only the hosts under SW_L2_1..4 count; ftree still routes everyone.
+    let cns: Vec<fabric::Guid> = ["H-1", "H-2", "H-3", "H-4", "H-5", "H-6", "H-7", "H-8"]
+        .iter()
+        .map(|n| f.nodes[f.by_name(n).unwrap().idx()].port_guid(1))
+        .collect();
+    let opts = RouteOptions { cn_guids: cns, ..Default::default() };
+    let r = route(&f, &[EngineKind::Ftree], 0, &opts).unwrap();
+    let v = sm::validate(&r.flat, &r.t);
+    assert_eq!(v.routes.unreachable, 0);
+    assert!(v.credit_loops.cycle.is_none());
+}
