@@ -131,6 +131,12 @@ impl Ranked {
 
     /// Distances and candidate ports towards destination switch d.
     fn towards(&mut self, g: &SwitchGraph, d: u32) {
+        self.distances(g, d);
+        self.candidates(g, d);
+    }
+
+    /// `down` and `reach` towards destination switch d.
+    fn distances(&mut self, g: &SwitchGraph, d: u32) {
         let n = g.len();
         self.down.clear();
         self.down.resize(n, INF);
@@ -170,6 +176,11 @@ impl Ranked {
                 self.reach[su] = best + 1;
             }
         }
+    }
+
+    /// Candidate ports of every switch towards d (after [`Ranked::distances`]).
+    fn candidates(&mut self, g: &SwitchGraph, d: u32) {
+        let n = g.len();
         self.cand_off.clear();
         self.cands.clear();
         self.goes_down.clear();
@@ -203,6 +214,49 @@ impl Ranked {
     #[inline]
     fn cands_of(&self, s: u32) -> &[u8] {
         &self.cands[self.cand_off[s as usize] as usize..self.cand_off[s as usize + 1] as usize]
+    }
+
+    /// Route switch d's own LID(s) at every switch: the lightest legal port (down-only
+    /// when a down path exists, else up), as [`Ranked::fill`] would pick, without
+    /// building candidate lists or pushing weights.
+    fn switch_lid(&self, g: &SwitchGraph, t: &mut RoutingTables, d: u32, dests: &[super::Dest]) {
+        for s in 0..g.len() as u32 {
+            let lft = &mut t.lft[g.sw_node[s as usize].idx()].ports;
+            if s == d {
+                for de in dests {
+                    lft[de.base as usize] = de.port;
+                }
+                continue;
+            }
+            let su = s as usize;
+            let ks = self.key[su];
+            let (down, want) = if self.down[su] != INF {
+                (true, self.down[su] - 1)
+            } else if self.reach[su] != INF {
+                (false, self.reach[su] - 1)
+            } else {
+                continue;
+            };
+            let base = g.port_base[su] as usize;
+            let mut best = None;
+            let mut bw = u32::MAX;
+            for a in g.isls(s) {
+                let p = a.peer as usize;
+                let ok = if down { self.key[p] > ks && self.down[p] == want } else { self.key[p] < ks && self.reach[p] == want };
+                if ok {
+                    let w = self.weight[base + a.port as usize];
+                    if w < bw {
+                        bw = w;
+                        best = Some(a.port);
+                    }
+                }
+            }
+            if let Some(p) = best {
+                for de in dests {
+                    lft[de.base as usize] = p;
+                }
+            }
+        }
     }
 
     /// Every switch with end ports reaches d (else the engine cannot serve the fabric).
@@ -278,10 +332,15 @@ impl UpDn {
             if dests.is_empty() {
                 continue;
             }
-            self.r.towards(g, d);
-            if dests.iter().any(|x| x.is_end) {
-                self.r.check_sources(g, d, "updn")?;
+            if dests.iter().all(|x| !x.is_end) {
+                // A switch's own LID: management traffic, not balanced into the route
+                // weights, so pick the lightest legal port directly (no candidate lists).
+                self.r.distances(g, d);
+                self.r.switch_lid(g, t, d, dests);
+                continue;
             }
+            self.r.towards(g, d);
+            self.r.check_sources(g, d, "updn")?;
             self.r.fill(g, t, d, |s, c, _, w, _| lightest(g, s, c, w));
         }
         Ok(())
