@@ -8,12 +8,13 @@ use crate::engine::Time;
 
 /// BTH opcodes the models send (IBA vol. 1 §9.2, Table 38: RC codes 0x00-0x11,
 /// UD SEND Only 0x64). Stored as the real code so the pcap writer can emit it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
 #[repr(u8)]
 pub enum Opcode {
     SendFirst = 0x00,
     SendMiddle = 0x01,
     SendLast = 0x02,
+    #[default]
     SendOnly = 0x04,
     WriteFirst = 0x06,
     WriteMiddle = 0x07,
@@ -161,12 +162,6 @@ pub struct Packet {
     pub flags: u8,
     /// Link hops taken so far.
     pub hops: u8,
-}
-
-impl Default for Opcode {
-    fn default() -> Self {
-        Opcode::SendOnly
-    }
 }
 
 #[cfg(test)]

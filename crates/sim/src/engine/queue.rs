@@ -134,10 +134,10 @@ impl<E: Packed> PackedQueue<E> {
             let end = (c + 4).min(n);
             let mut m = c;
             let mut mk = h[c];
-            for j in c + 1..end {
-                if h[j] < mk {
-                    mk = h[j];
-                    m = j;
+            for (j, &v) in h[c + 1..end].iter().enumerate() {
+                if v < mk {
+                    mk = v;
+                    m = c + 1 + j;
                 }
             }
             if mk >= k {

@@ -127,7 +127,7 @@ pub struct Serializer {
 impl Serializer {
     /// For a line of `bps` usable bits per second.
     pub fn new(bps: u64) -> Serializer {
-        let num = 8u128 * 1_000_000_000_000 << 32;
+        let num = (8u128 * 1_000_000_000_000) << 32;
         Serializer { ps_per_byte_fp: num.div_ceil(u128::from(bps.max(1))) as u64 }
     }
 

@@ -40,7 +40,7 @@ impl Psn {
 
     /// `self + n`, wrapping at 2^24.
     #[inline]
-    pub fn add(self, n: u32) -> Psn {
+    pub fn plus(self, n: u32) -> Psn {
         Psn(self.0.wrapping_add(n) & Self::MASK)
     }
 
@@ -555,7 +555,7 @@ impl Sim {
             let q = &mut self.qps[qp as usize];
             let j = q.rresp.front_mut().expect("peeked");
             j.off += u64::from(payload);
-            j.psn = j.psn.add(1);
+            j.psn = j.psn.plus(1);
             if last {
                 q.rresp.pop_front();
             }
@@ -584,9 +584,9 @@ impl Sim {
                 });
                 let q = &mut self.qps[qp as usize];
                 q.sq.pop_front();
-                q.next_psn = psn.add(npk);
+                q.next_psn = psn.plus(npk);
                 q.reads_out += 1;
-                q.unacked.push_back(Outstanding { last: psn.add(npk - 1), wqe: w });
+                q.unacked.push_back(Outstanding { last: psn.plus(npk - 1), wqe: w });
                 Build::Packet(p)
             }
             WrOp::Ud { dst, dlid } => {
@@ -607,7 +607,7 @@ impl Sim {
                 });
                 let q = &mut self.qps[qp as usize];
                 q.sq.pop_front();
-                q.next_psn = q.next_psn.add(1);
+                q.next_psn = q.next_psn.plus(1);
                 let node = q.node;
                 let cqe = Cqe { wr_id: w.wr_id, qp: QpId(qp), op: CqeOp::UdSend, bytes: w.bytes, posted: w.posted, done: now };
                 self.push_cqe(node, cqe);
@@ -642,7 +642,7 @@ impl Sim {
                     ..base
                 });
                 let q = &mut self.qps[qp as usize];
-                q.next_psn = psn.add(1);
+                q.next_psn = psn.plus(1);
                 if last {
                     q.sq.pop_front();
                     q.sq_off = 0;
@@ -704,7 +704,7 @@ impl Sim {
         let now = self.now;
         let ack_every = self.ib.ack_every;
         let q = &mut self.qps[qp as usize];
-        q.epsn = Psn(pk.psn).add(1);
+        q.epsn = Psn(pk.psn).plus(1);
         q.rx_payload += u64::from(pk.payload);
         let mut recv = None;
         if matches!(pk.opcode, Opcode::SendFirst | Opcode::SendOnly) {
@@ -761,7 +761,7 @@ impl Sim {
         let q = &mut self.qps[qp as usize];
         let bytes = u64::from(pk.payload);
         let npk = bytes.div_ceil(mtu).max(1) as u32;
-        q.epsn = Psn(pk.psn).add(npk);
+        q.epsn = Psn(pk.psn).plus(npk);
         q.since_ack = 0;
         q.rresp.push_back(ReadJob { psn: Psn(pk.psn), bytes, off: 0, to_qp: pk.src_qp, to_lid: pk.slid });
         self.activate(qp);
@@ -829,9 +829,9 @@ mod tests {
     #[test]
     fn psn_wraps_and_compares_serially() {
         let a = Psn(0xff_fffe);
-        assert_eq!(a.add(3), Psn(1));
-        assert!(a.le(a.add(3)));
-        assert!(a.lt(a.add(3)));
-        assert!(!a.add(3).le(a));
+        assert_eq!(a.plus(3), Psn(1));
+        assert!(a.le(a.plus(3)));
+        assert!(a.lt(a.plus(3)));
+        assert!(!a.plus(3).le(a));
     }
 }
