@@ -57,7 +57,16 @@ impl Sim {
     #[inline]
     pub(crate) fn push_credit(&mut self, gp: u32, t: Time, vl: u8, nblocks: u32) {
         let g = gp as usize;
-        self.credit_fifo[g].push_back((t, vl, nblocks));
+        // Returns come from packets leaving through different outputs with
+        // different sizes, so they can land out of order: keep the FIFO sorted
+        // (almost always an append) so absorbing stops at the right entry.
+        let f = &mut self.credit_fifo[g];
+        if f.back().is_none_or(|b| b.0 <= t) {
+            f.push_back((t, vl, nblocks));
+        } else {
+            let pos = f.iter().rposition(|e| e.0 <= t).map_or(0, |i| i + 1);
+            f.insert(pos, (t, vl, nblocks));
+        }
         let pt = self.ports[g];
         if pt.starved {
             if pt.need_blocks == 0 {

@@ -172,7 +172,7 @@ pub struct Sim {
     /// Credits (64-byte blocks) this port may still send into the peer's buffer,
     /// `[gp * nvl + vl]`.
     pub(crate) credits: Vec<i32>,
-    /// Credit returns on their way back to this transmitter: (arrival, vl, blocks).
+    /// Credit returns on their way back to this transmitter, sorted by arrival: (arrival, vl, blocks).
     pub(crate) credit_fifo: Vec<VecDeque<(Time, u8, u32)>>,
     /// Switch output queues `[gp * (nvl + 1) + vl]`, the last one per port for VL15.
     pub(crate) oq: Vec<VecDeque<PacketId>>,
