@@ -1,7 +1,8 @@
 //! rdmalab's packet-level discrete-event simulator.
 //!
 //! ```text
-//!   engine/    time, event queue + per-link FIFOs, packet slab, ledger, trace hash
+//!   engine/    time, event queues (PackedQueue: 4-ary heap of packed keys; EventQueue:
+//!              generic) + per-link FIFOs, packet slab, ledger, trace hash
 //!   net.rs     ports and links: serialization, propagation, link-level credits,
 //!              VL arbitration — shared by every node model
 //!   ib/        InfiniBand models: switch (LFT forwarding, SL→VL, per-VL input
@@ -13,6 +14,7 @@
 //!   workload/  perftest-like tests, matrices (permutation, all-to-all, incast),
 //!              htsim connection matrices; latency histograms and flow reports
 //!   scenario   the TOML scenario format
+//!   capture    a chosen port's packets to pcap through crates/wire
 //! ```
 //!
 //! The engine knows nothing of InfiniBand; a node model is one arm of
