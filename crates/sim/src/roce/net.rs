@@ -30,7 +30,7 @@ use wire::Psn;
 use crate::engine::time::Serializer;
 use crate::engine::queue::EV_BITS;
 use crate::engine::{Packed, PackedQueue};
-use crate::engine::{Fifo, PacketId, Slab, Time, TraceHash};
+use crate::engine::{Fifo, Time, TraceHash};
 use crate::roce::buffer::{Admit, MmuConfig, MmuDrop, Mmu, QosMaps, Scheduler, NPRIO, hpcc_headroom_bytes};
 use crate::roce::dcqcn::{CnpPacer, DcqcnParams, Red, ReactionPoint};
 use crate::roce::ecmp::{EcmpTable, FlowKey, HashConfig, HashFn, field, host_ip};
@@ -275,8 +275,9 @@ impl FlowSpec {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 enum Kind {
+    #[default]
     Data,
     Ack,
     Nak,
@@ -285,7 +286,7 @@ enum Kind {
 }
 
 /// A packet in flight.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 struct Pkt {
     kind: Kind,
     src: u32,
@@ -403,7 +404,7 @@ struct Port {
     num: u8,
     down: bool,
     /// Control frames (PFC) waiting: they go before any queued data.
-    ctrl: VecDeque<PacketId>,
+    ctrl: VecDeque<Pkt>,
     /// Data packets sent on this link since the start (loss injection).
     data_sent: u64,
     loss_every: u64,
@@ -423,7 +424,7 @@ struct Switch {
     node: u32,
     mmu: Mmu,
     /// Egress queues `[local_port * 8 + q]`.
-    q: Vec<VecDeque<PacketId>>,
+    q: Vec<VecDeque<Pkt>>,
     q_tx: Vec<u64>,
     sched: Vec<Scheduler>,
     wd: Vec<Watchdog>,
@@ -444,7 +445,7 @@ struct Nic {
     gp: u32,
     flows: Vec<u32>,
     rr: usize,
-    ctrl: VecDeque<PacketId>,
+    ctrl: VecDeque<Pkt>,
     rx: NicRx,
     last_drain: Time,
     drain_bps: u64,
@@ -504,13 +505,15 @@ pub struct RoceSim {
     q: PackedQueue<Ev>,
     trace: TraceHash,
     rng: Pcg64Mcg,
-    pkts: Slab<Pkt>,
+    /// Packets alive (created, not yet delivered or dropped). Packets move by
+    /// value through link FIFOs and queues (36 bytes, no slab look-up per hop).
+    live: u64,
     cfg: RoceConfig,
     fabric: Fabric,
     maps: QosMaps,
     port_base: Vec<u32>,
     ports: Vec<Port>,
-    link_fifo: Vec<Fifo<PacketId>>,
+    link_fifo: Vec<Fifo<Pkt>>,
     /// Node → switch or NIC index.
     role: Vec<(bool, u32)>,
     switches: Vec<Switch>,
@@ -717,7 +720,7 @@ impl RoceSim {
             q: PackedQueue::new(),
             trace: TraceHash::default(),
             rng: Pcg64Mcg::seed_from_u64(cfg.seed),
-            pkts: Slab::with_capacity(1 << 12),
+            live: 0,
             maps,
             link_fifo: vec![Fifo::default(); ports.len()],
             port_base,
@@ -791,7 +794,7 @@ impl RoceSim {
 
     /// Packets in flight.
     pub fn in_flight(&self) -> u64 {
-        self.pkts.live() as u64
+        self.live
     }
 
     /// `created == delivered + dropped + in flight`?
@@ -918,7 +921,7 @@ impl RoceSim {
     pub fn state_summary(&self) -> String {
         use std::fmt::Write as _;
         let mut s = String::new();
-        let _ = writeln!(s, "t={} in_flight={} flows_left={}", self.now, self.pkts.live(), self.flows_left);
+        let _ = writeln!(s, "t={} in_flight={} flows_left={}", self.now, self.live, self.flows_left);
         for sw in &self.switches {
             let name = &self.fabric.nodes[sw.node as usize].name;
             let _ = writeln!(s, "{name}: shared {}/{} xoff {:?}", sw.mmu.shared_used(), sw.mmu.shared_size(), sw.xoff);
@@ -945,7 +948,7 @@ impl RoceSim {
             return RoceStatus::Deadlock(d.clone());
         }
         loop {
-            if self.flows_left == 0 && self.pkts.live() == 0 {
+            if self.flows_left == 0 && self.live == 0 {
                 return RoceStatus::Done;
             }
             let Some(t) = self.q.peek_time() else {
@@ -995,7 +998,7 @@ impl RoceSim {
                     }
                 }
                 Ev::Check => {
-                    if self.progress == self.last_progress && self.pkts.live() > 0 {
+                    if self.progress == self.last_progress && self.live > 0 {
                         if let Some(d) = self.find_deadlock() {
                             self.deadlock = Some(d.clone());
                             return RoceStatus::Deadlock(d);
@@ -1022,25 +1025,26 @@ impl RoceSim {
         }
     }
 
-    fn new_pkt(&mut self, p: Pkt) -> PacketId {
+    fn new_pkt(&mut self, p: Pkt) -> Pkt {
         self.ledger.created += 1;
-        self.pkts.insert(p)
+        self.live += 1;
+        p
     }
 
-    fn deliver(&mut self, p: PacketId) {
+    fn deliver(&mut self, _p: Pkt) {
         self.ledger.delivered += 1;
-        self.pkts.remove(p);
+        self.live -= 1;
     }
 
-    fn drop_pkt(&mut self, p: PacketId, why: RoceDrop) {
+    fn drop_pkt(&mut self, p: Pkt, why: RoceDrop) {
         let i = RoceDrop::ALL.iter().position(|r| *r == why).expect("listed");
         self.ledger.dropped[i] += 1;
-        let pk = self.pkts[p];
+        let pk = p;
         let (_, pg, _) = self.maps.classify(pk.dscp);
         if pk.kind != Kind::Pause && self.maps.lossless(pg) {
             self.ledger.dropped_lossless[i] += 1;
         }
-        self.pkts.remove(p);
+        self.live -= 1;
     }
 
     fn schedule_wake(&mut self, gp: u32, t: Time) {
@@ -1102,9 +1106,9 @@ impl RoceSim {
         }
     }
 
-    fn transmit(&mut self, gp: u32, p: PacketId) {
+    fn transmit(&mut self, gp: u32, p: Pkt) {
         let g = gp as usize;
-        let pk = self.pkts[p];
+        let pk = p;
         if gp == self.capture_gp {
             self.captured.push((self.now, pk));
         }
@@ -1142,8 +1146,8 @@ impl RoceSim {
 
     // ---------------------------------------------------------------- arrival
 
-    fn arrive(&mut self, gp: u32, p: PacketId) {
-        let pk = self.pkts[p];
+    fn arrive(&mut self, gp: u32, p: Pkt) {
+        let pk = p;
         if pk.kind == Kind::Pause {
             self.on_pause_frame(gp, pk.prio, pk.quanta);
             self.deliver(p);
@@ -1249,9 +1253,9 @@ impl RoceSim {
         self.ecmp.next_port(NodeId(sw.node), NodeId(pk.dst), h)
     }
 
-    fn switch_arrive(&mut self, si: u32, gp: u32, p: PacketId) {
+    fn switch_arrive(&mut self, si: u32, gp: u32, mut p: Pkt) {
         let in_port = self.ports[gp as usize].num;
-        let pk = self.pkts[p];
+        let pk = p;
         let (_, pg, queue) = self.maps.classify(pk.dscp);
         let Some(out) = self.route(si, &pk) else {
             self.drop_pkt(p, RoceDrop::NoRoute);
@@ -1272,12 +1276,9 @@ impl RoceSim {
                 self.drop_pkt(p, why);
             }
             Admit::Ok { xoff, .. } => {
-                {
-                    let m = &mut self.pkts[p];
-                    m.in_port = in_port;
-                    m.pg = pg;
-                    m.queue = queue;
-                }
+                p.in_port = in_port;
+                p.pg = pg;
+                p.queue = queue;
                 s.q[qi].push_back(p);
                 s.queued[usize::from(out)] += 1;
                 let og = self.port_base[s.node as usize] + u32::from(out);
@@ -1293,23 +1294,22 @@ impl RoceSim {
         }
     }
 
-    fn switch_pick(&mut self, si: u32, gp: u32) -> Result<PacketId, Time> {
+    fn switch_pick(&mut self, si: u32, gp: u32) -> Result<Pkt, Time> {
         let now = self.now;
         let port = self.ports[gp as usize].num as usize;
         // Copy only the 8 resume times, not the whole pause state with its counters.
         let until = self.ports[gp as usize].paused.until_all();
         let forward = self.cfg.watchdog.is_some_and(|w| w.action == WdAction::Forward);
         let s = &mut self.switches[si as usize];
-        let pkts = &self.pkts;
         let mut wait = Time::NEVER;
         let (qs, stormed) = (&s.q, &s.wd_stormed);
         let head = |q: usize| -> Option<u32> {
-            let &p = qs[port * NPRIO + q].front()?;
+            let p = qs[port * NPRIO + q].front()?;
             // PFC priority p pauses queue p (SONiC MAP_PFC_PRIORITY_TO_QUEUE AZURE is identity).
             if until[q] > now && !(forward && stormed[port * NPRIO + q]) {
                 return None;
             }
-            Some(pkts[p].wire)
+            Some(p.wire)
         };
         // Fast path: one non-empty queue that may send needs no arbitration.
         let mut only = None;
@@ -1335,15 +1335,15 @@ impl RoceSim {
         };
         let qi = port * NPRIO + q;
         let qlen = s.mmu.egress_bytes(port, q as u8);
-        let p = s.q[qi].pop_front().expect("picked");
+        let mut p = s.q[qi].pop_front().expect("picked");
         s.queued[port] -= 1;
         s.q_tx[qi] += 1;
-        let pk = self.pkts[p];
+        let pk = p;
         // RED/ECN at dequeue on the egress queue's bytes (HPCC ns-3).
         if pk.kind == Kind::Data {
             if let Some(red) = s.red[port] {
                 if red.should_mark(qlen, &mut self.rng) {
-                    self.pkts[p].ce = true;
+                    p.ce = true;
                 }
             }
         }
@@ -1400,15 +1400,14 @@ impl RoceSim {
         self.kick(gp);
     }
 
-    fn nic_pick(&mut self, nic: u32) -> Result<PacketId, Time> {
+    fn nic_pick(&mut self, nic: u32) -> Result<Pkt, Time> {
         let now = self.now;
         let n = &self.nics[nic as usize];
         let gp = n.gp;
         let until = self.ports[gp as usize].paused.until_all();
         let mut wait = Time::NEVER;
         // ACK/NAK/CNP first (HPCC ACK_HIGH_PRIO); each honours PFC on its priority.
-        if let Some(&p) = n.ctrl.front() {
-            let pk = &self.pkts[p];
+        if let Some(pk) = n.ctrl.front() {
             let (_, pg, _) = self.maps.classify(pk.dscp);
             if self.cfg.ack_high_prio || until[usize::from(pg)] <= now || !self.maps.lossless(pg) {
                 let p = self.nics[nic as usize].ctrl.pop_front().expect("front");
@@ -1551,9 +1550,9 @@ impl RoceSim {
         }
     }
 
-    fn nic_arrive(&mut self, nic: u32, p: PacketId) {
+    fn nic_arrive(&mut self, nic: u32, p: Pkt) {
         let now = self.now;
-        let pk = self.pkts[p];
+        let pk = p;
         match pk.kind {
             Kind::Data => {
                 self.nic_drain(nic);
@@ -1698,7 +1697,7 @@ impl RoceSim {
                                     // Drain the queue: its packets are dropped and released.
                                     while let Some(p) = self.switches[si].q[qi].pop_front() {
                                         self.switches[si].queued[port] -= 1;
-                                        let pk = self.pkts[p];
+                                        let pk = p;
                                         self.switches[si].mmu.release(usize::from(pk.in_port), pk.pg, port, q as u8, pk.wire);
                                         self.drop_pkt(p, RoceDrop::Watchdog);
                                     }
@@ -1747,7 +1746,7 @@ impl RoceSim {
                     let in_num = self.ports[peer as usize].num;
                     let pbase = self.port_base[pn as usize];
                     for (qi, qq) in ps.q.iter().enumerate() {
-                        if qq.iter().any(|&p| self.pkts[p].in_port == in_num) {
+                        if qq.iter().any(|p| p.in_port == in_num) {
                             edges.push((gp, pbase + (qi / NPRIO) as u32));
                         }
                     }
@@ -1780,6 +1779,6 @@ impl RoceSim {
 
 impl std::fmt::Debug for RoceSim {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RoceSim").field("now", &self.now).field("nodes", &self.role.len()).field("in_flight", &self.pkts.live()).finish()
+        f.debug_struct("RoceSim").field("now", &self.now).field("nodes", &self.role.len()).field("in_flight", &self.live).finish()
     }
 }
