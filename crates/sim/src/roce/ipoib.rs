@@ -146,10 +146,10 @@ impl IpoibConfig {
     }
 }
 
-/// One stream's steady throughput on the same path, bits/s: RDMA verbs (the
-/// NIC moves the bytes: the link rate times the payload share of each IB packet,
-/// `mtu / (mtu + headers)` with LRH 8 + BTH 12 + RETH 16 (first packet, ignored)
-/// + ICRC 4 + VCRC 2 = 26 bytes; IBA vol. 1 §5.4, §9) against TCP over IPoIB
+/// One stream's steady throughput on the same path, bits/s: RDMA verbs, where
+/// the NIC moves the bytes (the link rate times the payload share of each IB
+/// packet, `mtu / (mtu + 26)`: LRH 8, BTH 12, ICRC 4, VCRC 2, the first packet's
+/// RETH ignored; IBA vol. 1 §5.4, §9), against TCP over IPoIB
 /// ([`IpoibConfig::stream_bps`]).
 pub fn verbs_vs_ipoib(cfg: &IpoibConfig, link_bps: u64, rtt: Time, write_size: u64) -> (f64, f64) {
     let mtu = f64::from(cfg.ib_mtu);

@@ -1326,9 +1326,9 @@ impl RoceSim {
             _ => s.sched[port].pick(head),
         };
         let Some(q) = chosen else {
-            for q in 0..NPRIO {
-                if !s.q[port * NPRIO + q].is_empty() && until[q] > now {
-                    wait = wait.min(until[q]);
+            for (q, &u) in until.iter().enumerate() {
+                if !s.q[port * NPRIO + q].is_empty() && u > now {
+                    wait = wait.min(u);
                 }
             }
             return Err(wait);
