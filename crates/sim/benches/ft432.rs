@@ -33,7 +33,13 @@ fn main() {
     let t = bfs_routes(&f, Tie::SpreadByLid);
     let hosts = cas(&f);
     assert_eq!(hosts.len(), 432);
-    let mut sim = Sim::new(&f, &t, IbConfig::default(), EngineConfig::default()).expect("sim");
+    // FT432_WATCHDOG_PS=0 turns the periodic deadlock check off (it still runs if
+    // the event queue drains with packets buffered).
+    let mut eng = EngineConfig::default();
+    if let Some(v) = std::env::var("FT432_WATCHDOG_PS").ok().and_then(|v| v.parse().ok()) {
+        eng.deadlock_check_ps = v;
+    }
+    let mut sim = Sim::new(&f, &t, IbConfig::default(), eng).expect("sim");
     let cpu0 = thread_cpu_ns().unwrap_or(0);
     let wall = Instant::now();
     let r = run_matrix(&mut sim, &hosts, &m, Time::us(end_us), &mut |_| {}).expect("run");
