@@ -75,6 +75,32 @@ pub struct IbConfig {
     pub vl_arb: Option<VlArbConfig>,
     /// Drop a packet that has crossed this many links (a forwarding loop).
     pub hop_limit: u8,
+    /// InfiniBand congestion control (IBA vol. 1 Annex A10); `None` = off.
+    pub cc: Option<CcConfig>,
+}
+
+/// InfiniBand congestion control (IBA vol. 1 Annex A10), simplified to its
+/// mechanism: a switch sets FECN on packets that join an output VL queue at or
+/// above `threshold_packets`; the destination HCA answers at once with a BECN
+/// (an ACK with BECN set); the source QP raises its congestion-control table
+/// index by `ccti_increase` (up to `ccti_limit`) and waits `ccti × ipd_step_ps`
+/// between its packets; every `ccti_timer_ps` the index drops by one.
+/// The CCT here is linear (entry i = i steps); real CCTs hold (shift, multiplier)
+/// pairs the SM programs.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CcConfig {
+    pub threshold_packets: u32,
+    pub ccti_increase: u16,
+    pub ccti_limit: u16,
+    pub ipd_step_ps: u64,
+    pub ccti_timer_ps: u64,
+}
+
+impl Default for CcConfig {
+    fn default() -> Self {
+        CcConfig { threshold_packets: 4, ccti_increase: 1, ccti_limit: 127, ipd_step_ps: 40_000, ccti_timer_ps: 5_000_000 }
+    }
 }
 
 impl Default for IbConfig {
@@ -94,6 +120,7 @@ impl Default for IbConfig {
             grh: false,
             vl_arb: None,
             hop_limit: 64,
+            cc: None,
         }
     }
 }
@@ -143,6 +170,11 @@ impl IbConfig {
         }
         if self.max_rd_atomic == 0 {
             return bad("max_rd_atomic", "at least 1", "0".into());
+        }
+        if let Some(cc) = &self.cc {
+            if cc.threshold_packets == 0 || cc.ccti_timer_ps == 0 {
+                return bad("cc", "threshold_packets and ccti_timer_ps above 0", format!("{cc:?}"));
+            }
         }
         if let Some(a) = &self.vl_arb {
             if a.high.iter().chain(&a.low).any(|e| e.vl >= 15) {

@@ -30,6 +30,10 @@ pub struct Stats {
     /// Out-of-order PSNs seen by RC responders/requesters (must stay 0 on a lossless,
     /// in-order fabric).
     pub psn_errors: u64,
+    /// Packets a switch marked with FECN (IB congestion control).
+    pub fecn_marked: u64,
+    /// BECNs that reached a source QP.
+    pub becn_received: u64,
     /// Payload bytes delivered to end nodes.
     pub delivered_payload: u64,
     /// The global port being captured, or `u32::MAX`.
@@ -56,6 +60,8 @@ impl Stats {
             stall_since: vec![Time::NEVER; nports * nvl],
             peak_in_blocks: vec![0; nports * nvl],
             psn_errors: 0,
+            fecn_marked: 0,
+            becn_received: 0,
             delivered_payload: 0,
             capture: NONE,
             captured: Vec::new(),
@@ -121,6 +127,8 @@ pub struct RunSummary {
     pub peak_packets_in_flight: u64,
     pub payload_delivered_bytes: u64,
     pub psn_errors: u64,
+    pub fecn_marked: u64,
+    pub becn_received: u64,
     pub trace_hash: String,
     pub ledger_balanced: bool,
 }
@@ -176,6 +184,8 @@ impl Sim {
             peak_packets_in_flight: self.pkts.peak() as u64,
             payload_delivered_bytes: self.stats.delivered_payload,
             psn_errors: self.stats.psn_errors,
+            fecn_marked: self.stats.fecn_marked,
+            becn_received: self.stats.becn_received,
             trace_hash: format!("{:016x}", self.trace.0),
             ledger_balanced: self.ledger.check(self.in_flight()).is_ok(),
         }

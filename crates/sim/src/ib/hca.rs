@@ -179,6 +179,11 @@ pub(crate) struct Qp {
     active: bool,
     /// Payload bytes this QP has delivered as a responder (goodput).
     pub(crate) rx_payload: u64,
+    /// IB CC: congestion-control table index, when it last changed, and when the
+    /// QP may send its next packet.
+    ccti: u16,
+    ccti_at: Time,
+    next_allowed: Time,
 }
 
 /// The addressing fields of a QP (cheap to copy out before mutating the world).
@@ -302,6 +307,9 @@ impl Sim {
             rresp: VecDeque::new(),
             active: false,
             rx_payload: 0,
+            ccti: 0,
+            ccti_at: Time::ZERO,
+            next_allowed: Time::ZERO,
         });
         (self.qps.len() - 1) as u32
     }
@@ -434,6 +442,10 @@ impl Sim {
             let pk = &self.pkts[p];
             return (pk.flags & flag::VL15 == 0).then(|| (pk.vl, blocks(pk.wire)));
         }
+        if self.ib.cc.is_some() {
+            // Paced QPs: let the pick decide at the end of this packet.
+            return None;
+        }
         let &qp = c.active.front()?;
         let q = &self.qps[qp as usize];
         let mtu = u64::from(self.ib.mtu);
@@ -486,10 +498,23 @@ impl Sim {
             }
             return Pick::Wait(self.starve(gp, pk.vl, blocks(pk.wire)));
         }
+        let mut paced = Time::NEVER;
         for _ in 0..self.caps[c].active.len() {
             let qp = self.caps[c].active.pop_front().expect("counted");
+            if self.ib.cc.is_some() && self.qps[qp as usize].next_allowed > self.now {
+                // IB CC holds this QP back: let the others go.
+                paced = paced.min(self.qps[qp as usize].next_allowed);
+                self.caps[c].active.push_back(qp);
+                continue;
+            }
             match self.qp_next(gp, qp) {
                 Build::Packet(p) => {
+                    if let Some(step) = self.ib.cc.as_ref().map(|cc| cc.ipd_step_ps) {
+                        let idx = self.cc_index(qp);
+                        let wire = self.pkts[p].wire;
+                        let end = self.now + self.ports[gp as usize].ser.time(wire);
+                        self.qps[qp as usize].next_allowed = end + Time(u64::from(idx) * step);
+                    }
                     if self.qp_has_work(qp) {
                         self.caps[c].active.push_back(qp);
                     } else {
@@ -506,7 +531,7 @@ impl Sim {
                 Build::Idle => self.qps[qp as usize].active = false,
             }
         }
-        Pick::Wait(Time::NEVER)
+        Pick::Wait(paced)
     }
 
     /// Build QP `qp`'s next packet if the port has credit for it.
@@ -673,7 +698,12 @@ impl Sim {
         }
         self.stats.delivered_payload += u64::from(pk.payload);
         match pk.opcode {
-            Opcode::Acknowledge => self.requester_ack(qp, Psn(pk.psn)),
+            Opcode::Acknowledge => {
+                if pk.flags & flag::BECN != 0 {
+                    self.cc_becn(qp);
+                }
+                self.requester_ack(qp, Psn(pk.psn))
+            }
             Opcode::ReadRequest => self.responder_read_request(qp, &pk),
             Opcode::UdSendOnly => {
                 let cqe = Cqe {
@@ -718,18 +748,21 @@ impl Sim {
             }
         }
         q.since_ack += 1;
-        let ack = pk.flags & flag::ACK_REQ != 0 || q.since_ack >= ack_every;
+        let becn = pk.flags & flag::FECN != 0;
+        let ack = becn || pk.flags & flag::ACK_REQ != 0 || q.since_ack >= ack_every;
         let node = q.node;
         if ack {
             q.since_ack = 0;
-            self.send_ack(qp, pk);
+            self.send_ack(qp, pk, becn);
         }
         if let Some(cqe) = recv {
             self.push_cqe(node, cqe);
         }
     }
 
-    fn send_ack(&mut self, qp: u32, pk: &Packet) {
+    /// ACK everything through `pk`'s PSN; with `becn`, also tell the source it
+    /// crossed a congested port (the BECN of IB CC, Annex A10.2.3).
+    fn send_ack(&mut self, qp: u32, pk: &Packet, becn: bool) {
         let q = self.qps[qp as usize].clone_head();
         let grh = self.ib.grh;
         let wire = Opcode::Acknowledge.wire_bytes(0, grh);
@@ -746,7 +779,7 @@ impl Sim {
             opcode: Opcode::Acknowledge,
             sl: q.sl,
             vl: q.vl,
-            flags: if grh { flag::GRH } else { 0 },
+            flags: if grh { flag::GRH } else { 0 } | if becn { flag::BECN } else { 0 },
             ..Packet::default()
         });
         let c = q.cap as usize;
@@ -783,6 +816,32 @@ impl Sim {
             let cqe = Cqe { wr_id: o.wqe.wr_id, qp: QpId(qp), op, bytes: o.wqe.bytes, posted: o.wqe.posted, done: now };
             self.push_cqe(node, cqe);
         }
+    }
+
+    /// The QP's current CCT index after the recovery timer's decrements.
+    fn cc_index(&mut self, qp: u32) -> u16 {
+        let Some(cc) = &self.ib.cc else { return 0 };
+        let timer = cc.ccti_timer_ps;
+        let now = self.now;
+        let q = &mut self.qps[qp as usize];
+        let ticks = (now - q.ccti_at).0 / timer;
+        if ticks > 0 {
+            q.ccti = q.ccti.saturating_sub(ticks.min(u64::from(u16::MAX)) as u16);
+            q.ccti_at = if q.ccti == 0 { now } else { q.ccti_at + Time(ticks * timer) };
+        }
+        q.ccti
+    }
+
+    /// A BECN reached QP `qp`: slow it down (Annex A10.3.1).
+    fn cc_becn(&mut self, qp: u32) {
+        let Some(cc) = self.ib.cc.clone() else { return };
+        self.stats.becn_received += 1;
+        let idx = self.cc_index(qp);
+        let q = &mut self.qps[qp as usize];
+        if idx == 0 {
+            q.ccti_at = self.now;
+        }
+        q.ccti = (idx + cc.ccti_increase).min(cc.ccti_limit);
     }
 
     fn requester_ack(&mut self, qp: u32, psn: Psn) {

@@ -89,6 +89,15 @@ impl Sim {
             (vl as usize).min(nvl - 1)
         };
         let g = og as usize;
+        if let Some(cc) = &self.ib.cc {
+            // FECN when the packet joins a queue at or over the threshold, but only
+            // at a root of congestion: a port waiting for credits is a victim of
+            // congestion further on and does not mark (Annex A10.2.1).
+            if !vl15 && !self.ports[g].starved && self.oq[g * (nvl + 1) + qi].len() as u32 >= cc.threshold_packets {
+                self.pkts[p].flags |= flag::FECN;
+                self.stats.fecn_marked += 1;
+            }
+        }
         self.oq[g * (nvl + 1) + qi].push_back(p);
         self.ports[g].oq_len += 1;
         self.kick(og);

@@ -199,3 +199,57 @@ fn samples_show_a_saturated_link_and_its_buffer() {
     assert!(stalled.iter().all(|&s| s > 80_000_000 && s < 110_000_000), "{stalled:?}");
     assert!(sw_in.iter().all(|p| p.peak_buffer_bytes[0] >= 60_000), "{sw_in:?}");
 }
+
+/// Two switches joined by one cable. sw0 holds senders a0..a3; sw1 holds the hot
+/// receiver H (port 1), the victim receiver V (port 2) and local senders l0, l1.
+/// a0..a2 and l0, l1 write to H; a3 writes to V across the same cable.
+fn victim_fabric() -> (fabric::Fabric, Vec<NodeId>) {
+    use fabric::{Fabric, Guid, NodeSpec};
+    let mut f = Fabric::new();
+    let s0 = f.add_node(NodeSpec::switch("sw0", Guid(0x1000), 8)).unwrap();
+    let s1 = f.add_node(NodeSpec::switch("sw1", Guid(0x1001), 8)).unwrap();
+    let mut hosts = Vec::new();
+    for (i, (sw, port)) in [(s0, 1), (s0, 2), (s0, 3), (s0, 4), (s1, 1), (s1, 2), (s1, 3), (s1, 4)].into_iter().enumerate() {
+        let c = f.add_node(NodeSpec::ca(format!("c{i}"), Guid(0x10_0000 + 16 * i as u64), 1)).unwrap();
+        f.connect(sw, port, c, 1, LinkRate::EDR_4X, 2.0).unwrap();
+        hosts.push(c);
+    }
+    f.connect(s0, 8, s1, 8, LinkRate::EDR_4X, 10.0).unwrap();
+    (f, hosts)
+}
+
+fn victim_goodput(cc: Option<sim::config::CcConfig>) -> (f64, f64, sim::metrics::RunSummary) {
+    let (f, h) = victim_fabric();
+    let t = bfs_routes(&f, Tie::LowestPort);
+    let ib = IbConfig { cc, ..IbConfig::default() };
+    let mut sim = Sim::new(&f, &t, ib, EngineConfig::default()).unwrap();
+    let (hot, victim) = (h[4], h[5]);
+    let mut hot_rx = Vec::new();
+    for &src in [h[0], h[1], h[2], h[6], h[7]].iter() {
+        let (q, r) = sim.create_rc_pair(src, hot, &sim::QpOptions::default()).unwrap();
+        sim.post_write(q, u64::MAX, 0).unwrap();
+        hot_rx.push(r);
+    }
+    let (qv, rv) = sim.create_rc_pair(h[3], victim, &sim::QpOptions::default()).unwrap();
+    sim.post_write(qv, u64::MAX, 0).unwrap();
+    assert_eq!(sim.run(Time::ms(2)), sim::RunStatus::TimeLimit);
+    sim.check_ledger().unwrap();
+    let secs = 2e-3;
+    let v = sim.qp_rx_bytes(rv) as f64 * 8.0 / secs / 1e9;
+    let hot: f64 = hot_rx.iter().map(|&r| sim.qp_rx_bytes(r) as f64).sum::<f64>() * 8.0 / secs / 1e9;
+    (v, hot, sim.summary())
+}
+
+#[test]
+fn ib_congestion_control_frees_the_victim_flow() {
+    let (v0, hot0, s0) = victim_goodput(None);
+    let (v1, hot1, s1) = victim_goodput(Some(sim::config::CcConfig::default()));
+    eprintln!("without CC: victim {v0:.1} Gb/s, hot {hot0:.1} Gb/s; with CC: victim {v1:.1} Gb/s, hot {hot1:.1} Gb/s; FECN {} BECN {}", s1.fecn_marked, s1.becn_received);
+    assert_eq!(s0.fecn_marked, 0);
+    assert!(s1.fecn_marked > 0 && s1.becn_received > 0);
+    // Without CC the cable's input buffer at sw1 fills with packets for H and the
+    // victim gets a share of what H drains; with CC the hot senders back off.
+    assert!(v1 > 1.4 * v0, "victim {v0:.1} -> {v1:.1} Gb/s");
+    // The hot receiver's link stays nearly full either way.
+    assert!(hot0 > 95.0 && hot1 > 90.0, "hot {hot0:.1} / {hot1:.1} Gb/s");
+}
