@@ -166,11 +166,15 @@ fn minhop_on_credit_loops_deadlocks_and_reports_the_cycle() {
 }
 
 #[test]
-fn updn_and_ftree_on_credit_loops_complete_the_same_traffic() {
+fn updn_ftree_and_dfsssp_on_credit_loops_complete_the_same_traffic() {
     let f = credit_loops();
     let m = loop_traffic(&f, &route(&f, sm::routing::EngineKind::MinHop));
-    for engine in [sm::routing::EngineKind::UpDn, sm::routing::EngineKind::Ftree] {
+    for engine in [sm::routing::EngineKind::UpDn, sm::routing::EngineKind::Ftree, sm::routing::EngineKind::Dfsssp] {
         let t = route(&f, engine);
+        if engine == sm::routing::EngineKind::Dfsssp {
+            // DFSSSP breaks the loop with VL layers: paths get SLs, SL2VL maps them.
+            assert!(t.vls_used > 1 || t.path_sl.is_some(), "dfsssp used {} VLs", t.vls_used);
+        }
         let r = run_on(&f, &t, &m).unwrap_or_else(|(e, _)| panic!("{engine}: {e}"));
         assert_eq!(r.completed, m.flows.len(), "{engine}");
     }
