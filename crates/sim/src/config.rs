@@ -77,6 +77,10 @@ pub struct IbConfig {
     pub hop_limit: u8,
     /// InfiniBand congestion control (IBA vol. 1 Annex A10); `None` = off.
     pub cc: Option<CcConfig>,
+    /// Adaptive routing: a switch may send a packet out of any port on a shortest
+    /// path to its destination, choosing the one with the fewest packets queued
+    /// (the LFT's port wins ties); RC responders then reorder by PSN.
+    pub adaptive_routing: bool,
 }
 
 /// InfiniBand congestion control (IBA vol. 1 Annex A10), simplified to its
@@ -121,6 +125,7 @@ impl Default for IbConfig {
             vl_arb: None,
             hop_limit: 64,
             cc: None,
+            adaptive_routing: false,
         }
     }
 }

@@ -34,6 +34,11 @@ pub struct Stats {
     pub fecn_marked: u64,
     /// BECNs that reached a source QP.
     pub becn_received: u64,
+    /// Request packets that reached their responder ahead of an earlier PSN
+    /// (adaptive routing) and waited in its reorder buffer.
+    pub reordered: u64,
+    /// Packets a switch sent out of a port other than its LFT's (adaptive routing).
+    pub rerouted: u64,
     /// Payload bytes delivered to end nodes.
     pub delivered_payload: u64,
     /// The global port being captured, or `u32::MAX`.
@@ -62,6 +67,8 @@ impl Stats {
             psn_errors: 0,
             fecn_marked: 0,
             becn_received: 0,
+            reordered: 0,
+            rerouted: 0,
             delivered_payload: 0,
             capture: NONE,
             captured: Vec::new(),
@@ -129,6 +136,8 @@ pub struct RunSummary {
     pub psn_errors: u64,
     pub fecn_marked: u64,
     pub becn_received: u64,
+    pub reordered: u64,
+    pub rerouted: u64,
     pub trace_hash: String,
     pub ledger_balanced: bool,
 }
@@ -186,6 +195,8 @@ impl Sim {
             psn_errors: self.stats.psn_errors,
             fecn_marked: self.stats.fecn_marked,
             becn_received: self.stats.becn_received,
+            reordered: self.stats.reordered,
+            rerouted: self.stats.rerouted,
             trace_hash: format!("{:016x}", self.trace.0),
             ledger_balanced: self.ledger.check(self.in_flight()).is_ok(),
         }

@@ -196,6 +196,8 @@ pub struct Sim {
     pub(crate) cq_notify: VecDeque<u32>,
 
     pub(crate) stats: Stats,
+    /// Shortest-path distances for adaptive routing (built only when it is on).
+    pub(crate) ar: Option<crate::ib::switch::ArTables>,
     pub(crate) deadlock: Option<DeadlockReport>,
     pub(crate) watchdog_armed: bool,
 }
@@ -343,10 +345,14 @@ impl Sim {
             cqs: vec![VecDeque::new(); n],
             cq_notify: VecDeque::new(),
             stats: Stats::new(np, nvl),
+            ar: None,
             deadlock: None,
             watchdog_armed: false,
         };
         sim.build_ca_ports();
+        if sim.ib.adaptive_routing {
+            sim.ar = Some(crate::ib::switch::ArTables::build(&sim));
+        }
         if sim.eng.sample_interval_ps > 0 {
             sim.q.push(Time(sim.eng.sample_interval_ps), Event::Sample);
         }

@@ -121,6 +121,9 @@ struct Wqe {
 struct Outstanding {
     last: Psn,
     wqe: Wqe,
+    /// READ: response packets expected and received so far.
+    npk: u32,
+    got: u32,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -184,6 +187,10 @@ pub(crate) struct Qp {
     ccti: u16,
     ccti_at: Time,
     next_allowed: Time,
+    /// Adaptive routing: the expected PSN unwrapped to 64 bits, and requests that
+    /// arrived ahead of it, by unwrapped PSN.
+    epsn_ext: u64,
+    reorder: std::collections::BTreeMap<u64, Packet>,
 }
 
 /// The addressing fields of a QP (cheap to copy out before mutating the world).
@@ -310,6 +317,8 @@ impl Sim {
             ccti: 0,
             ccti_at: Time::ZERO,
             next_allowed: Time::ZERO,
+            epsn_ext: 0,
+            reorder: std::collections::BTreeMap::new(),
         });
         (self.qps.len() - 1) as u32
     }
@@ -611,7 +620,7 @@ impl Sim {
                 q.sq.pop_front();
                 q.next_psn = psn.plus(npk);
                 q.reads_out += 1;
-                q.unacked.push_back(Outstanding { last: psn.plus(npk - 1), wqe: w });
+                q.unacked.push_back(Outstanding { last: psn.plus(npk - 1), wqe: w, npk, got: 0 });
                 Build::Packet(p)
             }
             WrOp::Ud { dst, dlid } => {
@@ -671,7 +680,7 @@ impl Sim {
                 if last {
                     q.sq.pop_front();
                     q.sq_off = 0;
-                    q.unacked.push_back(Outstanding { last: psn, wqe: w });
+                    q.unacked.push_back(Outstanding { last: psn, wqe: w, npk: 1, got: 0 });
                 } else {
                     q.sq_off += u64::from(payload);
                 }
@@ -704,7 +713,7 @@ impl Sim {
                 }
                 self.requester_ack(qp, Psn(pk.psn))
             }
-            Opcode::ReadRequest => self.responder_read_request(qp, &pk),
+            Opcode::ReadRequest => self.responder_in_order(qp, &pk),
             Opcode::UdSendOnly => {
                 let cqe = Cqe {
                     wr_id: 0,
@@ -717,7 +726,7 @@ impl Sim {
                 self.push_cqe(node, cqe);
             }
             op if op.is_read_response() => self.requester_read_response(qp, &pk),
-            _ => self.responder_data(qp, &pk),
+            _ => self.responder_in_order(qp, &pk),
         }
         self.deliver_packet(p);
     }
@@ -853,31 +862,97 @@ impl Sim {
     }
 
     fn requester_read_response(&mut self, qp: u32, pk: &Packet) {
-        // A READ response implicitly ACKs every earlier request (IBA vol. 1 §9.7.5.1.2).
-        self.complete_through(qp, Psn(pk.psn), false);
-        if !pk.opcode.is_last() {
-            return;
+        // A READ response implicitly ACKs every earlier request (IBA vol. 1 §9.7.5.1.2);
+        // the responder sent it after taking all of them, whatever order it arrives in.
+        let psn = Psn(pk.psn);
+        self.complete_through(qp, psn, false);
+        let q = &mut self.qps[qp as usize];
+        // The READ this response belongs to (responses may arrive out of order
+        // under adaptive routing): its PSN range is last-npk+1 ..= last.
+        let hit = q.unacked.iter_mut().find(|o| {
+            o.wqe.op == WrOp::Read && Psn(o.last.0.wrapping_sub(o.npk - 1) & 0x00ff_ffff).le(psn) && psn.le(o.last)
+        });
+        match hit {
+            Some(o) if o.got < o.npk => o.got += 1,
+            _ => {
+                self.stats.psn_errors += 1;
+                return;
+            }
         }
         let now = self.now;
-        let q = &mut self.qps[qp as usize];
-        match q.unacked.front().copied() {
-            Some(o) if o.wqe.op == WrOp::Read && o.last == Psn(pk.psn) => {
-                q.unacked.pop_front();
-                q.reads_out -= 1;
-                let node = q.node;
-                let cqe =
-                    Cqe { wr_id: o.wqe.wr_id, qp: QpId(qp), op: CqeOp::Read, bytes: o.wqe.bytes, posted: o.wqe.posted, done: now };
-                self.push_cqe(node, cqe);
-                // Requests behind the READ that were ACKed meanwhile complete now, in order.
-                if let Some(a) = self.qps[qp as usize].acked {
-                    self.complete_through(qp, a, true);
+        let mut completed = false;
+        loop {
+            let q = &mut self.qps[qp as usize];
+            match q.unacked.front().copied() {
+                Some(o) if o.wqe.op == WrOp::Read && o.got == o.npk => {
+                    q.unacked.pop_front();
+                    q.reads_out -= 1;
+                    let node = q.node;
+                    let cqe = Cqe {
+                        wr_id: o.wqe.wr_id,
+                        qp: QpId(qp),
+                        op: CqeOp::Read,
+                        bytes: o.wqe.bytes,
+                        posted: o.wqe.posted,
+                        done: now,
+                    };
+                    self.push_cqe(node, cqe);
+                    completed = true;
+                    // Requests behind the READ that were ACKed meanwhile complete now, in order.
+                    if let Some(a) = self.qps[qp as usize].acked {
+                        self.complete_through(qp, a, true);
+                    }
                 }
-                if self.qp_has_work(qp) {
-                    self.activate(qp);
-                }
+                _ => break,
             }
-            _ => self.stats.psn_errors += 1,
         }
+        if completed && self.qp_has_work(qp) {
+            self.activate(qp);
+        }
+    }
+
+    /// Requests reach the responder in PSN order on a static route; under adaptive
+    /// routing they may not. Hold early packets (the HCA has placed their data;
+    /// ACKs and completions follow PSN order) and take them once the gap fills.
+    fn responder_in_order(&mut self, qp: u32, pk: &Packet) {
+        if !self.ib.adaptive_routing {
+            self.responder_take(qp, pk);
+            return;
+        }
+        let q = &mut self.qps[qp as usize];
+        let off = pk.psn.wrapping_sub(q.epsn.0) & 0x00ff_ffff;
+        if off >= 0x80_0000 {
+            // Behind the expected PSN: a duplicate, which a lossless fabric never makes.
+            self.stats.psn_errors += 1;
+            return;
+        }
+        if off > 0 {
+            q.reorder.insert(q.epsn_ext + u64::from(off), *pk);
+            self.stats.reordered += 1;
+            return;
+        }
+        self.responder_take(qp, pk);
+        loop {
+            let q = &mut self.qps[qp as usize];
+            let Some((&k, _)) = q.reorder.first_key_value() else { break };
+            if k != q.epsn_ext {
+                break;
+            }
+            let next = q.reorder.remove(&k).expect("present");
+            self.responder_take(qp, &next);
+        }
+    }
+
+    /// Process one request packet in PSN order.
+    fn responder_take(&mut self, qp: u32, pk: &Packet) {
+        let before = self.qps[qp as usize].epsn;
+        if pk.opcode == Opcode::ReadRequest {
+            self.responder_read_request(qp, pk);
+        } else {
+            self.responder_data(qp, pk);
+        }
+        let q = &mut self.qps[qp as usize];
+        q.epsn_ext += u64::from(q.epsn.0.wrapping_sub(before.0) & 0x00ff_ffff);
     }
 }
 

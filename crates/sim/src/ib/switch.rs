@@ -15,7 +15,100 @@ use crate::net::Pick;
 use crate::packet::{blocks, flag};
 use crate::sim::{NONE, Sim};
 
+/// What adaptive routing needs: hop distances between switches and the switch
+/// each LID hangs off. `S × S` bytes for S switches (1.6 MB for a 1,280-switch
+/// fabric), built once by a BFS from every switch.
+#[derive(Debug)]
+pub(crate) struct ArTables {
+    sw_idx: Vec<u32>,
+    lid_sw: Vec<u32>,
+    dist: Vec<u8>,
+    nsw: usize,
+}
+
+impl ArTables {
+    pub(crate) fn build(sim: &Sim) -> ArTables {
+        let n = sim.node_model.len();
+        let mut sw_idx = vec![NONE; n];
+        let mut sw_nodes = Vec::new();
+        for (i, m) in sim.node_model.iter().enumerate() {
+            if *m == crate::sim::NodeModel::IbSwitch {
+                sw_idx[i] = sw_nodes.len() as u32;
+                sw_nodes.push(i);
+            }
+        }
+        let nsw = sw_nodes.len();
+        let mut lid_sw = vec![NONE; sim.tables.lid_owner.len()];
+        for (lid, o) in sim.tables.lid_owner.iter().enumerate() {
+            if let Some((node, port)) = o {
+                lid_sw[lid] = if sw_idx[node.idx()] != NONE {
+                    sw_idx[node.idx()]
+                } else {
+                    let gp = sim.port_base[node.idx()] + u32::from(*port);
+                    match sim.ports.get(gp as usize).map(|p| p.peer) {
+                        Some(pg) if pg != NONE => sw_idx[sim.ports[pg as usize].port_node as usize],
+                        _ => NONE,
+                    }
+                };
+            }
+        }
+        let mut dist = vec![u8::MAX; nsw * nsw];
+        let mut queue = std::collections::VecDeque::new();
+        for (si, &sn) in sw_nodes.iter().enumerate() {
+            let row = &mut dist[si * nsw..(si + 1) * nsw];
+            row[si] = 0;
+            queue.clear();
+            queue.push_back(sn);
+            while let Some(u) = queue.pop_front() {
+                let du = row[sw_idx[u] as usize];
+                for gp in sim.port_base[u]..sim.port_base[u + 1] {
+                    let pg = sim.ports[gp as usize].peer;
+                    if pg == NONE {
+                        continue;
+                    }
+                    let v = sim.ports[pg as usize].port_node as usize;
+                    let vi = sw_idx[v];
+                    if vi != NONE && row[vi as usize] == u8::MAX {
+                        row[vi as usize] = du.saturating_add(1);
+                        queue.push_back(v);
+                    }
+                }
+            }
+        }
+        ArTables { sw_idx, lid_sw, dist, nsw }
+    }
+}
+
 impl Sim {
+    /// Adaptive routing: among the ports of `node` on a shortest path to `dlid`'s
+    /// switch, the one with the fewest packets queued; `lft_port` wins ties, then
+    /// the lowest port number. Ports straight to end nodes are never alternatives.
+    fn adaptive_port(&self, node: usize, dlid: u16, lft_port: u8) -> u8 {
+        let Some(ar) = &self.ar else { return lft_port };
+        let me = ar.sw_idx[node];
+        let Some(&ds) = ar.lid_sw.get(dlid as usize) else { return lft_port };
+        if me == NONE || ds == NONE || ds == me {
+            return lft_port;
+        }
+        let d = ar.dist[me as usize * ar.nsw + ds as usize];
+        let lft_gp = (self.port_base[node] + u32::from(lft_port)) as usize;
+        let mut best = (self.ports[lft_gp].oq_len, lft_port);
+        for gp in self.port_base[node]..self.port_base[node + 1] {
+            let pt = &self.ports[gp as usize];
+            if pt.peer == NONE || pt.port_num == lft_port {
+                continue;
+            }
+            let v = ar.sw_idx[self.ports[pt.peer as usize].port_node as usize];
+            if v == NONE || ar.dist[v as usize * ar.nsw + ds as usize].saturating_add(1) != d {
+                continue;
+            }
+            if pt.oq_len < best.0 {
+                best = (pt.oq_len, pt.port_num);
+            }
+        }
+        best.1
+    }
+
     /// SL→VL of (switch, in port, out port) for `sl`; VL 0 when the SM programmed none.
     #[inline]
     pub(crate) fn switch_vl(&self, node: usize, in_port: u8, out_port: u8, sl: u8) -> u8 {
@@ -68,6 +161,15 @@ impl Sim {
             }
         };
         let (out_port, og) = match out {
+            Ok((o, og)) if self.ar.is_some() && !vl15 => {
+                let a = self.adaptive_port(node, pk.dlid, o);
+                if a == o {
+                    (o, og)
+                } else {
+                    self.stats.rerouted += 1;
+                    (a, self.port_base[node] + u32::from(a))
+                }
+            }
             Ok(x) => x,
             Err(why) => {
                 // A management packet for the switch itself is consumed here.

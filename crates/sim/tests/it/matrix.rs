@@ -113,3 +113,71 @@ fn permutation_through_one_switch_runs_at_line_rate() {
         assert!(fl.goodput_bps > 0.99 * 100e9 * eff, "flow {}: {:.2} Gb/s", fl.id, fl.goodput_bps / 1e9);
     }
 }
+
+#[test]
+fn adaptive_routing_spreads_a_permutation_over_equal_cost_paths() {
+    // Lowest-port routes pile every up-going flow onto the first spine and core;
+    // adaptive routing sends packets over any shortest path with a shorter queue.
+    let f = ft16();
+    let t = bfs_routes(&f, Tie::LowestPort);
+    let hosts = cas(&f);
+    let run = |ar: bool| {
+        let ib = IbConfig { adaptive_routing: ar, ..IbConfig::default() };
+        let mut sim = Sim::new(&f, &t, ib, EngineConfig::default()).unwrap();
+        let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(5);
+        let m = Matrix::permutation(16, 4 << 20, &mut rng);
+        let r = run_matrix(&mut sim, &hosts, &m, Time::ms(100), &mut |_| {}).unwrap();
+        assert_eq!(r.completed, 16);
+        assert!(r.flows.iter().all(|fl| fl.delivered_bytes == 4 << 20));
+        sim.check_ledger().unwrap();
+        assert_eq!(sim.ledger().total_dropped(), 0);
+        assert_eq!(sim.in_flight(), 0);
+        assert_eq!(sim.stats().psn_errors, 0);
+        (r.end_ps, sim.summary())
+    };
+    let (t_static, s_static) = run(false);
+    let (t_ar, s_ar) = run(true);
+    assert_eq!(s_static.rerouted, 0);
+    assert!(s_ar.rerouted > 0);
+    eprintln!("static {t_static} ps, adaptive {t_ar} ps, rerouted {}, reordered {}", s_ar.rerouted, s_ar.reordered);
+    assert!((t_ar as f64) < 0.7 * t_static as f64, "adaptive {t_ar} ps vs static {t_static} ps");
+}
+
+#[test]
+fn reads_complete_when_adaptive_routing_reorders_their_responses() {
+    let f = ft16();
+    let t = bfs_routes(&f, Tie::LowestPort);
+    let hosts = cas(&f);
+    let ib = IbConfig { adaptive_routing: true, ..IbConfig::default() };
+    let mut sim = Sim::new(&f, &t, ib, EngineConfig::default()).unwrap();
+    let mut qps = Vec::new();
+    for i in 0..8 {
+        // Host i reads from host 15 - i (across the core), and host 8 + i reads from host i.
+        for (a, b) in [(i, 15 - i), (8 + i, i)] {
+            let (q, _) = sim.create_rc_pair(hosts[a], hosts[b], &sim::QpOptions::default()).unwrap();
+            sim.post_read(q, 1 << 20, a as u64).unwrap();
+            sim.post_read(q, 300_000, a as u64).unwrap();
+            qps.push(q);
+        }
+    }
+    let mut done = 0;
+    loop {
+        match sim.run(Time::NEVER) {
+            sim::RunStatus::Idle => break,
+            sim::RunStatus::Completion => {
+                while let Some(n) = sim.next_cq_event() {
+                    while let Some(c) = sim.poll_cq(n) {
+                        assert_eq!(c.op, sim::CqeOp::Read);
+                        done += 1;
+                    }
+                }
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(done, 32);
+    assert_eq!(sim.stats().psn_errors, 0);
+    assert!(sim.summary().rerouted > 0);
+    sim.check_ledger().unwrap();
+    assert_eq!(sim.in_flight(), 0);
+}
