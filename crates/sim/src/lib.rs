@@ -17,6 +17,11 @@
 //!   capture    a chosen port's packets to pcap through crates/wire
 //! ```
 //!
+//! Options beyond the base IB model (off by default): IB congestion control
+//! (`IbConfig::cc`: FECN at congestion roots, BECN, CCT pacing) and adaptive
+//! routing (`IbConfig::adaptive_routing`: least-queued shortest-path port, PSN
+//! reordering at RC responders).
+//!
 //! The engine knows nothing of InfiniBand; a node model is one arm of
 //! [`sim::NodeModel`], and the event enum [`sim::Event`] is closed, so Ethernet
 //! switches and RoCE NICs are added as new arms next to the IB ones.
