@@ -28,6 +28,8 @@ pub enum SimCmd {
     Run(RunArgs),
     /// A perftest-like test between two hosts on one switch.
     Perftest(PerftestArgs),
+    /// Run an ns-3 HPCC config as it is on the RoCE model; writes fct.txt / pfc.txt.
+    Hpcc(super::sim_hpcc::HpccArgs),
 }
 
 /// Options of `rdmalab sim run`.
@@ -102,6 +104,7 @@ impl SimCmd {
         match self {
             SimCmd::Run(a) => a.exec(),
             SimCmd::Perftest(a) => a.exec(),
+            SimCmd::Hpcc(a) => a.exec(),
         }
     }
 }
