@@ -309,7 +309,8 @@ impl HpccConfig {
         Ok(c)
     }
 
-    fn at(&self, key: &str) -> String {
+    /// `file:line` where `key` was last set (`file:0` if absent).
+    pub fn at(&self, key: &str) -> String {
         let line = self.lines.iter().rev().find(|(k, _)| k == key).map_or(0, |x| x.1);
         format!("{}:{line}", self.file)
     }

@@ -21,8 +21,8 @@ use crate::roce::transport::Recovery;
 #[derive(Debug, thiserror::Error)]
 pub enum HpccRunError {
     /// A file could not be read or written.
-    #[error("{what} {path}: {source}")]
-    Io { what: &'static str, path: String, source: std::io::Error },
+    #[error("{what} {path}")]
+    Io { what: &'static str, path: String, #[source] source: std::io::Error },
     /// The config, flow or trace file is malformed.
     #[error(transparent)]
     Parse(#[from] HpccError),
@@ -104,10 +104,10 @@ impl HpccExperiment {
         let mut w = c.unsupported();
         w.append(&mut warnings);
         if c.l2_back_to_zero == Some(true) {
-            w.push(Warning { at: name.clone(), key: "L2_BACK_TO_ZERO".into(), why: "1 (go back to the chunk boundary) runs as go-back-0 on whole messages".into() });
+            w.push(Warning { at: c.at("L2_BACK_TO_ZERO"), key: "L2_BACK_TO_ZERO".into(), why: "1 (go back to the chunk boundary) runs as go-back-0 on whole messages".into() });
         }
         if c.l2_chunk_size.is_some_and(|x| x > 0) {
-            w.push(Warning { at: name.clone(), key: "L2_CHUNK_SIZE".into(), why: "chunked ACKs are not modelled; ACKs follow L2_ACK_INTERVAL".into() });
+            w.push(Warning { at: c.at("L2_CHUNK_SIZE"), key: "L2_CHUNK_SIZE".into(), why: "chunked ACKs are not modelled; ACKs follow L2_ACK_INTERVAL".into() });
         }
         let nic_bps = fabric
             .links
