@@ -320,6 +320,31 @@ mod tests {
         assert!(gbps < 45.0 && gbps > 30.0, "{gbps}");
     }
 
+    /// DCQCN paper §3.1 (c) and Meta §3.4 (c): under a 16:1 incast, PFC alone
+    /// pauses the senders' whole priority, so a victim flow from one of them to an
+    /// idle receiver crawls; with DCQCN the incast flows slow down per QP, the
+    /// pauses mostly stop and the victim gets its share of the sender's link.
+    #[test]
+    fn victim_flow_pfc_only_vs_pfc_with_dcqcn() {
+        let run = |cc: CongestionControl| {
+            let (f, _, h) = star(18);
+            let mut flows: Vec<FlowSpec> = (0..16).map(|i| flow(h[i], h[16], 64 << 20, 1, Time::ZERO, 10000 + i as u16)).collect();
+            flows.push(flow(h[0], h[17], 64 << 20, 1, Time::ZERO, 20000));
+            let cfg = RoceConfig { cc, buffer_bytes: 4 << 20, ..RoceConfig::default() };
+            let mut sim = RoceSim::new(&f, cfg, &flows).unwrap();
+            sim.run(Time::ms(10));
+            let victim = sim.flow_delivered(16) as f64 * 8.0 / 10e-3 / 1e9;
+            let pauses = sim.pfc.iter().filter(|r| r.pause).count();
+            (victim, pauses, sim.ledger.total_dropped())
+        };
+        let (v_pfc, p_pfc, d_pfc) = run(CongestionControl::None);
+        let (v_dcqcn, p_dcqcn, d_dcqcn) = run(CongestionControl::Dcqcn(Profile::HpccNs3.params(100_000_000_000)));
+        eprintln!("16:1 incast + victim from sender 0: PFC only: victim {v_pfc:.1} Gb/s, {p_pfc} pauses; PFC + DCQCN: victim {v_dcqcn:.1} Gb/s, {p_dcqcn} pauses");
+        assert_eq!((d_pfc, d_dcqcn), (0, 0));
+        assert!(v_dcqcn > 2.0 * v_pfc, "victim {v_pfc:.1} → {v_dcqcn:.1} Gb/s");
+        assert!(p_dcqcn < p_pfc, "pauses {p_pfc} → {p_dcqcn}");
+    }
+
     /// Splitting a connection over QPs gives ECMP distinct source ports and
     /// conserves the bytes.
     #[test]
