@@ -181,6 +181,10 @@ pub struct RoceConfig {
     /// Capture every frame sent out of this (node, port), pause frames included
     /// (write it with [`RoceSim::write_pcap`]).
     pub capture: Option<(NodeId, u8)>,
+    /// Run RoCEv1 (EtherType 0x8915, no IP header) in a fabric laid out as this:
+    /// flows that would need a router are refused, and ECMP hashes see only the
+    /// MAC addresses. `None` = RoCEv2.
+    pub rocev1: Option<crate::roce::ecmp::L2Mode>,
 }
 
 impl Default for RoceConfig {
@@ -213,6 +217,7 @@ impl Default for RoceConfig {
             record_pfc: true,
             ack_high_prio: true,
             capture: None,
+            rocev1: None,
         }
     }
 }
@@ -497,6 +502,13 @@ pub enum RoceError {
     /// A configuration value is out of range.
     #[error("accept RoCE setting `{field}`: {why}")]
     Config { field: &'static str, why: String },
+    /// A RoCEv1 flow whose path leaves its layer-2 domain.
+    #[error("add flow {flow}")]
+    RoceV1 {
+        flow: usize,
+        #[source]
+        why: crate::roce::ecmp::RoceV1Error,
+    },
 }
 
 /// The RoCE world.
@@ -668,6 +680,11 @@ impl RoceSim {
                     role[i] = (false, nics.len() as u32);
                     nics.push(Nic { node: i as u32, gp, flows: Vec::new(), rr: 0, ctrl: VecDeque::new(), rx, last_drain: Time::ZERO, drain_bps: drain, timer_at: Time::NEVER });
                 }
+            }
+        }
+        if let Some(mode) = cfg.rocev1 {
+            for (k, f) in flows.iter().enumerate() {
+                crate::roce::ecmp::check_roce_v1(fabric, f.src, f.dst, mode).map_err(|why| RoceError::RoceV1 { flow: k, why })?;
             }
         }
         // Event ids are packed into 24 bits (engine `PackedQueue`).
@@ -1248,8 +1265,13 @@ impl RoceSim {
         let f = &self.flows[pk.flow as usize].spec;
         // Both directions of a QP hash its UDP source port (the responder
         // answers with the same entropy), addresses in packet direction.
-        let key = FlowKey { sip: host_ip(pk.src), dip: host_ip(pk.dst), sport: f.sport, dport: 4791, proto: 17, smac: 0, dmac: 0, dqpn: pk.flow };
-        let h = sw.hash.hash(&key);
+        let key = if self.cfg.rocev1.is_some() {
+            // RoCEv1 has no IP/UDP header: a switch hashes MAC addresses only.
+            FlowKey::rocev1(pk.src, pk.dst, pk.flow)
+        } else {
+            FlowKey { sip: host_ip(pk.src), dip: host_ip(pk.dst), sport: f.sport, dport: 4791, proto: 17, smac: 0, dmac: 0, dqpn: pk.flow }
+        };
+        let h = if self.cfg.rocev1.is_some() { HashConfig { fields: field::L2, ..sw.hash }.hash(&key) } else { sw.hash.hash(&key) };
         self.ecmp.next_port(NodeId(sw.node), NodeId(pk.dst), h)
     }
 

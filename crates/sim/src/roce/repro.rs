@@ -345,6 +345,19 @@ mod tests {
         assert!(p_dcqcn < p_pfc, "pauses {p_pfc} → {p_dcqcn}");
     }
 
+    /// RoCEv1 in a routed leaf–spine: a flow between leaves is refused with the
+    /// reason; inside one leaf it runs (and its ECMP hash would see MACs only).
+    #[test]
+    fn rocev1_flows_are_refused_across_leaves_and_run_within_one() {
+        let (f, _, _, h) = leaf_spine_2x2(2);
+        let v1 = RoceConfig { rocev1: Some(crate::roce::ecmp::L2Mode::RoutedAtLeaf), ..RoceConfig::default() };
+        let e = RoceSim::new(&f, v1.clone(), &[flow(h[0][0], h[1][0], 1 << 20, 1, Time::ZERO, 10000)]).unwrap_err();
+        let chain = format!("{e}: {}", std::error::Error::source(&e).unwrap());
+        assert!(chain.contains("add flow 0") && chain.contains("cannot be routed"), "{chain}");
+        let mut sim = RoceSim::new(&f, v1, &[flow(h[0][0], h[0][1], 1 << 20, 1, Time::ZERO, 10000)]).unwrap();
+        assert_eq!(sim.run(Time::ms(5)), RoceStatus::Done);
+    }
+
     /// Splitting a connection over QPs gives ECMP distinct source ports and
     /// conserves the bytes.
     #[test]
