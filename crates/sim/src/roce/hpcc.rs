@@ -343,9 +343,6 @@ impl HpccConfig {
         if self.qlen_mon_file.is_some() {
             add("QLEN_MON_FILE", "the queue-length histogram file is not written");
         }
-        if self.link_down.is_some_and(|l| l != (0, 0, 0)) {
-            add("LINK_DOWN", "link failure from the config is not wired to the run yet");
-        }
         if self.cc_mode.unwrap_or(1) == 1 && self.ewma_gain.is_none() {
             add("EWMA_GAIN", "absent: third.cc's default `1 / 16` is integer division (g = 0); rdmalab uses 0 as ns-3 does");
         }

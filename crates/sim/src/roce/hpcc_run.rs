@@ -153,6 +153,15 @@ impl HpccExperiment {
     pub fn run(&self, until: Option<Time>, out_dir: Option<&Path>) -> Result<(HpccReport, RoceSim), HpccRunError> {
         let specs = self.flow_specs();
         let mut sim = RoceSim::new(&self.fabric, self.roce.clone(), &specs)?;
+        // LINK_DOWN t a b: the link a–b fails at 2 s + t µs (third.cc), and routes
+        // are recomputed after the ECMP convergence delay.
+        if let Some((t, a, b)) = self.config.link_down.filter(|l| *l != (0, 0, 0)) {
+            let link = self.fabric.links.iter().position(|l| (l.a.node.0, l.b.node.0) == (a, b) || (l.a.node.0, l.b.node.0) == (b, a));
+            let Some(li) = link else {
+                return Err(HpccRunError::Parse(HpccError { file: self.config.file.clone(), line: self.config.at("LINK_DOWN").rsplit(':').next().and_then(|x| x.parse().ok()).unwrap_or(0), what: format!("LINK_DOWN names nodes {a} and {b}, which no link joins") }));
+            };
+            sim.fail_link_at(fabric::LinkId(li as u32), Time::ms(2000) + Time::us(t));
+        }
         let stop = until.map_or(self.config.stop_time(), |u| u.min(self.config.stop_time()));
         let t0 = std::time::Instant::now();
         let status = sim.run(stop);
@@ -382,6 +391,28 @@ mod tests {
         assert!(sim.ledger_balances());
         assert_eq!(sim.ledger.lossless_faults(), 0);
         assert!(r.wrote.iter().any(|p| p.ends_with("out_fct.txt")) && r.wrote.iter().any(|p| p.ends_with("out_pfc.txt")));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// LINK_DOWN fails the named link at 2 s + t µs; a bad pair is named.
+    #[test]
+    fn link_down_key_fails_the_link() {
+        let dir = std::env::temp_dir().join(format!("rdmalab-hpcc-ld-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("mix")).unwrap();
+        for f in ["topology.txt", "flow.txt"] {
+            std::fs::copy(testdata(f), dir.join("mix").join(f)).unwrap();
+        }
+        let base = std::fs::read_to_string(testdata("config.txt")).unwrap().replace("CC_MODE 3", "CC_MODE 1");
+        // Node 1 (the receiver) hangs off switch 0 by link 0–1: fail it 100 µs in.
+        std::fs::write(dir.join("config.txt"), base.replace("LINK_DOWN 0 0 0", "LINK_DOWN 100 0 1").replace("SIMULATOR_STOP_TIME 4.00", "SIMULATOR_STOP_TIME 2.001")).unwrap();
+        let e = HpccExperiment::load(&dir.join("config.txt")).unwrap();
+        let (r, sim) = e.run(None, None).unwrap();
+        assert!(r.dropped.iter().any(|(k, n)| k == "LinkDown" && *n > 0), "{r:?}");
+        assert!(sim.ledger_balances());
+        std::fs::write(dir.join("config.txt"), base.replace("LINK_DOWN 0 0 0", "LINK_DOWN 100 2 3")).unwrap();
+        let e = HpccExperiment::load(&dir.join("config.txt")).unwrap();
+        let err = e.run(None, None).unwrap_err().to_string();
+        assert!(err.contains("LINK_DOWN names nodes 2 and 3") && err.contains("config.txt:"), "{err}");
         let _ = std::fs::remove_dir_all(&dir);
     }
 
