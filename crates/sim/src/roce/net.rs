@@ -307,6 +307,9 @@ struct Pkt {
     /// Pause frame: priority and quanta (0 = XON).
     prio: u8,
     quanta: u16,
+    /// Sent by a queue whose PFC watchdog (action forward) ignores pauses: a
+    /// downstream headroom overflow is then the watchdog's doing.
+    wd_fwd: bool,
     /// At a switch: ingress port index (local) and PG.
     in_port: u8,
     pg: u8,
@@ -1222,6 +1225,7 @@ impl RoceSim {
             last: false,
             prio,
             quanta,
+            wd_fwd: false,
             in_port: 0,
             pg: 0,
             queue: 0,
@@ -1293,6 +1297,7 @@ impl RoceSim {
             Admit::Drop(d) => {
                 let why = match d {
                     MmuDrop::LossyOverThreshold => RoceDrop::LossyOverThreshold,
+                    MmuDrop::HeadroomOverflow if pk.wd_fwd => RoceDrop::Watchdog,
                     MmuDrop::HeadroomOverflow => RoceDrop::HeadroomOverflow,
                 };
                 self.drop_pkt(p, why);
@@ -1301,6 +1306,7 @@ impl RoceSim {
                 p.in_port = in_port;
                 p.pg = pg;
                 p.queue = queue;
+                p.wd_fwd = false;
                 s.q[qi].push_back(p);
                 s.queued[usize::from(out)] += 1;
                 let og = self.port_base[s.node as usize] + u32::from(out);
@@ -1358,6 +1364,7 @@ impl RoceSim {
         let qi = port * NPRIO + q;
         let qlen = s.mmu.egress_bytes(port, q as u8);
         let mut p = s.q[qi].pop_front().expect("picked");
+        p.wd_fwd = forward && s.wd_stormed[qi];
         s.queued[port] -= 1;
         s.q_tx[qi] += 1;
         let pk = p;
@@ -1477,6 +1484,7 @@ impl RoceSim {
                 last: tx.last,
                 prio: 0,
                 quanta: 0,
+                wd_fwd: false,
                 in_port: 0,
                 pg: 0,
                 queue: 0,
@@ -1608,6 +1616,7 @@ impl RoceSim {
                     last: false,
                     prio: 0,
                     quanta: 0,
+                    wd_fwd: false,
                     in_port: 0,
                     pg: 0,
                     queue: 0,

@@ -427,6 +427,13 @@ mod tests {
         let spine_paused = storm.pfc.iter().filter(|r| r.pause && r.node_type == 1).map(|r| r.node).collect::<std::collections::BTreeSet<_>>();
         let wd = WdConfig { poll: Time::ms(1), detection: Time::ms(2), restoration: Time::ms(4), action: WdAction::Drop };
         let contained = run(Some(wd), None);
+        // Action `forward`: the stormed queues ignore pauses (lossy for the
+        // storm's duration); the victim finishes and packets that reach the
+        // faulty NIC are dropped there.
+        let forward = run(Some(WdConfig { action: WdAction::Forward, ..wd }), None);
+        assert!(forward.flow_done(2).is_some(), "forward: victim done");
+        assert_eq!(forward.ledger.lossless_faults(), 0);
+        assert!(forward.ledger.dropped[RoceDrop::ALL.iter().position(|r| *r == RoceDrop::FaultyNic).unwrap()] > 0);
         // The NIC's own guard (mlx5 PFC stall prevention, scaled to 2 ms) ends the
         // storm at its source instead: the NIC stops pausing and drops what comes.
         let guarded = run(None, Some(Time::ms(2)));
