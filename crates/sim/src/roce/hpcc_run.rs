@@ -193,6 +193,7 @@ impl HpccExperiment {
             RoceStatus::Done => "done".to_string(),
             RoceStatus::TimeLimit => "stop time".to_string(),
             RoceStatus::Stuck => "stuck".to_string(),
+            RoceStatus::Delivered => "delivered".to_string(),
             RoceStatus::Deadlock(d) => d.to_string(),
         };
         let report = HpccReport {

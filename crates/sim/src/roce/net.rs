@@ -394,6 +394,23 @@ struct Flow {
     started: bool,
     done: Option<Time>,
     delivered_bytes: u64,
+    /// A QP opened with [`RoceSim::open_qp`]: messages come from
+    /// [`RoceSim::post`], one at a time, and never "finish" the flow.
+    dynamic: bool,
+    /// Dynamic QPs: (tag, post time) of each message, in posting order, until
+    /// its last packet is received in order.
+    rx_tags: VecDeque<(u64, Time)>,
+}
+
+/// A message received whole at its destination (dynamic QPs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Delivered {
+    /// The caller's tag from [`RoceSim::post`].
+    pub tag: u64,
+    /// When it was posted.
+    pub posted: Time,
+    /// When its last packet was received in order.
+    pub done: Time,
 }
 
 /// Per-port state. `repr(C)` keeps the fields every packet touches in the
@@ -494,6 +511,9 @@ pub enum RoceStatus {
     /// No events left with flows unfinished (everything is paused until an XON
     /// that will never come).
     Stuck,
+    /// Messages posted with [`RoceSim::post`] were delivered: take them with
+    /// [`RoceSim::take_delivered`].
+    Delivered,
 }
 
 /// Errors building a RoCE world.
@@ -549,6 +569,9 @@ pub struct RoceSim {
     /// Watchdog transitions: (time, switch, port, queue, event).
     pub wd_log: Vec<(Time, String, u8, u8, WdEvent)>,
     deadlock: Option<PfcDeadlock>,
+    /// Bit 0: the watchdog poll is scheduled; bit 1: the deadlock check is.
+    timers_armed: u8,
+    delivered: Vec<Delivered>,
     capture_gp: u32,
     captured: Vec<(Time, Pkt)>,
     last_progress: u64,
@@ -730,6 +753,8 @@ impl RoceSim {
                 started: false,
                 done: None,
                 delivered_bytes: 0,
+                dynamic: false,
+                rx_tags: VecDeque::new(),
             });
         }
         let ecmp = EcmpTable::build(fabric, cfg.ecmp_convergence);
@@ -759,6 +784,8 @@ impl RoceSim {
             events: 0,
             wd_log: Vec::new(),
             deadlock: None,
+            timers_armed: 0,
+            delivered: Vec::new(),
             capture_gp: NONE,
             captured: Vec::new(),
             last_progress: 0,
@@ -776,12 +803,7 @@ impl RoceSim {
             }
             sim.capture_gp = sim.port_base[node.idx()] + u32::from(port);
         }
-        if sim.wd_period != Time::NEVER {
-            sim.q.push(sim.wd_period, Ev::WdPoll);
-        }
-        if sim.cfg.deadlock_check > Time::ZERO {
-            sim.q.push(sim.cfg.deadlock_check, Ev::Check);
-        }
+        sim.arm_periodic();
         // Faulty NICs start pausing at once.
         for i in 0..sim.nics.len() {
             if sim.nics[i].rx.faulty {
@@ -962,12 +984,100 @@ impl RoceSim {
         s
     }
 
+    /// Open a QP from host `src` to host `dst` for messages posted later with
+    /// [`post`](Self::post) (the verbs-style use, e.g. a collective runner).
+    /// Its UDP source port comes from its QP numbers, so QPs between the same
+    /// hosts spread over ECMP. Returns the QP's handle.
+    pub fn open_qp(&mut self, src: NodeId, dst: NodeId) -> Result<u32, RoceError> {
+        let k = self.flows.len();
+        for node in [src, dst] {
+            if node.idx() >= self.role.len() || self.role[node.idx()].0 || self.fabric.node(node).kind != NodeKind::Ca {
+                let name = if node.idx() < self.role.len() { self.fabric.node(node).name.clone() } else { format!("#{}", node.0) };
+                return Err(RoceError::NotNic { flow: k, node: name });
+            }
+        }
+        if k + 1 >= 1 << ID_BITS {
+            return Err(RoceError::Config { field: "flows", why: format!("at most {} QPs", (1u32 << ID_BITS) - 1) });
+        }
+        if let Some(mode) = self.cfg.rocev1 {
+            crate::roce::ecmp::check_roce_v1(&self.fabric, src, dst, mode).map_err(|why| RoceError::RoceV1 { flow: k, why })?;
+        }
+        let qpn = 0x100 + 2 * k as u32;
+        let spec = FlowSpec { src, dst, size: 0, messages: 0, start: self.now, sport: crate::roce::ecmp::roce_udp_sport(qpn, qpn + 1), dport: 0 };
+        let nic = self.role[src.idx()].1;
+        let gp = self.nics[nic as usize].gp;
+        let line = self.ports[gp as usize].bps.max(1);
+        let rp = match &self.cfg.cc {
+            CongestionControl::None => None,
+            CongestionControl::Dcqcn(p) => {
+                let mut p = p.clone();
+                if p.name == "hpcc-ns3" {
+                    let scale = line as f64 / p.line_bps;
+                    p.rate_ai_bps *= scale;
+                    p.rate_hai_bps *= scale;
+                }
+                p.line_bps = line as f64;
+                Some(ReactionPoint::new(p))
+            }
+        };
+        let rc = RequesterConfig { mtu: self.cfg.mtu, recovery: self.cfg.recovery, rto: self.cfg.rto };
+        self.flows.push(Flow {
+            spec,
+            req: Requester::new(rc, Psn::new(0)),
+            rp,
+            next_ok: Time::ZERO,
+            resp: Responder::new(Psn::new(0), self.cfg.ack_every, self.cfg.recovery),
+            np: CnpPacer::default(),
+            started: true,
+            done: None,
+            delivered_bytes: 0,
+            dynamic: true,
+            rx_tags: VecDeque::new(),
+        });
+        self.nics[nic as usize].flows.push(k as u32);
+        Ok(k as u32)
+    }
+
+    /// Post a message of `bytes` on QP `qp` now (SEND; delivered in posting order).
+    pub fn post(&mut self, qp: u32, bytes: u64, tag: u64) -> Result<(), RoceError> {
+        let Some(f) = self.flows.get_mut(qp as usize).filter(|f| f.dynamic) else {
+            return Err(RoceError::Config { field: "qp", why: format!("{qp} is not a QP opened with open_qp") });
+        };
+        f.req.post(tag, bytes, self.now);
+        f.rx_tags.push_back((tag, self.now));
+        let nic = self.role[f.spec.src.idx()].1;
+        let gp = self.nics[nic as usize].gp;
+        self.kick(gp);
+        self.arm_periodic();
+        Ok(())
+    }
+
+    /// Schedule the watchdog poll and the deadlock check if they are not.
+    fn arm_periodic(&mut self) {
+        if self.wd_period != Time::NEVER && self.timers_armed & 1 == 0 {
+            self.timers_armed |= 1;
+            self.q.push(self.now + self.wd_period, Ev::WdPoll);
+        }
+        if self.cfg.deadlock_check > Time::ZERO && self.timers_armed & 2 == 0 {
+            self.timers_armed |= 2;
+            self.q.push(self.now + self.cfg.deadlock_check, Ev::Check);
+        }
+    }
+
+    /// Take the messages delivered since the last call.
+    pub fn take_delivered(&mut self) -> Vec<Delivered> {
+        std::mem::take(&mut self.delivered)
+    }
+
     /// Run until every flow is done, `until`, a deadlock, or nothing can move.
     pub fn run(&mut self, until: Time) -> RoceStatus {
         if let Some(d) = &self.deadlock {
             return RoceStatus::Deadlock(d.clone());
         }
         loop {
+            if !self.delivered.is_empty() {
+                return RoceStatus::Delivered;
+            }
             if self.flows_left == 0 && self.live == 0 {
                 return RoceStatus::Done;
             }
@@ -1013,8 +1123,10 @@ impl RoceSim {
                 }
                 Ev::WdPoll => {
                     self.watchdog_poll();
-                    if self.flows_left > 0 {
+                    if self.flows_left > 0 || self.live > 0 {
                         self.q.push(self.now + self.wd_period, Ev::WdPoll);
+                    } else {
+                        self.timers_armed &= !1;
                     }
                 }
                 Ev::Check => {
@@ -1025,8 +1137,10 @@ impl RoceSim {
                         }
                     }
                     self.last_progress = self.progress;
-                    if self.flows_left > 0 {
+                    if self.flows_left > 0 || self.live > 0 {
                         self.q.push(self.now + self.cfg.deadlock_check, Ev::Check);
+                    } else {
+                        self.timers_armed &= !2;
                     }
                 }
                 Ev::LinkFail { link } => {
@@ -1625,6 +1739,11 @@ impl RoceSim {
                     RxVerdict::Accept { ack } => {
                         self.flows[fi].delivered_bytes += u64::from(pk.payload);
                         self.progress += 1;
+                        if pk.last && self.flows[fi].dynamic {
+                            if let Some((tag, posted)) = self.flows[fi].rx_tags.pop_front() {
+                                self.delivered.push(Delivered { tag, posted, done: now });
+                            }
+                        }
                         if let Some(a) = ack {
                             self.nic_ctrl(nic, reply(Kind::Ack, a.value()));
                         }
@@ -1660,7 +1779,7 @@ impl RoceSim {
                     self.completions.push((fi as u32, c));
                 }
                 let f = &self.flows[fi];
-                if f.done.is_none() && !f.req.outstanding() && f.req.counters.completed >= u64::from(f.spec.messages.max(1)) {
+                if !f.dynamic && f.done.is_none() && !f.req.outstanding() && f.req.counters.completed >= u64::from(f.spec.messages.max(1)) {
                     let f = &mut self.flows[fi];
                     f.done = Some(now);
                     self.flows_left -= 1;
