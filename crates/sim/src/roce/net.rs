@@ -16,6 +16,20 @@
 //! event enum, because nothing of the IB credit path applies to a lossy-or-PFC
 //! Ethernet link. Switches are store-and-forward.
 //!
+//! Two ways to drive it: a list of [`FlowSpec`]s started at their times (ns-3
+//! HPCC style, FCT records out), or verbs style, as a collective runner does:
+//!
+//! ```text
+//!   let q = sim.open_qp(a, b)?;            // one RC QP, its own UDP source port
+//!   sim.post(q, bytes, tag)?;              // SEND now
+//!   match sim.run(until) {
+//!       RoceStatus::Delivered => for d in sim.take_delivered() { /* d.tag, d.done */ },
+//!       RoceStatus::TimeLimit | RoceStatus::Done => …,   // reached / idle
+//!       RoceStatus::Deadlock(d) => …,      // PFC deadlock, cycle named
+//!       RoceStatus::Stuck => …,
+//!   }
+//! ```
+//!
 //! Conservation: every packet is created once and ends delivered, dropped with a
 //! [`RoceDrop`] reason, or in flight; drops on a lossless priority other than a
 //! watchdog's are model or configuration faults and are reported as such.
