@@ -38,8 +38,8 @@ use sim::{EngineConfig, IbConfig, Sim};
 use crate::advisor::FabricKind;
 use crate::cluster;
 use crate::collective::{Collective, HopCost, Schedule, nccl_bandwidth};
-use crate::results::{CollectiveResult, Counters, IncastResult, Latency, SimEffort, SizeRow, TimeSeries, VariantResult};
-use crate::runner::{IbNet, NicMap, ProbeSpec, RunError, run_messages, run_schedule};
+use crate::results::{CollectiveResult, Counters, IncastResult, Latency, SimEffort, SizeRow, VariantResult};
+use crate::runner::{IbNet, NicMap, ProbeSpec, RoceNet, RunError, run_messages, run_schedule};
 use crate::scenario::{Scenario, Variant, VariantFabric};
 use crate::tco::Tech;
 
@@ -94,9 +94,8 @@ pub fn run(s: &Scenario, progress: &mut dyn FnMut(Progress)) -> Result<CompareRe
                 done += steps_of(s);
                 refused(v, FabricKind::Rocev1, rocev1_refusal(&eth_fabric))
             }
-            VariantFabric::Rocev2 { .. } => {
-                done += steps_of(s);
-                refused(v, FabricKind::Rocev2, "not simulated in this build: the Ethernet switch and RoCE NIC models are not yet wired into the simulator".into())
+            VariantFabric::Rocev2 { pfc, dcqcn, ecn, lossy_hops } => {
+                run_roce(s, v, &eth_fabric, *pfc, dcqcn.as_deref(), *ecn, lossy_hops, &mut done, total, progress)?
             }
             VariantFabric::Ipoib => {
                 done += steps_of(s);
@@ -199,6 +198,167 @@ fn nvlink(s: &Scenario) -> HopCost {
     HopCost { bytes_per_s: s.gpu.nvlink_gbytes * 1e9, latency_ps: s.gpu.nvlink_latency_ns * 1000 }
 }
 
+/// What one simulated run (a collective at one size, or the incast) cost and counted.
+#[derive(Clone, Debug, Default)]
+struct WorldStats {
+    delivered: u64,
+    drops: u64,
+    retransmissions: u64,
+    pause_frames: u64,
+    pause_us: f64,
+    ecn_marks: u64,
+    cnps: u64,
+    events: u64,
+    hops: u64,
+    sim_us: f64,
+    /// Drops by reason: (reason, all priorities, of which on a lossless priority).
+    drop_reasons: Vec<(String, u64, u64)>,
+}
+
+/// What a world runs: a collective schedule (with probes) or a set of messages.
+enum Job<'a> {
+    Schedule(&'a Schedule, Option<ProbeSpec>),
+    Messages(&'a [(NodeId, NodeId, u64)]),
+}
+
+/// The outcome of one job.
+enum JobOut {
+    Schedule(crate::runner::ScheduleRun),
+    Messages(u64),
+}
+
+/// Run every collective at every size and the incast, each on a fresh world made
+/// by `world`, and gather the variant's results.
+#[expect(clippy::too_many_arguments, reason = "the loop threads progress and results through")]
+fn run_workload(
+    s: &Scenario,
+    v: &Variant,
+    kind: FabricKind,
+    bring_up: String,
+    mut findings: Vec<String>,
+    nics: &NicMap,
+    done: &mut u64,
+    total: u64,
+    progress: &mut dyn FnMut(Progress),
+    world: &mut dyn FnMut(&Job<'_>) -> Result<(JobOut, WorldStats), RunError>,
+) -> Result<VariantResult, CompareError> {
+    let err = |source: RunError| CompareError::Run { variant: v.id.clone(), source };
+    let mut counters = Counters::default();
+    let mut effort = SimEffort::default();
+    let mut collectives = Vec::new();
+    let mut latency = None;
+    let g = s.cluster.gpus_per_server;
+    let nranks = s.cluster.servers * g;
+    let largest = *s.workload.sizes.last().unwrap_or(&0);
+    let mut reasons: std::collections::BTreeMap<String, (u64, u64)> = Default::default();
+    let mut add = |w: &WorldStats, wall: Instant, counters: &mut Counters, effort: &mut SimEffort| {
+        for (r, n, l) in &w.drop_reasons {
+            let e = reasons.entry(r.clone()).or_default();
+            e.0 += n;
+            e.1 += l;
+        }
+        counters.packets_delivered += w.delivered;
+        counters.drops += w.drops;
+        counters.retransmissions += w.retransmissions;
+        counters.pause_frames += w.pause_frames;
+        counters.pause_time_us += w.pause_us;
+        counters.ecn_marks += w.ecn_marks;
+        counters.cnps += w.cnps;
+        effort.events += w.events;
+        effort.packet_hops += w.hops;
+        effort.simulated_us += w.sim_us;
+        effort.wall_ms += wall.elapsed().as_secs_f64() * 1e3;
+    };
+    for &op in &s.workload.collectives {
+        let mut rows = Vec::new();
+        for &size in &s.workload.sizes {
+            progress(Progress { done: *done, total, what: format!("{}: {} {}", v.label, op.name(), human_bytes(size)) });
+            let probe_run = op == Collective::AllReduceRing && size == largest;
+            let sched = Schedule::build(op, s.cluster.servers, g, size).map_err(|e| CompareError::Variant { variant: v.id.clone(), message: e.to_string() })?;
+            let probe = probe_run.then_some(ProbeSpec { bytes: s.workload.probe.bytes, interval_ps: s.workload.probe.interval_us * 1_000_000 });
+            let wall = Instant::now();
+            let (out, w) = match world(&Job::Schedule(&sched, probe)) {
+                Ok(r) => r,
+                Err(RunError::Deadlock(d)) => {
+                    counters.deadlocks += 1;
+                    findings.push(format!("error: {} {} deadlocked: {d}", op.name(), human_bytes(size)));
+                    *done += 1;
+                    continue;
+                }
+                Err(e) => return Err(err(e)),
+            };
+            add(&w, wall, &mut counters, &mut effort);
+            let JobOut::Schedule(run) = out else { unreachable!("a schedule job returns a schedule run") };
+            if probe_run {
+                latency = latency_from(&run.probe_latency_ps);
+            }
+            let (algbw, busbw) = nccl_bandwidth(op, size, nranks, run.time_ps);
+            let nic = if run.time_ps == 0 { 0.0 } else { run.max_nic_bytes as f64 / (run.time_ps as f64 * 1e-12) / 1e9 };
+            rows.push(SizeRow { size, time_us: run.time_ps as f64 / 1e6, algbw, busbw, busbw_per_nic: nic });
+            *done += 1;
+        }
+        collectives.push(CollectiveResult { op, rows });
+    }
+    let incast = match &s.workload.incast {
+        Some(i) => {
+            progress(Progress { done: *done, total, what: format!("{}: {}:1 incast", v.label, i.senders) });
+            let msgs = incast_messages(nics, i.senders, i.bytes).map_err(err)?;
+            let wall = Instant::now();
+            *done += 1;
+            match world(&Job::Messages(&msgs)) {
+                Ok((JobOut::Messages(t), w)) => {
+                    add(&w, wall, &mut counters, &mut effort);
+                    Some(IncastResult {
+                        senders: i.senders,
+                        bytes_each: i.bytes,
+                        completion_us: t as f64 / 1e6,
+                        goodput_gbs: (i.bytes * u64::from(i.senders)) as f64 / (t as f64 * 1e-12) / 1e9,
+                        drops: w.drops,
+                        retransmissions: w.retransmissions,
+                    })
+                }
+                Ok(_) => unreachable!("a message job returns a completion time"),
+                Err(RunError::Deadlock(d)) => {
+                    counters.deadlocks += 1;
+                    findings.push(format!("error: the incast deadlocked: {d}"));
+                    None
+                }
+                Err(e) => return Err(err(e)),
+            }
+        }
+        None => None,
+    };
+    for (r, (n, lossless)) in &reasons {
+        if *lossless > 0 {
+            findings.push(format!("error: {lossless} packets of the RDMA class, which must be lossless, dropped ({r})"));
+        }
+        if n > lossless {
+            findings.push(format!("warning: {} packets dropped on lossy priorities ({r})", n - lossless));
+        }
+    }
+    Ok(VariantResult {
+        id: v.id.clone(),
+        label: v.label.clone(),
+        kind,
+        refused: None,
+        bring_up,
+        collectives,
+        latency,
+        counters,
+        incast,
+        timeseries: Vec::new(),
+        findings,
+        effort,
+    })
+}
+
+fn run_job(net: &mut dyn crate::runner::Network, nics: &NicMap, job: &Job<'_>, nvl: HopCost) -> Result<JobOut, RunError> {
+    Ok(match job {
+        Job::Schedule(sched, probe) => JobOut::Schedule(run_schedule(net, nics, sched, nvl, *probe)?),
+        Job::Messages(m) => JobOut::Messages(run_messages(net, m)?),
+    })
+}
+
 fn run_ib(
     s: &Scenario,
     v: &Variant,
@@ -229,89 +389,124 @@ fn run_ib(
         report.vls_used
     );
     let nics = NicMap::from_fabric(f).map_err(err)?;
-    let mut counters = Counters::default();
-    let mut effort = SimEffort::default();
-    let mut collectives = Vec::new();
-    let mut latency = None;
-    let timeseries = Vec::new();
-    let g = s.cluster.gpus_per_server;
-    let nranks = s.cluster.servers * g;
-    let largest = *s.workload.sizes.last().unwrap_or(&0);
-    for &op in &s.workload.collectives {
-        let mut rows = Vec::new();
-        for &size in &s.workload.sizes {
-            progress(Progress { done: *done, total, what: format!("{}: {} {}", v.label, op.name(), crate::compare::human_bytes(size)) });
-            let probe_run = op == Collective::AllReduceRing && size == largest;
-            let eng = EngineConfig { seed: s.seed, sample_interval_ps: 0, ..EngineConfig::default() };
-            let mut sim = Sim::new(f, &tables, IbConfig::default(), eng).map_err(|e| err(e.into()))?;
-            let sched = Schedule::build(op, s.cluster.servers, g, size).map_err(|e| CompareError::Variant { variant: v.id.clone(), message: e.to_string() })?;
-            let probe = probe_run.then_some(ProbeSpec { bytes: s.workload.probe.bytes, interval_ps: s.workload.probe.interval_us * 1_000_000 });
-            let wall = Instant::now();
-            let run = match run_schedule(&mut IbNet::new(&mut sim), &nics, &sched, nvlink(s), probe) {
-                Ok(r) => r,
-                Err(RunError::Deadlock(d)) => {
-                    counters.deadlocks += 1;
-                    findings.push(format!("error: {} {}: {d}", op.name(), human_bytes(size)));
-                    *done += 1;
-                    continue;
-                }
-                Err(e) => return Err(err(e)),
-            };
-            sim.finish();
-            sim.check_ledger().map_err(|e| err(e.into()))?;
-            account(&sim, &mut counters, &mut effort, wall);
-            if probe_run {
-                latency = latency_from(&run.probe_latency_ps);
-                // occupancy sampling stays off until the simulator stops re-arming its
-                // sample event once traffic ends (Sample and Watchdog keep each other alive)
-                let _ = occupancy_series;
-            }
-            let (algbw, busbw) = nccl_bandwidth(op, size, nranks, run.time_ps);
-            let nic = if run.time_ps == 0 { 0.0 } else { run.max_nic_bytes as f64 / (run.time_ps as f64 * 1e-12) / 1e9 };
-            rows.push(SizeRow { size, time_us: run.time_ps as f64 / 1e6, algbw, busbw, busbw_per_nic: nic });
-            *done += 1;
-        }
-        collectives.push(CollectiveResult { op, rows });
-    }
-    let incast = match &s.workload.incast {
-        Some(i) => {
-            progress(Progress { done: *done, total, what: format!("{}: {}:1 incast", v.label, i.senders) });
-            let mut sim = Sim::new(f, &tables, IbConfig::default(), EngineConfig { seed: s.seed, ..EngineConfig::default() }).map_err(|e| err(e.into()))?;
-            let wall = Instant::now();
-            let msgs = incast_messages(&nics, i.senders, i.bytes).map_err(err)?;
-            let r = run_messages(&mut IbNet::new(&mut sim), &msgs).map_err(err)?;
-            sim.finish();
-            sim.check_ledger().map_err(|e| err(e.into()))?;
-            account(&sim, &mut counters, &mut effort, wall);
-            *done += 1;
-            Some(IncastResult {
-                senders: i.senders,
-                bytes_each: i.bytes,
-                completion_us: r as f64 / 1e6,
-                goodput_gbs: (i.bytes * u64::from(i.senders)) as f64 / (r as f64 * 1e-12) / 1e9,
-                drops: 0,
-                retransmissions: 0,
-            })
-        }
-        None => None,
+    let nvl = nvlink(s);
+    let seed = s.seed;
+    let mut world = |job: &Job<'_>| -> Result<(JobOut, WorldStats), RunError> {
+        let mut sim = Sim::new(f, &tables, IbConfig::default(), EngineConfig { seed, sample_interval_ps: 0, ..EngineConfig::default() })?;
+        let out = run_job(&mut IbNet::new(&mut sim), &nics, job, nvl)?;
+        sim.finish();
+        sim.check_ledger()?;
+        let st = sim.stats();
+        let w = WorldStats {
+            delivered: sim.ledger().delivered,
+            drops: sim.ledger().total_dropped(),
+            events: st.events,
+            hops: st.hops,
+            sim_us: sim.now().0 as f64 / 1e6,
+            ..WorldStats::default()
+        };
+        Ok((out, w))
     };
-    Ok(VariantResult {
-        id: v.id.clone(),
-        label: v.label.clone(),
-        kind: FabricKind::Infiniband,
-        refused: None,
-        bring_up,
-        collectives,
-        latency,
-        counters,
-        incast,
-        timeseries,
-        findings,
-        effort,
-    })
+    run_workload(s, v, FabricKind::Infiniband, bring_up, findings, &nics, done, total, progress, &mut world)
 }
 
-/// The SM's validation as diagnostic findings: "error: …" for what breaks traffic.
+/// RoCEv2 on the Ethernet build of the cluster: L3 + ECMP bring-up, the variant's
+/// PFC/ECN/DCQCN settings, go-back-N NICs.
+#[expect(clippy::too_many_arguments, reason = "a variant has this many settings")]
+fn run_roce(
+    s: &Scenario,
+    v: &Variant,
+    f: &Fabric,
+    pfc: bool,
+    dcqcn: Option<&str>,
+    ecn: bool,
+    lossy_hops: &[String],
+    done: &mut u64,
+    total: u64,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<VariantResult, CompareError> {
+    use sim::roce::dcqcn::Profile;
+    use sim::roce::net::{CongestionControl, RoceConfig, RoceSim};
+    let err = |source: RunError| CompareError::Run { variant: v.id.clone(), source };
+    let bad = |message: String| CompareError::Variant { variant: v.id.clone(), message };
+    let line = u64::from(s.cluster.nic_gbps) * 1_000_000_000;
+    let cc = match dcqcn {
+        Some(name) => CongestionControl::Dcqcn(Profile::from_name(name).ok_or_else(|| bad(format!("unknown DCQCN profile {name:?}")))?.params(line)),
+        None => CongestionControl::None,
+    };
+    let lossy: Vec<NodeId> = lossy_hops
+        .iter()
+        .map(|h| f.by_name(h).ok_or_else(|| bad(format!("lossy_hops names {h:?}, which is not a switch of this cluster"))))
+        .collect::<Result<_, _>>()?;
+    let cfg = RoceConfig {
+        // 4096-byte RoCE MTU, as RDMA NICs negotiate on 9000-byte Ethernet
+        mtu: 4096,
+        pfc,
+        ecn,
+        cc,
+        seed: s.seed,
+        // a 64-port 400G switch of the Spectrum-4/Tomahawk-5 class has ~160 MB; give the
+        // model a conservative share for the RDMA pool
+        buffer_bytes: 64 << 20,
+        lossy_rdma_switches: lossy,
+        // Store-and-forward Ethernet ASICs of the 25.6–51.2 Tb/s class quote about
+        // 600 ns port to port under load-free conditions, against ~130 ns for an
+        // InfiniBand NDR switch (IbConfig's default) [unverified: vendor datasheets].
+        switch_latency: sim::Time(600_000),
+        ..RoceConfig::default()
+    };
+    let nics = NicMap::from_fabric(f).map_err(err)?;
+    let nvl = nvlink(s);
+    let switches: Vec<NodeId> = f.nodes_of(NodeKind::Switch).collect();
+    let mut world = |job: &Job<'_>| -> Result<(JobOut, WorldStats), RunError> {
+        let mut sim = RoceSim::new(f, cfg.clone(), &[]).map_err(|e| RunError::Topology(e.to_string()))?;
+        let mut net = RoceNet::new(&mut sim);
+        let out = run_job(&mut net, &nics, job, nvl)?;
+        let flows: Vec<usize> = net.qp_ids().collect();
+        let retrans: u64 = flows.iter().map(|&k| sim.flow_counters(k).retransmitted).sum();
+        let mut pause_frames = 0;
+        let mut pause_ps = 0u64;
+        for &n in switches.iter().chain(f.nodes_of(NodeKind::Ca).collect::<Vec<_>>().iter()) {
+            for p in f.node(n).port_nums() {
+                if f.node(n).ports[p as usize].link.is_none() {
+                    continue;
+                }
+                for prio in 0..8u8 {
+                    pause_frames += sim.pause_sent(n, p, prio).0;
+                    pause_ps += sim.paused_time(n, p, prio).0;
+                }
+            }
+        }
+        let w = WorldStats {
+            delivered: sim.ledger.delivered,
+            drops: sim.ledger.total_dropped(),
+            retransmissions: retrans,
+            pause_frames,
+            pause_us: pause_ps as f64 / 1e6,
+            ecn_marks: sim.ecn_marks,
+            cnps: sim.cnps_sent,
+            events: sim.events,
+            hops: sim.hops(),
+            sim_us: sim.now().0 as f64 / 1e6,
+            drop_reasons: sim::roce::net::RoceDrop::ALL
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| sim.ledger.dropped[*i] > 0)
+                .map(|(i, r)| (format!("{r:?}"), sim.ledger.dropped[i], sim.ledger.dropped_lossless[i]))
+                .collect(),
+        };
+        Ok((out, w))
+    };
+    let bring_up = format!(
+        "L3: one subnet per leaf, ECMP over shortest paths (5-tuple hash, per-QP UDP source port); PFC {}, ECN {}, DCQCN {}{}",
+        if pfc { "on priority 3" } else { "off" },
+        if ecn { "on" } else { "off" },
+        dcqcn.unwrap_or("off"),
+        if lossy_hops.is_empty() { String::new() } else { format!("; RDMA DSCP mapped to a lossy class on {}", lossy_hops.join(", ")) }
+    );
+    run_workload(s, v, FabricKind::Rocev2, bring_up, Vec::new(), &nics, done, total, progress, &mut world)
+}
+
 fn val_findings(v: &sm::Validation, f: &Fabric) -> Vec<String> {
     let mut out = Vec::new();
     let r = &v.routes;
@@ -332,38 +527,6 @@ fn val_findings(v: &sm::Validation, f: &Fabric) -> Vec<String> {
     }
     out.push(format!("info: busiest switch-to-switch port carries {} routes", v.loads.max_routes_isl));
     out
-}
-
-fn account(sim: &Sim, c: &mut Counters, e: &mut SimEffort, wall: Instant) {
-    let st = sim.stats();
-    c.packets_delivered += sim.ledger().delivered;
-    c.drops += sim.ledger().total_dropped();
-    e.events += st.events;
-    e.packet_hops += st.hops;
-    e.simulated_us += sim.now().0 as f64 / 1e6;
-    e.wall_ms += wall.elapsed().as_secs_f64() * 1e3;
-}
-
-/// Total input-buffer occupancy of all switch ports over time, KiB.
-fn occupancy_series(sim: &Sim, f: &Fabric) -> TimeSeries {
-    let st = sim.stats();
-    let nports = if st.sample_times.is_empty() { 0 } else { st.sample_occ.len() / st.sample_times.len() };
-    let mut sw_ports = Vec::new();
-    for n in f.nodes_of(NodeKind::Switch) {
-        for p in f.node(n).port_nums() {
-            sw_ports.push(sim.gp(n, p) as usize);
-        }
-    }
-    let points = st
-        .sample_times
-        .iter()
-        .enumerate()
-        .map(|(i, t)| {
-            let blocks: u64 = sw_ports.iter().filter(|&&gp| gp < nports).map(|&gp| u64::from(st.sample_occ[i * nports + gp])).sum();
-            (t.0 as f64 / 1e6, blocks as f64 * 64.0 / 1024.0)
-        })
-        .collect();
-    TimeSeries { name: "switch buffer occupancy during ring all-reduce (largest size)".into(), unit: "KiB in all switch input buffers".into(), points }
 }
 
 /// The N:1 incast's messages: sender k is NIC (server 1 + k mod (S−1), rail k mod R),

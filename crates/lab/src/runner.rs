@@ -399,3 +399,63 @@ mod tests {
         assert_eq!(a[0], a[1]);
     }
 }
+
+/// The RoCEv2 simulator as a [`Network`]: one QP (with its own UDP source port,
+/// the ECMP entropy) per (NIC pair, class); DCQCN and PSN state persist across the
+/// messages posted on it, as with a collective library's QPs.
+pub struct RoceNet<'a> {
+    pub sim: &'a mut sim::roce::net::RoceSim,
+    qps: BTreeMap<(NodeId, NodeId, Class), u32>,
+}
+
+/// Longest stretch of simulated time [`RoceNet::advance`] runs without a delivery
+/// before it reports the network as stalled (1 s).
+const ROCE_STALL_PS: u64 = 1_000_000_000_000;
+
+impl<'a> RoceNet<'a> {
+    /// Wrap a RoCE world.
+    pub fn new(sim: &'a mut sim::roce::net::RoceSim) -> RoceNet<'a> {
+        sim.drive();
+        RoceNet { sim, qps: BTreeMap::new() }
+    }
+
+    /// The QPs this driver opened.
+    pub fn qp_ids(&self) -> impl Iterator<Item = usize> + '_ {
+        self.qps.values().map(|&q| q as usize)
+    }
+}
+
+impl Network for RoceNet<'_> {
+    fn now_ps(&self) -> u64 {
+        self.sim.now().0
+    }
+
+    fn post(&mut self, a: NodeId, b: NodeId, class: Class, bytes: u64, tag: u64) -> Result<(), RunError> {
+        let q = match self.qps.get(&(a, b, class)) {
+            Some(&q) => q,
+            None => {
+                let q = self.sim.open_qp(a, b).map_err(|e| RunError::Topology(e.to_string()))?;
+                self.qps.insert((a, b, class), q);
+                q
+            }
+        };
+        self.sim.post(q, bytes, tag).map_err(|e| RunError::Topology(e.to_string()))
+    }
+
+    fn advance(&mut self, until_ps: u64) -> NetStep {
+        use sim::roce::net::RoceStatus;
+        let cap = self.sim.now().0.saturating_add(ROCE_STALL_PS);
+        let st = self.sim.run(Time(until_ps.min(cap)));
+        let out: Vec<Delivered> =
+            self.sim.take_delivered().into_iter().map(|d| Delivered { tag: d.tag, posted_ps: d.posted.0, done_ps: d.done.0 }).collect();
+        if !out.is_empty() {
+            return NetStep::Delivered(out);
+        }
+        match st {
+            RoceStatus::Deadlock(d) => NetStep::Deadlock(d.to_string()),
+            RoceStatus::TimeLimit if until_ps > cap => NetStep::Idle,
+            RoceStatus::TimeLimit | RoceStatus::Delivered => NetStep::Reached,
+            RoceStatus::Done | RoceStatus::Stuck => NetStep::Idle,
+        }
+    }
+}

@@ -192,6 +192,12 @@ pub struct RoceConfig {
     /// data) is checked against PFC class 0, which is never paused, instead of the
     /// data class (reference §1.1.4). Switches do not prioritise ACKs either way.
     pub ack_high_prio: bool,
+    /// Switches whose DSCP map sends the RDMA DSCP to a lossy class (TC 0): the
+    /// misconfiguration of one hop that breaks losslessness end to end.
+    pub lossy_rdma_switches: Vec<NodeId>,
+    /// A switch's port-to-port pipeline latency (parse, lookup, queueing
+    /// logic), added to every frame it sends; 0 keeps HPCC ns-3's ideal switch.
+    pub switch_latency: Time,
     /// Capture every frame sent out of this (node, port), pause frames included
     /// (write it with [`RoceSim::write_pcap`]).
     pub capture: Option<(NodeId, u8)>,
@@ -230,6 +236,8 @@ impl Default for RoceConfig {
             seed: 1,
             record_pfc: true,
             ack_high_prio: true,
+            lossy_rdma_switches: Vec::new(),
+            switch_latency: Time::ZERO,
             capture: None,
             rocev1: None,
         }
@@ -461,6 +469,8 @@ struct Port {
 /// Per-switch state.
 struct Switch {
     node: u32,
+    /// This switch's DSCP → TC → PG/queue maps (a misconfigured hop differs).
+    maps: QosMaps,
     mmu: Mmu,
     /// Egress queues `[local_port * 8 + q]`.
     q: Vec<VecDeque<Pkt>>,
@@ -578,6 +588,10 @@ pub struct RoceSim {
     pub pfc: Vec<PfcRecord>,
     /// Message completions (flow, completion).
     pub completions: Vec<(u32, Completion)>,
+    /// Data packets marked CE by switches.
+    pub ecn_marks: u64,
+    /// CNPs sent by notification points.
+    pub cnps_sent: u64,
     /// Events processed.
     pub events: u64,
     /// Watchdog transitions: (time, switch, port, queue, event).
@@ -585,6 +599,9 @@ pub struct RoceSim {
     deadlock: Option<PfcDeadlock>,
     /// Bit 0: the watchdog poll is scheduled; bit 1: the deadlock check is.
     timers_armed: u8,
+    /// Set by [`RoceSim::drive`]: the world is fed from outside, so it never
+    /// reports `Done` and an idle world lets time pass to `until`.
+    driven: bool,
     delivered: Vec<Delivered>,
     capture_gp: u32,
     captured: Vec<(Time, Pkt)>,
@@ -635,12 +652,13 @@ impl RoceSim {
             let b = port_base[l.b.node.idx()] + u32::from(l.b.port);
             let bps = l.rate.data_bps();
             let every = cfg.loss_every.iter().find(|(x, _)| x.idx() == li).map_or(0, |x| x.1);
-            for (g, pg) in [(a, b), (b, a)] {
+            for (g, pg, node) in [(a, b, l.a.node), (b, a, l.b.node)] {
                 let p = &mut ports[g as usize];
                 p.peer = pg;
                 p.ser = Serializer::new(bps);
                 p.bps = bps;
-                p.prop = Time(l.delay_ps);
+                let pipeline = if fabric.node(node).kind == NodeKind::Switch { cfg.switch_latency } else { Time::ZERO };
+                p.prop = Time(l.delay_ps) + pipeline;
                 p.link = li as u32;
                 p.loss_every = every;
             }
@@ -663,11 +681,25 @@ impl RoceSim {
                     let mut mc = MmuConfig::hpcc_ns3(0, &bps, &delay, nic_bps, None);
                     mc.buffer_bytes = cfg.buffer_bytes;
                     mc.maps = maps.clone();
+                    if cfg.lossy_rdma_switches.contains(&NodeId(i as u32)) {
+                        mc.maps.dscp_to_tc[usize::from(DSCP_ROCE)] = 0;
+                    }
                     // Headroom: HPCC's 3 × rate × delay, but at least two MTU frames and the
                     // peer's response at 100G (IEEE worst case has both).
                     for (p, h) in mc.headroom.iter_mut().enumerate() {
                         let min = 2 * u64::from(cfg.mtu + ROCEV2_HEADERS + 20) + hpcc_headroom_bytes(bps[p], 0);
-                        *h = (*h).max(min);
+                        // At 200G and above the bytes in flight after XOFF (cable both
+                        // ways, the frame on the wire at each end, the peer's reaction)
+                        // exceed HPCC's 3 × rate × delay; take NVIDIA's xoff formula for
+                        // the port's speed and cable (mlx5 `calculate_xoff`,
+                        // simulators-and-cc.md §2.2): 400G, 20 m → about 146 KB.
+                        let mlx5 = if bps[p] > 0 {
+                            let cable_m = (delay[p] / fabric::model::DEFAULT_PS_PER_METRE).min(u64::from(u32::MAX)) as u32;
+                            crate::roce::buffer::mlx5_nic_xoff_bytes((bps[p] / 1_000_000_000) as u32, cable_m, cfg.mtu)
+                        } else {
+                            0
+                        };
+                        *h = (*h).max(min).max(mlx5);
                     }
                     let red: Vec<Option<Red>> = bps
                         .iter()
@@ -699,6 +731,7 @@ impl RoceSim {
                     let wd = cfg.watchdog.unwrap_or_default();
                     switches.push(Switch {
                         node: i as u32,
+                        maps: mc.maps.clone(),
                         mmu: Mmu::new(mc, np),
                         q: vec![VecDeque::new(); np * NPRIO],
                         q_tx: vec![0; np * NPRIO],
@@ -795,10 +828,13 @@ impl RoceSim {
             fct: Vec::new(),
             pfc: Vec::new(),
             completions: Vec::new(),
+            ecn_marks: 0,
+            cnps_sent: 0,
             events: 0,
             wd_log: Vec::new(),
             deadlock: None,
             timers_armed: 0,
+            driven: false,
             delivered: Vec::new(),
             capture_gp: NONE,
             captured: Vec::new(),
@@ -1052,6 +1088,13 @@ impl RoceSim {
         Ok(k as u32)
     }
 
+    /// Declare that an outside driver feeds this world with [`open_qp`](Self::open_qp)
+    /// and [`post`](Self::post): from now on `run` never reports `Done`, and an idle
+    /// world lets the clock run to `until` (the driver's next instant).
+    pub fn drive(&mut self) {
+        self.driven = true;
+    }
+
     /// Post a message of `bytes` on QP `qp` now (SEND; delivered in posting order).
     pub fn post(&mut self, qp: u32, bytes: u64, tag: u64) -> Result<(), RoceError> {
         let Some(f) = self.flows.get_mut(qp as usize).filter(|f| f.dynamic) else {
@@ -1092,10 +1135,16 @@ impl RoceSim {
             if !self.delivered.is_empty() {
                 return RoceStatus::Delivered;
             }
-            if self.flows_left == 0 && self.live == 0 {
+            if self.flows_left == 0 && self.live == 0 && !self.driven {
                 return RoceStatus::Done;
             }
             let Some(t) = self.q.peek_time() else {
+                if self.driven && until != Time::NEVER {
+                    // Nothing moves until the driver posts more: let the clock run
+                    // to `until`, as a NIC waiting on its host would.
+                    self.now = until.max(self.now);
+                    return RoceStatus::TimeLimit;
+                }
                 return if self.flows_left == 0 { RoceStatus::Done } else { RoceStatus::Stuck };
             };
             if t > until {
@@ -1410,7 +1459,7 @@ impl RoceSim {
     fn switch_arrive(&mut self, si: u32, gp: u32, mut p: Pkt) {
         let in_port = self.ports[gp as usize].num;
         let pk = p;
-        let (_, pg, queue) = self.maps.classify(pk.dscp);
+        let (_, pg, queue) = self.switches[si as usize].maps.classify(pk.dscp);
         let Some(out) = self.route(si, &pk) else {
             self.drop_pkt(p, RoceDrop::NoRoute);
             return;
@@ -1499,8 +1548,9 @@ impl RoceSim {
         // RED/ECN at dequeue on the egress queue's bytes (HPCC ns-3).
         if pk.kind == Kind::Data {
             if let Some(red) = s.red[port] {
-                if red.should_mark(qlen, &mut self.rng) {
+                if red.should_mark(qlen, &mut self.rng) && !p.ce {
                     p.ce = true;
+                    self.ecn_marks += 1;
                 }
             }
         }
@@ -1772,6 +1822,7 @@ impl RoceSim {
                         CongestionControl::None => Time::NEVER,
                     };
                     if interval != Time::NEVER && self.flows[fi].np.on_marked(now, interval) {
+                        self.cnps_sent += 1;
                         let mut c = reply(Kind::Cnp, 0);
                         c.wire = CNP_BYTES;
                         c.dscp = DSCP_CNP;
