@@ -79,7 +79,22 @@ fn steps(s: &Scenario) -> u64 {
 
 /// Run every variant of `s` and gather the results and the advice.
 pub fn run(s: &Scenario, progress: &mut dyn FnMut(Progress)) -> Result<CompareResults, CompareError> {
-    let total = steps(s);
+    run_with(s, None, progress)
+}
+
+/// The user's own RoCE configuration files (SONiC `config_db.json`, `mlnx_qos`
+/// output, DCQCN sysfs dumps), as (file name, contents).
+#[derive(Clone, Debug, Default)]
+pub struct UserRoce {
+    pub files: Vec<(String, String)>,
+}
+
+/// [`run`], plus a variant built from the user's RoCE configuration: the linter's
+/// findings become the variant's findings, and what the files set (PFC on the RDMA
+/// class, ECN thresholds, watchdog, buffer, MTU) becomes the simulated fabric's
+/// settings (`diag::roce::variant::to_sim_config`).
+pub fn run_with(s: &Scenario, user: Option<&UserRoce>, progress: &mut dyn FnMut(Progress)) -> Result<CompareResults, CompareError> {
+    let total = steps(s) + if user.is_some() { steps_of(s) } else { 0 };
     let mut done = 0u64;
     let ib_fabric = cluster::build(&s.cluster, Tech::InfiniBand)?;
     let eth_fabric = cluster::build(&s.cluster, Tech::Ethernet)?;
@@ -103,6 +118,32 @@ pub fn run(s: &Scenario, progress: &mut dyn FnMut(Progress)) -> Result<CompareRe
             }
         };
         variants.push(r);
+    }
+    if let Some(u) = user {
+        let v = Variant { id: "roce-yours".into(), label: "RoCEv2 with your configuration".into(), fabric: VariantFabric::Rocev2 { pfc: true, dcqcn: Some("nvidia-cx".into()), ecn: true, lossy_hops: Vec::new() } };
+        progress(Progress { done, total, what: v.label.clone() });
+        let bad = |message: String| CompareError::Variant { variant: v.id.clone(), message };
+        let mut parsed = Vec::with_capacity(u.files.len());
+        for (name, text) in &u.files {
+            parsed.push((name.as_str(), diag::roce::parse_input(name, text).map_err(|e| bad(e.to_string()))?));
+        }
+        let report = diag::roce::lint_parsed(&parsed, &diag::roce::LintOptions::default());
+        let base = roce_config(s, &v, &eth_fabric, true, Some("nvidia-cx"), true, &[])?;
+        let (cfg, notes) = diag::roce::variant::to_sim_config(&parsed, &report, &base);
+        let mut findings: Vec<String> = report
+            .findings
+            .iter()
+            .map(|f| format!("{}: [{}] {} — {}", format!("{:?}", f.severity).to_lowercase(), f.rule, f.message, f.fix))
+            .collect();
+        findings.extend(notes.notes.iter().map(|n| format!("info: {n}")));
+        let bring_up = format!(
+            "your configuration ({} files): PFC {}, ECN {}, PFC watchdog {}",
+            u.files.len(),
+            if notes.pfc { "on the RDMA class" } else { "not lossless end to end" },
+            if notes.ecn { "marking" } else { "not marking" },
+            if notes.watchdog { "on" } else { "off" }
+        );
+        variants.push(run_roce_cfg(s, &v, &eth_fabric, cfg, bring_up, findings, &mut done, total, progress)?);
     }
     progress(Progress { done: total, total, what: "advising".into() });
     let mut results = CompareResults {
@@ -410,10 +451,8 @@ fn run_ib(
     run_workload(s, v, FabricKind::Infiniband, bring_up, findings, &nics, done, total, progress, &mut world)
 }
 
-/// RoCEv2 on the Ethernet build of the cluster: L3 + ECMP bring-up, the variant's
-/// PFC/ECN/DCQCN settings, go-back-N NICs.
-#[expect(clippy::too_many_arguments, reason = "a variant has this many settings")]
-fn run_roce(
+/// The RoCE world's settings for a scenario variant.
+fn roce_config(
     s: &Scenario,
     v: &Variant,
     f: &Fabric,
@@ -421,13 +460,9 @@ fn run_roce(
     dcqcn: Option<&str>,
     ecn: bool,
     lossy_hops: &[String],
-    done: &mut u64,
-    total: u64,
-    progress: &mut dyn FnMut(Progress),
-) -> Result<VariantResult, CompareError> {
+) -> Result<sim::roce::net::RoceConfig, CompareError> {
     use sim::roce::dcqcn::Profile;
-    use sim::roce::net::{CongestionControl, RoceConfig, RoceSim};
-    let err = |source: RunError| CompareError::Run { variant: v.id.clone(), source };
+    use sim::roce::net::{CongestionControl, RoceConfig};
     let bad = |message: String| CompareError::Variant { variant: v.id.clone(), message };
     let line = u64::from(s.cluster.nic_gbps) * 1_000_000_000;
     let cc = match dcqcn {
@@ -455,6 +490,50 @@ fn run_roce(
         switch_latency: sim::Time(600_000),
         ..RoceConfig::default()
     };
+    Ok(cfg)
+}
+
+/// RoCEv2 on the Ethernet build of the cluster: L3 + ECMP bring-up, the variant's
+/// PFC/ECN/DCQCN settings, go-back-N NICs.
+#[expect(clippy::too_many_arguments, reason = "a variant has this many settings")]
+fn run_roce(
+    s: &Scenario,
+    v: &Variant,
+    f: &Fabric,
+    pfc: bool,
+    dcqcn: Option<&str>,
+    ecn: bool,
+    lossy_hops: &[String],
+    done: &mut u64,
+    total: u64,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<VariantResult, CompareError> {
+    let cfg = roce_config(s, v, f, pfc, dcqcn, ecn, lossy_hops)?;
+    let bring_up = format!(
+        "L3: one subnet per leaf, ECMP over shortest paths (5-tuple hash, per-QP UDP source port); PFC {}, ECN {}, DCQCN {}{}",
+        if pfc { "on priority 3" } else { "off" },
+        if ecn { "on" } else { "off" },
+        dcqcn.unwrap_or("off"),
+        if lossy_hops.is_empty() { String::new() } else { format!("; RDMA DSCP mapped to a lossy class on {}", lossy_hops.join(", ")) }
+    );
+    run_roce_cfg(s, v, f, cfg, bring_up, Vec::new(), done, total, progress)
+}
+
+/// Run the workload on the RoCE world with `cfg`.
+#[expect(clippy::too_many_arguments, reason = "the loop threads progress and results through")]
+fn run_roce_cfg(
+    s: &Scenario,
+    v: &Variant,
+    f: &Fabric,
+    cfg: sim::roce::net::RoceConfig,
+    bring_up: String,
+    findings: Vec<String>,
+    done: &mut u64,
+    total: u64,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<VariantResult, CompareError> {
+    use sim::roce::net::RoceSim;
+    let err = |source: RunError| CompareError::Run { variant: v.id.clone(), source };
     let nics = NicMap::from_fabric(f).map_err(err)?;
     let nvl = nvlink(s);
     let switches: Vec<NodeId> = f.nodes_of(NodeKind::Switch).collect();
@@ -497,14 +576,7 @@ fn run_roce(
         };
         Ok((out, w))
     };
-    let bring_up = format!(
-        "L3: one subnet per leaf, ECMP over shortest paths (5-tuple hash, per-QP UDP source port); PFC {}, ECN {}, DCQCN {}{}",
-        if pfc { "on priority 3" } else { "off" },
-        if ecn { "on" } else { "off" },
-        dcqcn.unwrap_or("off"),
-        if lossy_hops.is_empty() { String::new() } else { format!("; RDMA DSCP mapped to a lossy class on {}", lossy_hops.join(", ")) }
-    );
-    run_workload(s, v, FabricKind::Rocev2, bring_up, Vec::new(), &nics, done, total, progress, &mut world)
+    run_workload(s, v, FabricKind::Rocev2, bring_up, findings, &nics, done, total, progress, &mut world)
 }
 
 fn val_findings(v: &sm::Validation, f: &Fabric) -> Vec<String> {

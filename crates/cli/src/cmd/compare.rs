@@ -26,6 +26,11 @@ pub struct CompareCmd {
     /// Also print the nccl-tests-style table of every variant and collective.
     #[arg(long)]
     tables: bool,
+    /// Your RoCE configuration (SONiC config_db.json, `mlnx_qos` output, DCQCN sysfs
+    /// dumps): linted, then run as one more variant so each finding shows its
+    /// measured consequence.
+    #[arg(long, num_args = 1.., value_name = "FILE")]
+    roce_config: Vec<PathBuf>,
 }
 
 const MARK: &str = "\"generator\": \"rdmalab compare\"";
@@ -56,7 +61,17 @@ impl CompareCmd {
         } else {
             None
         };
-        let results = lab::compare::run(&scenario, &mut |p| {
+        let user = if self.roce_config.is_empty() {
+            None
+        } else {
+            let mut files = Vec::new();
+            for p in &self.roce_config {
+                let text = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
+                files.push((p.display().to_string(), text));
+            }
+            Some(lab::compare::UserRoce { files })
+        };
+        let results = lab::compare::run_with(&scenario, user.as_ref(), &mut |p| {
             if let Some(b) = &bar {
                 b.set_length(p.total);
                 b.set_position(p.done);

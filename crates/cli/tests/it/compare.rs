@@ -120,3 +120,27 @@ fn compare_report_renders_in_chromium() {
     let png = std::fs::read(&shot).unwrap();
     assert!(png.starts_with(b"\x89PNG") && png.len() > 20_000, "screenshot of {} bytes", png.len());
 }
+
+/// The user's RoCE configuration becomes a variant: the linter's findings appear
+/// with it, and what they break shows up as measured drops.
+#[test]
+fn compare_runs_the_users_roce_config_as_a_variant() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let clean = root.join("examples/roce/clean");
+    let mut files: Vec<String> = std::fs::read_dir(&clean).unwrap().map(|e| e.unwrap().path().display().to_string()).collect();
+    files.sort();
+    assert!(!files.is_empty());
+    let dir = tempfile::tempdir().unwrap();
+    let mut args = vec!["compare".to_string(), small(), "--out".into(), dir.path().display().to_string(), "--roce-config".into()];
+    args.extend(files);
+    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+    let o = rdmalab(&argv, None);
+    assert!(o.status.success(), "{}", err(&o));
+    let j: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("results.json")).unwrap()).unwrap();
+    let v = j["variants"].as_array().unwrap().iter().find(|v| v["id"] == "roce-yours").expect("a variant for the user's config");
+    assert!(v["refused"].is_null());
+    assert!(v["bring_up"].as_str().unwrap().contains("PFC on the RDMA class"), "{}", v["bring_up"]);
+    assert_eq!(v["counters"]["drops"], 0, "a clean lossless configuration drops nothing");
+    let e = err(&rdmalab(&["compare", &small(), "--roce-config", "/nonexistent/config_db.json"], None));
+    assert!(e.contains("/nonexistent/config_db.json"), "{e}");
+}
