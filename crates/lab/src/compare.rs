@@ -112,10 +112,7 @@ pub fn run_with(s: &Scenario, user: Option<&UserRoce>, progress: &mut dyn FnMut(
             VariantFabric::Rocev2 { pfc, dcqcn, ecn, lossy_hops } => {
                 run_roce(s, v, &eth_fabric, *pfc, dcqcn.as_deref(), *ecn, lossy_hops, &mut done, total, progress)?
             }
-            VariantFabric::Ipoib => {
-                done += steps_of(s);
-                refused(v, FabricKind::Ipoib, "not simulated in this build: the IPoIB kernel TCP model is not yet wired into the simulator".into())
-            }
+            VariantFabric::Ipoib => run_ipoib(s, v, &ib_fabric, &mut done, total, progress)?,
         };
         variants.push(r);
     }
@@ -449,6 +446,44 @@ fn run_ib(
         Ok((out, w))
     };
     run_workload(s, v, FabricKind::Infiniband, bring_up, findings, &nics, done, total, progress, &mut world)
+}
+
+/// TCP over IPoIB (connected mode, 4 KiB IB MTU) on the InfiniBand fabric routed by
+/// the SM with ftree/updn: the same wires and switches as the verbs variant, with
+/// the kernel's CPU cost on both ends (`sim::roce::ipoib`).
+fn run_ipoib(s: &Scenario, v: &Variant, f: &Fabric, done: &mut u64, total: u64, progress: &mut dyn FnMut(Progress)) -> Result<VariantResult, CompareError> {
+    let err = |source: RunError| CompareError::Run { variant: v.id.clone(), source };
+    let opts = sm::run::RunOptions { engines: vec![sm::routing::EngineKind::Ftree, sm::routing::EngineKind::UpDn], ..Default::default() };
+    let (tables, report) = sm::run::run(f, &opts)?;
+    let nics = NicMap::from_fabric(f).map_err(err)?;
+    let nvl = nvlink(s);
+    let seed = s.seed;
+    let cfg = sim::roce::ipoib::IpoibConfig::default();
+    let mut world = |job: &Job<'_>| -> Result<(JobOut, WorldStats), RunError> {
+        let mut sim = Sim::new(f, &tables, IbConfig::default(), EngineConfig { seed, sample_interval_ps: 0, ..EngineConfig::default() })?;
+        let out = run_job(&mut crate::runner::IpoibNet::new(&mut sim, cfg), &nics, job, nvl)?;
+        sim.finish();
+        sim.check_ledger()?;
+        let st = sim.stats();
+        let w = WorldStats {
+            delivered: sim.ledger().delivered,
+            drops: sim.ledger().total_dropped(),
+            events: st.events,
+            hops: st.hops,
+            sim_us: sim.now().0 as f64 / 1e6,
+            ..WorldStats::default()
+        };
+        Ok((out, w))
+    };
+    let bring_up = format!(
+        "SM: engine {}; IPoIB connected mode (IP MTU {}), TCP through the kernel: {:.3} ns/B to send, {:.3} ns/B to receive, {} ns per system call",
+        report.outcome.engine.name(),
+        cfg.ip_mtu(),
+        cfg.send_ns_per_byte,
+        cfg.recv_ns_per_byte,
+        cfg.syscall_ns
+    );
+    run_workload(s, v, FabricKind::Ipoib, bring_up, Vec::new(), &nics, done, total, progress, &mut world)
 }
 
 /// The RoCE world's settings for a scenario variant.

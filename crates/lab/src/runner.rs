@@ -324,7 +324,9 @@ pub fn run_messages(net: &mut dyn Network, msgs: &[(NodeId, NodeId, u64)]) -> Re
                 left -= ds.len();
                 end = ds.iter().map(|d| d.done_ps).fold(end, u64::max);
             }
-            NetStep::Reached | NetStep::Idle => return Err(RunError::Stalled(left)),
+            // a network with work outside the fabric (IPoIB's kernel) pauses here
+            NetStep::Reached => {}
+            NetStep::Idle => return Err(RunError::Stalled(left)),
             NetStep::Deadlock(d) => return Err(RunError::Deadlock(d)),
         }
     }
@@ -456,6 +458,104 @@ impl Network for RoceNet<'_> {
             RoceStatus::TimeLimit if until_ps > cap => NetStep::Idle,
             RoceStatus::TimeLimit | RoceStatus::Delivered => NetStep::Reached,
             RoceStatus::Done | RoceStatus::Stuck => NetStep::Idle,
+        }
+    }
+}
+
+/// TCP over IPoIB on the InfiniBand simulator: every message costs kernel CPU on
+/// both sides (`sim::roce::ipoib::IpoibConfig`: system calls, per-byte copy and
+/// checksum, interrupts), one core per side and connection direction, and crosses
+/// the same SM-routed IB fabric as verbs traffic. The sender's core must finish
+/// the write before the bytes enter the fabric; the receiver's core finishes the
+/// read after the last byte arrives. A lossless fabric keeps TCP's window open,
+/// so the congestion window does not limit these runs.
+pub struct IpoibNet<'a> {
+    inner: IbNet<'a>,
+    cfg: sim::roce::ipoib::IpoibConfig,
+    /// sender core free time per NIC
+    send_free: BTreeMap<NodeId, u64>,
+    /// receiver core free time per NIC
+    recv_free: BTreeMap<NodeId, u64>,
+    /// writes waiting for their sender core: (enter-fabric time, seq) → message
+    waiting: BinaryHeap<Reverse<(u64, u64)>>,
+    msgs: BTreeMap<u64, (NodeId, NodeId, Class, u64, u64, u64)>,
+    seq: u64,
+    /// per message in the fabric, by inner tag: (receiving NIC, caller's tag,
+    /// post time, bytes, time it entered the fabric)
+    dst_of: BTreeMap<u64, (NodeId, u64, u64, u64, u64)>,
+}
+
+impl<'a> IpoibNet<'a> {
+    /// Wrap an InfiniBand simulator.
+    pub fn new(sim: &'a mut Sim, cfg: sim::roce::ipoib::IpoibConfig) -> IpoibNet<'a> {
+        IpoibNet { inner: IbNet::new(sim), cfg, send_free: BTreeMap::new(), recv_free: BTreeMap::new(), waiting: BinaryHeap::new(), msgs: BTreeMap::new(), seq: 0, dst_of: BTreeMap::new() }
+    }
+
+    fn release_due(&mut self) -> Result<(), RunError> {
+        let now = self.inner.now_ps();
+        while let Some(&Reverse((t, k))) = self.waiting.peek() {
+            if t > now {
+                break;
+            }
+            self.waiting.pop();
+            let (a, b, class, bytes, tag, posted) = self.msgs.remove(&k).expect("queued message");
+            // IP + TCP headers per segment and the 4-byte IPoIB header ride the fabric too
+            let c = self.cfg.write_cost(bytes);
+            let wire = bytes + c.segments * u64::from(sim::roce::ipoib::IP_TCP_HEADERS + 4);
+            self.dst_of.insert(k, (b, tag, posted, bytes, now));
+            self.inner.post(a, b, class, wire, k)?;
+        }
+        Ok(())
+    }
+}
+
+impl Network for IpoibNet<'_> {
+    fn now_ps(&self) -> u64 {
+        self.inner.now_ps()
+    }
+
+    fn post(&mut self, a: NodeId, b: NodeId, class: Class, bytes: u64, tag: u64) -> Result<(), RunError> {
+        let now = self.inner.now_ps();
+        let c = self.cfg.write_cost(bytes);
+        let free = self.send_free.entry(a).or_insert(0);
+        let start = now.max(*free);
+        let done = start + (c.send_ns * 1000.0).round() as u64;
+        *free = done;
+        let k = self.seq;
+        self.seq += 1;
+        self.msgs.insert(k, (a, b, class, bytes, tag, now));
+        self.waiting.push(Reverse((done, k)));
+        self.release_due()
+    }
+
+    fn advance(&mut self, until_ps: u64) -> NetStep {
+        let next_write = self.waiting.peek().map_or(u64::MAX, |Reverse((t, _))| *t);
+        let step = self.inner.advance(until_ps.min(next_write));
+        let before = self.waiting.len();
+        if let Err(e) = self.release_due() {
+            return NetStep::Deadlock(format!("posting a write: {e}"));
+        }
+        let released = self.waiting.len() < before;
+        match step {
+            NetStep::Delivered(ds) => {
+                let mut out = Vec::with_capacity(ds.len());
+                for d in ds {
+                    let Some((dst, tag, posted, bytes, entered)) = self.dst_of.remove(&d.tag) else { continue };
+                    // The receiving core works on segments as they arrive (from about
+                    // when the write entered the fabric) and finishes no earlier than
+                    // the last byte's arrival.
+                    let recv_ps = (self.cfg.write_cost(bytes).recv_ns * 1000.0).round() as u64;
+                    let free = self.recv_free.entry(dst).or_insert(0);
+                    let start = entered.max(*free);
+                    let done = d.done_ps.max(start + recv_ps);
+                    *free = done;
+                    out.push(Delivered { tag, posted_ps: posted, done_ps: done });
+                }
+                NetStep::Delivered(out)
+            }
+            // writes still on their sender's core, or just handed to the fabric
+            NetStep::Idle if released || !self.waiting.is_empty() => NetStep::Reached,
+            other => other,
         }
     }
 }

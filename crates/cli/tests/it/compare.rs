@@ -59,6 +59,17 @@ fn compare_same_seed_same_results_and_html_matches_json() {
     assert_eq!(ib["counters"]["drops"], 0);
     let bound = runs[0]["busbw_bound_gbs"].as_f64().unwrap();
     assert!(per_nic > 0.5 * bound && per_nic <= bound * 1.001, "{per_nic} vs bound {bound}");
+    // tuned RoCEv2 is lossless and near its bound; IPoIB's kernel costs leave it far
+    // below verbs on the same fabric
+    let variant = |id: &str| runs[0]["variants"].as_array().unwrap().iter().find(|v| v["id"] == id).unwrap().clone();
+    let roce = variant("roce-tuned");
+    assert_eq!(roce["counters"]["drops"], 0);
+    let roce_bus = roce["collectives"][0]["rows"].as_array().unwrap().last().unwrap()["busbw_per_nic"].as_f64().unwrap();
+    assert!(roce_bus > 0.95 * bound, "RoCE busbw {roce_bus}");
+    let ipoib = variant("ipoib");
+    let ipoib_bus = ipoib["collectives"][0]["rows"].as_array().unwrap().last().unwrap()["busbw_per_nic"].as_f64().unwrap();
+    assert!(ipoib_bus < 0.1 * per_nic, "IPoIB {ipoib_bus} vs verbs {per_nic}");
+    assert!(ipoib["latency"]["p50_us"].as_f64().unwrap() > 10.0 * ib["latency"]["p50_us"].as_f64().unwrap());
     // RoCEv1 is refused with the reason
     let v1 = runs[0]["variants"].as_array().unwrap().iter().find(|v| v["id"] == "rocev1").unwrap();
     assert!(v1["refused"].as_str().unwrap().contains("cannot be routed"));
