@@ -38,7 +38,7 @@ use sim::{EngineConfig, IbConfig, Sim};
 use crate::advisor::FabricKind;
 use crate::cluster;
 use crate::collective::{Collective, HopCost, Schedule, nccl_bandwidth};
-use crate::results::{CollectiveResult, Counters, IncastResult, Latency, SimEffort, SizeRow, VariantResult};
+use crate::results::{CollectiveResult, Counters, IncastResult, Latency, SimEffort, SizeRow, TimeSeries, VariantResult};
 use crate::runner::{IbNet, NicMap, ProbeSpec, RoceNet, RunError, run_messages, run_schedule};
 use crate::scenario::{Scenario, Variant, VariantFabric};
 use crate::tco::Tech;
@@ -251,6 +251,8 @@ struct WorldStats {
     sim_us: f64,
     /// Drops by reason: (reason, all priorities, of which on a lossless priority).
     drop_reasons: Vec<(String, u64, u64)>,
+    /// Time series recorded during the run (the incast's).
+    series: Vec<TimeSeries>,
 }
 
 /// What a world runs: a collective schedule (with probes) or a set of messages.
@@ -284,6 +286,7 @@ fn run_workload(
     let mut counters = Counters::default();
     let mut effort = SimEffort::default();
     let mut collectives = Vec::new();
+    let mut timeseries: Vec<TimeSeries> = Vec::new();
     let mut latency = None;
     let g = s.cluster.gpus_per_server;
     let nranks = s.cluster.servers * g;
@@ -346,6 +349,7 @@ fn run_workload(
             match world(&Job::Messages(&msgs)) {
                 Ok((JobOut::Messages(t), w)) => {
                     add(&w, wall, &mut counters, &mut effort);
+                    timeseries.extend(w.series.iter().cloned());
                     Some(IncastResult {
                         senders: i.senders,
                         bytes_each: i.bytes,
@@ -384,10 +388,58 @@ fn run_workload(
         latency,
         counters,
         incast,
-        timeseries: Vec::new(),
+        timeseries,
         findings,
         effort,
     })
+}
+
+/// Sampling period of the incast's time series.
+const SAMPLE_PS: u64 = 2_000_000;
+
+/// Name of the buffer chart; every variant's series of that name share one chart.
+const BUFFER_SERIES: &str = "switch buffer held during the incast";
+/// Name of the pause chart.
+const PAUSE_SERIES: &str = "ports paused by PFC during the incast";
+
+/// Bytes held in all switch input buffers over time (the IB simulator's samples).
+fn ib_buffer_series(sim: &Sim, f: &Fabric) -> TimeSeries {
+    let st = sim.stats();
+    let nports = if st.sample_times.is_empty() { 0 } else { st.sample_occ.len() / st.sample_times.len() };
+    let mut sw_ports = Vec::new();
+    for n in f.nodes_of(NodeKind::Switch) {
+        for p in f.node(n).port_nums() {
+            sw_ports.push(sim.gp(n, p) as usize);
+        }
+    }
+    let points = st
+        .sample_times
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let blocks: u64 = sw_ports.iter().filter(|&&gp| gp < nports).map(|&gp| u64::from(st.sample_occ[i * nports + gp])).sum();
+            (t.0 as f64 / 1e6, blocks as f64 * 64.0 / 1024.0)
+        })
+        .collect();
+    TimeSeries { name: BUFFER_SERIES.into(), unit: "KiB".into(), points }
+}
+
+/// How many ports are paused at each PFC transition (from the world's pfc.txt
+/// records: +1 on a pause received, −1 on a resume).
+fn pause_series(records: &[sim::roce::hpcc::PfcRecord]) -> TimeSeries {
+    let mut ev: Vec<(u64, bool, u32, u32)> = records.iter().map(|r| (r.time_ns, r.pause, r.node, r.if_index)).collect();
+    ev.sort_unstable();
+    let mut paused = std::collections::BTreeSet::new();
+    let mut points = vec![(0.0, 0.0)];
+    for (t, pause, node, port) in ev {
+        if pause {
+            paused.insert((node, port));
+        } else {
+            paused.remove(&(node, port));
+        }
+        points.push((t as f64 / 1e3, paused.len() as f64));
+    }
+    TimeSeries { name: PAUSE_SERIES.into(), unit: "ports paused".into(), points }
 }
 
 fn run_job(net: &mut dyn crate::runner::Network, nics: &NicMap, job: &Job<'_>, nvl: HopCost) -> Result<JobOut, RunError> {
@@ -430,7 +482,9 @@ fn run_ib(
     let nvl = nvlink(s);
     let seed = s.seed;
     let mut world = |job: &Job<'_>| -> Result<(JobOut, WorldStats), RunError> {
-        let mut sim = Sim::new(f, &tables, IbConfig::default(), EngineConfig { seed, sample_interval_ps: 0, ..EngineConfig::default() })?;
+        let incast = matches!(job, Job::Messages(_));
+        let sample = if incast { SAMPLE_PS } else { 0 };
+        let mut sim = Sim::new(f, &tables, IbConfig::default(), EngineConfig { seed, sample_interval_ps: sample, ..EngineConfig::default() })?;
         let out = run_job(&mut IbNet::new(&mut sim), &nics, job, nvl)?;
         sim.finish();
         sim.check_ledger()?;
@@ -441,6 +495,8 @@ fn run_ib(
             events: st.events,
             hops: st.hops,
             sim_us: sim.now().0 as f64 / 1e6,
+            // InfiniBand has no PFC: its pause series is flat, which is the point
+            series: if incast { vec![ib_buffer_series(&sim, f), TimeSeries { name: PAUSE_SERIES.into(), unit: "ports paused".into(), points: vec![(0.0, 0.0), (sim.now().0 as f64 / 1e6, 0.0)] }] } else { Vec::new() },
             ..WorldStats::default()
         };
         Ok((out, w))
@@ -608,6 +664,7 @@ fn run_roce_cfg(
                 .filter(|(i, _)| sim.ledger.dropped[*i] > 0)
                 .map(|(i, r)| (format!("{r:?}"), sim.ledger.dropped[i], sim.ledger.dropped_lossless[i]))
                 .collect(),
+            series: if matches!(job, Job::Messages(_)) { vec![pause_series(&sim.pfc)] } else { Vec::new() },
         };
         Ok((out, w))
     };

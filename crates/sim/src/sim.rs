@@ -200,6 +200,10 @@ pub struct Sim {
     pub(crate) ar: Option<crate::ib::switch::ArTables>,
     pub(crate) deadlock: Option<DeadlockReport>,
     pub(crate) watchdog_armed: bool,
+    /// A Sample event is queued. Sample and Watchdog each re-arm only while other
+    /// events are pending, so the two periodic events cannot keep an idle world
+    /// running for ever.
+    pub(crate) sample_armed: bool,
 }
 
 impl Sim {
@@ -348,12 +352,14 @@ impl Sim {
             ar: None,
             deadlock: None,
             watchdog_armed: false,
+            sample_armed: false,
         };
         sim.build_ca_ports();
         if sim.ib.adaptive_routing {
             sim.ar = Some(crate::ib::switch::ArTables::build(&sim));
         }
         if sim.eng.sample_interval_ps > 0 {
+            sim.sample_armed = true;
             sim.q.push(Time(sim.eng.sample_interval_ps), Event::Sample);
         }
         Ok(sim)
@@ -431,6 +437,11 @@ impl Sim {
         if let Some(d) = &self.deadlock {
             return RunStatus::Deadlock(d.clone());
         }
+        if self.eng.sample_interval_ps > 0 && !self.sample_armed {
+            // sampling resumes when the driver brings new work
+            self.sample_armed = true;
+            self.q.push(self.now + Time(self.eng.sample_interval_ps), Event::Sample);
+        }
         if self.eng.deadlock_check_ps > 0 && !self.watchdog_armed {
             self.watchdog_armed = true;
             self.q.push(self.now + Time(self.eng.deadlock_check_ps), Event::Watchdog);
@@ -485,7 +496,9 @@ impl Sim {
                 Event::Sample => {
                     let tx = self.ports.iter().map(|p| p.tx_bytes);
                     self.stats.sample(self.now, tx, &self.in_used, self.nvl);
-                    if !self.q.is_empty() || self.pkts.live() > 0 {
+                    self.sample_armed = false;
+                    if self.q.len() > usize::from(self.watchdog_armed) || self.pkts.live() > 0 {
+                        self.sample_armed = true;
                         self.q.push(self.now + Time(self.eng.sample_interval_ps), Event::Sample);
                     }
                 }
@@ -497,7 +510,7 @@ impl Sim {
                             return RunStatus::Deadlock(rep);
                         }
                     }
-                    if !self.q.is_empty() {
+                    if self.q.len() > usize::from(self.sample_armed) {
                         self.watchdog_armed = true;
                         self.q.push(self.now + Time(self.eng.deadlock_check_ps), Event::Watchdog);
                     }

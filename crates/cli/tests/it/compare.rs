@@ -70,6 +70,12 @@ fn compare_same_seed_same_results_and_html_matches_json() {
     let ipoib_bus = ipoib["collectives"][0]["rows"].as_array().unwrap().last().unwrap()["busbw_per_nic"].as_f64().unwrap();
     assert!(ipoib_bus < 0.1 * per_nic, "IPoIB {ipoib_bus} vs verbs {per_nic}");
     assert!(ipoib["latency"]["p50_us"].as_f64().unwrap() > 10.0 * ib["latency"]["p50_us"].as_f64().unwrap());
+    // the incast's time series: IB buffer occupancy sampled, RoCE pause transitions
+    let ts = ib["timeseries"].as_array().unwrap();
+    let buf = ts.iter().find(|t| t["name"] == "switch buffer held during the incast").expect("IB buffer series");
+    assert!(buf["points"].as_array().unwrap().iter().any(|p| p[1].as_f64().unwrap() > 0.0));
+    assert!(roce["timeseries"].as_array().unwrap().iter().any(|t| t["name"] == "ports paused by PFC during the incast"));
+    assert!(html.contains("id=\"ts-switch-buffer-held-during-the-incast\""));
     // RoCEv1 is refused with the reason
     let v1 = runs[0]["variants"].as_array().unwrap().iter().find(|v| v["id"] == "rocev1").unwrap();
     assert!(v1["refused"].as_str().unwrap().contains("cannot be routed"));
