@@ -130,7 +130,7 @@ pub struct Advice {
     pub reasons: Vec<String>,
 }
 
-fn best<'a>(ev: &'a [Evidence], kind: FabricKind, pick: impl Fn(&Evidence) -> bool) -> Option<&'a Evidence> {
+fn best(ev: &[Evidence], kind: FabricKind, pick: impl Fn(&Evidence) -> bool) -> Option<&Evidence> {
     ev.iter().filter(|e| e.kind == Some(kind) && e.refused.is_none()).find(|e| pick(e))
 }
 

@@ -333,9 +333,8 @@ impl Schedule {
                         if src == dst {
                             continue;
                         }
-                        if sn == dn {
-                            self.push(src, dst, per_pair, Vec::new());
-                        } else if sg == dg {
+                        // same server (NVLink) or already on the destination's rail
+                        if sn == dn || sg == dg {
                             self.push(src, dst, per_pair, Vec::new());
                         } else {
                             let hop = self.push(src, Rank { node: sn, gpu: dg }, per_pair, Vec::new());

@@ -261,6 +261,9 @@ enum Job<'a> {
     Messages(&'a [(NodeId, NodeId, u64)]),
 }
 
+/// Builds a fresh world, runs one job on it and reports what it counted.
+type World<'w> = dyn FnMut(&Job<'_>) -> Result<(JobOut, WorldStats), RunError> + 'w;
+
 /// The outcome of one job.
 enum JobOut {
     Schedule(crate::runner::ScheduleRun),
@@ -280,7 +283,7 @@ fn run_workload(
     done: &mut u64,
     total: u64,
     progress: &mut dyn FnMut(Progress),
-    world: &mut dyn FnMut(&Job<'_>) -> Result<(JobOut, WorldStats), RunError>,
+    world: &mut World<'_>,
 ) -> Result<VariantResult, CompareError> {
     let err = |source: RunError| CompareError::Run { variant: v.id.clone(), source };
     let mut counters = Counters::default();

@@ -180,7 +180,7 @@ impl AdviseCmd {
             }
             answers.sites = n;
         }
-        let evidence: Vec<Evidence> = results.as_ref().map(|r| lab::compare::evidence(r)).unwrap_or_default();
+        let evidence: Vec<Evidence> = results.as_ref().map(lab::compare::evidence).unwrap_or_default();
         let fabric = lab::cluster::build(&scenario.cluster, Tech::InfiniBand).context("building the scenario's cluster")?;
         let advice = lab::advise(&answers, &evidence, &fabric, &prices);
         if self.json {
