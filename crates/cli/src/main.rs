@@ -79,5 +79,9 @@ fn report_error(e: &anyhow::Error) -> ExitCode {
     }
     let _ = std::io::stdout().flush();
     eprintln!("rdmalab: error: {e:#}");
-    if e.chain().any(|c| c.downcast_ref::<cmd::Internal>().is_some()) { ExitCode::from(3) } else { ExitCode::from(2) }
+    if e.chain().any(|c| c.downcast_ref::<cmd::Internal>().is_some()) {
+        ExitCode::from(3)
+    } else {
+        ExitCode::from(2)
+    }
 }

@@ -36,14 +36,8 @@ fn big_config(ports: usize) -> String {
     for n in &names {
         port.insert(n.clone(), port0.clone());
         pqm.insert(n.clone(), qos.clone());
-        pg.insert(
-            format!("{n}|0"),
-            clean["BUFFER_PG"]["Ethernet0,Ethernet4|0"].clone(),
-        );
-        pg.insert(
-            format!("{n}|3"),
-            clean["BUFFER_PG"]["Ethernet0,Ethernet4|3"].clone(),
-        );
+        pg.insert(format!("{n}|0"), clean["BUFFER_PG"]["Ethernet0,Ethernet4|0"].clone());
+        pg.insert(format!("{n}|3"), clean["BUFFER_PG"]["Ethernet0,Ethernet4|3"].clone());
         for q in 0..8 {
             let src = match q {
                 3 => "Ethernet0,Ethernet4|3",
@@ -71,10 +65,9 @@ fn bench_roce(c: &mut Criterion) {
         .iter()
         .map(|f| (f.to_string(), std::fs::read_to_string(ex.join(f)).unwrap()))
         .collect();
-    c.bench_function(
-        "lint roce: clean example (switch + mlnx_qos + sysfs)",
-        |b| b.iter(|| black_box(lint_texts(&files, &LintOptions::default()).unwrap())),
-    );
+    c.bench_function("lint roce: clean example (switch + mlnx_qos + sysfs)", |b| {
+        b.iter(|| black_box(lint_texts(&files, &LintOptions::default()).unwrap()))
+    });
     let big = vec![
         ("big.json".to_string(), big_config(128)),
         files[1].clone(),
@@ -82,10 +75,9 @@ fn bench_roce(c: &mut Criterion) {
     ];
     let r = lint_texts(&big, &LintOptions::default()).unwrap();
     assert!(r.findings.is_empty(), "{}", r.render_text());
-    c.bench_function(
-        "lint roce: 128-port switch (per-port entries, 200 KB JSON)",
-        |b| b.iter(|| black_box(lint_texts(&big, &LintOptions::default()).unwrap())),
-    );
+    c.bench_function("lint roce: 128-port switch (per-port entries, 200 KB JSON)", |b| {
+        b.iter(|| black_box(lint_texts(&big, &LintOptions::default()).unwrap()))
+    });
 }
 
 fn bench_ib(c: &mut Criterion) {
@@ -97,15 +89,7 @@ fn bench_ib(c: &mut Criterion) {
     })
     .unwrap();
     c.bench_function("diag check: credit-loops (36 LIDs) from dumps", |b| {
-        b.iter(|| {
-            black_box(check(
-                &l.fabric,
-                &l.tables,
-                vec![],
-                vec![],
-                &CheckOptions::default(),
-            ))
-        })
+        b.iter(|| black_box(check(&l.fabric, &l.tables, vec![], vec![], &CheckOptions::default())))
     });
     let text = std::fs::read_to_string(d.join("credit-loops.minhop.opensm-lfts.dump")).unwrap();
     c.bench_function("read opensm-lfts.dump: credit-loops", |b| {
@@ -126,15 +110,7 @@ fn bench_ib(c: &mut Criterion) {
         let mut g = c.benchmark_group("fattree-648");
         g.sample_size(10);
         g.bench_function("diag check: 648 CAs, 54 switches (419k CA pairs)", |b| {
-            b.iter(|| {
-                black_box(check(
-                    &l.fabric,
-                    &l.tables,
-                    vec![],
-                    vec![],
-                    &CheckOptions::default(),
-                ))
-            })
+            b.iter(|| black_box(check(&l.fabric, &l.tables, vec![], vec![], &CheckOptions::default())))
         });
         g.bench_function("diag trace: one path", |b| {
             b.iter(|| black_box(trace(&l.fabric, &l.tables, "H0_0", "H35_17").unwrap()))

@@ -200,13 +200,10 @@ pub fn render_line(f: &Finding) -> String {
 
 /// The "why" legend: each rule that fired, once, with its rationale.
 pub fn render_why(findings: &[Finding]) -> Vec<String> {
-    let mut seen: Vec<(&'static str, &'static str)> =
-        findings.iter().map(|f| (f.rule, f.why)).collect();
+    let mut seen: Vec<(&'static str, &'static str)> = findings.iter().map(|f| (f.rule, f.why)).collect();
     seen.sort();
     seen.dedup();
-    seen.into_iter()
-        .map(|(r, w)| format!("  {r}: {w}"))
-        .collect()
+    seen.into_iter().map(|(r, w)| format!("  {r}: {w}")).collect()
 }
 
 #[cfg(test)]

@@ -2,12 +2,15 @@
 //! (k = 64). Peak memory is measured by `examples/scale.rs`.
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use fabric::ReadOptions;
 use fabric::format::{self, Format};
 use fabric::generate::{FatTree3Params, fat_tree3};
-use fabric::ReadOptions;
 
 fn scale(c: &mut Criterion) {
-    let p = FatTree3Params { radix: 64, ..Default::default() };
+    let p = FatTree3Params {
+        radix: 64,
+        ..Default::default()
+    };
     let mut g = c.benchmark_group("fat_tree_k64_65536_hosts");
     g.sample_size(10);
     g.bench_function("generate", |b| b.iter(|| fat_tree3(&p).unwrap()));

@@ -20,7 +20,11 @@ fn peak_rss_mib() -> Option<f64> {
 fn main() {
     let radix: u32 = std::env::args().nth(1).map(|a| a.parse().expect("radix")).unwrap_or(64);
     let t = Instant::now();
-    let f = fat_tree3(&FatTree3Params { radix, ..Default::default() }).expect("generate");
+    let f = fat_tree3(&FatTree3Params {
+        radix,
+        ..Default::default()
+    })
+    .expect("generate");
     let gen_s = t.elapsed().as_secs_f64();
     println!(
         "fat tree k={radix}: {} hosts, {} switches, {} links; generate {:.3} s",
@@ -31,7 +35,12 @@ fn main() {
     );
     let t = Instant::now();
     let s = fabric::summarize(&f);
-    println!("summary {:.3} s (diameter {:?}, bisection ratio {:.2})", t.elapsed().as_secs_f64(), s.diameter_hops, s.bisection_ratio);
+    println!(
+        "summary {:.3} s (diameter {:?}, bisection ratio {:.2})",
+        t.elapsed().as_secs_f64(),
+        s.diameter_hops,
+        s.bisection_ratio
+    );
     let mut total = gen_s;
     for fmt in [Format::Ibnetdiscover, Format::Ibsim, Format::Hpcc, Format::Json] {
         let t = Instant::now();
@@ -46,8 +55,14 @@ fn main() {
         } else {
             f.diff(&g).is_empty()
         };
-        println!("{fmt:<14} {:>7.1} MiB  write {w:.3} s  read {r:.3} s  same fabric: {same}", text.len() as f64 / (1 << 20) as f64);
+        println!(
+            "{fmt:<14} {:>7.1} MiB  write {w:.3} s  read {r:.3} s  same fabric: {same}",
+            text.len() as f64 / (1 << 20) as f64
+        );
         assert!(same, "{fmt} round trip differs");
     }
-    println!("total {total:.3} s; peak RSS {:.0} MiB", peak_rss_mib().unwrap_or(f64::NAN));
+    println!(
+        "total {total:.3} s; peak RSS {:.0} MiB",
+        peak_rss_mib().unwrap_or(f64::NAN)
+    );
 }

@@ -21,7 +21,12 @@ pub enum ModelError {
     #[error("port {port} of {node:?} does not exist (it has ports 1..={num_ports})")]
     PortOutOfRange { node: String, port: u8, num_ports: u8 },
     #[error("port {port} of {node:?} is already cabled to port {peer_port} of {peer:?}")]
-    PortInUse { node: String, port: u8, peer: String, peer_port: u8 },
+    PortInUse {
+        node: String,
+        port: u8,
+        peer: String,
+        peer_port: u8,
+    },
     #[error("port {port} of {node:?} cannot be cabled to itself")]
     SelfLoop { node: String, port: u8 },
     #[error("cable length {length_m} m is not a finite non-negative number")]

@@ -37,12 +37,21 @@ impl FlatFabric {
             let me = NodeId(i as u32);
             for p in node.port_nums() {
                 if let Some((peer, link)) = f.peer(me, p) {
-                    adj.push(Adj { peer: peer.node, link, port: p, peer_port: peer.port });
+                    adj.push(Adj {
+                        peer: peer.node,
+                        link,
+                        port: p,
+                        peer_port: peer.port,
+                    });
                 }
             }
             offsets.push(adj.len() as u32);
         }
-        FlatFabric { offsets, adj, kinds: f.nodes.iter().map(|n| n.kind).collect() }
+        FlatFabric {
+            offsets,
+            adj,
+            kinds: f.nodes.iter().map(|n| n.kind).collect(),
+        }
     }
 
     /// Number of nodes.

@@ -35,15 +35,15 @@ pub mod summary;
 pub use self::generate as r#gen;
 
 pub use error::ModelError;
+pub use flat::{Adj, FlatFabric};
+pub use format::{Format, ParseError, ReadError, ReadOptions, WriteError, read_file};
 pub use generate::{
     Cabling, FatTree3Params, GenError, LeafSpineParams, MultiPodParams, RailParams, TorusParams, fat_tree3, leaf_spine,
     multi_pod, rail, torus,
 };
-pub use flat::{Adj, FlatFabric};
-pub use format::{Format, ParseError, ReadError, ReadOptions, WriteError, read_file};
 pub use model::{
     Endpoint, Fabric, Host, HostId, Link, LinkId, Node, NodeId, NodeKind, NodeSpec, Port, delay_for_length,
 };
-pub use summary::{Summary, summarize};
 pub use rate::{EthSpeed, IbSpeed, IbWidth, LinkRate};
+pub use summary::{Summary, summarize};
 pub use wire::{Guid, Lid};

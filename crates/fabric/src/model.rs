@@ -103,7 +103,12 @@ pub struct Port {
 
 impl Port {
     fn unplugged(guid: Guid) -> Port {
-        Port { guid, link: None, lid: None, lmc: 0 }
+        Port {
+            guid,
+            link: None,
+            lid: None,
+            lmc: 0,
+        }
     }
 }
 
@@ -315,7 +320,11 @@ impl Fabric {
                 ports.push(Port::unplugged(Guid(0)));
                 match &spec.port_guids {
                     Some(g) if g.len() != n => {
-                        return Err(ModelError::PortGuidCount { name: spec.name, expected: n, got: g.len() });
+                        return Err(ModelError::PortGuidCount {
+                            name: spec.name,
+                            expected: n,
+                            got: g.len(),
+                        });
                     }
                     Some(g) => ports.extend(g.iter().map(|&g| Port::unplugged(g))),
                     None => {
@@ -374,7 +383,11 @@ impl Fabric {
         for (n, p) in [(a, pa), (b, pb)] {
             let node = self.nodes.get(n.idx()).ok_or(ModelError::UnknownNode { id: n.0 })?;
             if p == 0 || p > node.num_ports() {
-                return Err(ModelError::PortOutOfRange { node: node.name.clone(), port: p, num_ports: node.num_ports() });
+                return Err(ModelError::PortOutOfRange {
+                    node: node.name.clone(),
+                    port: p,
+                    num_ports: node.num_ports(),
+                });
             }
             if let Some(l) = node.ports[p as usize].link {
                 let other = self.links[l.idx()].other(Endpoint { node: n, port: p });
@@ -387,7 +400,10 @@ impl Fabric {
             }
         }
         if a == b && pa == pb {
-            return Err(ModelError::SelfLoop { node: self.nodes[a.idx()].name.clone(), port: pa });
+            return Err(ModelError::SelfLoop {
+                node: self.nodes[a.idx()].name.clone(),
+                port: pa,
+            });
         }
         if !(length_m.is_finite() && length_m >= 0.0) {
             return Err(ModelError::BadLength { length_m });
@@ -504,13 +520,26 @@ impl Fabric {
         mine.sort_by_key(|n| n.node_guid);
         for n in &mine {
             match other.by_guid(n.node_guid).map(|id| other.node(id)) {
-                None => out.push(format!("node {} ({}) missing from the second fabric", n.node_guid, n.name)),
+                None => out.push(format!(
+                    "node {} ({}) missing from the second fabric",
+                    n.node_guid, n.name
+                )),
                 Some(m) => {
                     if m.kind != n.kind {
-                        out.push(format!("node {}: kind {} vs {}", n.node_guid, n.kind.name(), m.kind.name()));
+                        out.push(format!(
+                            "node {}: kind {} vs {}",
+                            n.node_guid,
+                            n.kind.name(),
+                            m.kind.name()
+                        ));
                     }
                     if m.num_ports() != n.num_ports() {
-                        out.push(format!("node {}: {} ports vs {}", n.node_guid, n.num_ports(), m.num_ports()));
+                        out.push(format!(
+                            "node {}: {} ports vs {}",
+                            n.node_guid,
+                            n.num_ports(),
+                            m.num_ports()
+                        ));
                     }
                     for p in n.port_nums() {
                         if let Some(mp) = m.ports.get(p as usize) {
@@ -527,7 +556,10 @@ impl Fabric {
         }
         for m in &other.nodes {
             if self.by_guid(m.node_guid).is_none() {
-                out.push(format!("node {} ({}) missing from the first fabric", m.node_guid, m.name));
+                out.push(format!(
+                    "node {} ({}) missing from the first fabric",
+                    m.node_guid, m.name
+                ));
             }
         }
         let a = self.cabling_signature();
@@ -536,10 +568,16 @@ impl Fabric {
             let sa: std::collections::BTreeSet<_> = a.iter().collect();
             let sb: std::collections::BTreeSet<_> = b.iter().collect();
             for l in sa.difference(&sb).take(20) {
-                out.push(format!("link {}[{}] -- {}[{}] {} only in the first fabric", l.0, l.1, l.2, l.3, l.4));
+                out.push(format!(
+                    "link {}[{}] -- {}[{}] {} only in the first fabric",
+                    l.0, l.1, l.2, l.3, l.4
+                ));
             }
             for l in sb.difference(&sa).take(20) {
-                out.push(format!("link {}[{}] -- {}[{}] {} only in the second fabric", l.0, l.1, l.2, l.3, l.4));
+                out.push(format!(
+                    "link {}[{}] -- {}[{}] {} only in the second fabric",
+                    l.0, l.1, l.2, l.3, l.4
+                ));
             }
             if a.len() != b.len() {
                 out.push(format!("{} links vs {}", a.len(), b.len()));
@@ -585,11 +623,26 @@ mod tests {
     fn rejects_bad_cabling() {
         let (mut f, a, b) = two_switches();
         f.connect(a, 1, b, 1, LinkRate::NDR_4X, 1.0).unwrap();
-        assert!(matches!(f.connect(a, 1, b, 2, LinkRate::NDR_4X, 1.0), Err(ModelError::PortInUse { .. })));
-        assert!(matches!(f.connect(a, 9, b, 2, LinkRate::NDR_4X, 1.0), Err(ModelError::PortOutOfRange { .. })));
-        assert!(matches!(f.connect(a, 0, b, 2, LinkRate::NDR_4X, 1.0), Err(ModelError::PortOutOfRange { .. })));
-        assert!(matches!(f.add_node(NodeSpec::switch("sw3", Guid(0x10), 8)), Err(ModelError::DuplicateGuid { .. })));
-        assert!(matches!(f.add_node(NodeSpec::switch("sw1", Guid(0x30), 8)), Err(ModelError::DuplicateName { .. })));
+        assert!(matches!(
+            f.connect(a, 1, b, 2, LinkRate::NDR_4X, 1.0),
+            Err(ModelError::PortInUse { .. })
+        ));
+        assert!(matches!(
+            f.connect(a, 9, b, 2, LinkRate::NDR_4X, 1.0),
+            Err(ModelError::PortOutOfRange { .. })
+        ));
+        assert!(matches!(
+            f.connect(a, 0, b, 2, LinkRate::NDR_4X, 1.0),
+            Err(ModelError::PortOutOfRange { .. })
+        ));
+        assert!(matches!(
+            f.add_node(NodeSpec::switch("sw3", Guid(0x10), 8)),
+            Err(ModelError::DuplicateGuid { .. })
+        ));
+        assert!(matches!(
+            f.add_node(NodeSpec::switch("sw1", Guid(0x30), 8)),
+            Err(ModelError::DuplicateName { .. })
+        ));
     }
 
     #[test]

@@ -202,7 +202,9 @@ impl EthSpeed {
         if Self::RATES_GBPS.contains(&gbps) {
             Ok(EthSpeed(gbps))
         } else {
-            Err(format!("unsupported Ethernet speed {gbps}G (expected one of 10, 25, 40, 50, 100, 200, 400, 800)"))
+            Err(format!(
+                "unsupported Ethernet speed {gbps}G (expected one of 10, 25, 40, 50, 100, 200, 400, 800)"
+            ))
         }
     }
 
@@ -224,11 +226,20 @@ pub enum LinkRate {
 
 impl LinkRate {
     /// InfiniBand NDR 4x, 400 Gb/s.
-    pub const NDR_4X: LinkRate = LinkRate::Ib { speed: IbSpeed::Ndr, width: IbWidth::X4 };
+    pub const NDR_4X: LinkRate = LinkRate::Ib {
+        speed: IbSpeed::Ndr,
+        width: IbWidth::X4,
+    };
     /// InfiniBand HDR 4x, 200 Gb/s.
-    pub const HDR_4X: LinkRate = LinkRate::Ib { speed: IbSpeed::Hdr, width: IbWidth::X4 };
+    pub const HDR_4X: LinkRate = LinkRate::Ib {
+        speed: IbSpeed::Hdr,
+        width: IbWidth::X4,
+    };
     /// InfiniBand EDR 4x, 100 Gb/s.
-    pub const EDR_4X: LinkRate = LinkRate::Ib { speed: IbSpeed::Edr, width: IbWidth::X4 };
+    pub const EDR_4X: LinkRate = LinkRate::Ib {
+        speed: IbSpeed::Edr,
+        width: IbWidth::X4,
+    };
 
     /// An InfiniBand rate.
     pub fn ib(speed: IbSpeed, width: IbWidth) -> LinkRate {
@@ -238,7 +249,9 @@ impl LinkRate {
     /// An Ethernet rate; panics only on a non-standard constant, so use
     /// [`EthSpeed::from_gbps`] for user input.
     pub fn eth(gbps: u16) -> Result<LinkRate, String> {
-        Ok(LinkRate::Eth { gbps: EthSpeed::from_gbps(gbps)? })
+        Ok(LinkRate::Eth {
+            gbps: EthSpeed::from_gbps(gbps)?,
+        })
     }
 
     /// Usable data rate in bits per second.

@@ -147,7 +147,9 @@ pub fn levels(f: &Fabric) -> (Vec<u8>, bool) {
 
 /// Length class (metres) a cable is ordered in.
 fn length_class(m: f64) -> f64 {
-    const CLASSES: [f64; 16] = [0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 5.0, 10.0, 20.0, 30.0, 50.0, 100.0, 500.0, 2_000.0, 10_000.0, 40_000.0];
+    const CLASSES: [f64; 16] = [
+        0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 5.0, 10.0, 20.0, 30.0, 50.0, 100.0, 500.0, 2_000.0, 10_000.0, 40_000.0,
+    ];
     CLASSES.into_iter().find(|&c| m <= c + 1e-9).unwrap_or(m.ceil())
 }
 
@@ -177,9 +179,23 @@ pub fn summarize(f: &Fabric) -> Summary {
             }
         }
     }
-    let max_level = f.node_ids().filter(|&n| f.node(n).is_switch()).map(|n| lvl[n.idx()]).max().unwrap_or(0);
+    let max_level = f
+        .node_ids()
+        .filter(|&n| f.node(n).is_switch())
+        .map(|n| lvl[n.idx()])
+        .max()
+        .unwrap_or(0);
     let mut tiers: Vec<Tier> = (1..=max_level)
-        .map(|level| Tier { level, switches: 0, down_links: 0, up_links: 0, peer_links: 0, down_bps: 0, up_bps: 0, oversubscription: None })
+        .map(|level| Tier {
+            level,
+            switches: 0,
+            down_links: 0,
+            up_links: 0,
+            peer_links: 0,
+            down_bps: 0,
+            up_bps: 0,
+            oversubscription: None,
+        })
         .collect();
     for id in f.node_ids() {
         if f.node(id).is_switch() {
@@ -248,11 +264,19 @@ pub fn summarize(f: &Fabric) -> Summary {
             count,
         })
         .collect();
-    bom.cables.sort_by(|a, b| a.up_to_m.total_cmp(&b.up_to_m).then(a.medium.cmp(&b.medium)).then(a.rate.cmp(&b.rate)));
+    bom.cables.sort_by(|a, b| {
+        a.up_to_m
+            .total_cmp(&b.up_to_m)
+            .then(a.medium.cmp(&b.medium))
+            .then(a.rate.cmp(&b.rate))
+    });
     let (bisection_bps, method) = if tree_like && max_level > 0 {
-        (cut.iter().copied().filter(|&c| c > 0).min().unwrap_or(0) / 2, "tier-cut")
+        (
+            cut.iter().copied().filter(|&c| c > 0).min().unwrap_or(0) / 2,
+            "tier-cut",
+        )
     } else {
-        (bfs_cut(f) , "bfs-cut")
+        (bfs_cut(f), "bfs-cut")
     };
     let half = host_bps / 2;
     Summary {
@@ -265,7 +289,11 @@ pub fn summarize(f: &Fabric) -> Summary {
         levels_inferred: inferred,
         host_bps,
         bisection_bps,
-        bisection_ratio: if half > 0 { bisection_bps as f64 / half as f64 } else { 0.0 },
+        bisection_ratio: if half > 0 {
+            bisection_bps as f64 / half as f64
+        } else {
+            0.0
+        },
         bisection_method: method.into(),
         diameter_hops: diameter(f),
         bom,
@@ -283,9 +311,17 @@ fn bfs_cut(f: &Fabric) -> u64 {
     }
     // Double sweep: the farthest switch from switch 0 is peripheral.
     let d0 = flat.bfs_hops(switches[0]);
-    let far = *switches.iter().filter(|s| d0[s.idx()] != u32::MAX).max_by_key(|s| (d0[s.idx()], std::cmp::Reverse(s.0))).unwrap();
+    let far = *switches
+        .iter()
+        .filter(|s| d0[s.idx()] != u32::MAX)
+        .max_by_key(|s| (d0[s.idx()], std::cmp::Reverse(s.0)))
+        .unwrap();
     let host_bw = |s: NodeId| -> u64 {
-        flat.neighbors(s).iter().filter(|a| flat.kind(a.peer) != NodeKind::Switch).map(|a| f.link(a.link).rate.data_bps()).sum()
+        flat.neighbors(s)
+            .iter()
+            .filter(|a| flat.kind(a.peer) != NodeKind::Switch)
+            .map(|a| f.link(a.link).rate.data_bps())
+            .sum()
     };
     // Several starts (the peripheral switch, then evenly spaced ones) on small
     // fabrics, since Kernighan–Lin finds a local optimum; the best cut wins.
@@ -318,7 +354,11 @@ fn bfs_cut(f: &Fabric) -> u64 {
         let cut = f
             .links
             .iter()
-            .filter(|l| f.node(l.a.node).is_switch() && f.node(l.b.node).is_switch() && side[l.a.node.idx()] != side[l.b.node.idx()])
+            .filter(|l| {
+                f.node(l.a.node).is_switch()
+                    && f.node(l.b.node).is_switch()
+                    && side[l.a.node.idx()] != side[l.b.node.idx()]
+            })
             .map(|l| l.rate.data_bps())
             .sum();
         best_cut = best_cut.min(cut);
@@ -334,7 +374,13 @@ fn bfs_cut(f: &Fabric) -> u64 {
 /// breadth-first order gives on a torus into a planar one. Candidates per step are
 /// the 24 best of each side, so a pass is O(n² log n); it runs up to 4,096 switches
 /// and 20 passes, beyond which the breadth-first cut stands as the bound.
-fn refine(f: &Fabric, flat: &crate::flat::FlatFabric, switches: &[NodeId], side: &mut [bool], host_bw: &dyn Fn(NodeId) -> u64) {
+fn refine(
+    f: &Fabric,
+    flat: &crate::flat::FlatFabric,
+    switches: &[NodeId],
+    side: &mut [bool],
+    host_bw: &dyn Fn(NodeId) -> u64,
+) {
     let n = switches.len();
     if n > 4096 {
         return;
@@ -367,7 +413,12 @@ fn refine(f: &Fabric, flat: &crate::flat::FlatFabric, switches: &[NodeId], side:
     let mut s_side: Vec<bool> = switches.iter().map(|s| side[s.idx()]).collect();
     for _ in 0..20 {
         let mut d: Vec<i128> = (0..n)
-            .map(|i| adj[i].iter().map(|&(j, c)| if s_side[j] != s_side[i] { c } else { -c }).sum())
+            .map(|i| {
+                adj[i]
+                    .iter()
+                    .map(|&(j, c)| if s_side[j] != s_side[i] { c } else { -c })
+                    .sum()
+            })
             .collect();
         let mut locked = vec![false; n];
         let mut swaps: Vec<(usize, usize)> = Vec::new();
@@ -451,7 +502,11 @@ pub fn diameter(f: &Fabric) -> Option<u32> {
     }
     let sources: Vec<usize> = (0..n).filter(|&i| edge[i]).collect();
     if sources.is_empty() {
-        return if direct > 0 && f.links.len() * 2 >= ca_count { Some(1) } else { None };
+        return if direct > 0 && f.links.len() * 2 >= ca_count {
+            Some(1)
+        } else {
+            None
+        };
     }
     let mut worst = 0u32;
     let mut vis = vec![0u64; n];
@@ -464,7 +519,11 @@ pub fn diameter(f: &Fabric) -> Option<u32> {
             vis[s] |= 1 << b;
             front[s] |= 1 << b;
         }
-        let all: u64 = if chunk.len() == 64 { u64::MAX } else { (1u64 << chunk.len()) - 1 };
+        let all: u64 = if chunk.len() == 64 {
+            u64::MAX
+        } else {
+            (1u64 << chunk.len()) - 1
+        };
         let mut d = 0u32;
         loop {
             d += 1;
@@ -511,7 +570,14 @@ mod tests {
     fn ft648_summary() {
         let f = leaf_spine(&LeafSpineParams::default()).unwrap();
         let s = summarize(&f);
-        assert_eq!(s.nodes, KindCounts { switches: 54, cas: 648, routers: 0 });
+        assert_eq!(
+            s.nodes,
+            KindCounts {
+                switches: 54,
+                cas: 648,
+                routers: 0
+            }
+        );
         assert_eq!(s.tiers.len(), 2);
         assert_eq!(s.tiers[0].oversubscription, Some(1.0));
         assert_eq!(s.tiers[1].oversubscription, None);
@@ -527,7 +593,11 @@ mod tests {
 
     #[test]
     fn oversubscribed_and_inferred_levels() {
-        let mut f = leaf_spine(&LeafSpineParams { oversubscription: 3.0, ..Default::default() }).unwrap();
+        let mut f = leaf_spine(&LeafSpineParams {
+            oversubscription: 3.0,
+            ..Default::default()
+        })
+        .unwrap();
         for n in &mut f.nodes {
             n.level = None;
         }
@@ -539,12 +609,20 @@ mod tests {
 
     #[test]
     fn three_tier_and_torus() {
-        let f = fat_tree3(&FatTree3Params { pods: Some(8), ..Default::default() }).unwrap();
+        let f = fat_tree3(&FatTree3Params {
+            pods: Some(8),
+            ..Default::default()
+        })
+        .unwrap();
         let s = summarize(&f);
         assert_eq!(s.tiers.len(), 3);
         assert_eq!(s.diameter_hops, Some(6));
         assert_eq!(s.bisection_ratio, 1.0);
-        let t = torus(&TorusParams { dims: [4, 4, 4], ..Default::default() }).unwrap();
+        let t = torus(&TorusParams {
+            dims: [4, 4, 4],
+            ..Default::default()
+        })
+        .unwrap();
         let s = summarize(&t);
         assert_eq!(s.bisection_method, "bfs-cut");
         // 2 + 2 + 2 hops at most between switches of a 4-ary 3-cube, plus the host links

@@ -55,7 +55,12 @@ pub struct Answers {
 
 impl Default for Answers {
     fn default() -> Self {
-        Answers { skills: Skills::Ethernet, ethernet_estate: Estate::Some, budget: Budget::Normal, sites: 1 }
+        Answers {
+            skills: Skills::Ethernet,
+            ethernet_estate: Estate::Some,
+            budget: Budget::Normal,
+            sites: 1,
+        }
     }
 }
 
@@ -131,7 +136,9 @@ pub struct Advice {
 }
 
 fn best(ev: &[Evidence], kind: FabricKind, pick: impl Fn(&Evidence) -> bool) -> Option<&Evidence> {
-    ev.iter().filter(|e| e.kind == Some(kind) && e.refused.is_none()).find(|e| pick(e))
+    ev.iter()
+        .filter(|e| e.kind == Some(kind) && e.refused.is_none())
+        .find(|e| pick(e))
 }
 
 fn f1(v: Option<f64>) -> String {
@@ -155,14 +162,26 @@ fn engineers(tech: Tech, skills: Skills, endpoints: usize) -> f64 {
 /// Build the advice from the run's evidence, the answers and the topology's TCO.
 pub fn advise(answers: &Answers, evidence: &[Evidence], fabric: &fabric::Fabric, prices: &PriceTable) -> Advice {
     let ib = best(evidence, FabricKind::Infiniband, |_| true);
-    let tuned = best(evidence, FabricKind::Rocev2, |e| e.id.contains("tuned")).or_else(|| best(evidence, FabricKind::Rocev2, |_| true));
-    let roce_all: Vec<&Evidence> = evidence.iter().filter(|e| e.kind == Some(FabricKind::Rocev2) && e.refused.is_none()).collect();
-    let roce_bad: Vec<&Evidence> = roce_all.iter().copied().filter(|e| e.drops > 0 || e.deadlocks > 0 || e.storms > 0).collect();
+    let tuned = best(evidence, FabricKind::Rocev2, |e| e.id.contains("tuned"))
+        .or_else(|| best(evidence, FabricKind::Rocev2, |_| true));
+    let roce_all: Vec<&Evidence> = evidence
+        .iter()
+        .filter(|e| e.kind == Some(FabricKind::Rocev2) && e.refused.is_none())
+        .collect();
+    let roce_bad: Vec<&Evidence> = roce_all
+        .iter()
+        .copied()
+        .filter(|e| e.drops > 0 || e.deadlocks > 0 || e.storms > 0)
+        .collect();
     let endpoints = fabric.count(fabric::NodeKind::Ca);
 
     // Outage risk: a fabric whose misconfigured variants drop, deadlock or storm has a
     // higher chance of a fabric-caused outage; weight it by how well the team knows it.
-    let roce_fragility = if roce_all.is_empty() { 0.0 } else { roce_bad.len() as f64 / roce_all.len() as f64 };
+    let roce_fragility = if roce_all.is_empty() {
+        0.0
+    } else {
+        roce_bad.len() as f64 / roce_all.len() as f64
+    };
     let skill_factor = |tech: Tech| match (tech, answers.skills) {
         (Tech::Ethernet, Skills::Ethernet | Skills::Both) => 1.0,
         (Tech::InfiniBand, Skills::Infiniband | Skills::Both) => 1.0,
@@ -172,8 +191,22 @@ pub fn advise(answers: &Answers, evidence: &[Evidence], fabric: &fabric::Fabric,
     // proportion to the share of its variants that lost packets or deadlocked here.
     let ib_outage = 4.0 * skill_factor(Tech::InfiniBand);
     let eth_outage = (4.0 + 12.0 * roce_fragility) * skill_factor(Tech::Ethernet);
-    let ib_tco = prices.tco(fabric, Tech::InfiniBand, &OpsInputs { engineers: engineers(Tech::InfiniBand, answers.skills, endpoints), outage_hours_year: ib_outage });
-    let eth_tco = prices.tco(fabric, Tech::Ethernet, &OpsInputs { engineers: engineers(Tech::Ethernet, answers.skills, endpoints), outage_hours_year: eth_outage });
+    let ib_tco = prices.tco(
+        fabric,
+        Tech::InfiniBand,
+        &OpsInputs {
+            engineers: engineers(Tech::InfiniBand, answers.skills, endpoints),
+            outage_hours_year: ib_outage,
+        },
+    );
+    let eth_tco = prices.tco(
+        fabric,
+        Tech::Ethernet,
+        &OpsInputs {
+            engineers: engineers(Tech::Ethernet, answers.skills, endpoints),
+            outage_hours_year: eth_outage,
+        },
+    );
 
     let mut table = Vec::new();
     let perf_w = if answers.budget == Budget::Tight { 1 } else { 2 };
@@ -200,10 +233,17 @@ pub fn advise(answers: &Answers, evidence: &[Evidence], fabric: &fabric::Fabric,
         infiniband: "lossless by construction: a sender transmits only with credits".into(),
         rocev2: "lossless only when PFC, ECN/DCQCN, DSCP maps and buffers are right on every hop".into(),
         evidence: match worst {
-            Some(w) => format!("InfiniBand dropped {ib_drops} packets; RoCEv2 variant '{}' dropped {} and retransmitted {}", w.label, w.drops, w.retransmissions),
+            Some(w) => format!(
+                "InfiniBand dropped {ib_drops} packets; RoCEv2 variant '{}' dropped {} and retransmitted {}",
+                w.label, w.drops, w.retransmissions
+            ),
             None => format!("InfiniBand dropped {ib_drops} packets; no RoCEv2 variant dropped"),
         },
-        favours: if worst.is_some() && ib_drops == 0 { Favours::Infiniband } else { Favours::Neither },
+        favours: if worst.is_some() && ib_drops == 0 {
+            Favours::Infiniband
+        } else {
+            Favours::Neither
+        },
         weight: 3,
     });
     // Stability / tail latency
@@ -229,8 +269,20 @@ pub fn advise(answers: &Answers, evidence: &[Evidence], fabric: &fabric::Fabric,
     let cfg_err: u64 = roce_all.iter().map(|e| e.config_errors).sum();
     let ops_fav = match answers.skills {
         Skills::Infiniband => Favours::Infiniband,
-        Skills::Ethernet => if deadlocks > 0 { Favours::Neither } else { Favours::Rocev2 },
-        Skills::Both | Skills::Neither => if deadlocks > 0 || cfg_err > 0 { Favours::Infiniband } else { Favours::Neither },
+        Skills::Ethernet => {
+            if deadlocks > 0 {
+                Favours::Neither
+            } else {
+                Favours::Rocev2
+            }
+        }
+        Skills::Both | Skills::Neither => {
+            if deadlocks > 0 || cfg_err > 0 {
+                Favours::Infiniband
+            } else {
+                Favours::Neither
+            }
+        }
     };
     table.push(Row {
         aspect: "Operations".into(),
@@ -272,17 +324,26 @@ pub fn advise(answers: &Answers, evidence: &[Evidence], fabric: &fabric::Fabric,
         },
     });
     // Isolation
-    let misconfig = evidence.iter().find(|e| e.id.contains("misconfig") && e.refused.is_none());
+    let misconfig = evidence
+        .iter()
+        .find(|e| e.id.contains("misconfig") && e.refused.is_none());
     table.push(Row {
         aspect: "Isolation".into(),
         infiniband: "a separate fabric: P_Keys, its own SM; storage/IP traffic elsewhere or over IPoIB".into(),
         rocev2: "converged with other traffic classes; isolation depends on DSCP/TC maps being right".into(),
         evidence: match misconfig {
-            Some(m) => format!("one hop mapping the RDMA DSCP to a lossy class ('{}') dropped {} packets", m.label, m.drops),
+            Some(m) => format!(
+                "one hop mapping the RDMA DSCP to a lossy class ('{}') dropped {} packets",
+                m.label, m.drops
+            ),
             None => "no misconfigured variant was run".into(),
         },
         // A separate fabric only wins here when a converged one was shown to leak.
-        favours: if misconfig.is_some_and(|m| m.drops > 0) { Favours::Infiniband } else { Favours::Neither },
+        favours: if misconfig.is_some_and(|m| m.drops > 0) {
+            Favours::Infiniband
+        } else {
+            Favours::Neither
+        },
         weight: 1,
     });
     // Scale / multi-site
@@ -295,7 +356,11 @@ pub fn advise(answers: &Answers, evidence: &[Evidence], fabric: &fabric::Fabric,
             Some(why) => format!("RoCEv1 could not run here: {why}; sites: {}", answers.sites),
             None => format!("sites: {}", answers.sites),
         },
-        favours: if answers.sites > 1 { Favours::Rocev2 } else { Favours::Neither },
+        favours: if answers.sites > 1 {
+            Favours::Rocev2
+        } else {
+            Favours::Neither
+        },
         weight: if answers.sites > 1 { 3 } else { 1 },
     });
     // Ecosystem
@@ -314,7 +379,13 @@ pub fn advise(answers: &Answers, evidence: &[Evidence], fabric: &fabric::Fabric,
 
     let score = |f: Favours| table.iter().filter(|r| r.favours == f).map(|r| r.weight).sum::<u32>();
     let (si, sr) = (score(Favours::Infiniband), score(Favours::Rocev2));
-    let recommendation = if si > sr { Favours::Infiniband } else if sr > si { Favours::Rocev2 } else { Favours::Neither };
+    let recommendation = if si > sr {
+        Favours::Infiniband
+    } else if sr > si {
+        Favours::Rocev2
+    } else {
+        Favours::Neither
+    };
     let mut reasons: Vec<String> = table
         .iter()
         .filter(|r| r.favours == recommendation && recommendation != Favours::Neither)
@@ -330,7 +401,13 @@ pub fn advise(answers: &Answers, evidence: &[Evidence], fabric: &fabric::Fabric,
     if recommendation == Favours::Neither {
         reasons.push("the evidence and your answers do not separate the two; decide on supplier terms".into());
     }
-    Advice { answers: answers.clone(), table, tco: vec![ib_tco, eth_tco], recommendation, reasons }
+    Advice {
+        answers: answers.clone(),
+        table,
+        tco: vec![ib_tco, eth_tco],
+        recommendation,
+        reasons,
+    }
 }
 
 #[cfg(test)]
@@ -355,14 +432,23 @@ mod tests {
 
     #[test]
     fn rows_carry_the_measured_numbers_and_the_score_follows_the_evidence() {
-        let f = rail(&RailParams { servers: 4, rails: 2, radix: 16, ..Default::default() }).unwrap();
+        let f = rail(&RailParams {
+            servers: 4,
+            rails: 2,
+            radix: 16,
+            ..Default::default()
+        })
+        .unwrap();
         let e = vec![
             ev("ib", FabricKind::Infiniband, 46.0, 0, 0),
             ev("roce-tuned", FabricKind::Rocev2, 45.5, 0, 0),
             ev("roce-misconfig", FabricKind::Rocev2, 20.0, 1234, 0),
             ev("roce-lossy", FabricKind::Rocev2, 12.0, 9999, 1),
         ];
-        let a = Answers { skills: Skills::Infiniband, ..Default::default() };
+        let a = Answers {
+            skills: Skills::Infiniband,
+            ..Default::default()
+        };
         let adv = advise(&a, &e, &f, &PriceTable::default());
         assert_eq!(adv.table.len(), 8);
         let loss = adv.table.iter().find(|r| r.aspect == "Losslessness").unwrap();
@@ -370,8 +456,16 @@ mod tests {
         assert_eq!(loss.favours, Favours::Infiniband);
         assert_eq!(adv.recommendation, Favours::Infiniband);
         // An Ethernet shop spanning sites on a tight budget, with clean RoCE runs, gets RoCE.
-        let clean = vec![ev("ib", FabricKind::Infiniband, 46.0, 0, 0), ev("roce-tuned", FabricKind::Rocev2, 46.0, 0, 0)];
-        let b = Answers { skills: Skills::Ethernet, ethernet_estate: Estate::Large, budget: Budget::Tight, sites: 2 };
+        let clean = vec![
+            ev("ib", FabricKind::Infiniband, 46.0, 0, 0),
+            ev("roce-tuned", FabricKind::Rocev2, 46.0, 0, 0),
+        ];
+        let b = Answers {
+            skills: Skills::Ethernet,
+            ethernet_estate: Estate::Large,
+            budget: Budget::Tight,
+            sites: 2,
+        };
         let adv = advise(&b, &clean, &f, &PriceTable::default());
         assert_eq!(adv.recommendation, Favours::Rocev2, "{:?}", adv.reasons);
         assert!(adv.tco[0].total_usd > 0.0 && adv.tco[1].total_usd > 0.0);

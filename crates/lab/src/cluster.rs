@@ -10,7 +10,10 @@ use crate::tco::Tech;
 /// The link rate of `tech` at `gbps`: InfiniBand 4x at the matching generation
 /// (100 EDR, 200 HDR, 400 NDR, 800 XDR), or Ethernet at that speed.
 pub fn link_rate(tech: Tech, gbps: u32) -> Result<LinkRate, GenError> {
-    let bad = |reason: String| GenError::Param { param: "nic_gbps", reason };
+    let bad = |reason: String| GenError::Param {
+        param: "nic_gbps",
+        reason,
+    };
     match tech {
         Tech::InfiniBand => {
             let speed = match gbps {
@@ -18,7 +21,11 @@ pub fn link_rate(tech: Tech, gbps: u32) -> Result<LinkRate, GenError> {
                 200 => IbSpeed::Hdr,
                 400 => IbSpeed::Ndr,
                 800 => IbSpeed::Xdr,
-                g => return Err(bad(format!("{g} Gb/s has no InfiniBand 4x generation (100, 200, 400, 800)"))),
+                g => {
+                    return Err(bad(format!(
+                        "{g} Gb/s has no InfiniBand 4x generation (100, 200, 400, 800)"
+                    )));
+                }
             };
             Ok(LinkRate::ib(speed, IbWidth::X4))
         }
@@ -35,7 +42,11 @@ pub fn build(c: &Cluster, tech: Tech) -> Result<Fabric, GenError> {
         uplinks: None,
         spines: None,
         rate: link_rate(tech, c.nic_gbps)?,
-        cabling: Cabling { host_leaf_m: c.host_leaf_m, leaf_spine_m: c.leaf_spine_m, ..Cabling::default() },
+        cabling: Cabling {
+            host_leaf_m: c.host_leaf_m,
+            leaf_spine_m: c.leaf_spine_m,
+            ..Cabling::default()
+        },
     })
 }
 

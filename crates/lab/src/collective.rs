@@ -154,7 +154,13 @@ impl Schedule {
         if n < 2 || gpus == 0 {
             return Err(ScheduleError::TooFewRanks { nodes, gpus });
         }
-        let mut s = Schedule { op, nodes, gpus, size_bytes, transfers: Vec::new() };
+        let mut s = Schedule {
+            op,
+            nodes,
+            gpus,
+            size_bytes,
+            transfers: Vec::new(),
+        };
         match op {
             Collective::AllReduceRing => s.ring(size_bytes, 2 * (n - 1))?,
             // Reduce-scatter and all-gather move (n-1) chunks of size/n each; their
@@ -174,9 +180,19 @@ impl Schedule {
     }
 
     fn push(&mut self, src: Rank, dst: Rank, bytes: u64, deps: Vec<u32>) -> u32 {
-        let via = if src.node == dst.node { Via::NvLink } else { Via::Rail(dst.gpu) };
+        let via = if src.node == dst.node {
+            Via::NvLink
+        } else {
+            Via::Rail(dst.gpu)
+        };
         // Under PXN the inter-node hop leaves from the NIC of the destination's rail.
-        self.transfers.push(Transfer { src, dst, bytes, via, deps });
+        self.transfers.push(Transfer {
+            src,
+            dst,
+            bytes,
+            via,
+            deps,
+        });
         (self.transfers.len() - 1) as u32
     }
 
@@ -220,8 +236,18 @@ impl Schedule {
     }
 
     fn push_ring(&mut self, src: Rank, dst: Rank, bytes: u64, deps: Vec<u32>, channel: u32) -> u32 {
-        let via = if src.node == dst.node { Via::NvLink } else { Via::Rail(channel) };
-        self.transfers.push(Transfer { src, dst, bytes, via, deps });
+        let via = if src.node == dst.node {
+            Via::NvLink
+        } else {
+            Via::Rail(channel)
+        };
+        self.transfers.push(Transfer {
+            src,
+            dst,
+            bytes,
+            via,
+            deps,
+        });
         (self.transfers.len() - 1) as u32
     }
 
@@ -255,7 +281,10 @@ impl Schedule {
                     // so the two never share a directed NVLink edge)
                     for i in (1..g).rev() {
                         let from = Rank { node, gpu: (c + i) % g };
-                        let to = Rank { node, gpu: (c + i - 1) % g };
+                        let to = Rank {
+                            node,
+                            gpu: (c + i - 1) % g,
+                        };
                         let deps: Vec<u32> = last.into_iter().collect();
                         let id = self.push_ring(from, to, chunk, deps, c);
                         last = Some(id);
@@ -274,8 +303,14 @@ impl Schedule {
                 let mut up_done: Vec<Vec<u32>> = vec![Vec::new(); nodes as usize];
                 for pos in (1..nodes).rev() {
                     let parent = (pos - 1) / 2;
-                    let from = Rank { node: phys(pos), gpu: c };
-                    let to = Rank { node: phys(parent), gpu: c };
+                    let from = Rank {
+                        node: phys(pos),
+                        gpu: c,
+                    };
+                    let to = Rank {
+                        node: phys(parent),
+                        gpu: c,
+                    };
                     let mut deps: Vec<u32> = ready[phys(pos) as usize].into_iter().collect();
                     deps.extend(up_done[pos as usize].iter().copied());
                     let id = self.push_ring(from, to, chunk, deps, c);
@@ -289,8 +324,14 @@ impl Schedule {
                 have[0] = root_deps;
                 for pos in 1..nodes {
                     let parent = (pos - 1) / 2;
-                    let from = Rank { node: phys(parent), gpu: c };
-                    let to = Rank { node: phys(pos), gpu: c };
+                    let from = Rank {
+                        node: phys(parent),
+                        gpu: c,
+                    };
+                    let to = Rank {
+                        node: phys(pos),
+                        gpu: c,
+                    };
                     let mut deps = have[parent as usize].clone();
                     deps.extend(up_done[pos as usize].iter().copied());
                     let id = self.push_ring(from, to, chunk, deps, c);
@@ -302,7 +343,10 @@ impl Schedule {
                     let mut last_deps = have[phys(node) as usize].clone();
                     for i in 0..g - 1 {
                         let from = Rank { node, gpu: (c + i) % g };
-                        let to = Rank { node, gpu: (c + i + 1) % g };
+                        let to = Rank {
+                            node,
+                            gpu: (c + i + 1) % g,
+                        };
                         let deps = last_deps.clone();
                         let id = self.push_ring(from, to, chunk, deps, c);
                         last_deps = vec![id];
@@ -354,7 +398,11 @@ impl Schedule {
 
     /// Bytes that cross the network.
     pub fn network_bytes(&self) -> u64 {
-        self.transfers.iter().filter(|t| matches!(t.via, Via::Rail(_))).map(|t| t.bytes).sum()
+        self.transfers
+            .iter()
+            .filter(|t| matches!(t.via, Via::Rail(_)))
+            .map(|t| t.bytes)
+            .sum()
     }
 
     /// Contention-free completion time: every transfer starts when its dependencies
@@ -377,8 +425,10 @@ impl Schedule {
         let mut ready_at = vec![0u64; n];
         // Serve transfers in order of the time they became ready (ties by index), so
         // each egress port is FIFO in ready time and no port idles while work waits.
-        let mut heap: BinaryHeap<Reverse<(u64, u32)>> =
-            (0..n as u32).filter(|&i| pending[i as usize] == 0).map(|i| Reverse((0, i))).collect();
+        let mut heap: BinaryHeap<Reverse<(u64, u32)>> = (0..n as u32)
+            .filter(|&i| pending[i as usize] == 0)
+            .map(|i| Reverse((0, i)))
+            .collect();
         let mut nvl_free = std::collections::BTreeMap::<Rank, u64>::new();
         let mut nic_free = std::collections::BTreeMap::<(u32, u32), u64>::new();
         let mut end = 0;
@@ -410,8 +460,14 @@ impl Schedule {
 mod tests {
     use super::*;
 
-    const NVL: HopCost = HopCost { bytes_per_s: 450e9, latency_ps: 1_000_000 };
-    const NIC: HopCost = HopCost { bytes_per_s: 50e9, latency_ps: 2_000_000 };
+    const NVL: HopCost = HopCost {
+        bytes_per_s: 450e9,
+        latency_ps: 1_000_000,
+    };
+    const NIC: HopCost = HopCost {
+        bytes_per_s: 50e9,
+        latency_ps: 2_000_000,
+    };
 
     #[test]
     fn busbw_factors_match_nccl_tests() {
@@ -429,14 +485,23 @@ mod tests {
         let n = u64::from(nodes * gpus);
         // Every rank sends 2(n-1) chunks of size/(g·n) on each of g channels.
         assert_eq!(s.transfers.len() as u64, u64::from(gpus) * n * 2 * (n - 1));
-        let per_rank_sent: u64 = s.transfers.iter().filter(|t| t.src == Rank { node: 1, gpu: 3 }).map(|t| t.bytes).sum();
+        let per_rank_sent: u64 = s
+            .transfers
+            .iter()
+            .filter(|t| t.src == Rank { node: 1, gpu: 3 })
+            .map(|t| t.bytes)
+            .sum();
         // ...and it sits on every channel's ring.
         let expect = u64::from(gpus) * 2 * (n - 1) * (size / u64::from(gpus) / n);
         assert_eq!(per_rank_sent, expect);
         // Channel c crosses the network only on rail c; each node boundary once per step.
         for t in &s.transfers {
             if let Via::Rail(r) = t.via {
-                assert_eq!(t.src.gpu, (r + gpus - 1) % gpus, "PXN: last GPU of the node ring sends on rail {r}");
+                assert_eq!(
+                    t.src.gpu,
+                    (r + gpus - 1) % gpus,
+                    "PXN: last GPU of the node ring sends on rail {r}"
+                );
                 assert_eq!(t.dst.gpu, r);
             }
         }
@@ -469,13 +534,22 @@ mod tests {
         // cross-node pairs: 8 ranks × 4 remote ranks; each goes through NVLink unless gpu matches
         let rail: Vec<_> = a.transfers.iter().filter(|t| matches!(t.via, Via::Rail(_))).collect();
         assert_eq!(rail.len(), 8 * 4);
-        assert!(rail.iter().all(|t| matches!(t.via, Via::Rail(r) if r == t.dst.gpu && t.src.gpu == t.dst.gpu)));
+        assert!(
+            rail.iter()
+                .all(|t| matches!(t.via, Via::Rail(r) if r == t.dst.gpu && t.src.gpu == t.dst.gpu))
+        );
     }
 
     #[test]
     fn rejects_degenerate_inputs() {
-        assert!(matches!(Schedule::build(Collective::AllReduceRing, 1, 1, 1 << 20), Err(ScheduleError::TooFewRanks { .. })));
-        assert!(matches!(Schedule::build(Collective::AllReduceRing, 2, 8, 10), Err(ScheduleError::TooSmall { .. })));
+        assert!(matches!(
+            Schedule::build(Collective::AllReduceRing, 1, 1, 1 << 20),
+            Err(ScheduleError::TooFewRanks { .. })
+        ));
+        assert!(matches!(
+            Schedule::build(Collective::AllReduceRing, 2, 8, 10),
+            Err(ScheduleError::TooSmall { .. })
+        ));
     }
 }
 #[cfg(test)]
@@ -484,8 +558,14 @@ mod tree_tests {
 
     #[test]
     fn double_binary_tree_balances_the_nics_and_pipelines() {
-        let nvl = HopCost { bytes_per_s: 450e9, latency_ps: 1_000_000 };
-        let nic = HopCost { bytes_per_s: 50e9, latency_ps: 500_000 };
+        let nvl = HopCost {
+            bytes_per_s: 450e9,
+            latency_ps: 1_000_000,
+        };
+        let nic = HopCost {
+            bytes_per_s: 50e9,
+            latency_ps: 500_000,
+        };
         let size = 256u64 << 20;
         let s = Schedule::build(Collective::AllReduceTree, 16, 8, size).unwrap();
         // every node's NIC on each rail sends about the same: inner in one tree, leaf in the other

@@ -38,7 +38,9 @@ use sim::{EngineConfig, IbConfig, Sim};
 use crate::advisor::FabricKind;
 use crate::cluster;
 use crate::collective::{Collective, HopCost, Schedule, nccl_bandwidth};
-use crate::results::{CollectiveResult, Counters, IncastResult, Latency, SimEffort, SizeRow, TimeSeries, VariantResult};
+use crate::results::{
+    CollectiveResult, Counters, IncastResult, Latency, SimEffort, SizeRow, TimeSeries, VariantResult,
+};
 use crate::runner::{IbNet, NicMap, ProbeSpec, RoceNet, RunError, run_messages, run_schedule};
 use crate::scenario::{Scenario, Variant, VariantFabric};
 use crate::tco::Tech;
@@ -60,7 +62,11 @@ pub enum CompareError {
     #[error("bringing up InfiniBand with the SM")]
     Sm(#[from] sm::run::RunError),
     #[error("variant {variant}: {source}")]
-    Run { variant: String, #[source] source: RunError },
+    Run {
+        variant: String,
+        #[source]
+        source: RunError,
+    },
     #[error("variant {variant}: {message}")]
     Variant { variant: String, message: String },
 }
@@ -93,7 +99,11 @@ pub struct UserRoce {
 /// findings become the variant's findings, and what the files set (PFC on the RDMA
 /// class, ECN thresholds, watchdog, buffer, MTU) becomes the simulated fabric's
 /// settings (`diag::roce::variant::to_sim_config`).
-pub fn run_with(s: &Scenario, user: Option<&UserRoce>, progress: &mut dyn FnMut(Progress)) -> Result<CompareResults, CompareError> {
+pub fn run_with(
+    s: &Scenario,
+    user: Option<&UserRoce>,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<CompareResults, CompareError> {
     let total = steps(s) + if user.is_some() { steps_of(s) } else { 0 };
     let mut done = 0u64;
     let ib_fabric = cluster::build(&s.cluster, Tech::InfiniBand)?;
@@ -102,27 +112,64 @@ pub fn run_with(s: &Scenario, user: Option<&UserRoce>, progress: &mut dyn FnMut(
     let bound = s.cluster.nic_gbps as f64 / 8.0 * ib_payload_efficiency(mtu);
     let mut variants = Vec::new();
     for v in &s.variants {
-        progress(Progress { done, total, what: v.label.clone() });
+        progress(Progress {
+            done,
+            total,
+            what: v.label.clone(),
+        });
         let r = match &v.fabric {
             VariantFabric::Infiniband { engines } => run_ib(s, v, &ib_fabric, engines, &mut done, total, progress)?,
             VariantFabric::Rocev1 => {
                 done += steps_of(s);
                 refused(v, FabricKind::Rocev1, rocev1_refusal(&eth_fabric))
             }
-            VariantFabric::Rocev2 { pfc, dcqcn, ecn, lossy_hops } => {
-                run_roce(s, v, &eth_fabric, *pfc, dcqcn.as_deref(), *ecn, lossy_hops, &mut done, total, progress)?
-            }
+            VariantFabric::Rocev2 {
+                pfc,
+                dcqcn,
+                ecn,
+                lossy_hops,
+            } => run_roce(
+                s,
+                v,
+                &eth_fabric,
+                *pfc,
+                dcqcn.as_deref(),
+                *ecn,
+                lossy_hops,
+                &mut done,
+                total,
+                progress,
+            )?,
             VariantFabric::Ipoib => run_ipoib(s, v, &ib_fabric, &mut done, total, progress)?,
         };
         variants.push(r);
     }
     if let Some(u) = user {
-        let v = Variant { id: "roce-yours".into(), label: "RoCEv2 with your configuration".into(), fabric: VariantFabric::Rocev2 { pfc: true, dcqcn: Some("nvidia-cx".into()), ecn: true, lossy_hops: Vec::new() } };
-        progress(Progress { done, total, what: v.label.clone() });
-        let bad = |message: String| CompareError::Variant { variant: v.id.clone(), message };
+        let v = Variant {
+            id: "roce-yours".into(),
+            label: "RoCEv2 with your configuration".into(),
+            fabric: VariantFabric::Rocev2 {
+                pfc: true,
+                dcqcn: Some("nvidia-cx".into()),
+                ecn: true,
+                lossy_hops: Vec::new(),
+            },
+        };
+        progress(Progress {
+            done,
+            total,
+            what: v.label.clone(),
+        });
+        let bad = |message: String| CompareError::Variant {
+            variant: v.id.clone(),
+            message,
+        };
         let mut parsed = Vec::with_capacity(u.files.len());
         for (name, text) in &u.files {
-            parsed.push((name.as_str(), diag::roce::parse_input(name, text).map_err(|e| bad(e.to_string()))?));
+            parsed.push((
+                name.as_str(),
+                diag::roce::parse_input(name, text).map_err(|e| bad(e.to_string()))?,
+            ));
         }
         let report = diag::roce::lint_parsed(&parsed, &diag::roce::LintOptions::default());
         let base = roce_config(s, &v, &eth_fabric, true, Some("nvidia-cx"), true, &[])?;
@@ -130,19 +177,45 @@ pub fn run_with(s: &Scenario, user: Option<&UserRoce>, progress: &mut dyn FnMut(
         let mut findings: Vec<String> = report
             .findings
             .iter()
-            .map(|f| format!("{}: [{}] {} — {}", format!("{:?}", f.severity).to_lowercase(), f.rule, f.message, f.fix))
+            .map(|f| {
+                format!(
+                    "{}: [{}] {} — {}",
+                    format!("{:?}", f.severity).to_lowercase(),
+                    f.rule,
+                    f.message,
+                    f.fix
+                )
+            })
             .collect();
         findings.extend(notes.notes.iter().map(|n| format!("info: {n}")));
         let bring_up = format!(
             "your configuration ({} files): PFC {}, ECN {}, PFC watchdog {}",
             u.files.len(),
-            if notes.pfc { "on the RDMA class" } else { "not lossless end to end" },
+            if notes.pfc {
+                "on the RDMA class"
+            } else {
+                "not lossless end to end"
+            },
             if notes.ecn { "marking" } else { "not marking" },
             if notes.watchdog { "on" } else { "off" }
         );
-        variants.push(run_roce_cfg(s, &v, &eth_fabric, cfg, bring_up, findings, &mut done, total, progress)?);
+        variants.push(run_roce_cfg(
+            s,
+            &v,
+            &eth_fabric,
+            cfg,
+            bring_up,
+            findings,
+            &mut done,
+            total,
+            progress,
+        )?);
     }
-    progress(Progress { done: total, total, what: "advising".into() });
+    progress(Progress {
+        done: total,
+        total,
+        what: "advising".into(),
+    });
     let mut results = CompareResults {
         scenario: s.name.clone(),
         spec: s.clone(),
@@ -227,13 +300,29 @@ fn latency_from(samples_ps: &[u64]) -> Option<Latency> {
     let mean = v.iter().map(|&x| us(x)).sum::<f64>() / v.len() as f64;
     let var = v.iter().map(|&x| (us(x) - mean).powi(2)).sum::<f64>() / v.len() as f64;
     let step = (v.len() / 200).max(1);
-    let mut cdf: Vec<(f64, f64)> = v.iter().enumerate().step_by(step).map(|(i, &x)| (us(x), (i + 1) as f64 / v.len() as f64)).collect();
+    let mut cdf: Vec<(f64, f64)> = v
+        .iter()
+        .enumerate()
+        .step_by(step)
+        .map(|(i, &x)| (us(x), (i + 1) as f64 / v.len() as f64))
+        .collect();
     cdf.push((us(*v.last().unwrap_or(&0)), 1.0));
-    Some(Latency { samples: v.len() as u64, p50_us: us(q(0.5)), p99_us: us(q(0.99)), p999_us: us(q(0.999)), max_us: us(*v.last().unwrap_or(&0)), jitter_us: var.sqrt(), cdf })
+    Some(Latency {
+        samples: v.len() as u64,
+        p50_us: us(q(0.5)),
+        p99_us: us(q(0.99)),
+        p999_us: us(q(0.999)),
+        max_us: us(*v.last().unwrap_or(&0)),
+        jitter_us: var.sqrt(),
+        cdf,
+    })
 }
 
 fn nvlink(s: &Scenario) -> HopCost {
-    HopCost { bytes_per_s: s.gpu.nvlink_gbytes * 1e9, latency_ps: s.gpu.nvlink_latency_ns * 1000 }
+    HopCost {
+        bytes_per_s: s.gpu.nvlink_gbytes * 1e9,
+        latency_ps: s.gpu.nvlink_latency_ns * 1000,
+    }
 }
 
 /// What one simulated run (a collective at one size, or the incast) cost and counted.
@@ -285,7 +374,10 @@ fn run_workload(
     progress: &mut dyn FnMut(Progress),
     world: &mut World<'_>,
 ) -> Result<VariantResult, CompareError> {
-    let err = |source: RunError| CompareError::Run { variant: v.id.clone(), source };
+    let err = |source: RunError| CompareError::Run {
+        variant: v.id.clone(),
+        source,
+    };
     let mut counters = Counters::default();
     let mut effort = SimEffort::default();
     let mut collectives = Vec::new();
@@ -316,10 +408,20 @@ fn run_workload(
     for &op in &s.workload.collectives {
         let mut rows = Vec::new();
         for &size in &s.workload.sizes {
-            progress(Progress { done: *done, total, what: format!("{}: {} {}", v.label, op.name(), human_bytes(size)) });
+            progress(Progress {
+                done: *done,
+                total,
+                what: format!("{}: {} {}", v.label, op.name(), human_bytes(size)),
+            });
             let probe_run = op == Collective::AllReduceRing && size == largest;
-            let sched = Schedule::build(op, s.cluster.servers, g, size).map_err(|e| CompareError::Variant { variant: v.id.clone(), message: e.to_string() })?;
-            let probe = probe_run.then_some(ProbeSpec { bytes: s.workload.probe.bytes, interval_ps: s.workload.probe.interval_us * 1_000_000 });
+            let sched = Schedule::build(op, s.cluster.servers, g, size).map_err(|e| CompareError::Variant {
+                variant: v.id.clone(),
+                message: e.to_string(),
+            })?;
+            let probe = probe_run.then_some(ProbeSpec {
+                bytes: s.workload.probe.bytes,
+                interval_ps: s.workload.probe.interval_us * 1_000_000,
+            });
             let wall = Instant::now();
             let (out, w) = match world(&Job::Schedule(&sched, probe)) {
                 Ok(r) => r,
@@ -332,20 +434,36 @@ fn run_workload(
                 Err(e) => return Err(err(e)),
             };
             add(&w, wall, &mut counters, &mut effort);
-            let JobOut::Schedule(run) = out else { unreachable!("a schedule job returns a schedule run") };
+            let JobOut::Schedule(run) = out else {
+                unreachable!("a schedule job returns a schedule run")
+            };
             if probe_run {
                 latency = latency_from(&run.probe_latency_ps);
             }
             let (algbw, busbw) = nccl_bandwidth(op, size, nranks, run.time_ps);
-            let nic = if run.time_ps == 0 { 0.0 } else { run.max_nic_bytes as f64 / (run.time_ps as f64 * 1e-12) / 1e9 };
-            rows.push(SizeRow { size, time_us: run.time_ps as f64 / 1e6, algbw, busbw, busbw_per_nic: nic });
+            let nic = if run.time_ps == 0 {
+                0.0
+            } else {
+                run.max_nic_bytes as f64 / (run.time_ps as f64 * 1e-12) / 1e9
+            };
+            rows.push(SizeRow {
+                size,
+                time_us: run.time_ps as f64 / 1e6,
+                algbw,
+                busbw,
+                busbw_per_nic: nic,
+            });
             *done += 1;
         }
         collectives.push(CollectiveResult { op, rows });
     }
     let incast = match &s.workload.incast {
         Some(i) => {
-            progress(Progress { done: *done, total, what: format!("{}: {}:1 incast", v.label, i.senders) });
+            progress(Progress {
+                done: *done,
+                total,
+                what: format!("{}: {}:1 incast", v.label, i.senders),
+            });
             let msgs = incast_messages(nics, i.senders, i.bytes).map_err(err)?;
             let wall = Instant::now();
             *done += 1;
@@ -375,10 +493,15 @@ fn run_workload(
     };
     for (r, (n, lossless)) in &reasons {
         if *lossless > 0 {
-            findings.push(format!("error: {lossless} packets of the RDMA class, which must be lossless, dropped ({r})"));
+            findings.push(format!(
+                "error: {lossless} packets of the RDMA class, which must be lossless, dropped ({r})"
+            ));
         }
         if n > lossless {
-            findings.push(format!("warning: {} packets dropped on lossy priorities ({r})", n - lossless));
+            findings.push(format!(
+                "warning: {} packets dropped on lossy priorities ({r})",
+                n - lossless
+            ));
         }
     }
     Ok(VariantResult {
@@ -408,7 +531,11 @@ const PAUSE_SERIES: &str = "ports paused by PFC during the incast";
 /// Bytes held in all switch input buffers over time (the IB simulator's samples).
 fn ib_buffer_series(sim: &Sim, f: &Fabric) -> TimeSeries {
     let st = sim.stats();
-    let nports = if st.sample_times.is_empty() { 0 } else { st.sample_occ.len() / st.sample_times.len() };
+    let nports = if st.sample_times.is_empty() {
+        0
+    } else {
+        st.sample_occ.len() / st.sample_times.len()
+    };
     let mut sw_ports = Vec::new();
     for n in f.nodes_of(NodeKind::Switch) {
         for p in f.node(n).port_nums() {
@@ -420,17 +547,28 @@ fn ib_buffer_series(sim: &Sim, f: &Fabric) -> TimeSeries {
         .iter()
         .enumerate()
         .map(|(i, t)| {
-            let blocks: u64 = sw_ports.iter().filter(|&&gp| gp < nports).map(|&gp| u64::from(st.sample_occ[i * nports + gp])).sum();
+            let blocks: u64 = sw_ports
+                .iter()
+                .filter(|&&gp| gp < nports)
+                .map(|&gp| u64::from(st.sample_occ[i * nports + gp]))
+                .sum();
             (t.0 as f64 / 1e6, blocks as f64 * 64.0 / 1024.0)
         })
         .collect();
-    TimeSeries { name: BUFFER_SERIES.into(), unit: "KiB".into(), points }
+    TimeSeries {
+        name: BUFFER_SERIES.into(),
+        unit: "KiB".into(),
+        points,
+    }
 }
 
 /// How many ports are paused at each PFC transition (from the world's pfc.txt
 /// records: +1 on a pause received, −1 on a resume).
 fn pause_series(records: &[sim::roce::hpcc::PfcRecord]) -> TimeSeries {
-    let mut ev: Vec<(u64, bool, u32, u32)> = records.iter().map(|r| (r.time_ns, r.pause, r.node, r.if_index)).collect();
+    let mut ev: Vec<(u64, bool, u32, u32)> = records
+        .iter()
+        .map(|r| (r.time_ns, r.pause, r.node, r.if_index))
+        .collect();
     ev.sort_unstable();
     let mut paused = std::collections::BTreeSet::new();
     let mut points = vec![(0.0, 0.0)];
@@ -442,10 +580,19 @@ fn pause_series(records: &[sim::roce::hpcc::PfcRecord]) -> TimeSeries {
         }
         points.push((t as f64 / 1e3, paused.len() as f64));
     }
-    TimeSeries { name: PAUSE_SERIES.into(), unit: "ports paused".into(), points }
+    TimeSeries {
+        name: PAUSE_SERIES.into(),
+        unit: "ports paused".into(),
+        points,
+    }
 }
 
-fn run_job(net: &mut dyn crate::runner::Network, nics: &NicMap, job: &Job<'_>, nvl: HopCost) -> Result<JobOut, RunError> {
+fn run_job(
+    net: &mut dyn crate::runner::Network,
+    nics: &NicMap,
+    job: &Job<'_>,
+    nvl: HopCost,
+) -> Result<JobOut, RunError> {
     Ok(match job {
         Job::Schedule(sched, probe) => JobOut::Schedule(run_schedule(net, nics, sched, nvl, *probe)?),
         Job::Messages(m) => JobOut::Messages(run_messages(net, m)?),
@@ -461,12 +608,23 @@ fn run_ib(
     total: u64,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<VariantResult, CompareError> {
-    let err = |source: RunError| CompareError::Run { variant: v.id.clone(), source };
+    let err = |source: RunError| CompareError::Run {
+        variant: v.id.clone(),
+        source,
+    };
     let kinds: Vec<sm::routing::EngineKind> = engines
         .iter()
-        .map(|e| e.parse().map_err(|m: String| CompareError::Variant { variant: v.id.clone(), message: m }))
+        .map(|e| {
+            e.parse().map_err(|m: String| CompareError::Variant {
+                variant: v.id.clone(),
+                message: m,
+            })
+        })
         .collect::<Result<_, _>>()?;
-    let opts = sm::run::RunOptions { engines: kinds, ..Default::default() };
+    let opts = sm::run::RunOptions {
+        engines: kinds,
+        ..Default::default()
+    };
     let (tables, report) = sm::run::run(f, &opts)?;
     let mut findings = Vec::new();
     if let Some(val) = &report.validation {
@@ -478,7 +636,11 @@ fn run_ib(
         "SM: {} LIDs, engine {}{}, {} VL(s)",
         report.lids.ports,
         report.outcome.engine.name(),
-        if report.outcome.fallbacks.is_empty() { String::new() } else { format!(" after {} fallback(s)", report.outcome.fallbacks.len()) },
+        if report.outcome.fallbacks.is_empty() {
+            String::new()
+        } else {
+            format!(" after {} fallback(s)", report.outcome.fallbacks.len())
+        },
         report.vls_used
     );
     let nics = NicMap::from_fabric(f).map_err(err)?;
@@ -487,7 +649,16 @@ fn run_ib(
     let mut world = |job: &Job<'_>| -> Result<(JobOut, WorldStats), RunError> {
         let incast = matches!(job, Job::Messages(_));
         let sample = if incast { SAMPLE_PS } else { 0 };
-        let mut sim = Sim::new(f, &tables, IbConfig::default(), EngineConfig { seed, sample_interval_ps: sample, ..EngineConfig::default() })?;
+        let mut sim = Sim::new(
+            f,
+            &tables,
+            IbConfig::default(),
+            EngineConfig {
+                seed,
+                sample_interval_ps: sample,
+                ..EngineConfig::default()
+            },
+        )?;
         let out = run_job(&mut IbNet::new(&mut sim), &nics, job, nvl)?;
         sim.finish();
         sim.check_ledger()?;
@@ -499,27 +670,71 @@ fn run_ib(
             hops: st.hops,
             sim_us: sim.now().0 as f64 / 1e6,
             // InfiniBand has no PFC: its pause series is flat, which is the point
-            series: if incast { vec![ib_buffer_series(&sim, f), TimeSeries { name: PAUSE_SERIES.into(), unit: "ports paused".into(), points: vec![(0.0, 0.0), (sim.now().0 as f64 / 1e6, 0.0)] }] } else { Vec::new() },
+            series: if incast {
+                vec![
+                    ib_buffer_series(&sim, f),
+                    TimeSeries {
+                        name: PAUSE_SERIES.into(),
+                        unit: "ports paused".into(),
+                        points: vec![(0.0, 0.0), (sim.now().0 as f64 / 1e6, 0.0)],
+                    },
+                ]
+            } else {
+                Vec::new()
+            },
             ..WorldStats::default()
         };
         Ok((out, w))
     };
-    run_workload(s, v, FabricKind::Infiniband, bring_up, findings, &nics, done, total, progress, &mut world)
+    run_workload(
+        s,
+        v,
+        FabricKind::Infiniband,
+        bring_up,
+        findings,
+        &nics,
+        done,
+        total,
+        progress,
+        &mut world,
+    )
 }
 
 /// TCP over IPoIB (connected mode, 4 KiB IB MTU) on the InfiniBand fabric routed by
 /// the SM with ftree/updn: the same wires and switches as the verbs variant, with
 /// the kernel's CPU cost on both ends (`sim::roce::ipoib`).
-fn run_ipoib(s: &Scenario, v: &Variant, f: &Fabric, done: &mut u64, total: u64, progress: &mut dyn FnMut(Progress)) -> Result<VariantResult, CompareError> {
-    let err = |source: RunError| CompareError::Run { variant: v.id.clone(), source };
-    let opts = sm::run::RunOptions { engines: vec![sm::routing::EngineKind::Ftree, sm::routing::EngineKind::UpDn], ..Default::default() };
+fn run_ipoib(
+    s: &Scenario,
+    v: &Variant,
+    f: &Fabric,
+    done: &mut u64,
+    total: u64,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<VariantResult, CompareError> {
+    let err = |source: RunError| CompareError::Run {
+        variant: v.id.clone(),
+        source,
+    };
+    let opts = sm::run::RunOptions {
+        engines: vec![sm::routing::EngineKind::Ftree, sm::routing::EngineKind::UpDn],
+        ..Default::default()
+    };
     let (tables, report) = sm::run::run(f, &opts)?;
     let nics = NicMap::from_fabric(f).map_err(err)?;
     let nvl = nvlink(s);
     let seed = s.seed;
     let cfg = sim::roce::ipoib::IpoibConfig::default();
     let mut world = |job: &Job<'_>| -> Result<(JobOut, WorldStats), RunError> {
-        let mut sim = Sim::new(f, &tables, IbConfig::default(), EngineConfig { seed, sample_interval_ps: 0, ..EngineConfig::default() })?;
+        let mut sim = Sim::new(
+            f,
+            &tables,
+            IbConfig::default(),
+            EngineConfig {
+                seed,
+                sample_interval_ps: 0,
+                ..EngineConfig::default()
+            },
+        )?;
         let out = run_job(&mut crate::runner::IpoibNet::new(&mut sim, cfg), &nics, job, nvl)?;
         sim.finish();
         sim.check_ledger()?;
@@ -542,7 +757,18 @@ fn run_ipoib(s: &Scenario, v: &Variant, f: &Fabric, done: &mut u64, total: u64, 
         cfg.recv_ns_per_byte,
         cfg.syscall_ns
     );
-    run_workload(s, v, FabricKind::Ipoib, bring_up, Vec::new(), &nics, done, total, progress, &mut world)
+    run_workload(
+        s,
+        v,
+        FabricKind::Ipoib,
+        bring_up,
+        Vec::new(),
+        &nics,
+        done,
+        total,
+        progress,
+        &mut world,
+    )
 }
 
 /// The RoCE world's settings for a scenario variant.
@@ -557,15 +783,25 @@ fn roce_config(
 ) -> Result<sim::roce::net::RoceConfig, CompareError> {
     use sim::roce::dcqcn::Profile;
     use sim::roce::net::{CongestionControl, RoceConfig};
-    let bad = |message: String| CompareError::Variant { variant: v.id.clone(), message };
+    let bad = |message: String| CompareError::Variant {
+        variant: v.id.clone(),
+        message,
+    };
     let line = u64::from(s.cluster.nic_gbps) * 1_000_000_000;
     let cc = match dcqcn {
-        Some(name) => CongestionControl::Dcqcn(Profile::from_name(name).ok_or_else(|| bad(format!("unknown DCQCN profile {name:?}")))?.params(line)),
+        Some(name) => CongestionControl::Dcqcn(
+            Profile::from_name(name)
+                .ok_or_else(|| bad(format!("unknown DCQCN profile {name:?}")))?
+                .params(line),
+        ),
         None => CongestionControl::None,
     };
     let lossy: Vec<NodeId> = lossy_hops
         .iter()
-        .map(|h| f.by_name(h).ok_or_else(|| bad(format!("lossy_hops names {h:?}, which is not a switch of this cluster"))))
+        .map(|h| {
+            f.by_name(h)
+                .ok_or_else(|| bad(format!("lossy_hops names {h:?}, which is not a switch of this cluster")))
+        })
         .collect::<Result<_, _>>()?;
     let cfg = RoceConfig {
         // 4096-byte RoCE MTU, as RDMA NICs negotiate on 9000-byte Ethernet
@@ -608,7 +844,11 @@ fn run_roce(
         if pfc { "on priority 3" } else { "off" },
         if ecn { "on" } else { "off" },
         dcqcn.unwrap_or("off"),
-        if lossy_hops.is_empty() { String::new() } else { format!("; RDMA DSCP mapped to a lossy class on {}", lossy_hops.join(", ")) }
+        if lossy_hops.is_empty() {
+            String::new()
+        } else {
+            format!("; RDMA DSCP mapped to a lossy class on {}", lossy_hops.join(", "))
+        }
     );
     run_roce_cfg(s, v, f, cfg, bring_up, Vec::new(), done, total, progress)
 }
@@ -627,7 +867,10 @@ fn run_roce_cfg(
     progress: &mut dyn FnMut(Progress),
 ) -> Result<VariantResult, CompareError> {
     use sim::roce::net::RoceSim;
-    let err = |source: RunError| CompareError::Run { variant: v.id.clone(), source };
+    let err = |source: RunError| CompareError::Run {
+        variant: v.id.clone(),
+        source,
+    };
     let nics = NicMap::from_fabric(f).map_err(err)?;
     let nvl = nvlink(s);
     let switches: Vec<NodeId> = f.nodes_of(NodeKind::Switch).collect();
@@ -639,7 +882,10 @@ fn run_roce_cfg(
         let retrans: u64 = flows.iter().map(|&k| sim.flow_counters(k).retransmitted).sum();
         let mut pause_frames = 0;
         let mut pause_ps = 0u64;
-        for &n in switches.iter().chain(f.nodes_of(NodeKind::Ca).collect::<Vec<_>>().iter()) {
+        for &n in switches
+            .iter()
+            .chain(f.nodes_of(NodeKind::Ca).collect::<Vec<_>>().iter())
+        {
             for p in f.node(n).port_nums() {
                 if f.node(n).ports[p as usize].link.is_none() {
                     continue;
@@ -667,32 +913,62 @@ fn run_roce_cfg(
                 .filter(|(i, _)| sim.ledger.dropped[*i] > 0)
                 .map(|(i, r)| (format!("{r:?}"), sim.ledger.dropped[i], sim.ledger.dropped_lossless[i]))
                 .collect(),
-            series: if matches!(job, Job::Messages(_)) { vec![pause_series(&sim.pfc)] } else { Vec::new() },
+            series: if matches!(job, Job::Messages(_)) {
+                vec![pause_series(&sim.pfc)]
+            } else {
+                Vec::new()
+            },
         };
         Ok((out, w))
     };
-    run_workload(s, v, FabricKind::Rocev2, bring_up, findings, &nics, done, total, progress, &mut world)
+    run_workload(
+        s,
+        v,
+        FabricKind::Rocev2,
+        bring_up,
+        findings,
+        &nics,
+        done,
+        total,
+        progress,
+        &mut world,
+    )
 }
 
 fn val_findings(v: &sm::Validation, f: &Fabric) -> Vec<String> {
     let mut out = Vec::new();
     let r = &v.routes;
     if r.all_reachable() {
-        out.push(format!("ok: all {} CA-to-CA pairs reach their destination through the programmed LFTs (max {} hops)", r.pairs, r.max_hops));
+        out.push(format!(
+            "ok: all {} CA-to-CA pairs reach their destination through the programmed LFTs (max {} hops)",
+            r.pairs, r.max_hops
+        ));
     } else {
-        out.push(format!("error: {} of {} CA-to-CA pairs are unreachable", r.unreachable, r.pairs));
+        out.push(format!(
+            "error: {} of {} CA-to-CA pairs are unreachable",
+            r.unreachable, r.pairs
+        ));
     }
     if r.non_minimal > 0 {
-        out.push(format!("warning: {} routes are longer than the shortest path", r.non_minimal));
+        out.push(format!(
+            "warning: {} routes are longer than the shortest path",
+            r.non_minimal
+        ));
     }
     match &v.credit_loops.cycle {
         None => out.push(format!("ok: no credit loop over {} VL(s)", v.credit_loops.vls_used)),
         Some(c) => {
-            let path: Vec<String> = c.iter().map(|ch| format!("{}[{}] VL{}", f.node(ch.node).name, ch.port, ch.vl)).collect();
+            let path: Vec<String> = c
+                .iter()
+                .map(|ch| format!("{}[{}] VL{}", f.node(ch.node).name, ch.port, ch.vl))
+                .collect();
             out.push(format!("error: credit loop {}", path.join(" -> ")));
         }
     }
-    out.push(format!("info: busiest switch-to-switch port carries {} routes", v.loads.max_routes_isl));
+    out.push(format!(
+        "info: busiest switch-to-switch port carries {} routes",
+        v.loads.max_routes_isl
+    ));
     out
 }
 
@@ -705,7 +981,9 @@ fn incast_messages(nics: &NicMap, senders: u32, bytes: u64) -> Result<Vec<(NodeI
         return Err(RunError::Topology("an incast needs at least two servers".into()));
     }
     let dst = nics.nic[0][0];
-    Ok((0..senders as usize).map(|k| (nics.nic[1 + k % (servers - 1)][k % rails], dst, bytes)).collect())
+    Ok((0..senders as usize)
+        .map(|k| (nics.nic[1 + k % (servers - 1)][k % rails], dst, bytes))
+        .collect())
 }
 
 /// "4 MiB" style.
@@ -717,5 +995,9 @@ pub fn human_bytes(b: u64) -> String {
         x /= 1024.0;
         i += 1;
     }
-    if x.fract() == 0.0 { format!("{x:.0} {}", units[i]) } else { format!("{x:.1} {}", units[i]) }
+    if x.fract() == 0.0 {
+        format!("{x:.0} {}", units[i])
+    } else {
+        format!("{x:.1} {}", units[i])
+    }
 }

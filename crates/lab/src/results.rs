@@ -126,6 +126,10 @@ pub struct CompareResults {
 impl VariantResult {
     /// Ring all-reduce busbw per NIC at the largest size, if it ran.
     pub fn large_ring_busbw(&self) -> Option<f64> {
-        self.collectives.iter().find(|c| c.op == Collective::AllReduceRing).and_then(|c| c.rows.last()).map(|r| r.busbw_per_nic)
+        self.collectives
+            .iter()
+            .find(|c| c.op == Collective::AllReduceRing)
+            .and_then(|c| c.rows.last())
+            .map(|r| r.busbw_per_nic)
     }
 }

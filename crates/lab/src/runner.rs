@@ -29,11 +29,16 @@ impl NicMap {
     pub fn from_fabric(f: &Fabric) -> Result<NicMap, RunError> {
         let mut nic: Vec<Vec<NodeId>> = vec![Vec::new(); f.hosts.len()];
         for id in f.nodes_of(NodeKind::Ca) {
-            let h = f.node(id).host.ok_or_else(|| RunError::Topology(format!("adapter {} belongs to no server", f.node(id).name)))?;
+            let h = f
+                .node(id)
+                .host
+                .ok_or_else(|| RunError::Topology(format!("adapter {} belongs to no server", f.node(id).name)))?;
             nic[h.0 as usize].push(id);
         }
         if nic.is_empty() || nic.iter().any(|v| v.len() != nic[0].len()) {
-            return Err(RunError::Topology("servers do not all have the same number of NICs".into()));
+            return Err(RunError::Topology(
+                "servers do not all have the same number of NICs".into(),
+            ));
         }
         Ok(NicMap { nic })
     }
@@ -125,7 +130,12 @@ pub struct IbNet<'a> {
 impl<'a> IbNet<'a> {
     /// Wrap a simulator.
     pub fn new(sim: &'a mut Sim) -> IbNet<'a> {
-        IbNet { sim, qps: BTreeMap::new(), peer_of: BTreeMap::new(), in_order: BTreeMap::new() }
+        IbNet {
+            sim,
+            qps: BTreeMap::new(),
+            peer_of: BTreeMap::new(),
+            in_order: BTreeMap::new(),
+        }
     }
 
     fn drain_cq(&mut self, out: &mut Vec<Delivered>) {
@@ -135,7 +145,11 @@ impl<'a> IbNet<'a> {
                     continue;
                 }
                 if let Some((tag, posted)) = self.in_order.get_mut(&c.qp).and_then(VecDeque::pop_front) {
-                    out.push(Delivered { tag, posted_ps: posted, done_ps: c.done.0 });
+                    out.push(Delivered {
+                        tag,
+                        posted_ps: posted,
+                        done_ps: c.done.0,
+                    });
                 }
             }
         }
@@ -180,7 +194,13 @@ impl Network for IbNet<'_> {
 const PROBE_TAG: u64 = 1 << 63;
 
 /// Run `s` on `net` (whose fabric `nics` describes).
-pub fn run_schedule(net: &mut dyn Network, nics: &NicMap, s: &Schedule, nvlink: HopCost, probe: Option<ProbeSpec>) -> Result<ScheduleRun, RunError> {
+pub fn run_schedule(
+    net: &mut dyn Network,
+    nics: &NicMap,
+    s: &Schedule,
+    nvlink: HopCost,
+    probe: Option<ProbeSpec>,
+) -> Result<ScheduleRun, RunError> {
     let n = s.transfers.len();
     let start = net.now_ps();
     let mut pending: Vec<u32> = s.transfers.iter().map(|t| t.deps.len() as u32).collect();
@@ -192,7 +212,10 @@ pub fn run_schedule(net: &mut dyn Network, nics: &NicMap, s: &Schedule, nvlink: 
     }
     let mut ready_at = vec![start; n];
     // transfers whose dependencies are met, by (ready time, index)
-    let mut ready: BinaryHeap<Reverse<(u64, u32)>> = (0..n as u32).filter(|&i| pending[i as usize] == 0).map(|i| Reverse((start, i))).collect();
+    let mut ready: BinaryHeap<Reverse<(u64, u32)>> = (0..n as u32)
+        .filter(|&i| pending[i as usize] == 0)
+        .map(|i| Reverse((start, i)))
+        .collect();
     // NVLink transfers in flight, by (completion time, index)
     let mut nvl_done: BinaryHeap<Reverse<(u64, u32)>> = BinaryHeap::new();
     let mut nvl_free: BTreeMap<Rank, u64> = BTreeMap::new();
@@ -333,7 +356,14 @@ pub fn run_messages(net: &mut dyn Network, msgs: &[(NodeId, NodeId, u64)]) -> Re
     Ok(end - start)
 }
 
-fn release(i: u32, t: u64, dependents: &[Vec<u32>], pending: &mut [u32], ready_at: &mut [u64], ready: &mut BinaryHeap<Reverse<(u64, u32)>>) {
+fn release(
+    i: u32,
+    t: u64,
+    dependents: &[Vec<u32>],
+    pending: &mut [u32],
+    ready_at: &mut [u64],
+    ready: &mut BinaryHeap<Reverse<(u64, u32)>>,
+) {
     for &d in &dependents[i as usize] {
         let d = d as usize;
         ready_at[d] = ready_at[d].max(t);
@@ -354,14 +384,27 @@ mod tests {
     use sim::{EngineConfig, IbConfig};
 
     fn small() -> (Fabric, sm::RoutingTables) {
-        let c = Cluster { servers: 4, gpus_per_server: 2, nic_gbps: 400, radix: 16, host_leaf_m: 2.0, leaf_spine_m: 20.0 };
+        let c = Cluster {
+            servers: 4,
+            gpus_per_server: 2,
+            nic_gbps: 400,
+            radix: 16,
+            host_leaf_m: 2.0,
+            leaf_spine_m: 20.0,
+        };
         let f = cluster::build(&c, Tech::InfiniBand).unwrap();
-        let o = sm::run::RunOptions { engines: vec![sm::routing::EngineKind::Ftree, sm::routing::EngineKind::UpDn], ..Default::default() };
+        let o = sm::run::RunOptions {
+            engines: vec![sm::routing::EngineKind::Ftree, sm::routing::EngineKind::UpDn],
+            ..Default::default()
+        };
         let (t, _) = sm::run::run(&f, &o).unwrap();
         (f, t)
     }
 
-    const NVL: HopCost = HopCost { bytes_per_s: 450e9, latency_ps: 1_000_000 };
+    const NVL: HopCost = HopCost {
+        bytes_per_s: 450e9,
+        latency_ps: 1_000_000,
+    };
 
     #[test]
     fn ring_all_reduce_on_infiniband_approaches_the_nic_rate_and_matches_the_ideal() {
@@ -376,9 +419,20 @@ mod tests {
         // the packet-level time is close to the contention-free estimate with a
         // 400G NIC carrying 4096-byte payloads in 4122-byte packets
         let eff = 4096.0 / (4096.0 + 26.0);
-        let ideal = sched.ideal_time_ps(NVL, HopCost { bytes_per_s: 50e9 * eff, latency_ps: 500_000 });
+        let ideal = sched.ideal_time_ps(
+            NVL,
+            HopCost {
+                bytes_per_s: 50e9 * eff,
+                latency_ps: 500_000,
+            },
+        );
         let ratio = run.time_ps as f64 / ideal as f64;
-        assert!((0.9..1.15).contains(&ratio), "sim {} ps vs ideal {} ps", run.time_ps, ideal);
+        assert!(
+            (0.9..1.15).contains(&ratio),
+            "sim {} ps vs ideal {} ps",
+            run.time_ps,
+            ideal
+        );
         let (_, bus) = nccl_bandwidth(Collective::AllReduceRing, size, 8, run.time_ps);
         let per_nic = bus / 2.0;
         assert!(per_nic > 40.0 && per_nic < 50.0 * eff, "busbw per NIC {per_nic}");
@@ -392,7 +446,17 @@ mod tests {
         for _ in 0..2 {
             let mut s = Sim::new(&f, &t, IbConfig::default(), EngineConfig::default()).unwrap();
             let sched = Schedule::build(Collective::AllToAll, 4, 2, 4 << 20).unwrap();
-            let run = run_schedule(&mut IbNet::new(&mut s), &nics, &sched, NVL, Some(ProbeSpec { bytes: 64, interval_ps: 5_000_000 })).unwrap();
+            let run = run_schedule(
+                &mut IbNet::new(&mut s),
+                &nics,
+                &sched,
+                NVL,
+                Some(ProbeSpec {
+                    bytes: 64,
+                    interval_ps: 5_000_000,
+                }),
+            )
+            .unwrap();
             assert!(!run.probe_latency_ps.is_empty());
             // a 64-byte probe takes at least serialization + 2 cable hops + one switch
             assert!(run.probe_latency_ps.iter().all(|&l| l > 130_000));
@@ -418,7 +482,10 @@ impl<'a> RoceNet<'a> {
     /// Wrap a RoCE world.
     pub fn new(sim: &'a mut sim::roce::net::RoceSim) -> RoceNet<'a> {
         sim.drive();
-        RoceNet { sim, qps: BTreeMap::new() }
+        RoceNet {
+            sim,
+            qps: BTreeMap::new(),
+        }
     }
 
     /// The QPs this driver opened.
@@ -441,15 +508,25 @@ impl Network for RoceNet<'_> {
                 q
             }
         };
-        self.sim.post(q, bytes, tag).map_err(|e| RunError::Topology(e.to_string()))
+        self.sim
+            .post(q, bytes, tag)
+            .map_err(|e| RunError::Topology(e.to_string()))
     }
 
     fn advance(&mut self, until_ps: u64) -> NetStep {
         use sim::roce::net::RoceStatus;
         let cap = self.sim.now().0.saturating_add(ROCE_STALL_PS);
         let st = self.sim.run(Time(until_ps.min(cap)));
-        let out: Vec<Delivered> =
-            self.sim.take_delivered().into_iter().map(|d| Delivered { tag: d.tag, posted_ps: d.posted.0, done_ps: d.done.0 }).collect();
+        let out: Vec<Delivered> = self
+            .sim
+            .take_delivered()
+            .into_iter()
+            .map(|d| Delivered {
+                tag: d.tag,
+                posted_ps: d.posted.0,
+                done_ps: d.done.0,
+            })
+            .collect();
         if !out.is_empty() {
             return NetStep::Delivered(out);
         }
@@ -488,7 +565,16 @@ pub struct IpoibNet<'a> {
 impl<'a> IpoibNet<'a> {
     /// Wrap an InfiniBand simulator.
     pub fn new(sim: &'a mut Sim, cfg: sim::roce::ipoib::IpoibConfig) -> IpoibNet<'a> {
-        IpoibNet { inner: IbNet::new(sim), cfg, send_free: BTreeMap::new(), recv_free: BTreeMap::new(), waiting: BinaryHeap::new(), msgs: BTreeMap::new(), seq: 0, dst_of: BTreeMap::new() }
+        IpoibNet {
+            inner: IbNet::new(sim),
+            cfg,
+            send_free: BTreeMap::new(),
+            recv_free: BTreeMap::new(),
+            waiting: BinaryHeap::new(),
+            msgs: BTreeMap::new(),
+            seq: 0,
+            dst_of: BTreeMap::new(),
+        }
     }
 
     fn release_due(&mut self) -> Result<(), RunError> {
@@ -540,7 +626,9 @@ impl Network for IpoibNet<'_> {
             NetStep::Delivered(ds) => {
                 let mut out = Vec::with_capacity(ds.len());
                 for d in ds {
-                    let Some((dst, tag, posted, bytes, entered)) = self.dst_of.remove(&d.tag) else { continue };
+                    let Some((dst, tag, posted, bytes, entered)) = self.dst_of.remove(&d.tag) else {
+                        continue;
+                    };
                     // The receiving core works on segments as they arrive (from about
                     // when the write entered the fabric) and finishes no earlier than
                     // the last byte's arrival.
@@ -549,7 +637,11 @@ impl Network for IpoibNet<'_> {
                     let start = entered.max(*free);
                     let done = d.done_ps.max(start + recv_ps);
                     *free = done;
-                    out.push(Delivered { tag, posted_ps: posted, done_ps: done });
+                    out.push(Delivered {
+                        tag,
+                        posted_ps: posted,
+                        done_ps: done,
+                    });
                 }
                 NetStep::Delivered(out)
             }

@@ -78,7 +78,10 @@ pub struct Gpu {
 impl Default for Gpu {
     fn default() -> Self {
         // H100 SXM: 18 NVLink4 links × 25 GB/s per direction = 450 GB/s (NVIDIA H100 datasheet).
-        Gpu { nvlink_gbytes: 450.0, nvlink_latency_ns: 1_000 }
+        Gpu {
+            nvlink_gbytes: 450.0,
+            nvlink_latency_ns: 1_000,
+        }
     }
 }
 
@@ -113,7 +116,10 @@ pub struct Probe {
 
 impl Default for Probe {
     fn default() -> Self {
-        Probe { bytes: 64, interval_us: 20 }
+        Probe {
+            bytes: 64,
+            interval_us: 20,
+        }
     }
 }
 
@@ -174,11 +180,19 @@ fn default_engines() -> Vec<String> {
 #[derive(Debug, thiserror::Error)]
 pub enum ScenarioError {
     #[error("cannot read {path}")]
-    Io { path: String, #[source] source: std::io::Error },
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("{path}: {message}")]
     Parse { path: String, message: String },
     #[error("{path}: field `{field}`: {reason}")]
-    Invalid { path: String, field: String, reason: String },
+    Invalid {
+        path: String,
+        field: String,
+        reason: String,
+    },
 }
 
 impl Scenario {
@@ -188,41 +202,88 @@ impl Scenario {
         Scenario {
             name: "rail-16x8-400g".into(),
             seed: 1,
-            cluster: Cluster { servers: 16, gpus_per_server: 8, nic_gbps: 400, radix: 64, host_leaf_m: 2.0, leaf_spine_m: 20.0 },
+            cluster: Cluster {
+                servers: 16,
+                gpus_per_server: 8,
+                nic_gbps: 400,
+                radix: 64,
+                host_leaf_m: 2.0,
+                leaf_spine_m: 20.0,
+            },
             gpu: Gpu::default(),
             workload: Workload {
                 collectives: Collective::ALL.to_vec(),
                 // 1 MiB to 64 MiB by ×4: the ring reaches the link-rate bound at 64 MiB, and
                 // the whole default comparison stays within two minutes on two cores
-                sizes: (0..8).map(|i| (1u64 << 20) << (2 * i)).filter(|&s| s <= 64 << 20).collect(),
+                sizes: (0..8)
+                    .map(|i| (1u64 << 20) << (2 * i))
+                    .filter(|&s| s <= 64 << 20)
+                    .collect(),
                 probe: Probe::default(),
-                incast: Some(Incast { senders: 16, bytes: 4 << 20 }),
+                incast: Some(Incast {
+                    senders: 16,
+                    bytes: 4 << 20,
+                }),
                 background_tcp_load: 0.1,
             },
             variants: vec![
-                Variant { id: "ib".into(), label: "InfiniBand NDR (SM, ftree)".into(), fabric: VariantFabric::Infiniband { engines: default_engines() } },
+                Variant {
+                    id: "ib".into(),
+                    label: "InfiniBand NDR (SM, ftree)".into(),
+                    fabric: VariantFabric::Infiniband {
+                        engines: default_engines(),
+                    },
+                },
                 Variant {
                     id: "roce-tuned".into(),
                     label: "RoCEv2 tuned (PFC + DCQCN)".into(),
-                    fabric: VariantFabric::Rocev2 { pfc: true, dcqcn: Some("nvidia-cx".into()), ecn: true, lossy_hops: vec![] },
+                    fabric: VariantFabric::Rocev2 {
+                        pfc: true,
+                        dcqcn: Some("nvidia-cx".into()),
+                        ecn: true,
+                        lossy_hops: vec![],
+                    },
                 },
                 Variant {
                     id: "roce-pfc-only".into(),
                     label: "RoCEv2 PFC only".into(),
-                    fabric: VariantFabric::Rocev2 { pfc: true, dcqcn: None, ecn: false, lossy_hops: vec![] },
+                    fabric: VariantFabric::Rocev2 {
+                        pfc: true,
+                        dcqcn: None,
+                        ecn: false,
+                        lossy_hops: vec![],
+                    },
                 },
                 Variant {
                     id: "roce-misconfig".into(),
                     label: "RoCEv2 misconfigured (RDMA DSCP lossy on one hop)".into(),
-                    fabric: VariantFabric::Rocev2 { pfc: true, dcqcn: Some("nvidia-cx".into()), ecn: true, lossy_hops: vec!["rail0".into()] },
+                    fabric: VariantFabric::Rocev2 {
+                        pfc: true,
+                        dcqcn: Some("nvidia-cx".into()),
+                        ecn: true,
+                        lossy_hops: vec!["rail0".into()],
+                    },
                 },
                 Variant {
                     id: "roce-lossy".into(),
                     label: "RoCEv2 lossy (no PFC)".into(),
-                    fabric: VariantFabric::Rocev2 { pfc: false, dcqcn: Some("nvidia-cx".into()), ecn: true, lossy_hops: vec![] },
+                    fabric: VariantFabric::Rocev2 {
+                        pfc: false,
+                        dcqcn: Some("nvidia-cx".into()),
+                        ecn: true,
+                        lossy_hops: vec![],
+                    },
                 },
-                Variant { id: "ipoib".into(), label: "IPoIB (TCP over InfiniBand)".into(), fabric: VariantFabric::Ipoib },
-                Variant { id: "rocev1".into(), label: "RoCEv1 (layer 2 only)".into(), fabric: VariantFabric::Rocev1 },
+                Variant {
+                    id: "ipoib".into(),
+                    label: "IPoIB (TCP over InfiniBand)".into(),
+                    fabric: VariantFabric::Ipoib,
+                },
+                Variant {
+                    id: "rocev1".into(),
+                    label: "RoCEv1 (layer 2 only)".into(),
+                    fabric: VariantFabric::Rocev1,
+                },
             ],
             advisor: Answers::default(),
             prices: PriceTable::default(),
@@ -231,7 +292,10 @@ impl Scenario {
 
     /// Parse TOML; `path` names the source in errors.
     pub fn from_toml(text: &str, path: &str) -> Result<Scenario, ScenarioError> {
-        let s: Scenario = toml::from_str(text).map_err(|e| ScenarioError::Parse { path: path.into(), message: e.to_string().trim_end().to_string() })?;
+        let s: Scenario = toml::from_str(text).map_err(|e| ScenarioError::Parse {
+            path: path.into(),
+            message: e.to_string().trim_end().to_string(),
+        })?;
         s.validate(path)?;
         Ok(s)
     }
@@ -239,7 +303,10 @@ impl Scenario {
     /// Read and parse a scenario file.
     pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
         let p = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|source| ScenarioError::Io { path: p.clone(), source })?;
+        let text = std::fs::read_to_string(path).map_err(|source| ScenarioError::Io {
+            path: p.clone(),
+            source,
+        })?;
         Scenario::from_toml(&text, &p)
     }
 
@@ -250,27 +317,48 @@ impl Scenario {
 
     /// Check values serde cannot.
     pub fn validate(&self, path: &str) -> Result<(), ScenarioError> {
-        let bad = |field: &str, reason: String| Err(ScenarioError::Invalid { path: path.into(), field: field.into(), reason });
+        let bad = |field: &str, reason: String| {
+            Err(ScenarioError::Invalid {
+                path: path.into(),
+                field: field.into(),
+                reason,
+            })
+        };
         let c = &self.cluster;
         if c.servers < 2 {
-            return bad("cluster.servers", format!("{} servers; the comparison needs at least 2", c.servers));
+            return bad(
+                "cluster.servers",
+                format!("{} servers; the comparison needs at least 2", c.servers),
+            );
         }
         if c.gpus_per_server == 0 || c.gpus_per_server > 16 {
-            return bad("cluster.gpus_per_server", format!("{} is outside 1..=16", c.gpus_per_server));
+            return bad(
+                "cluster.gpus_per_server",
+                format!("{} is outside 1..=16", c.gpus_per_server),
+            );
         }
         if ![100, 200, 400, 800].contains(&c.nic_gbps) {
-            return bad("cluster.nic_gbps", format!("{} Gb/s; expected 100, 200, 400 or 800", c.nic_gbps));
+            return bad(
+                "cluster.nic_gbps",
+                format!("{} Gb/s; expected 100, 200, 400 or 800", c.nic_gbps),
+            );
         }
         if c.radix < 4 || c.radix > 255 {
             return bad("cluster.radix", format!("{} is outside 4..=255", c.radix));
         }
-        for (f, v) in [("cluster.host_leaf_m", c.host_leaf_m), ("cluster.leaf_spine_m", c.leaf_spine_m)] {
+        for (f, v) in [
+            ("cluster.host_leaf_m", c.host_leaf_m),
+            ("cluster.leaf_spine_m", c.leaf_spine_m),
+        ] {
             if !(v.is_finite() && v >= 0.0) {
                 return bad(f, format!("{v} is not a length in metres"));
             }
         }
         if !(self.gpu.nvlink_gbytes.is_finite() && self.gpu.nvlink_gbytes > 0.0) {
-            return bad("gpu.nvlink_gbytes", format!("{} is not a positive bandwidth", self.gpu.nvlink_gbytes));
+            return bad(
+                "gpu.nvlink_gbytes",
+                format!("{} is not a positive bandwidth", self.gpu.nvlink_gbytes),
+            );
         }
         let w = &self.workload;
         if w.collectives.is_empty() {
@@ -283,11 +371,17 @@ impl Scenario {
             return bad("workload.sizes", "must be strictly ascending".into());
         }
         if !(0.0..1.0).contains(&w.background_tcp_load) {
-            return bad("workload.background_tcp_load", format!("{} is outside [0, 1)", w.background_tcp_load));
+            return bad(
+                "workload.background_tcp_load",
+                format!("{} is outside [0, 1)", w.background_tcp_load),
+            );
         }
         if let Some(i) = &w.incast {
             if i.senders < 1 || i.bytes == 0 {
-                return bad("workload.incast", "needs at least one sender and a non-zero size".into());
+                return bad(
+                    "workload.incast",
+                    "needs at least one sender and a non-zero size".into(),
+                );
             }
         }
         if self.variants.is_empty() {
@@ -300,13 +394,19 @@ impl Scenario {
             }
             if let VariantFabric::Rocev2 { dcqcn: Some(p), .. } = &v.fabric {
                 if !["dcqcn-paper", "nvidia-cx", "hpcc-ns3"].contains(&p.as_str()) {
-                    return bad(&format!("variants[{i}].fabric.dcqcn"), format!("unknown profile {p:?}; expected dcqcn-paper, nvidia-cx or hpcc-ns3"));
+                    return bad(
+                        &format!("variants[{i}].fabric.dcqcn"),
+                        format!("unknown profile {p:?}; expected dcqcn-paper, nvidia-cx or hpcc-ns3"),
+                    );
                 }
             }
             if let VariantFabric::Infiniband { engines } = &v.fabric {
                 for e in engines {
                     if !["minhop", "updn", "ftree", "dfsssp"].contains(&e.as_str()) {
-                        return bad(&format!("variants[{i}].fabric.engines"), format!("unknown routing engine {e:?}; expected minhop, updn, ftree or dfsssp"));
+                        return bad(
+                            &format!("variants[{i}].fabric.engines"),
+                            format!("unknown routing engine {e:?}; expected minhop, updn, ftree or dfsssp"),
+                        );
                     }
                 }
             }
@@ -318,35 +418,115 @@ impl Scenario {
 /// Every scenario field with its meaning and default, for `rdmalab scenario explain`.
 pub const FIELDS: &[(&str, &str, &str)] = &[
     ("name", "string", "scenario name, printed in reports"),
-    ("seed", "integer, default 1", "seed for every random draw; same seed, same results"),
+    (
+        "seed",
+        "integer, default 1",
+        "seed for every random draw; same seed, same results",
+    ),
     ("cluster.servers", "integer ≥ 2", "GPU servers"),
-    ("cluster.gpus_per_server", "integer 1–16", "GPUs per server; one NIC per GPU, one rail per GPU index"),
-    ("cluster.nic_gbps", "100 | 200 | 400 | 800", "NIC and switch port speed; IB variants use EDR/HDR/NDR/XDR 4x"),
+    (
+        "cluster.gpus_per_server",
+        "integer 1–16",
+        "GPUs per server; one NIC per GPU, one rail per GPU index",
+    ),
+    (
+        "cluster.nic_gbps",
+        "100 | 200 | 400 | 800",
+        "NIC and switch port speed; IB variants use EDR/HDR/NDR/XDR 4x",
+    ),
     ("cluster.radix", "integer 4–255", "ports per switch"),
-    ("cluster.host_leaf_m", "metres, default 2", "server-to-leaf cable length (copper up to 3 m)"),
-    ("cluster.leaf_spine_m", "metres, default 20", "leaf-to-spine cable length (optics beyond 3 m)"),
-    ("gpu.nvlink_gbytes", "GB/s, default 450", "per-GPU NVLink bandwidth in one direction (H100: 450)"),
-    ("gpu.nvlink_latency_ns", "ns, default 1000", "latency of one NVLink transfer"),
-    ("workload.collectives", "list", "all-reduce-ring, all-reduce-tree, all-gather, reduce-scatter, all-to-all"),
-    ("workload.sizes", "list of bytes, ascending", "message sizes (nccl-tests' size column)"),
-    ("workload.probe.bytes", "bytes, default 64", "small-message probe size for latency percentiles"),
-    ("workload.probe.interval_us", "µs, default 20", "gap between probes from one NIC"),
-    ("workload.incast.senders", "integer", "N of an N:1 incast run after the collectives"),
+    (
+        "cluster.host_leaf_m",
+        "metres, default 2",
+        "server-to-leaf cable length (copper up to 3 m)",
+    ),
+    (
+        "cluster.leaf_spine_m",
+        "metres, default 20",
+        "leaf-to-spine cable length (optics beyond 3 m)",
+    ),
+    (
+        "gpu.nvlink_gbytes",
+        "GB/s, default 450",
+        "per-GPU NVLink bandwidth in one direction (H100: 450)",
+    ),
+    (
+        "gpu.nvlink_latency_ns",
+        "ns, default 1000",
+        "latency of one NVLink transfer",
+    ),
+    (
+        "workload.collectives",
+        "list",
+        "all-reduce-ring, all-reduce-tree, all-gather, reduce-scatter, all-to-all",
+    ),
+    (
+        "workload.sizes",
+        "list of bytes, ascending",
+        "message sizes (nccl-tests' size column)",
+    ),
+    (
+        "workload.probe.bytes",
+        "bytes, default 64",
+        "small-message probe size for latency percentiles",
+    ),
+    (
+        "workload.probe.interval_us",
+        "µs, default 20",
+        "gap between probes from one NIC",
+    ),
+    (
+        "workload.incast.senders",
+        "integer",
+        "N of an N:1 incast run after the collectives",
+    ),
     ("workload.incast.bytes", "bytes", "bytes each incast sender writes"),
-    ("workload.background_tcp_load", "fraction 0–1, default 0", "lossy TCP load per NIC on converged Ethernet variants"),
+    (
+        "workload.background_tcp_load",
+        "fraction 0–1, default 0",
+        "lossy TCP load per NIC on converged Ethernet variants",
+    ),
     ("variants[].id", "string", "short unique id used in results.json"),
     ("variants[].label", "string", "human label"),
-    ("variants[].fabric.kind", "infiniband | rocev2 | ipoib | rocev1", "the fabric the variant runs on"),
-    ("variants[].fabric.engines", "list, default [ftree, updn]", "InfiniBand: SM routing engines in order of preference"),
+    (
+        "variants[].fabric.kind",
+        "infiniband | rocev2 | ipoib | rocev1",
+        "the fabric the variant runs on",
+    ),
+    (
+        "variants[].fabric.engines",
+        "list, default [ftree, updn]",
+        "InfiniBand: SM routing engines in order of preference",
+    ),
     ("variants[].fabric.pfc", "bool", "RoCEv2: PFC on the RDMA priority"),
-    ("variants[].fabric.dcqcn", "dcqcn-paper | nvidia-cx | hpcc-ns3", "RoCEv2: DCQCN parameter profile; absent = no DCQCN"),
+    (
+        "variants[].fabric.dcqcn",
+        "dcqcn-paper | nvidia-cx | hpcc-ns3",
+        "RoCEv2: DCQCN parameter profile; absent = no DCQCN",
+    ),
     ("variants[].fabric.ecn", "bool", "RoCEv2: RED/ECN marking at switches"),
-    ("variants[].fabric.lossy_hops", "list of switch names", "RoCEv2: switches that map the RDMA DSCP to a lossy class"),
-    ("advisor.skills", "infiniband | ethernet | both | neither", "what the network team knows"),
-    ("advisor.ethernet_estate", "none | some | large", "how much Ethernet the organisation already runs"),
+    (
+        "variants[].fabric.lossy_hops",
+        "list of switch names",
+        "RoCEv2: switches that map the RDMA DSCP to a lossy class",
+    ),
+    (
+        "advisor.skills",
+        "infiniband | ethernet | both | neither",
+        "what the network team knows",
+    ),
+    (
+        "advisor.ethernet_estate",
+        "none | some | large",
+        "how much Ethernet the organisation already runs",
+    ),
     ("advisor.budget", "tight | normal | ample", "budget pressure"),
     ("advisor.sites", "integer", "sites the job must span"),
-    ("prices.*", "USD", "unit prices and operating assumptions; see `rdmalab advise --show-prices`"),
+    (
+        "prices.*",
+        "USD",
+        "unit prices and operating assumptions; see `rdmalab advise --show-prices`",
+    ),
 ];
 
 #[cfg(test)]
@@ -369,21 +549,37 @@ mod tests {
         let s = Scenario::default_rail();
         let text = s.to_toml().replace("servers = 16", "servers = 16\nserverz = 3");
         let e = Scenario::from_toml(&text, "bad.toml").unwrap_err().to_string();
-        assert!(e.contains("bad.toml") && e.contains("serverz") && e.contains("line"), "{e}");
+        assert!(
+            e.contains("bad.toml") && e.contains("serverz") && e.contains("line"),
+            "{e}"
+        );
         let text = s.to_toml().replace("nic_gbps = 400", "nic_gbps = 300");
         let e = Scenario::from_toml(&text, "bad.toml").unwrap_err().to_string();
         assert!(e.contains("cluster.nic_gbps") && e.contains("300"), "{e}");
         let text = s.to_toml().replace("dcqcn = \"nvidia-cx\"", "dcqcn = \"nvidia\"");
         let e = Scenario::from_toml(&text, "bad.toml").unwrap_err().to_string();
         assert!(e.contains("fabric.dcqcn") && e.contains("unknown profile"), "{e}");
-        let e = Scenario::from_toml("\u{0}\u{1}garbage", "g.toml").unwrap_err().to_string();
+        let e = Scenario::from_toml("\u{0}\u{1}garbage", "g.toml")
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("g.toml:"), "{e}");
     }
 
     #[test]
     fn every_field_is_explained() {
         let text = Scenario::default_rail().to_toml();
-        for key in ["servers", "gpus_per_server", "nic_gbps", "radix", "nvlink_gbytes", "collectives", "sizes", "background_tcp_load", "skills", "budget"] {
+        for key in [
+            "servers",
+            "gpus_per_server",
+            "nic_gbps",
+            "radix",
+            "nvlink_gbytes",
+            "collectives",
+            "sizes",
+            "background_tcp_load",
+            "skills",
+            "budget",
+        ] {
             assert!(text.contains(key));
             assert!(FIELDS.iter().any(|(f, _, _)| f.ends_with(key)), "{key} not explained");
         }

@@ -158,8 +158,16 @@ impl PriceTable {
                 }
                 NodeKind::Ca => {
                     endpoints += 1;
-                    let prem = if tech == Tech::InfiniBand { self.ib_nic_premium } else { 0.0 };
-                    add(format!("{tname} adapter {g:.0}G"), self.nic_400g * self.scale(g) + prem, 1);
+                    let prem = if tech == Tech::InfiniBand {
+                        self.ib_nic_premium
+                    } else {
+                        0.0
+                    };
+                    add(
+                        format!("{tname} adapter {g:.0}G"),
+                        self.nic_400g * self.scale(g) + prem,
+                        1,
+                    );
                 }
                 NodeKind::Router => add(format!("{tname} router {g:.0}G"), sw_port * self.scale(g) * 2.0, 1),
             }
@@ -167,7 +175,11 @@ impl PriceTable {
         for l in &fabric.links {
             let g = rate_gbps(l.rate);
             if l.length_m <= COPPER_MAX_M {
-                add(format!("copper cable {g:.0}G ≤{COPPER_MAX_M} m"), self.dac_400g * self.scale(g), 1);
+                add(
+                    format!("copper cable {g:.0}G ≤{COPPER_MAX_M} m"),
+                    self.dac_400g * self.scale(g),
+                    1,
+                );
             } else {
                 // round up to the next 5 m for the fibre price
                 let m = (l.length_m / 5.0).ceil() * 5.0;
@@ -177,7 +189,12 @@ impl PriceTable {
         }
         let bom: Vec<BomLine> = lines
             .into_iter()
-            .map(|((item, unit), qty)| BomLine { item, qty, unit_usd: unit as f64, total_usd: unit as f64 * qty as f64 })
+            .map(|((item, unit), qty)| BomLine {
+                item,
+                qty,
+                unit_usd: unit as f64,
+                total_usd: unit as f64 * qty as f64,
+            })
             .collect();
         let capex: f64 = bom.iter().map(|b| b.total_usd).sum();
         let sw_year = match tech {
@@ -209,7 +226,10 @@ mod tests {
     fn bom_counts_match_the_topology() {
         let f = rail(&RailParams::default()).unwrap();
         let p = PriceTable::default();
-        let ops = OpsInputs { engineers: 1.0, outage_hours_year: 0.0 };
+        let ops = OpsInputs {
+            engineers: 1.0,
+            outage_hours_year: 0.0,
+        };
         let t = p.tco(&f, Tech::InfiniBand, &ops);
         let qty = |s: &str| t.bom.iter().filter(|b| b.item.contains(s)).map(|b| b.qty).sum::<u64>();
         assert_eq!(qty("adapter"), 128);
@@ -225,12 +245,18 @@ mod tests {
     #[test]
     fn ethernet_gear_is_cheaper_per_port_by_default_and_overrides_apply() {
         let f = rail(&RailParams::default()).unwrap();
-        let ops = OpsInputs { engineers: 0.0, outage_hours_year: 0.0 };
+        let ops = OpsInputs {
+            engineers: 0.0,
+            outage_hours_year: 0.0,
+        };
         let p = PriceTable::default();
         let ib = p.tco(&f, Tech::InfiniBand, &ops);
         let eth = p.tco(&f, Tech::Ethernet, &ops);
         assert!(eth.capex_usd < ib.capex_usd);
-        let q = PriceTable::from_toml("ib_switch_port_400g = 100.0\nib_optic_400g = 100.0\nib_software_per_endpoint_year = 0.0").unwrap();
+        let q = PriceTable::from_toml(
+            "ib_switch_port_400g = 100.0\nib_optic_400g = 100.0\nib_software_per_endpoint_year = 0.0",
+        )
+        .unwrap();
         assert!(q.tco(&f, Tech::InfiniBand, &ops).total_usd < eth.total_usd);
         assert!(PriceTable::from_toml("ib_swich_port_400g = 1.0").is_err());
     }

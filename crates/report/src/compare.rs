@@ -4,9 +4,9 @@
 
 use std::fmt::Write;
 
+use lab::Collective;
 use lab::advisor::Favours;
 use lab::results::{CompareResults, VariantResult};
-use lab::Collective;
 
 use crate::html::{Block, Document, Table, Tone};
 use crate::svg::{Chart, Scale, Series, TickFormat, fmt_tick};
@@ -28,7 +28,11 @@ pub fn terminal_summary(r: &CompareResults) -> String {
     let mut o = String::new();
     let _ = writeln!(o, "rdmalab compare: {} (seed {})", r.scenario, r.seed);
     let _ = writeln!(o, "cluster: {}", r.cluster);
-    let _ = writeln!(o, "link-rate bound on ring all-reduce busbw: {:.1} GB/s per NIC", r.busbw_bound_gbs);
+    let _ = writeln!(
+        o,
+        "link-rate bound on ring all-reduce busbw: {:.1} GB/s per NIC",
+        r.busbw_bound_gbs
+    );
     let _ = writeln!(o);
     let _ = writeln!(
         o,
@@ -56,7 +60,10 @@ pub fn terminal_summary(r: &CompareResults) -> String {
             v.counters.deadlocks
         );
     }
-    let _ = writeln!(o, "\nbusbw: ring all-reduce at the largest size, GB/s per NIC (nccl-tests formula)");
+    let _ = writeln!(
+        o,
+        "\nbusbw: ring all-reduce at the largest size, GB/s per NIC (nccl-tests formula)"
+    );
     let _ = writeln!(o, "\nrecommendation: {}", favours(r.advice.recommendation));
     for reason in &r.advice.reasons {
         let _ = writeln!(o, "  - {reason}");
@@ -70,12 +77,26 @@ pub fn terminal_summary(r: &CompareResults) -> String {
 /// An nccl-tests-style table for one variant and collective.
 pub fn nccl_table(v: &VariantResult, op: Collective) -> String {
     let mut o = String::new();
-    let Some(c) = v.collectives.iter().find(|c| c.op == op) else { return o };
+    let Some(c) = v.collectives.iter().find(|c| c.op == op) else {
+        return o;
+    };
     let _ = writeln!(o, "# {} — {}", v.label, op.name());
-    let _ = writeln!(o, "#{:>12} {:>12} {:>10} {:>10} {:>12}", "size", "time", "algbw", "busbw", "NIC GB/s");
-    let _ = writeln!(o, "#{:>12} {:>12} {:>10} {:>10} {:>12}", "(B)", "(us)", "(GB/s)", "(GB/s)", "(GB/s)");
+    let _ = writeln!(
+        o,
+        "#{:>12} {:>12} {:>10} {:>10} {:>12}",
+        "size", "time", "algbw", "busbw", "NIC GB/s"
+    );
+    let _ = writeln!(
+        o,
+        "#{:>12} {:>12} {:>10} {:>10} {:>12}",
+        "(B)", "(us)", "(GB/s)", "(GB/s)", "(GB/s)"
+    );
     for row in &c.rows {
-        let _ = writeln!(o, " {:>12} {:>12.1} {:>10.2} {:>10.2} {:>12.2}", row.size, row.time_us, row.algbw, row.busbw, row.busbw_per_nic);
+        let _ = writeln!(
+            o,
+            " {:>12} {:>12.1} {:>10.2} {:>10.2} {:>12.2}",
+            row.size, row.time_us, row.algbw, row.busbw, row.busbw_per_nic
+        );
     }
     o
 }
@@ -96,7 +117,11 @@ fn busbw_chart(r: &CompareResults, op: Collective) -> Chart {
             .filter(|v| v.refused.is_none())
             .filter_map(|v| {
                 let c = v.collectives.iter().find(|c| c.op == op)?;
-                Some(Series { name: v.label.clone(), points: c.rows.iter().map(|x| (x.size as f64, x.busbw_per_nic)).collect(), step: false })
+                Some(Series {
+                    name: v.label.clone(),
+                    points: c.rows.iter().map(|x| (x.size as f64, x.busbw_per_nic)).collect(),
+                    step: false,
+                })
             })
             .collect(),
     }
@@ -112,35 +137,79 @@ pub fn html(r: &CompareResults) -> String {
         let tone = |bad: bool| if bad { Tone::Bad } else { Tone::Plain };
         rows.push(vec![
             (v.label.clone(), Tone::Plain),
-            (v.refused.clone().map_or(opt(bus, 1), |w| format!("refused: {w}")), if v.refused.is_some() { Tone::Warn } else if bus.is_some_and(|b| b >= 0.95 * r.busbw_bound_gbs) { Tone::Good } else { Tone::Plain }),
+            (
+                v.refused.clone().map_or(opt(bus, 1), |w| format!("refused: {w}")),
+                if v.refused.is_some() {
+                    Tone::Warn
+                } else if bus.is_some_and(|b| b >= 0.95 * r.busbw_bound_gbs) {
+                    Tone::Good
+                } else {
+                    Tone::Plain
+                },
+            ),
             (opt(lat.map(|l| l.p50_us), 2), Tone::Plain),
             (opt(lat.map(|l| l.p99_us), 2), Tone::Plain),
             (opt(lat.map(|l| l.p999_us), 2), Tone::Plain),
             (opt(lat.map(|l| l.jitter_us), 2), Tone::Plain),
             (v.counters.drops.to_string(), tone(v.counters.drops > 0)),
-            (v.counters.retransmissions.to_string(), tone(v.counters.retransmissions > 0)),
+            (
+                v.counters.retransmissions.to_string(),
+                tone(v.counters.retransmissions > 0),
+            ),
             (format!("{:.1}", v.counters.pause_time_us), Tone::Plain),
             (v.counters.ecn_marks.to_string(), Tone::Plain),
             (v.counters.cnps.to_string(), Tone::Plain),
-            ((v.counters.deadlocks + v.counters.storms).to_string(), tone(v.counters.deadlocks + v.counters.storms > 0)),
+            (
+                (v.counters.deadlocks + v.counters.storms).to_string(),
+                tone(v.counters.deadlocks + v.counters.storms > 0),
+            ),
         ]);
     }
     blocks.push(Block::Table(Table {
         id: "summary".into(),
-        caption: format!("Per variant (busbw: ring all-reduce at the largest size, GB/s per NIC; bound {:.1})", r.busbw_bound_gbs),
-        header: ["variant", "busbw", "p50 µs", "p99 µs", "p99.9 µs", "jitter µs", "drops", "retransmissions", "PFC pause µs", "ECN marks", "CNPs", "deadlock/storm"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect(),
+        caption: format!(
+            "Per variant (busbw: ring all-reduce at the largest size, GB/s per NIC; bound {:.1})",
+            r.busbw_bound_gbs
+        ),
+        header: [
+            "variant",
+            "busbw",
+            "p50 µs",
+            "p99 µs",
+            "p99.9 µs",
+            "jitter µs",
+            "drops",
+            "retransmissions",
+            "PFC pause µs",
+            "ECN marks",
+            "CNPs",
+            "deadlock/storm",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect(),
         rows,
     }));
     blocks.push(Block::Heading("Recommendation".into()));
-    blocks.push(Block::Paragraph(format!("Recommended: {}.", favours(r.advice.recommendation))));
+    blocks.push(Block::Paragraph(format!(
+        "Recommended: {}.",
+        favours(r.advice.recommendation)
+    )));
     blocks.push(Block::List(r.advice.reasons.clone()));
     blocks.push(Block::Table(Table {
         id: "decision".into(),
         caption: "Decision table, filled with this run's evidence".into(),
-        header: ["aspect", "InfiniBand", "RoCEv2", "evidence from this run", "favours", "weight"].iter().map(|s| s.to_string()).collect(),
+        header: [
+            "aspect",
+            "InfiniBand",
+            "RoCEv2",
+            "evidence from this run",
+            "favours",
+            "weight",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect(),
         rows: r
             .advice
             .table
@@ -165,10 +234,28 @@ pub fn html(r: &CompareResults) -> String {
         let mut rows: Vec<Vec<(String, Tone)>> = t
             .bom
             .iter()
-            .map(|b| vec![(b.item.clone(), Tone::Plain), (b.qty.to_string(), Tone::Plain), (format!("{:.0}", b.unit_usd), Tone::Plain), (format!("{:.0}", b.total_usd), Tone::Plain)])
+            .map(|b| {
+                vec![
+                    (b.item.clone(), Tone::Plain),
+                    (b.qty.to_string(), Tone::Plain),
+                    (format!("{:.0}", b.unit_usd), Tone::Plain),
+                    (format!("{:.0}", b.total_usd), Tone::Plain),
+                ]
+            })
             .collect();
-        for (name, v) in [("capital (sum of the above)", t.capex_usd), ("software", t.software_usd), ("staffing", t.staffing_usd), ("outage risk", t.outage_risk_usd), ("total", t.total_usd)] {
-            rows.push(vec![(name.into(), Tone::Plain), (String::new(), Tone::Plain), (String::new(), Tone::Plain), (format!("{v:.0}"), Tone::Plain)]);
+        for (name, v) in [
+            ("capital (sum of the above)", t.capex_usd),
+            ("software", t.software_usd),
+            ("staffing", t.staffing_usd),
+            ("outage risk", t.outage_risk_usd),
+            ("total", t.total_usd),
+        ] {
+            rows.push(vec![
+                (name.into(), Tone::Plain),
+                (String::new(), Tone::Plain),
+                (String::new(), Tone::Plain),
+                (format!("{v:.0}"), Tone::Plain),
+            ]);
         }
         blocks.push(Block::Table(Table {
             id: format!("tco-{:?}", t.tech).to_lowercase(),
@@ -179,7 +266,11 @@ pub fn html(r: &CompareResults) -> String {
     }
     blocks.push(Block::Heading("Bus bandwidth by message size".into()));
     let ops: Vec<Collective> = {
-        let mut v: Vec<Collective> = r.variants.iter().flat_map(|v| v.collectives.iter().map(|c| c.op)).collect();
+        let mut v: Vec<Collective> = r
+            .variants
+            .iter()
+            .flat_map(|v| v.collectives.iter().map(|c| c.op))
+            .collect();
         v.sort();
         v.dedup();
         v
@@ -200,11 +291,21 @@ pub fn html(r: &CompareResults) -> String {
         series: r
             .variants
             .iter()
-            .filter_map(|v| Some(Series { name: v.label.clone(), points: v.latency.as_ref()?.cdf.clone(), step: true }))
+            .filter_map(|v| {
+                Some(Series {
+                    name: v.label.clone(),
+                    points: v.latency.as_ref()?.cdf.clone(),
+                    step: true,
+                })
+            })
             .collect(),
     }));
     blocks.push(Block::Heading("Queues and pauses over time".into()));
-    let mut names: Vec<(String, String)> = r.variants.iter().flat_map(|v| v.timeseries.iter().map(|t| (t.name.clone(), t.unit.clone()))).collect();
+    let mut names: Vec<(String, String)> = r
+        .variants
+        .iter()
+        .flat_map(|v| v.timeseries.iter().map(|t| (t.name.clone(), t.unit.clone())))
+        .collect();
     names.sort();
     names.dedup();
     for (name, unit) in names {
@@ -222,7 +323,11 @@ pub fn html(r: &CompareResults) -> String {
                 .iter()
                 .filter_map(|v| {
                     let t = v.timeseries.iter().find(|t| t.name == name)?;
-                    Some(Series { name: v.label.clone(), points: t.points.clone(), step: true })
+                    Some(Series {
+                        name: v.label.clone(),
+                        points: t.points.clone(),
+                        step: true,
+                    })
                 })
                 .collect(),
         }));
@@ -255,7 +360,12 @@ pub fn html(r: &CompareResults) -> String {
         }
         blocks.push(Block::Pre(text));
     }
-    Document { title: format!("rdmalab compare — {}", r.scenario), subtitle: format!("{} · seed {}", r.cluster, r.seed), blocks }.render()
+    Document {
+        title: format!("rdmalab compare — {}", r.scenario),
+        subtitle: format!("{} · seed {}", r.cluster, r.seed),
+        blocks,
+    }
+    .render()
 }
 
 /// results.json.
@@ -268,11 +378,24 @@ pub fn json(r: &CompareResults) -> String {
 pub fn advice_text(a: &lab::Advice, measured: bool) -> String {
     let mut o = String::new();
     if !measured {
-        let _ = writeln!(o, "note: no results.json given — rows show your answers and the TCO only; run `rdmalab compare` for measured evidence\n");
+        let _ = writeln!(
+            o,
+            "note: no results.json given — rows show your answers and the TCO only; run `rdmalab compare` for measured evidence\n"
+        );
     }
-    let _ = writeln!(o, "answers: skills {:?}, Ethernet estate {:?}, budget {:?}, sites {}\n", a.answers.skills, a.answers.ethernet_estate, a.answers.budget, a.answers.sites);
+    let _ = writeln!(
+        o,
+        "answers: skills {:?}, Ethernet estate {:?}, budget {:?}, sites {}\n",
+        a.answers.skills, a.answers.ethernet_estate, a.answers.budget, a.answers.sites
+    );
     for row in &a.table {
-        let _ = writeln!(o, "{} — favours {} (weight {})", row.aspect, favours(row.favours), row.weight);
+        let _ = writeln!(
+            o,
+            "{} — favours {} (weight {})",
+            row.aspect,
+            favours(row.favours),
+            row.weight
+        );
         let _ = writeln!(o, "    InfiniBand: {}", row.infiniband);
         let _ = writeln!(o, "    RoCEv2:     {}", row.rocev2);
         let _ = writeln!(o, "    this run:   {}", row.evidence);
@@ -291,7 +414,11 @@ pub fn advice_text(a: &lab::Advice, measured: bool) -> String {
             t.outage_risk_usd / 1e6
         );
         for b in &t.bom {
-            let _ = writeln!(o, "    {:>6} × {:<44} ${:>10.0}  = ${:>12.0}", b.qty, b.item, b.unit_usd, b.total_usd);
+            let _ = writeln!(
+                o,
+                "    {:>6} × {:<44} ${:>10.0}  = ${:>12.0}",
+                b.qty, b.item, b.unit_usd, b.total_usd
+            );
         }
     }
     let _ = writeln!(o, "\nrecommendation: {}", favours(a.recommendation));

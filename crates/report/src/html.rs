@@ -46,7 +46,10 @@ pub struct Document {
 }
 
 fn esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
 }
 
 const CSS: &str = "body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;max-width:1100px;color:#222;padding:0 1rem}\
@@ -90,7 +93,12 @@ impl Document {
                     o.push('\n');
                 }
                 Block::Table(t) => {
-                    let _ = write!(o, "<table id=\"{}\"><caption>{}</caption><thead><tr>", esc(&t.id), esc(&t.caption));
+                    let _ = write!(
+                        o,
+                        "<table id=\"{}\"><caption>{}</caption><thead><tr>",
+                        esc(&t.id),
+                        esc(&t.caption)
+                    );
                     for h in &t.header {
                         let _ = write!(o, "<th>{}</th>", esc(h));
                     }

@@ -54,7 +54,9 @@ pub enum TickFormat {
 }
 
 /// Colour-blind-safe palette (Okabe & Ito, 2008).
-pub const PALETTE: [&str; 8] = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442"];
+pub const PALETTE: [&str; 8] = [
+    "#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442",
+];
 
 const W: f64 = 720.0;
 const H: f64 = 360.0;
@@ -108,7 +110,11 @@ pub fn fmt_num(v: f64) -> String {
     } else {
         format!("{v:.3}")
     };
-    if s.contains('.') { s.trim_end_matches('0').trim_end_matches('.').to_string() } else { s }
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
 }
 
 /// Evenly spaced "nice" ticks over [lo, hi] in transformed space.
@@ -125,7 +131,11 @@ fn ticks(scale: Scale, lo: f64, hi: f64) -> Vec<f64> {
             let span = (hi - lo).max(f64::MIN_POSITIVE);
             let raw = span / 6.0;
             let mag = 10f64.powf(raw.log10().floor());
-            let step = [1.0, 2.0, 2.5, 5.0, 10.0].iter().map(|m| m * mag).find(|s| span / s <= 7.0).unwrap_or(10.0 * mag);
+            let step = [1.0, 2.0, 2.5, 5.0, 10.0]
+                .iter()
+                .map(|m| m * mag)
+                .find(|s| span / s <= 7.0)
+                .unwrap_or(10.0 * mag);
             let mut t = (lo / step).ceil() * step;
             let mut out = Vec::new();
             while t <= hi + step * 1e-9 {
@@ -138,13 +148,20 @@ fn ticks(scale: Scale, lo: f64, hi: f64) -> Vec<f64> {
 }
 
 fn esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
 }
 
 impl Chart {
     /// Render as a standalone `<svg>` element.
     pub fn render(&self) -> String {
-        let pts = self.series.iter().flat_map(|s| s.points.iter()).filter(|(x, y)| valid(self.x_scale, *x) && valid(self.y_scale, *y));
+        let pts = self
+            .series
+            .iter()
+            .flat_map(|s| s.points.iter())
+            .filter(|(x, y)| valid(self.x_scale, *x) && valid(self.y_scale, *y));
         let (mut x0, mut x1, mut y0, mut y1) = (f64::INFINITY, f64::NEG_INFINITY, f64::INFINITY, f64::NEG_INFINITY);
         for &(x, y) in pts {
             let (tx, ty) = (tr(self.x_scale, x), tr(self.y_scale, y));
@@ -161,9 +178,19 @@ impl Chart {
             esc(&self.title)
         );
         let _ = write!(out, r#"<title>{}</title>"#, esc(&self.title));
-        let _ = write!(out, r#"<text x="{}" y="20" font-size="15" font-weight="bold">{}</text>"#, ML, esc(&self.title));
+        let _ = write!(
+            out,
+            r#"<text x="{}" y="20" font-size="15" font-weight="bold">{}</text>"#,
+            ML,
+            esc(&self.title)
+        );
         if !x0.is_finite() {
-            let _ = write!(out, r#"<text x="{}" y="{}" font-size="13">no data</text></svg>"#, W / 2.0 - 30.0, H / 2.0);
+            let _ = write!(
+                out,
+                r#"<text x="{}" y="{}" font-size="13">no data</text></svg>"#,
+                W / 2.0 - 30.0,
+                H / 2.0
+            );
             return out;
         }
         if self.y_scale == Scale::Linear {
@@ -181,15 +208,27 @@ impl Chart {
         let sx = |v: f64| ML + (tr(self.x_scale, v) - x0) / (x1 - x0) * pw;
         let sy = |v: f64| MT + ph - (tr(self.y_scale, v) - y0) / (y1 - y0) * ph;
         // axes and grid
-        let _ = write!(out, r##"<rect x="{ML}" y="{MT}" width="{pw}" height="{ph}" fill="none" stroke="#999"/>"##);
+        let _ = write!(
+            out,
+            r##"<rect x="{ML}" y="{MT}" width="{pw}" height="{ph}" fill="none" stroke="#999"/>"##
+        );
         for t in ticks(self.x_scale, x0, x1) {
             let tx = tr(self.x_scale, t);
             if tx < x0 - 1e-9 || tx > x1 + 1e-9 {
                 continue;
             }
             let px = sx(t);
-            let _ = write!(out, r##"<line x1="{px:.1}" y1="{MT}" x2="{px:.1}" y2="{:.1}" stroke="#eee"/>"##, MT + ph);
-            let _ = write!(out, r#"<text x="{px:.1}" y="{:.1}" font-size="11" text-anchor="middle">{}</text>"#, MT + ph + 16.0, esc(&fmt_tick(self.x_fmt, t)));
+            let _ = write!(
+                out,
+                r##"<line x1="{px:.1}" y1="{MT}" x2="{px:.1}" y2="{:.1}" stroke="#eee"/>"##,
+                MT + ph
+            );
+            let _ = write!(
+                out,
+                r#"<text x="{px:.1}" y="{:.1}" font-size="11" text-anchor="middle">{}</text>"#,
+                MT + ph + 16.0,
+                esc(&fmt_tick(self.x_fmt, t))
+            );
         }
         for t in ticks(self.y_scale, y0, y1) {
             let ty = tr(self.y_scale, t);
@@ -197,10 +236,26 @@ impl Chart {
                 continue;
             }
             let py = sy(t);
-            let _ = write!(out, r##"<line x1="{ML}" y1="{py:.1}" x2="{:.1}" y2="{py:.1}" stroke="#eee"/>"##, ML + pw);
-            let _ = write!(out, r#"<text x="{:.1}" y="{:.1}" font-size="11" text-anchor="end">{}</text>"#, ML - 6.0, py + 4.0, esc(&fmt_tick(self.y_fmt, t)));
+            let _ = write!(
+                out,
+                r##"<line x1="{ML}" y1="{py:.1}" x2="{:.1}" y2="{py:.1}" stroke="#eee"/>"##,
+                ML + pw
+            );
+            let _ = write!(
+                out,
+                r#"<text x="{:.1}" y="{:.1}" font-size="11" text-anchor="end">{}</text>"#,
+                ML - 6.0,
+                py + 4.0,
+                esc(&fmt_tick(self.y_fmt, t))
+            );
         }
-        let _ = write!(out, r#"<text x="{:.1}" y="{:.1}" font-size="12" text-anchor="middle">{}</text>"#, ML + pw / 2.0, H - 8.0, esc(&self.x_label));
+        let _ = write!(
+            out,
+            r#"<text x="{:.1}" y="{:.1}" font-size="12" text-anchor="middle">{}</text>"#,
+            ML + pw / 2.0,
+            H - 8.0,
+            esc(&self.x_label)
+        );
         let _ = write!(
             out,
             r#"<text x="16" y="{:.1}" font-size="12" text-anchor="middle" transform="rotate(-90 16 {:.1})">{}</text>"#,
@@ -213,7 +268,11 @@ impl Chart {
             let color = PALETTE[i % PALETTE.len()];
             let mut d = String::new();
             let mut prev: Option<(f64, f64)> = None;
-            for &(x, y) in s.points.iter().filter(|(x, y)| valid(self.x_scale, *x) && valid(self.y_scale, *y)) {
+            for &(x, y) in s
+                .points
+                .iter()
+                .filter(|(x, y)| valid(self.x_scale, *x) && valid(self.y_scale, *y))
+            {
                 let (px, py) = (sx(x), sy(y));
                 match prev {
                     None => {
@@ -235,14 +294,33 @@ impl Chart {
                 d
             );
             if !s.step && s.points.len() <= 40 {
-                for &(x, y) in s.points.iter().filter(|(x, y)| valid(self.x_scale, *x) && valid(self.y_scale, *y)) {
-                    let _ = write!(out, r#"<circle cx="{:.1}" cy="{:.1}" r="2.5" fill="{color}"/>"#, sx(x), sy(y));
+                for &(x, y) in s
+                    .points
+                    .iter()
+                    .filter(|(x, y)| valid(self.x_scale, *x) && valid(self.y_scale, *y))
+                {
+                    let _ = write!(
+                        out,
+                        r#"<circle cx="{:.1}" cy="{:.1}" r="2.5" fill="{color}"/>"#,
+                        sx(x),
+                        sy(y)
+                    );
                 }
             }
             let ly = MT + 14.0 + i as f64 * 18.0;
             let lx = ML + pw + 12.0;
-            let _ = write!(out, r#"<line x1="{lx:.1}" y1="{ly:.1}" x2="{:.1}" y2="{ly:.1}" stroke="{color}" stroke-width="3"/>"#, lx + 18.0);
-            let _ = write!(out, r#"<text x="{:.1}" y="{:.1}" font-size="11">{}</text>"#, lx + 24.0, ly + 4.0, esc(&s.name));
+            let _ = write!(
+                out,
+                r#"<line x1="{lx:.1}" y1="{ly:.1}" x2="{:.1}" y2="{ly:.1}" stroke="{color}" stroke-width="3"/>"#,
+                lx + 18.0
+            );
+            let _ = write!(
+                out,
+                r#"<text x="{:.1}" y="{:.1}" font-size="11">{}</text>"#,
+                lx + 24.0,
+                ly + 4.0,
+                esc(&s.name)
+            );
         }
         out.push_str("</svg>");
         out
@@ -270,8 +348,16 @@ mod tests {
     #[test]
     fn renders_one_path_per_series_and_escapes_text() {
         let s = vec![
-            Series { name: "IB".into(), points: vec![(1024.0, 1.0), (1048576.0, 40.0)], step: false },
-            Series { name: "RoCE & co".into(), points: vec![(1024.0, 0.5), (1048576.0, 30.0)], step: true },
+            Series {
+                name: "IB".into(),
+                points: vec![(1024.0, 1.0), (1048576.0, 40.0)],
+                step: false,
+            },
+            Series {
+                name: "RoCE & co".into(),
+                points: vec![(1024.0, 0.5), (1048576.0, 30.0)],
+                step: true,
+            },
         ];
         let svg = chart(s, Scale::Log2).render();
         assert_eq!(svg.matches("<path class=\"series\"").count(), 2);
@@ -283,7 +369,11 @@ mod tests {
 
     #[test]
     fn log_axis_skips_non_positive_points_and_empty_chart_says_so() {
-        let s = vec![Series { name: "a".into(), points: vec![(0.0, 1.0), (f64::NAN, 2.0), (8.0, 3.0), (64.0, 4.0)], step: false }];
+        let s = vec![Series {
+            name: "a".into(),
+            points: vec![(0.0, 1.0), (f64::NAN, 2.0), (8.0, 3.0), (64.0, 4.0)],
+            step: false,
+        }];
         let svg = chart(s, Scale::Log2).render();
         assert_eq!(svg.matches("<circle").count(), 2);
         let empty = chart(vec![], Scale::Linear).render();

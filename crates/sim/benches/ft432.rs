@@ -21,15 +21,29 @@ fn peak_rss_kib() -> Option<u64> {
 /// CPU time of this thread in nanoseconds (/proc/thread-self/schedstat, field 1):
 /// on a shared machine the wall clock also counts time other processes took.
 fn thread_cpu_ns() -> Option<u64> {
-    std::fs::read_to_string("/proc/thread-self/schedstat").ok()?.split_whitespace().next()?.parse().ok()
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
 }
 
 fn main() {
-    let end_us: u64 = std::env::args().skip(1).find(|a| !a.starts_with('-')).and_then(|a| a.parse().ok()).unwrap_or(10_000);
+    let end_us: u64 = std::env::args()
+        .skip(1)
+        .find(|a| !a.starts_with('-'))
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(10_000);
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/sim/perm_432.cm");
     let text = std::fs::read_to_string(root).expect("examples/sim/perm_432.cm");
     let m = parse_connection_matrix(&text, root).expect("connection matrix");
-    let f = fat_tree3(&FatTree3Params { radix: 12, rate: LinkRate::EDR_4X, ..FatTree3Params::default() }).expect("fat tree");
+    let f = fat_tree3(&FatTree3Params {
+        radix: 12,
+        rate: LinkRate::EDR_4X,
+        ..FatTree3Params::default()
+    })
+    .expect("fat tree");
     let t = bfs_routes(&f, Tie::SpreadByLid);
     let hosts = cas(&f);
     assert_eq!(hosts.len(), 432);
@@ -51,10 +65,26 @@ fn main() {
     assert!(audit.is_empty(), "{audit:?}");
     println!("ft432 permutation, {end_us} us simulated");
     println!("  wall time            {secs:.3} s");
-    println!("  packet-link hops     {}  ({:.2} M/s)", s.packet_link_hops, s.packet_link_hops as f64 / secs / 1e6);
-    println!("  events               {}  ({:.2} M/s)", s.events, s.events as f64 / secs / 1e6);
-    println!("  cpu time             {cpu:.3} s  ({:.2} M hops/cpu-s, {:.2} M events/cpu-s)", s.packet_link_hops as f64 / cpu / 1e6, s.events as f64 / cpu / 1e6);
-    println!("  payload delivered    {} bytes, aggregate goodput {:.1} Gb/s", s.payload_delivered_bytes, r.aggregate_goodput_bps / 1e9);
+    println!(
+        "  packet-link hops     {}  ({:.2} M/s)",
+        s.packet_link_hops,
+        s.packet_link_hops as f64 / secs / 1e6
+    );
+    println!(
+        "  events               {}  ({:.2} M/s)",
+        s.events,
+        s.events as f64 / secs / 1e6
+    );
+    println!(
+        "  cpu time             {cpu:.3} s  ({:.2} M hops/cpu-s, {:.2} M events/cpu-s)",
+        s.packet_link_hops as f64 / cpu / 1e6,
+        s.events as f64 / cpu / 1e6
+    );
+    println!(
+        "  payload delivered    {} bytes, aggregate goodput {:.1} Gb/s",
+        s.payload_delivered_bytes,
+        r.aggregate_goodput_bps / 1e9
+    );
     println!("  stale wakes {}  idle looks {}", s.stale_wakes, s.idle_looks);
     println!("  drops                {}", s.packets_dropped);
     println!("  peak packets         {}", s.peak_packets_in_flight);
@@ -67,7 +97,12 @@ fn main() {
         let g: Vec<f64> = r.flows.iter().map(|f| f.goodput_bps / 1e9).collect();
         let mut gs = g.clone();
         gs.sort_by(|a, b| a.partial_cmp(b).unwrap());
-        println!("  flow goodput Gb/s min {:.1} p50 {:.1} max {:.1}", gs[0], gs[gs.len() / 2], gs[gs.len() - 1]);
+        println!(
+            "  flow goodput Gb/s min {:.1} p50 {:.1} max {:.1}",
+            gs[0],
+            gs[gs.len() / 2],
+            gs[gs.len() - 1]
+        );
     }
     println!("  peak RSS             {} KiB", peak_rss_kib().unwrap_or(0));
 }

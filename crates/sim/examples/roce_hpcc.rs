@@ -13,10 +13,12 @@ use sim::roce::hpcc_run::HpccExperiment;
 
 fn main() {
     let mut args = std::env::args().skip(1);
-    let cfg = args
-        .next()
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/formats/hpcc/config_dcqcn_perm320.txt")));
+    let cfg = args.next().map(PathBuf::from).unwrap_or_else(|| {
+        PathBuf::from(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../../shared/formats/hpcc/config_dcqcn_perm320.txt"
+        ))
+    });
     let us: u64 = args.next().map_or(500, |s| s.parse().expect("microseconds"));
     let e = match HpccExperiment::load(&cfg) {
         Ok(e) => e,

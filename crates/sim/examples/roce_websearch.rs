@@ -31,7 +31,11 @@ fn main() {
     let e = HpccExperiment::load(&shared.join("hpcc/config_dcqcn_perm320.txt")).expect("config");
     let cdf_text = std::fs::read_to_string(shared.join("workloads/WebSearch_distribution.txt")).expect("cdf");
     let cdf = SizeCdf::parse("WebSearch_distribution.txt", &cdf_text).expect("cdf");
-    let hosts: Vec<_> = e.fabric.node_ids().filter(|&n| e.fabric.node(n).kind == NodeKind::Ca).collect();
+    let hosts: Vec<_> = e
+        .fabric
+        .node_ids()
+        .filter(|&n| e.fabric.node(n).kind == NodeKind::Ca)
+        .collect();
     let start = Time::ms(2000);
     let flows = poisson_flows(&hosts, &cdf, load, 100_000_000_000, start, Time::ms(ms), seed);
     let mut sim = RoceSim::new(&e.fabric, e.roce.clone(), &flows).expect("build");
@@ -49,10 +53,20 @@ fn main() {
         sim.ledger.dropped,
         sim.pfc.len()
     );
-    let buckets: [(&str, u64, u64); 4] = [("< 3 KB", 0, 3_000), ("3-100 KB", 3_000, 100_000), ("100 KB-1 MB", 100_000, 1_000_000), (">= 1 MB", 1_000_000, u64::MAX)];
+    let buckets: [(&str, u64, u64); 4] = [
+        ("< 3 KB", 0, 3_000),
+        ("3-100 KB", 3_000, 100_000),
+        ("100 KB-1 MB", 100_000, 1_000_000),
+        (">= 1 MB", 1_000_000, u64::MAX),
+    ];
     for (name, lo, hi) in buckets {
         let mut v: Vec<f64> = sd.iter().filter(|x| x.0 >= lo && x.0 < hi).map(|x| x.1).collect();
         let n = v.len();
-        println!("{name:>12}: {n:5} flows, slowdown p50 {:.2} p95 {:.2} p99 {:.2}", pct(&mut v, 0.5), pct(&mut v, 0.95), pct(&mut v, 0.99));
+        println!(
+            "{name:>12}: {n:5} flows, slowdown p50 {:.2} p95 {:.2} p99 {:.2}",
+            pct(&mut v, 0.5),
+            pct(&mut v, 0.95),
+            pct(&mut v, 0.99)
+        );
     }
 }

@@ -28,7 +28,11 @@ pub enum CaptureFileError {
     Write { path: String, message: String },
     /// A packet could not be encoded (a model fault).
     #[error("encode captured packet {index} ({opcode:?}): {message}")]
-    Encode { index: usize, opcode: Opcode, message: String },
+    Encode {
+        index: usize,
+        opcode: Opcode,
+        message: String,
+    },
 }
 
 /// Encode one simulated packet as a native IB frame into `buf`; returns its length.
@@ -37,13 +41,31 @@ pub fn encode(pk: &Packet, payload_scratch: &mut Vec<u8>, buf: &mut Vec<u8>) -> 
     let carries_payload = !matches!(pk.opcode, Opcode::ReadRequest | Opcode::Acknowledge);
     match pk.opcode {
         Opcode::WriteFirst | Opcode::WriteOnly => {
-            ext.reth = Some(reth::Repr { va: 0, rkey: 0, dma_len: pk.payload })
+            ext.reth = Some(reth::Repr {
+                va: 0,
+                rkey: 0,
+                dma_len: pk.payload,
+            })
         }
-        Opcode::ReadRequest => ext.reth = Some(reth::Repr { va: 0, rkey: 0, dma_len: pk.payload }),
+        Opcode::ReadRequest => {
+            ext.reth = Some(reth::Repr {
+                va: 0,
+                rkey: 0,
+                dma_len: pk.payload,
+            })
+        }
         Opcode::ReadResponseFirst | Opcode::ReadResponseLast | Opcode::ReadResponseOnly | Opcode::Acknowledge => {
-            ext.aeth = Some(aeth::Repr { syndrome: Syndrome::Ack { credits: 31 }, msn: 0 })
+            ext.aeth = Some(aeth::Repr {
+                syndrome: Syndrome::Ack { credits: 31 },
+                msn: 0,
+            })
         }
-        Opcode::UdSendOnly => ext.deth = Some(deth::Repr { qkey: 0, src_qp: pk.src_qp & 0xff_ffff }),
+        Opcode::UdSendOnly => {
+            ext.deth = Some(deth::Repr {
+                qkey: 0,
+                src_qp: pk.src_qp & 0xff_ffff,
+            })
+        }
         _ => {}
     }
     let plen = if carries_payload { pk.payload as usize } else { 0 };
@@ -85,13 +107,19 @@ pub fn encode(pk: &Packet, payload_scratch: &mut Vec<u8>, buf: &mut Vec<u8>) -> 
 
 /// Write `packets` (start time, packet) to `path` as an ERF-in-pcap InfiniBand capture.
 pub fn write_pcap(path: &Path, packets: &[(Time, Packet)]) -> Result<usize, CaptureFileError> {
-    let werr = |e: wire::pcap::CaptureError| CaptureFileError::Write { path: path.display().to_string(), message: e.to_string() };
+    let werr = |e: wire::pcap::CaptureError| CaptureFileError::Write {
+        path: path.display().to_string(),
+        message: e.to_string(),
+    };
     let mut w = CaptureWriter::create(path, CaptureLink::IbErf).map_err(werr)?;
     let mut payload = Vec::new();
     let mut buf = Vec::new();
     for (i, (t, pk)) in packets.iter().enumerate() {
-        let n = encode(pk, &mut payload, &mut buf)
-            .map_err(|message| CaptureFileError::Encode { index: i, opcode: pk.opcode, message })?;
+        let n = encode(pk, &mut payload, &mut buf).map_err(|message| CaptureFileError::Encode {
+            index: i,
+            opcode: pk.opcode,
+            message,
+        })?;
         w.write(t.0 / 1_000, &buf[..n]).map_err(werr)?;
     }
     w.finish().map_err(werr)?;
@@ -128,7 +156,9 @@ mod tests {
             let n = encode(&pk, &mut s, &mut b).unwrap();
             assert_eq!(n as u32, pk.wire, "{op:?}");
             let d = wire::decode(&b[..n], wire::LinkType::Infiniband).unwrap();
-            let wire::Decoded::Ib { checks, .. } = d else { panic!("{op:?} decoded as {d:?}") };
+            let wire::Decoded::Ib { checks, .. } = d else {
+                panic!("{op:?} decoded as {d:?}")
+            };
             assert!(checks.all_ok(), "{op:?}");
         }
     }

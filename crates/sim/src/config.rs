@@ -103,7 +103,13 @@ pub struct CcConfig {
 
 impl Default for CcConfig {
     fn default() -> Self {
-        CcConfig { threshold_packets: 4, ccti_increase: 1, ccti_limit: 127, ipd_step_ps: 40_000, ccti_timer_ps: 5_000_000 }
+        CcConfig {
+            threshold_packets: 4,
+            ccti_increase: 1,
+            ccti_limit: 127,
+            ipd_step_ps: 40_000,
+            ccti_timer_ps: 5_000_000,
+        }
     }
 }
 
@@ -145,7 +151,11 @@ pub struct EngineConfig {
 
 impl Default for EngineConfig {
     fn default() -> Self {
-        EngineConfig { seed: 1, sample_interval_ps: 0, deadlock_check_ps: 20_000_000 }
+        EngineConfig {
+            seed: 1,
+            sample_interval_ps: 0,
+            deadlock_check_ps: 20_000_000,
+        }
     }
 }
 
@@ -165,10 +175,18 @@ impl IbConfig {
         }
         let min_buf = crate::packet::Opcode::WriteFirst.wire_bytes(self.mtu, true);
         if self.switch_buffer_bytes_per_vl < min_buf {
-            return bad("switch_buffer_bytes_per_vl", "room for one MTU packet", self.switch_buffer_bytes_per_vl.to_string());
+            return bad(
+                "switch_buffer_bytes_per_vl",
+                "room for one MTU packet",
+                self.switch_buffer_bytes_per_vl.to_string(),
+            );
         }
         if self.hca_buffer_bytes_per_vl < min_buf {
-            return bad("hca_buffer_bytes_per_vl", "room for one MTU packet", self.hca_buffer_bytes_per_vl.to_string());
+            return bad(
+                "hca_buffer_bytes_per_vl",
+                "room for one MTU packet",
+                self.hca_buffer_bytes_per_vl.to_string(),
+            );
         }
         if self.ack_every == 0 {
             return bad("ack_every", "at least 1", "0".into());

@@ -49,14 +49,23 @@ impl std::fmt::Display for DeadlockReport {
             }
             write!(f, "({}, port {}, VL {})", q.switch, q.port, q.vl)?;
         }
-        write!(f, " ({} queues, {} packets stuck)", self.deadlocked_queues, self.packets_stuck)
+        write!(
+            f,
+            " ({} queues, {} packets stuck)",
+            self.deadlocked_queues, self.packets_stuck
+        )
     }
 }
 
 impl DeadlockReport {
     /// Packets are stuck but no cycle explains it (a model fault): report the queues.
     pub(crate) fn stuck(sim: &Sim) -> DeadlockReport {
-        DeadlockReport { at_ps: sim.now.0, cycle: Vec::new(), deadlocked_queues: 0, packets_stuck: sim.in_flight() }
+        DeadlockReport {
+            at_ps: sim.now.0,
+            cycle: Vec::new(),
+            deadlocked_queues: 0,
+            packets_stuck: sim.in_flight(),
+        }
     }
 }
 
@@ -98,7 +107,9 @@ pub(crate) fn find(sim: &Sim) -> Option<DeadlockReport> {
         for og in sim.port_base[m] as usize..sim.port_base[m + 1] as usize {
             for ovl in 0..nvl {
                 let q = &sim.oq[og * (nvl + 1) + ovl];
-                if q.iter().any(|&p| sim.pkts[p].in_gp == pg && sim.pkts[p].in_vl as usize == vl) {
+                if q.iter()
+                    .any(|&p| sim.pkts[p].in_gp == pg && sim.pkts[p].in_vl as usize == vl)
+                {
                     out.push(idx(og, ovl));
                 }
             }
@@ -132,7 +143,10 @@ pub(crate) fn find(sim: &Sim) -> Option<DeadlockReport> {
     while seen[cur] == usize::MAX {
         seen[cur] = path.len();
         path.push(cur);
-        cur = *adj[cur].iter().find(|&&j| cand[j]).expect("members wait only on members");
+        cur = *adj[cur]
+            .iter()
+            .find(|&&j| cand[j])
+            .expect("members wait only on members");
     }
     let cycle = path[seen[cur]..]
         .iter()
@@ -146,5 +160,10 @@ pub(crate) fn find(sim: &Sim) -> Option<DeadlockReport> {
             }
         })
         .collect();
-    Some(DeadlockReport { at_ps: sim.now.0, cycle, deadlocked_queues: members.len(), packets_stuck: sim.in_flight() })
+    Some(DeadlockReport {
+        at_ps: sim.now.0,
+        cycle,
+        deadlocked_queues: members.len(),
+        packets_stuck: sim.in_flight(),
+    })
 }

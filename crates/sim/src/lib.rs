@@ -53,7 +53,11 @@ pub use sim::{RunStatus, Sim};
 pub enum SimError {
     /// A configuration field is out of range.
     #[error("accept configuration field `{field}`: expected {expected}, got {got}")]
-    Config { field: &'static str, expected: &'static str, got: String },
+    Config {
+        field: &'static str,
+        expected: &'static str,
+        got: String,
+    },
     /// A node has no LID for the port a QP needs.
     #[error("find a LID for {node} port {port} (did the SM assign one?)")]
     NoLid { node: String, port: u8 },

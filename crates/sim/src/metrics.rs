@@ -225,7 +225,10 @@ impl Sim {
                 utilisation: (busy_ps / t).min(1.0),
                 credit_stall_ps: self.stats.stall_ps[gp * nvl..(gp + 1) * nvl].to_vec(),
                 peak_buffer_bytes: if self.node_model[node] == NodeModel::IbSwitch {
-                    self.stats.peak_in_blocks[gp * nvl..(gp + 1) * nvl].iter().map(|&b| u64::from(b) * 64).collect()
+                    self.stats.peak_in_blocks[gp * nvl..(gp + 1) * nvl]
+                        .iter()
+                        .map(|&b| u64::from(b) * 64)
+                        .collect()
                 } else {
                     Vec::new()
                 },
@@ -242,7 +245,12 @@ impl Sim {
             times_ps: self.stats.sample_times.iter().map(|t| t.0).collect(),
             ports: cabled
                 .iter()
-                .map(|&g| format!("{}/{}", self.node_name[self.ports[g].port_node as usize], self.ports[g].port_num))
+                .map(|&g| {
+                    format!(
+                        "{}/{}",
+                        self.node_name[self.ports[g].port_node as usize], self.ports[g].port_num
+                    )
+                })
                 .collect(),
             utilisation: Vec::new(),
             buffer_bytes: Vec::new(),
@@ -251,7 +259,11 @@ impl Sim {
         for (k, &t) in s.times_ps.iter().enumerate() {
             let dt = (t - prev_t).max(1) as f64;
             let row_tx = &self.stats.sample_tx[k * np..(k + 1) * np];
-            let prev_tx = if k == 0 { None } else { Some(&self.stats.sample_tx[(k - 1) * np..k * np]) };
+            let prev_tx = if k == 0 {
+                None
+            } else {
+                Some(&self.stats.sample_tx[(k - 1) * np..k * np])
+            };
             s.utilisation.push(
                 cabled
                     .iter()
@@ -261,8 +273,12 @@ impl Sim {
                     })
                     .collect(),
             );
-            s.buffer_bytes
-                .push(cabled.iter().map(|&g| u64::from(self.stats.sample_occ[k * np + g]) * 64).collect());
+            s.buffer_bytes.push(
+                cabled
+                    .iter()
+                    .map(|&g| u64::from(self.stats.sample_occ[k * np + g]) * 64)
+                    .collect(),
+            );
             prev_t = t;
         }
         s
@@ -298,7 +314,9 @@ impl Sim {
     /// Start recording every packet sent on (`node`, `port`) (for a pcap).
     pub fn capture_port(&mut self, node: fabric::NodeId, port: u8) -> Result<(), crate::SimError> {
         let gp = self.gp(node, port);
-        if node.idx() >= self.node_model.len() || gp >= self.port_base[node.idx() + 1] || self.ports[gp as usize].peer == NONE
+        if node.idx() >= self.node_model.len()
+            || gp >= self.port_base[node.idx() + 1]
+            || self.ports[gp as usize].peer == NONE
         {
             return Err(crate::SimError::Uncabled {
                 node: self.node_name.get(node.idx()).cloned().unwrap_or_default(),

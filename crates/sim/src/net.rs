@@ -334,10 +334,18 @@ impl Sim {
         let high_first = limit == 255 || st.hi_bytes < u32::from(limit).max(1) * 4096;
         let order: [usize; 2] = if high_first { [0, 1] } else { [1, 0] };
         for t in order {
-            let len = if t == 0 { self.arb_cfg.high.len() } else { self.arb_cfg.low.len() };
+            let len = if t == 0 {
+                self.arb_cfg.high.len()
+            } else {
+                self.arb_cfg.low.len()
+            };
             for k in 0..len {
                 let i = (st.idx[t] as usize + k) % len;
-                let e = if t == 0 { self.arb_cfg.high[i] } else { self.arb_cfg.low[i] };
+                let e = if t == 0 {
+                    self.arb_cfg.high[i]
+                } else {
+                    self.arb_cfg.low[i]
+                };
                 if e.weight == 0 || e.vl as usize >= self.nvl {
                     continue;
                 }
@@ -374,7 +382,11 @@ impl Sim {
         let a = &mut self.arb[gp as usize];
         let t = a.last_table as usize;
         a.left[t] -= wire as i32;
-        let len = if t == 0 { self.arb_cfg.high.len() } else { self.arb_cfg.low.len() };
+        let len = if t == 0 {
+            self.arb_cfg.high.len()
+        } else {
+            self.arb_cfg.low.len()
+        };
         if a.left[t] <= 0 && len > 0 {
             a.idx[t] = ((a.idx[t] as usize + 1) % len) as u16;
         }
@@ -422,16 +434,29 @@ impl Sim {
             let name = &self.node_name[self.ports[gp].port_node as usize];
             let port = self.ports[gp].port_num;
             if !self.ports[gp].starved {
-                bad.push(format!("{name} port {port}: work queued, line idle, no wake-up and not waiting for credits"));
+                bad.push(format!(
+                    "{name} port {port}: work queued, line idle, no wake-up and not waiting for credits"
+                ));
             } else if self.ports[gp].need_blocks == 0 && !self.credit_fifo[gp].is_empty()
                 || self.ports[gp].need_blocks > 0
-                    && self.credit_ready(gp as u32, self.ports[gp].need_vl, u32::from(self.ports[gp].need_blocks), self.now).is_some()
+                    && self
+                        .credit_ready(
+                            gp as u32,
+                            self.ports[gp].need_vl,
+                            u32::from(self.ports[gp].need_blocks),
+                            self.now,
+                        )
+                        .is_some()
             {
-                bad.push(format!("{name} port {port}: starved though enough credits are on their way, and no wake-up"));
+                bad.push(format!(
+                    "{name} port {port}: starved though enough credits are on their way, and no wake-up"
+                ));
             } else if self.ports[gp].model == NodeModel::IbSwitch {
                 for vl in 0..self.nvl {
                     if self.head_state(gp as u32, vl) == Head::Ready {
-                        bad.push(format!("{name} port {port}: VL {vl} could send but nothing will wake it"));
+                        bad.push(format!(
+                            "{name} port {port}: VL {vl} could send but nothing will wake it"
+                        ));
                     }
                 }
             }

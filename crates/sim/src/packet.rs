@@ -56,10 +56,9 @@ impl Opcode {
     pub fn ext_header_bytes(self) -> u32 {
         match self {
             Opcode::WriteFirst | Opcode::WriteOnly | Opcode::ReadRequest => hdr::RETH,
-            Opcode::ReadResponseFirst
-            | Opcode::ReadResponseLast
-            | Opcode::ReadResponseOnly
-            | Opcode::Acknowledge => hdr::AETH,
+            Opcode::ReadResponseFirst | Opcode::ReadResponseLast | Opcode::ReadResponseOnly | Opcode::Acknowledge => {
+                hdr::AETH
+            }
             Opcode::UdSendOnly => hdr::DETH,
             _ => 0,
         }
@@ -87,7 +86,10 @@ impl Opcode {
     pub fn is_read_response(self) -> bool {
         matches!(
             self,
-            Opcode::ReadResponseFirst | Opcode::ReadResponseMiddle | Opcode::ReadResponseLast | Opcode::ReadResponseOnly
+            Opcode::ReadResponseFirst
+                | Opcode::ReadResponseMiddle
+                | Opcode::ReadResponseLast
+                | Opcode::ReadResponseOnly
         )
     }
 

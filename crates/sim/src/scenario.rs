@@ -50,7 +50,12 @@ pub enum ScenarioError {
     Toml { path: PathBuf, message: String },
     /// A field has a value the format does not accept.
     #[error("scenario {path}: field `{field}`: expected {expected}, got {got}")]
-    Field { path: PathBuf, field: &'static str, expected: String, got: String },
+    Field {
+        path: PathBuf,
+        field: &'static str,
+        expected: String,
+        got: String,
+    },
     /// The connection matrix is malformed.
     #[error(transparent)]
     Matrix(#[from] workload::CmError),
@@ -118,7 +123,10 @@ pub struct RoutingSpec {
 
 impl Default for RoutingSpec {
     fn default() -> Self {
-        RoutingSpec { engines: vec!["minhop".into()], lmc: 0 }
+        RoutingSpec {
+            engines: vec!["minhop".into()],
+            lmc: 0,
+        }
     }
 }
 
@@ -194,22 +202,30 @@ pub struct Scenario {
 impl Scenario {
     /// Read and check a scenario file.
     pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ScenarioError::Io { path: path.into(), source })?;
+        let text = std::fs::read_to_string(path).map_err(|source| ScenarioError::Io {
+            path: path.into(),
+            source,
+        })?;
         Scenario::parse(&text, path)
     }
 
     /// Parse scenario text; `path` names it and anchors relative paths.
     pub fn parse(text: &str, path: &Path) -> Result<Scenario, ScenarioError> {
-        let mut s: Scenario =
-            toml::from_str(text).map_err(|e| ScenarioError::Toml { path: path.into(), message: e.to_string() })?;
+        let mut s: Scenario = toml::from_str(text).map_err(|e| ScenarioError::Toml {
+            path: path.into(),
+            message: e.to_string(),
+        })?;
         s.path = path.into();
         if let Some(seed) = s.seed {
             s.engine.seed = seed;
         }
         s.ib.validate().map_err(|e| match e {
-            crate::SimError::Config { field, expected, got } => {
-                ScenarioError::Field { path: path.into(), field, expected: expected.into(), got }
-            }
+            crate::SimError::Config { field, expected, got } => ScenarioError::Field {
+                path: path.into(),
+                field,
+                expected: expected.into(),
+                got,
+            },
             other => ScenarioError::Sim(other),
         })?;
         match &s.fabric {
@@ -231,12 +247,21 @@ impl Scenario {
 
     /// The scenario's name (its file stem if it gives none).
     pub fn display_name(&self) -> String {
-        self.name.clone().unwrap_or_else(|| self.path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default())
+        self.name.clone().unwrap_or_else(|| {
+            self.path
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        })
     }
 
     /// A path from the file, resolved against the scenario's directory.
     pub fn resolve(&self, p: &Path) -> PathBuf {
-        if p.is_absolute() { p.into() } else { self.path.parent().unwrap_or(Path::new(".")).join(p) }
+        if p.is_absolute() {
+            p.into()
+        } else {
+            self.path.parent().unwrap_or(Path::new(".")).join(p)
+        }
     }
 
     /// Parse a rate field.
@@ -278,7 +303,13 @@ pub struct Outcome {
     pub series: Option<Series>,
 }
 
-fn host_by_name(sc: &Scenario, f: &Fabric, name: &Option<String>, default: NodeId, field: &'static str) -> Result<NodeId, ScenarioError> {
+fn host_by_name(
+    sc: &Scenario,
+    f: &Fabric,
+    name: &Option<String>,
+    default: NodeId,
+    field: &'static str,
+) -> Result<NodeId, ScenarioError> {
     match name {
         None => Ok(default),
         Some(n) => match f.by_name(n) {
@@ -332,7 +363,10 @@ pub fn run(
     let matrix = match &sc.workload {
         WorkloadSpec::Htsim { file, .. } => {
             let p = sc.resolve(file);
-            let text = std::fs::read_to_string(&p).map_err(|source| ScenarioError::Io { path: p.clone(), source })?;
+            let text = std::fs::read_to_string(&p).map_err(|source| ScenarioError::Io {
+                path: p.clone(),
+                source,
+            })?;
             Some(workload::parse_connection_matrix(&text, &p.display().to_string())?)
         }
         WorkloadSpec::Permutation { bytes, .. } => {
@@ -340,26 +374,45 @@ pub fn run(
             Some(Matrix::permutation(hosts.len() as u32, endless(*bytes), &mut rng))
         }
         WorkloadSpec::AllToAll { bytes, .. } => Some(Matrix::all_to_all(hosts.len() as u32, endless(*bytes))),
-        WorkloadSpec::Incast { senders, bytes, .. } => Some(Matrix::incast(hosts.len() as u32, *senders, endless(*bytes))),
+        WorkloadSpec::Incast { senders, bytes, .. } => {
+            Some(Matrix::incast(hosts.len() as u32, *senders, endless(*bytes)))
+        }
         _ => None,
     };
     let ab = match &sc.workload {
-        WorkloadSpec::WriteBw { a, b, .. } | WorkloadSpec::SendLat { a, b, .. } | WorkloadSpec::ReadLat { a, b, .. } => {
+        WorkloadSpec::WriteBw { a, b, .. }
+        | WorkloadSpec::SendLat { a, b, .. }
+        | WorkloadSpec::ReadLat { a, b, .. } => {
             let (da, db) = need2()?;
-            Some((host_by_name(sc, fabric, a, da, "workload.a")?, host_by_name(sc, fabric, b, db, "workload.b")?))
+            Some((
+                host_by_name(sc, fabric, a, da, "workload.a")?,
+                host_by_name(sc, fabric, b, db, "workload.b")?,
+            ))
         }
         _ => None,
     };
     let res: Result<(), WorkloadError> = (|| {
         if let Some(m) = &matrix {
             if m.hosts as usize > hosts.len() {
-                return Err(WorkloadError::NoHost { flow: 0, host: m.hosts - 1, hosts: hosts.len() });
+                return Err(WorkloadError::NoHost {
+                    flow: 0,
+                    host: m.hosts - 1,
+                    hosts: hosts.len(),
+                });
             }
-            out.matrix = Some(workload::run_matrix(&mut sim, &hosts, m, sc.end().unwrap_or(Time::NEVER), progress)?);
+            out.matrix = Some(workload::run_matrix(
+                &mut sim,
+                &hosts,
+                m,
+                sc.end().unwrap_or(Time::NEVER),
+                progress,
+            )?);
             return Ok(());
         }
         match &sc.workload {
-            WorkloadSpec::WriteBw { size, iters, tx_depth, .. } => {
+            WorkloadSpec::WriteBw {
+                size, iters, tx_depth, ..
+            } => {
                 let (a, b) = ab.expect("resolved above");
                 out.bandwidth = Some(perftest::write_bw(&mut sim, a, b, *size, *iters, *tx_depth)?);
             }

@@ -13,15 +13,15 @@ use rand::SeedableRng;
 use rand_pcg::Pcg64Mcg;
 use sm::RoutingTables;
 
+use crate::SimError;
 use crate::config::{EngineConfig, IbConfig, VlArbConfig};
 use crate::deadlock::DeadlockReport;
-use crate::engine::{DropReason, PackedQueue, Fifo, Ledger, PacketId, Slab, Time, TraceHash};
 use crate::engine::time::Serializer;
+use crate::engine::{DropReason, Fifo, Ledger, PackedQueue, PacketId, Slab, Time, TraceHash};
 use crate::ib::hca::{CaPort, Cqe, Qp};
 use crate::metrics::Stats;
 use crate::net::ArbState;
 use crate::packet::Packet;
-use crate::SimError;
 
 /// "None" for `u32` ids.
 pub(crate) const NONE: u32 = u32::MAX;
@@ -231,7 +231,11 @@ impl Sim {
         }
         let np = port_node.len();
         if np >= MAX_ID {
-            return Err(SimError::Config { field: "fabric", expected: "fewer than 2^25 ports", got: np.to_string() });
+            return Err(SimError::Config {
+                field: "fabric",
+                expected: "fewer than 2^25 ports",
+                got: np.to_string(),
+            });
         }
         let mut ports: Vec<PortHot> = (0..np)
             .map(|g| PortHot {
@@ -444,7 +448,8 @@ impl Sim {
         }
         if self.eng.deadlock_check_ps > 0 && !self.watchdog_armed {
             self.watchdog_armed = true;
-            self.q.push(self.now + Time(self.eng.deadlock_check_ps), Event::Watchdog);
+            self.q
+                .push(self.now + Time(self.eng.deadlock_check_ps), Event::Watchdog);
         }
         loop {
             if !self.cq_notify.is_empty() {
@@ -512,7 +517,8 @@ impl Sim {
                     }
                     if self.q.len() > usize::from(self.sample_armed) {
                         self.watchdog_armed = true;
-                        self.q.push(self.now + Time(self.eng.deadlock_check_ps), Event::Watchdog);
+                        self.q
+                            .push(self.now + Time(self.eng.deadlock_check_ps), Event::Watchdog);
                     }
                 }
             }

@@ -29,7 +29,9 @@ pub fn bfs_routes(f: &Fabric, tie: Tie) -> RoutingTables {
     let max_lid = t.lid_owner.len();
     for (i, node) in f.nodes.iter().enumerate() {
         if node.kind == NodeKind::Switch {
-            t.lft[i] = Lft { ports: vec![NO_ROUTE; max_lid] };
+            t.lft[i] = Lft {
+                ports: vec![NO_ROUTE; max_lid],
+            };
         }
     }
     let mut dist = vec![u32::MAX; n];
@@ -70,9 +72,7 @@ pub fn bfs_routes(f: &Fabric, tie: Tie) -> RoutingTables {
             let cands: Vec<u8> = flat
                 .neighbors(NodeId(s as u32))
                 .iter()
-                .filter(|a| {
-                    dist[a.peer.idx()] == d - 1 && (flat.kind(a.peer) == NodeKind::Switch || a.peer == dn)
-                })
+                .filter(|a| dist[a.peer.idx()] == d - 1 && (flat.kind(a.peer) == NodeKind::Switch || a.peer == dn))
                 .map(|a| a.port)
                 .collect();
             if cands.is_empty() {
@@ -90,10 +90,16 @@ pub fn bfs_routes(f: &Fabric, tie: Tie) -> RoutingTables {
 /// `hosts` single-port HCAs on one switch, cables of `cable_m` metres.
 pub fn one_switch(hosts: u8, rate: LinkRate, cable_m: f64) -> Fabric {
     let mut f = Fabric::new();
-    let s = f.add_node(NodeSpec::switch("sw0", Guid(0x0002_c900_0000_1000), hosts.max(2))).expect("switch");
+    let s = f
+        .add_node(NodeSpec::switch("sw0", Guid(0x0002_c900_0000_1000), hosts.max(2)))
+        .expect("switch");
     for h in 0..hosts {
         let c = f
-            .add_node(NodeSpec::ca(format!("h{h}"), Guid(0x0002_c900_0010_0000 + 16 * u64::from(h)), 1))
+            .add_node(NodeSpec::ca(
+                format!("h{h}"),
+                Guid(0x0002_c900_0010_0000 + 16 * u64::from(h)),
+                1,
+            ))
             .expect("ca");
         f.connect(s, h + 1, c, 1, rate, cable_m).expect("cable");
     }
@@ -106,20 +112,31 @@ pub fn ring(switches: u8, hosts: u8, rate: LinkRate, cable_m: f64) -> Fabric {
     let mut f = Fabric::new();
     let sw: Vec<NodeId> = (0..switches)
         .map(|i| {
-            f.add_node(NodeSpec::switch(format!("sw{i}"), Guid(0x0002_c900_0000_1000 + u64::from(i)), hosts + 2))
-                .expect("switch")
+            f.add_node(NodeSpec::switch(
+                format!("sw{i}"),
+                Guid(0x0002_c900_0000_1000 + u64::from(i)),
+                hosts + 2,
+            ))
+            .expect("switch")
         })
         .collect();
     for i in 0..switches {
         for h in 0..hosts {
             let id = u64::from(i) * 64 + u64::from(h);
-            let c = f.add_node(NodeSpec::ca(format!("h{i}_{h}"), Guid(0x0002_c900_0010_0000 + 16 * id), 1)).expect("ca");
+            let c = f
+                .add_node(NodeSpec::ca(
+                    format!("h{i}_{h}"),
+                    Guid(0x0002_c900_0010_0000 + 16 * id),
+                    1,
+                ))
+                .expect("ca");
             f.connect(sw[i as usize], h + 1, c, 1, rate, cable_m).expect("cable");
         }
     }
     for i in 0..switches {
         let j = (i + 1) % switches;
-        f.connect(sw[i as usize], hosts + 1, sw[j as usize], hosts + 2, rate, cable_m).expect("cable");
+        f.connect(sw[i as usize], hosts + 1, sw[j as usize], hosts + 2, rate, cable_m)
+            .expect("cable");
     }
     f
 }

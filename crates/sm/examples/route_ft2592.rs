@@ -8,7 +8,11 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let e: EngineKind = args.next().unwrap_or_else(|| "minhop".into()).parse().expect("engine");
     let n: usize = args.next().and_then(|x| x.parse().ok()).unwrap_or(20);
-    let f = fat_tree3(&FatTree3Params { pods: Some(8), ..Default::default() }).expect("fat tree");
+    let f = fat_tree3(&FatTree3Params {
+        pods: Some(8),
+        ..Default::default()
+    })
+    .expect("fat tree");
     let flat = f.freeze();
     let sm_port = sm::lids::default_sm_port(&f).expect("sm port");
     let (mut t, _) = sm::lids::assign(&f, sm_port, 0, None).expect("lids");
@@ -18,5 +22,8 @@ fn main() {
     for _ in 0..n {
         engine.route(&g, &RouteOptions::default(), &mut t).expect("route");
     }
-    println!("{e}: {:.2} ms per route", t0.elapsed().as_secs_f64() * 1000.0 / n as f64);
+    println!(
+        "{e}: {:.2} ms per route",
+        t0.elapsed().as_secs_f64() * 1000.0 / n as f64
+    );
 }

@@ -13,16 +13,37 @@ fn main() {
     let validate = args.next().is_some_and(|x| x == "validate");
     let pods: Option<u32> = args.next().and_then(|x| x.parse().ok());
     let t0 = std::time::Instant::now();
-    let f = fat_tree3(&FatTree3Params { radix, pods, ..Default::default() }).expect("fat tree");
+    let f = fat_tree3(&FatTree3Params {
+        radix,
+        pods,
+        ..Default::default()
+    })
+    .expect("fat tree");
     let build = t0.elapsed();
     let mut fab = InProcess::new(f, (fabric::NodeId(0), 0));
-    let opts = SweepOptions { engines, validate, ..Default::default() };
+    let opts = SweepOptions {
+        engines,
+        validate,
+        ..Default::default()
+    };
     let mut sm = SubnetManager::new(opts, 1);
     let t0 = std::time::Instant::now();
     let r = sm.heavy_sweep(&mut fab);
     let total = t0.elapsed();
-    println!("fabric build {:.1} ms; heavy sweep {:.1} ms", build.as_secs_f64() * 1e3, total.as_secs_f64() * 1e3);
-    println!("{} switches, {} CAs, {} links; {} SMPs; {} LFT blocks; issues {}", r.switches, r.cas, r.links, r.smps_sent, r.lft_blocks_sent, r.issues.len());
+    println!(
+        "fabric build {:.1} ms; heavy sweep {:.1} ms",
+        build.as_secs_f64() * 1e3,
+        total.as_secs_f64() * 1e3
+    );
+    println!(
+        "{} switches, {} CAs, {} links; {} SMPs; {} LFT blocks; issues {}",
+        r.switches,
+        r.cas,
+        r.links,
+        r.smps_sent,
+        r.lft_blocks_sent,
+        r.issues.len()
+    );
     for p in &r.phases {
         println!("  {:<10} {:>9.1} ms", p.name, p.micros as f64 / 1e3);
     }
@@ -30,7 +51,11 @@ fn main() {
         println!("issue: {i}");
     }
     if let Some(v) = &r.validation {
-        println!("unreachable {} credit loop {}", v.routes.unreachable, v.credit_loops.cycle.is_some());
+        println!(
+            "unreachable {} credit loop {}",
+            v.routes.unreachable,
+            v.credit_loops.cycle.is_some()
+        );
     }
     println!("engine {:?} subnet up {}", r.outcome.map(|o| o.engine), r.subnet_up);
 }

@@ -105,9 +105,17 @@ pub fn subnet_lst(f: &Fabric, t: &RoutingTables, sm_node: Option<NodeId>) -> Str
         }
         let lid_port = if node.kind == NodeKind::Switch { 0 } else { p };
         let lid = t.lid_of(n, lid_port).map(|l| l.0).unwrap_or(0);
-        let pg = if node.kind == NodeKind::Switch { node.node_guid } else { node.port_guid(p) };
+        let pg = if node.kind == NodeKind::Switch {
+            node.node_guid
+        } else {
+            node.port_guid(p)
+        };
         // OpenSM prints the local VenID with 6 digits and the remote one with 8.
-        let ven = if wide_vendor { format!("{:08X}", node.vendor_id) } else { format!("{:06X}", node.vendor_id) };
+        let ven = if wide_vendor {
+            format!("{:08X}", node.vendor_id)
+        } else {
+            format!("{:06X}", node.vendor_id)
+        };
         format!(
             "{{ {ty} Ports:{:02X} SystemGUID:{:016x} NodeGUID:{:016x} PortGUID:{:016x} VenID:{ven} DevID:{:04X} Rev:{:08X} {{{}}} LID:{:04X} PN:{:02X} }}",
             node.num_ports(),
@@ -173,7 +181,11 @@ pub fn sl2vl_dump(f: &Fabric, t: &RoutingTables) -> String {
     for (lid, n, p) in entries {
         let node = &f.nodes[n.idx()];
         if node.kind == NodeKind::Switch {
-            let _ = write!(s, "Switch 0x{:016x}, base LID {lid}, \"{}\"\n{header}", node.node_guid.0, node.desc);
+            let _ = write!(
+                s,
+                "Switch 0x{:016x}, base LID {lid}, \"{}\"\n{header}",
+                node.node_guid.0, node.desc
+            );
             let np = node.num_ports() as usize;
             for o in 1..=np {
                 for i in 0..=np {
@@ -221,7 +233,11 @@ pub enum LftsDumpError {
 /// from the entries. Lets OpenSM's tables be validated and compared with ours.
 pub fn parse_lfts_dump(f: &Fabric, text: &str, file: &str) -> Result<RoutingTables, LftsDumpError> {
     let mut t = RoutingTables::empty_for(f);
-    let syn = |line: usize, what: &str| LftsDumpError::Syntax { file: file.into(), line, what: what.into() };
+    let syn = |line: usize, what: &str| LftsDumpError::Syntax {
+        file: file.into(),
+        line,
+        what: what.into(),
+    };
     let hex = |s: &str| u64::from_str_radix(s.trim_start_matches("0x"), 16).ok();
     let mut cur: Option<NodeId> = None;
     let mut owners: Vec<Option<(NodeId, u8)>> = Vec::new();
@@ -240,9 +256,17 @@ pub fn parse_lfts_dump(f: &Fabric, text: &str, file: &str) -> Result<RoutingTabl
     for (i, line) in text.lines().enumerate() {
         let ln = i + 1;
         if let Some(rest) = line.strip_prefix("Unicast lids [") {
-            let g = rest.split(" guid ").nth(1).and_then(|x| x.split_whitespace().next()).ok_or_else(|| syn(ln, "expected ` guid 0x…` in the header"))?;
+            let g = rest
+                .split(" guid ")
+                .nth(1)
+                .and_then(|x| x.split_whitespace().next())
+                .ok_or_else(|| syn(ln, "expected ` guid 0x…` in the header"))?;
             let g = hex(g).ok_or_else(|| syn(ln, "bad switch GUID"))?;
-            let n = f.by_guid(fabric::Guid(g)).ok_or(LftsDumpError::UnknownSwitch { file: file.into(), line: ln, guid: g })?;
+            let n = f.by_guid(fabric::Guid(g)).ok_or(LftsDumpError::UnknownSwitch {
+                file: file.into(),
+                line: ln,
+                guid: g,
+            })?;
             let lid = rest
                 .split(" Lid ")
                 .nth(1)
@@ -255,7 +279,10 @@ pub fn parse_lfts_dump(f: &Fabric, text: &str, file: &str) -> Result<RoutingTabl
             let n = cur.ok_or_else(|| syn(ln, "entry before any `Unicast lids` header"))?;
             let mut it = line.split_whitespace();
             let lid = it.next().and_then(hex).ok_or_else(|| syn(ln, "bad LID"))? as usize;
-            let port: u8 = it.next().and_then(|x| x.parse().ok()).ok_or_else(|| syn(ln, "bad port"))?;
+            let port: u8 = it
+                .next()
+                .and_then(|x| x.parse().ok())
+                .ok_or_else(|| syn(ln, "bad port"))?;
             let lft = &mut t.lft[n.idx()].ports;
             if lft.len() <= lid {
                 lft.resize(lid + 1, crate::tables::NO_ROUTE);
@@ -263,7 +290,11 @@ pub fn parse_lfts_dump(f: &Fabric, text: &str, file: &str) -> Result<RoutingTabl
             lft[lid] = port;
             if let Some(pg) = line.split("portguid ").nth(1).and_then(|x| x.split(':').next()) {
                 let g = hex(pg).ok_or_else(|| syn(ln, "bad port GUID"))?;
-                let owner = *by_port_guid.get(&fabric::Guid(g)).ok_or(LftsDumpError::UnknownPort { file: file.into(), line: ln, guid: g })?;
+                let owner = *by_port_guid.get(&fabric::Guid(g)).ok_or(LftsDumpError::UnknownPort {
+                    file: file.into(),
+                    line: ln,
+                    guid: g,
+                })?;
                 if owners.len() <= lid {
                     owners.resize(lid + 1, None);
                 }
@@ -288,7 +319,9 @@ pub fn parse_lfts_dump(f: &Fabric, text: &str, file: &str) -> Result<RoutingTabl
         }
     }
     t.lmc = lmc;
-    let max = owners.len().max(per_port.values().flatten().map(|&l| l as usize + 1).max().unwrap_or(0));
+    let max = owners
+        .len()
+        .max(per_port.values().flatten().map(|&l| l as usize + 1).max().unwrap_or(0));
     owners.resize(max, None);
     for ((n, p), lids) in &per_port {
         for &l in lids {

@@ -31,7 +31,12 @@ impl PortIndex {
         let mut total = 0u32;
         for i in 0..n {
             base.push(total);
-            let mut slots = flat.neighbors(NodeId(i as u32)).iter().map(|a| a.port as u32 + 1).max().unwrap_or(1);
+            let mut slots = flat
+                .neighbors(NodeId(i as u32))
+                .iter()
+                .map(|a| a.port as u32 + 1)
+                .max()
+                .unwrap_or(1);
             if let Some(t) = t {
                 if let Some(v) = t.base_lid.get(i) {
                     slots = slots.max(v.len() as u32);
@@ -49,7 +54,11 @@ impl PortIndex {
                 peer_port[idx] = a.peer_port;
             }
         }
-        PortIndex { base, peer_node, peer_port }
+        PortIndex {
+            base,
+            peer_node,
+            peer_port,
+        }
     }
 
     /// Total port slots.

@@ -23,8 +23,15 @@ pub const MAX_UNICAST_LID: u16 = 0xbfff;
 pub enum LidError {
     #[error("LMC {0} is out of range (0..=7)")]
     BadLmc(u8),
-    #[error("the unicast LID space (0x0001-0xbfff, 49151 LIDs) cannot hold {needed} LIDs: {switches} switches and {end_ports} CA ports with LMC {lmc}")]
-    Exhausted { needed: usize, switches: usize, end_ports: usize, lmc: u8 },
+    #[error(
+        "the unicast LID space (0x0001-0xbfff, 49151 LIDs) cannot hold {needed} LIDs: {switches} switches and {end_ports} CA ports with LMC {lmc}"
+    )]
+    Exhausted {
+        needed: usize,
+        switches: usize,
+        end_ports: usize,
+        lmc: u8,
+    },
     #[error("SM port {port} of node {node} does not exist")]
     BadSmPort { node: u32, port: u8 },
 }
@@ -35,7 +42,12 @@ pub enum Guid2LidError {
     #[error("{file}:{line}: expected `0x<guid> 0x<min lid> 0x<max lid>`, got {text:?}")]
     Syntax { file: String, line: usize, text: String },
     #[error("{file}:{line}: LID range {min:#06x}-{max:#06x} is not a valid unicast range")]
-    BadRange { file: String, line: usize, min: u16, max: u16 },
+    BadRange {
+        file: String,
+        line: usize,
+        min: u16,
+        max: u16,
+    },
     #[error("{file}:{line}: port GUID {guid} appears twice")]
     Duplicate { file: String, line: usize, guid: Guid },
 }
@@ -56,11 +68,18 @@ impl Guid2Lid {
             if line.is_empty() || line.starts_with('#') {
                 continue;
             }
-            let syntax = || Guid2LidError::Syntax { file: file.to_string(), line: i + 1, text: raw.to_string() };
+            let syntax = || Guid2LidError::Syntax {
+                file: file.to_string(),
+                line: i + 1,
+                text: raw.to_string(),
+            };
             let mut it = line.split_whitespace();
             let hex = |s: Option<&str>| -> Result<u64, Guid2LidError> {
                 let s = s.ok_or_else(syntax)?;
-                let h = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")).ok_or_else(syntax)?;
+                let h = s
+                    .strip_prefix("0x")
+                    .or_else(|| s.strip_prefix("0X"))
+                    .ok_or_else(syntax)?;
                 u64::from_str_radix(h, 16).map_err(|_| syntax())
             };
             let g = hex(it.next())?;
@@ -70,10 +89,19 @@ impl Guid2Lid {
                 return Err(syntax());
             }
             if lo == 0 || hi < lo || hi > MAX_UNICAST_LID as u64 {
-                return Err(Guid2LidError::BadRange { file: file.to_string(), line: i + 1, min: lo as u16, max: hi as u16 });
+                return Err(Guid2LidError::BadRange {
+                    file: file.to_string(),
+                    line: i + 1,
+                    min: lo as u16,
+                    max: hi as u16,
+                });
             }
             if map.insert(Guid(g), (Lid(lo as u16), Lid(hi as u16))).is_some() {
-                return Err(Guid2LidError::Duplicate { file: file.to_string(), line: i + 1, guid: Guid(g) });
+                return Err(Guid2LidError::Duplicate {
+                    file: file.to_string(),
+                    line: i + 1,
+                    guid: Guid(g),
+                });
             }
         }
         Ok(Guid2Lid { map })
@@ -98,7 +126,11 @@ impl Guid2Lid {
                 if l.0 == 0 {
                     continue;
                 }
-                let n = if node.kind == NodeKind::Switch { 1 } else { 1u16 << t.lmc };
+                let n = if node.kind == NodeKind::Switch {
+                    1
+                } else {
+                    1u16 << t.lmc
+                };
                 map.insert(node.port_guid(p as u8), (l, Lid(l.0 + n - 1)));
             }
         }
@@ -160,7 +192,11 @@ pub fn assign(
     }
     // Ports to assign, SM port first.
     let mut ports: Vec<(NodeId, u8)> = Vec::new();
-    let sm_slot = if f.nodes[smn.idx()].kind == NodeKind::Switch { 0 } else { smp };
+    let sm_slot = if f.nodes[smn.idx()].kind == NodeKind::Switch {
+        0
+    } else {
+        smp
+    };
     ports.push((smn, sm_slot));
     for &n in &order {
         let node = &f.nodes[n.idx()];
@@ -176,11 +212,25 @@ pub fn assign(
             }
         }
     }
-    let size = |n: NodeId| -> u16 { if f.nodes[n.idx()].kind == NodeKind::Switch { 1 } else { 1 << lmc } };
-    let switches = ports.iter().filter(|(n, _)| f.nodes[n.idx()].kind == NodeKind::Switch).count();
+    let size = |n: NodeId| -> u16 {
+        if f.nodes[n.idx()].kind == NodeKind::Switch {
+            1
+        } else {
+            1 << lmc
+        }
+    };
+    let switches = ports
+        .iter()
+        .filter(|(n, _)| f.nodes[n.idx()].kind == NodeKind::Switch)
+        .count();
     let end_ports = ports.len() - switches;
     let needed = switches + (end_ports << lmc);
-    let exhausted = || LidError::Exhausted { needed, switches, end_ports, lmc };
+    let exhausted = || LidError::Exhausted {
+        needed,
+        switches,
+        end_ports,
+        lmc,
+    };
     if needed > MAX_UNICAST_LID as usize {
         return Err(exhausted());
     }
@@ -269,7 +319,9 @@ pub fn default_sm_port(f: &Fabric) -> Option<(NodeId, u8)> {
     if node.kind == NodeKind::Switch {
         return Some((NodeId(0), 0));
     }
-    node.port_nums().find(|&p| node.ports[p as usize].link.is_some()).map(|p| (NodeId(0), p))
+    node.port_nums()
+        .find(|&p| node.ports[p as usize].link.is_some())
+        .map(|p| (NodeId(0), p))
 }
 
 #[cfg(test)]

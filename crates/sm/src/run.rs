@@ -90,7 +90,10 @@ impl RunReport {
 pub(crate) fn timed<T>(phases: &mut Vec<Phase>, name: &'static str, f: impl FnOnce() -> T) -> T {
     let t0 = Instant::now();
     let r = f();
-    phases.push(Phase { name, micros: t0.elapsed().as_micros() as u64 });
+    phases.push(Phase {
+        name,
+        micros: t0.elapsed().as_micros() as u64,
+    });
     r
 }
 
@@ -102,11 +105,26 @@ pub fn run(f: &Fabric, o: &RunOptions) -> Result<(RoutingTables, RunReport), Run
     };
     let mut phases = Vec::new();
     let flat = timed(&mut phases, "freeze", || f.freeze());
-    let (mut t, lids) = timed(&mut phases, "lids", || lids::assign(f, sm_port, o.lmc, o.guid2lid.as_ref()))?;
-    let outcome = timed(&mut phases, "routing", || routing::route(f, &flat, &mut t, &o.engines, &o.route))?;
-    let validation = o.validate.then(|| timed(&mut phases, "validate", || validate::validate(&flat, &t)));
+    let (mut t, lids) = timed(&mut phases, "lids", || {
+        lids::assign(f, sm_port, o.lmc, o.guid2lid.as_ref())
+    })?;
+    let outcome = timed(&mut phases, "routing", || {
+        routing::route(f, &flat, &mut t, &o.engines, &o.route)
+    })?;
+    let validation = o
+        .validate
+        .then(|| timed(&mut phases, "validate", || validate::validate(&flat, &t)));
     let vls_used = t.vls_used;
-    Ok((t, RunReport { phases, lids, outcome, vls_used, validation }))
+    Ok((
+        t,
+        RunReport {
+            phases,
+            lids,
+            outcome,
+            vls_used,
+            validation,
+        },
+    ))
 }
 
 /// Read a GUID list file (OpenSM `root_guid_file` / `cn_guid_file`: one GUID per line,
@@ -118,9 +136,16 @@ pub fn parse_guid_list(text: &str, file: &str) -> Result<Vec<fabric::Guid>, Stri
         if line.is_empty() {
             continue;
         }
-        let h = line.strip_prefix("0x").or_else(|| line.strip_prefix("0X")).unwrap_or(line);
-        let g = u64::from_str_radix(h, 16)
-            .map_err(|_| format!("{file}:{}: expected a GUID such as 0x0002c90300001234, got {raw:?}", i + 1))?;
+        let h = line
+            .strip_prefix("0x")
+            .or_else(|| line.strip_prefix("0X"))
+            .unwrap_or(line);
+        let g = u64::from_str_radix(h, 16).map_err(|_| {
+            format!(
+                "{file}:{}: expected a GUID such as 0x0002c90300001234, got {raw:?}",
+                i + 1
+            )
+        })?;
         out.push(fabric::Guid(g));
     }
     Ok(out)

@@ -104,7 +104,10 @@ pub struct InProcess {
 
 impl std::fmt::Debug for InProcess {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("InProcess").field("nodes", &self.fabric.nodes.len()).field("stats", &self.stats).finish()
+        f.debug_struct("InProcess")
+            .field("nodes", &self.fabric.nodes.len())
+            .field("stats", &self.stats)
+            .finish()
     }
 }
 
@@ -178,7 +181,9 @@ impl InProcess {
     /// Unplug the cable at (n, p), as ibsim's `Unlink`: both ends go DOWN, switches at
     /// either end set PortStateChange and send Trap 128 to the SM's LID.
     pub fn unlink(&mut self, n: NodeId, p: u8) -> bool {
-        let Some((peer, link)) = self.fabric.peer(n, p) else { return false };
+        let Some((peer, link)) = self.fabric.peer(n, p) else {
+            return false;
+        };
         if self.fabric.disconnect(link).is_err() {
             return false;
         }
@@ -319,7 +324,9 @@ impl InProcess {
                 let (lid, lmc) = if is_sw { (base.lid, base.lmc) } else { (a.lid, a.lmc) };
                 let link = n.ports[p as usize].link.map(|l| self.fabric.link(l).rate);
                 let (w, s, se) = match link {
-                    Some(LinkRate::Ib { speed, width }) => (width.code(), speed.link_speed_code(), speed.link_speed_ext_code()),
+                    Some(LinkRate::Ib { speed, width }) => {
+                        (width.code(), speed.link_speed_code(), speed.link_speed_ext_code())
+                    }
                     _ => (0, 0, 0),
                 };
                 let r = attr::port_info::Repr {
@@ -332,7 +339,11 @@ impl InProcess {
                     link_speed_active: s,
                     link_speed_ext_active: se,
                     port_state: a.state,
-                    phys_state: if link.is_some() || (is_sw && p == 0) { PhysState::LinkUp } else { PhysState::Polling },
+                    phys_state: if link.is_some() || (is_sw && p == 0) {
+                        PhysState::LinkUp
+                    } else {
+                        PhysState::Polling
+                    },
                     vl_cap: 4,
                     oper_vls: 4,
                     capability_mask: if (node, p) == self.sm { attr::cap::IS_SM } else { 0 },
@@ -389,7 +400,9 @@ impl InProcess {
                         ag.sl2vl.insert(key, r.vl);
                     }
                 }
-                let r = attr::sl2vl::Repr { vl: ag.sl2vl.get(&key).copied().unwrap_or([0; 16]) };
+                let r = attr::sl2vl::Repr {
+                    vl: ag.sl2vl.get(&key).copied().unwrap_or([0; 16]),
+                };
                 let _ = r.to_bytes(&mut data);
                 (0, data)
             }
@@ -462,7 +475,9 @@ impl Transport for InProcess {
             resp.attr_id = AttrId::Unknown(0xff00);
         }
         // Returning: walk back along ReturnPath.
-        let Route::Directed(mut dr) = resp.route else { unreachable!("request was directed") };
+        let Route::Directed(mut dr) = resp.route else {
+            unreachable!("request was directed")
+        };
         let mut step = dr.respond(np(&self.fabric, at));
         loop {
             match step {

@@ -65,15 +65,35 @@ impl Default for SweepOptions {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Issue {
     /// The reply carried a non-zero MAD status.
-    BadStatus { path: Vec<u8>, attr: &'static str, status: u16 },
+    BadStatus {
+        path: Vec<u8>,
+        attr: &'static str,
+        status: u16,
+    },
     /// The reply was for another attribute.
-    WrongAttribute { path: Vec<u8>, expected: &'static str, got: u16 },
+    WrongAttribute {
+        path: Vec<u8>,
+        expected: &'static str,
+        got: u16,
+    },
     /// The reply was shorter than a MAD.
-    Truncated { path: Vec<u8>, attr: &'static str, len: usize },
+    Truncated {
+        path: Vec<u8>,
+        attr: &'static str,
+        len: usize,
+    },
     /// The reply did not parse.
-    Unparsable { path: Vec<u8>, attr: &'static str, error: String },
+    Unparsable {
+        path: Vec<u8>,
+        attr: &'static str,
+        error: String,
+    },
     /// Two places in the fabric answer with the same node GUID.
-    DuplicateGuid { guid: Guid, path: Vec<u8>, first_path: Vec<u8> },
+    DuplicateGuid {
+        guid: Guid,
+        path: Vec<u8>,
+        first_path: Vec<u8>,
+    },
     /// No answer after all retries.
     NoAnswer { path: Vec<u8>, attr: &'static str },
     /// The transport refused a request.
@@ -95,10 +115,18 @@ impl std::fmt::Display for Issue {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Issue::BadStatus { path, attr, status } => {
-                write!(f, "DR path {}: {attr} answered with status {status:#06x}", path_str(path))
+                write!(
+                    f,
+                    "DR path {}: {attr} answered with status {status:#06x}",
+                    path_str(path)
+                )
             }
             Issue::WrongAttribute { path, expected, got } => {
-                write!(f, "DR path {}: asked for {expected}, got attribute {got:#06x}", path_str(path))
+                write!(
+                    f,
+                    "DR path {}: asked for {expected}, got attribute {got:#06x}",
+                    path_str(path)
+                )
             }
             Issue::Truncated { path, attr, len } => {
                 write!(f, "DR path {}: {attr} reply truncated to {len} bytes", path_str(path))
@@ -178,10 +206,20 @@ impl SweepReport {
 #[derive(Clone, Copy, Debug)]
 enum Req {
     /// NodeInfo through `port` of discovered node `parent` (`u32::MAX` = the SM's node).
-    NodeInfo { parent: u32, port: u8 },
-    NodeDesc { node: u32 },
-    PortInfo { node: u32, port: u8 },
-    SwitchInfo { node: u32 },
+    NodeInfo {
+        parent: u32,
+        port: u8,
+    },
+    NodeDesc {
+        node: u32,
+    },
+    PortInfo {
+        node: u32,
+        port: u8,
+    },
+    SwitchInfo {
+        node: u32,
+    },
     /// A Set whose reply only needs a status check.
     Set,
 }
@@ -273,11 +311,22 @@ impl SubnetManager {
     }
 
     #[expect(clippy::too_many_arguments, reason = "the fields of one SMP")]
-    fn enqueue(&mut self, x: &mut Exchange, req: Req, path: Vec<u8>, method: Method, attr: AttrId, attr_mod: u32, data: [u8; 64]) {
+    fn enqueue(
+        &mut self,
+        x: &mut Exchange,
+        req: Req,
+        path: Vec<u8>,
+        method: Method,
+        attr: AttrId,
+        attr_mod: u32,
+        data: [u8; 64],
+    ) {
         let dr = match DrRoute::new(&path) {
             Ok(d) => d,
             Err(e) => {
-                x.issues.push(Issue::Transport { error: format!("DR path {}: {e}", path_str(&path)) });
+                x.issues.push(Issue::Transport {
+                    error: format!("DR path {}: {e}", path_str(&path)),
+                });
                 return;
             }
         };
@@ -295,15 +344,12 @@ impl SubnetManager {
 
     /// Send queued requests and hand every answer to `on_reply` until nothing is
     /// queued or outstanding. Unanswered requests are resent, then reported.
-    fn pump(
-        &mut self,
-        tr: &mut dyn Transport,
-        x: &mut Exchange,
-        on_reply: &mut ReplyHandler<'_>,
-    ) {
+    fn pump(&mut self, tr: &mut dyn Transport, x: &mut Exchange, on_reply: &mut ReplyHandler<'_>) {
         loop {
             while x.pending.len() < self.opts.max_in_flight.max(1) {
-                let Some((req, path, smp)) = x.queue.pop_front() else { break };
+                let Some((req, path, smp)) = x.queue.pop_front() else {
+                    break;
+                };
                 self.transmit(tr, x, req, path, smp, 0);
             }
             let mut got_any = false;
@@ -313,7 +359,9 @@ impl SubnetManager {
                 self.dispatch(x, len, on_reply);
                 // Keep the wire full while answers arrive.
                 while x.pending.len() < self.opts.max_in_flight.max(1) {
-                    let Some((req, path, smp)) = x.queue.pop_front() else { break };
+                    let Some((req, path, smp)) = x.queue.pop_front() else {
+                        break;
+                    };
                     self.transmit(tr, x, req, path, smp, 0);
                 }
             }
@@ -330,7 +378,10 @@ impl SubnetManager {
                         x.resends += 1;
                         self.transmit(tr, x, req, path, smp, tries + 1);
                     } else {
-                        x.issues.push(Issue::NoAnswer { path, attr: smp.attr_id.name() });
+                        x.issues.push(Issue::NoAnswer {
+                            path,
+                            attr: smp.attr_id.name(),
+                        });
                     }
                 }
             }
@@ -352,19 +403,22 @@ impl SubnetManager {
         }
     }
 
-    fn dispatch(
-        &mut self,
-        x: &mut Exchange,
-        len: usize,
-        on_reply: &mut ReplyHandler<'_>,
-    ) {
+    fn dispatch(&mut self, x: &mut Exchange, len: usize, on_reply: &mut ReplyHandler<'_>) {
         let bytes: [u8; MAD_LEN] = *self.buf;
         let bytes = &bytes[..len.min(MAD_LEN)];
         // The TID sits in the common header (bytes 8..16) even when the rest is short.
-        let tid = if len >= 16 { u64::from_be_bytes(bytes[8..16].try_into().expect("8 bytes")) } else { 0 };
+        let tid = if len >= 16 {
+            u64::from_be_bytes(bytes[8..16].try_into().expect("8 bytes"))
+        } else {
+            0
+        };
         if len < MAD_LEN {
             if let Some((_, path, smp, _)) = x.pending.remove(&tid) {
-                x.issues.push(Issue::Truncated { path, attr: smp.attr_id.name(), len });
+                x.issues.push(Issue::Truncated {
+                    path,
+                    attr: smp.attr_id.name(),
+                    len,
+                });
             }
             return;
         }
@@ -372,7 +426,11 @@ impl SubnetManager {
             Ok(r) => r,
             Err(e) => {
                 if let Some((_, path, smp, _)) = x.pending.remove(&tid) {
-                    x.issues.push(Issue::Unparsable { path, attr: smp.attr_id.name(), error: e.to_string() });
+                    x.issues.push(Issue::Unparsable {
+                        path,
+                        attr: smp.attr_id.name(),
+                        error: e.to_string(),
+                    });
                 }
                 return;
             }
@@ -388,13 +446,23 @@ impl SubnetManager {
             }
             return;
         }
-        let Some((req, path, smp, _)) = x.pending.remove(&resp.tid) else { return };
+        let Some((req, path, smp, _)) = x.pending.remove(&resp.tid) else {
+            return;
+        };
         if resp.attr_id != smp.attr_id {
-            x.issues.push(Issue::WrongAttribute { path, expected: smp.attr_id.name(), got: u16::from(resp.attr_id) });
+            x.issues.push(Issue::WrongAttribute {
+                path,
+                expected: smp.attr_id.name(),
+                got: u16::from(resp.attr_id),
+            });
             return;
         }
         if resp.status != 0 {
-            x.issues.push(Issue::BadStatus { path, attr: smp.attr_id.name(), status: resp.status });
+            x.issues.push(Issue::BadStatus {
+                path,
+                attr: smp.attr_id.name(),
+                status: resp.status,
+            });
             return;
         }
         on_reply(self, x, req, &path, &resp);
@@ -404,12 +472,25 @@ impl SubnetManager {
     fn discover(&mut self, tr: &mut dyn Transport, x: &mut Exchange) -> Vec<DNode> {
         let mut nodes: Vec<DNode> = Vec::new();
         let mut by_guid: HashMap<Guid, u32> = HashMap::new();
-        self.get(x, Req::NodeInfo { parent: u32::MAX, port: 0 }, Vec::new(), AttrId::NodeInfo, 0);
+        self.get(
+            x,
+            Req::NodeInfo {
+                parent: u32::MAX,
+                port: 0,
+            },
+            Vec::new(),
+            AttrId::NodeInfo,
+            0,
+        );
         let sm_port = self.sm_port_num;
         let mut handler = |sm: &mut SubnetManager, x: &mut Exchange, req: Req, path: &[u8], resp: &Smp| match req {
             Req::NodeInfo { parent, port } => {
                 let Ok(ni) = attr::node_info::Repr::from_bytes(&resp.data) else {
-                    x.issues.push(Issue::Unparsable { path: path.to_vec(), attr: "NodeInfo", error: "short".into() });
+                    x.issues.push(Issue::Unparsable {
+                        path: path.to_vec(),
+                        attr: "NodeInfo",
+                        error: "short".into(),
+                    });
                     return;
                 };
                 let lp = ni.local_port_num;
@@ -424,7 +505,13 @@ impl SubnetManager {
                             nodes[pa as usize].ports[pp as usize].peer = Some((k, lp));
                             if nodes[kk].kind != NodeKind::Switch {
                                 nodes[kk].port_guids[lp as usize] = ni.port_guid;
-                                sm.get(x, Req::PortInfo { node: k, port: lp }, path.to_vec(), AttrId::PortInfo, lp as u32);
+                                sm.get(
+                                    x,
+                                    Req::PortInfo { node: k, port: lp },
+                                    path.to_vec(),
+                                    AttrId::PortInfo,
+                                    lp as u32,
+                                );
                             }
                         }
                         Some(Some(prev)) if Some(prev) == here => {}
@@ -469,15 +556,31 @@ impl SubnetManager {
                 if kind == NodeKind::Switch {
                     sm.get(x, Req::SwitchInfo { node: k }, path.to_vec(), AttrId::SwitchInfo, 0);
                     for p in 0..=np {
-                        sm.get(x, Req::PortInfo { node: k, port: p }, path.to_vec(), AttrId::PortInfo, p as u32);
+                        sm.get(
+                            x,
+                            Req::PortInfo { node: k, port: p },
+                            path.to_vec(),
+                            AttrId::PortInfo,
+                            p as u32,
+                        );
                     }
                 } else {
                     // The SM's own CA: its SM port (hop 0 reports LocalPortNum of it).
-                    let p = if parent == u32::MAX { if lp == 0 { sm_port } else { lp } } else { lp };
+                    let p = if parent == u32::MAX {
+                        if lp == 0 { sm_port } else { lp }
+                    } else {
+                        lp
+                    };
                     if parent == u32::MAX && (p as usize) < nodes[k as usize].port_guids.len() {
                         nodes[k as usize].port_guids[p as usize] = ni.port_guid;
                     }
-                    sm.get(x, Req::PortInfo { node: k, port: p }, path.to_vec(), AttrId::PortInfo, p as u32);
+                    sm.get(
+                        x,
+                        Req::PortInfo { node: k, port: p },
+                        path.to_vec(),
+                        AttrId::PortInfo,
+                        p as u32,
+                    );
                 }
             }
             Req::NodeDesc { node } => {
@@ -490,9 +593,13 @@ impl SubnetManager {
                 }
             }
             Req::PortInfo { node, port } => {
-                let Ok(pi) = attr::port_info::Repr::from_bytes(&resp.data) else { return };
+                let Ok(pi) = attr::port_info::Repr::from_bytes(&resp.data) else {
+                    return;
+                };
                 let n = &mut nodes[node as usize];
-                let Some(dp) = n.ports.get_mut(port as usize) else { return };
+                let Some(dp) = n.ports.get_mut(port as usize) else {
+                    return;
+                };
                 dp.up = pi.phys_state == PhysState::LinkUp && pi.port_state != PortState::Down;
                 dp.width = pi.link_width_active;
                 dp.speed = pi.link_speed_active;
@@ -529,24 +636,39 @@ impl SubnetManager {
         self.need_heavy = false;
         let t0 = Instant::now();
         let nodes = self.discover(tr, &mut x);
-        rep.phases.push(Phase { name: "discover", micros: t0.elapsed().as_micros() as u64 });
+        rep.phases.push(Phase {
+            name: "discover",
+            micros: t0.elapsed().as_micros() as u64,
+        });
         // Model of what was found.
         let t0 = Instant::now();
         let (f, ids) = build_model(&nodes);
         rep.switches = f.count(NodeKind::Switch);
         rep.cas = f.count(NodeKind::Ca);
         rep.links = f.links.len();
-        rep.phases.push(Phase { name: "model", micros: t0.elapsed().as_micros() as u64 });
+        rep.phases.push(Phase {
+            name: "model",
+            micros: t0.elapsed().as_micros() as u64,
+        });
         self.diff_topology(&f, &mut rep);
         if nodes.is_empty() {
-            rep.issues.push(Issue::Routing { error: "the SM's own node did not answer".into() });
+            rep.issues.push(Issue::Routing {
+                error: "the SM's own node did not answer".into(),
+            });
             return finish(rep, x);
         }
         let sm_node = NodeId(0);
-        let sm_port = if nodes[0].kind == NodeKind::Switch { 0 } else { self.sm_port_num.max(1) };
+        let sm_port = if nodes[0].kind == NodeKind::Switch {
+            0
+        } else {
+            self.sm_port_num.max(1)
+        };
         let t0 = Instant::now();
         let assigned = lids::assign(&f, (sm_node, sm_port), self.opts.lmc, Some(&self.guid2lid));
-        rep.phases.push(Phase { name: "lids", micros: t0.elapsed().as_micros() as u64 });
+        rep.phases.push(Phase {
+            name: "lids",
+            micros: t0.elapsed().as_micros() as u64,
+        });
         let (mut t, lrep) = match assigned {
             Ok(v) => v,
             Err(e) => {
@@ -558,7 +680,10 @@ impl SubnetManager {
         let t0 = Instant::now();
         let flat = f.freeze();
         let routed = routing::route(&f, &flat, &mut t, &self.opts.engines, &self.opts.route);
-        rep.phases.push(Phase { name: "routing", micros: t0.elapsed().as_micros() as u64 });
+        rep.phases.push(Phase {
+            name: "routing",
+            micros: t0.elapsed().as_micros() as u64,
+        });
         match routed {
             Ok(o) => rep.outcome = Some(o),
             Err(e) => {
@@ -569,22 +694,33 @@ impl SubnetManager {
         rep.vls_used = t.vls_used;
         let t0 = Instant::now();
         self.program(tr, &mut x, &f, &nodes, &ids, &t, &mut rep);
-        rep.phases.push(Phase { name: "program", micros: t0.elapsed().as_micros() as u64 });
+        rep.phases.push(Phase {
+            name: "program",
+            micros: t0.elapsed().as_micros() as u64,
+        });
         if self.opts.validate {
             let t0 = Instant::now();
             rep.validation = Some(validate::validate(&flat, &t));
-            rep.phases.push(Phase { name: "validate", micros: t0.elapsed().as_micros() as u64 });
+            rep.phases.push(Phase {
+                name: "validate",
+                micros: t0.elapsed().as_micros() as u64,
+            });
         }
         let new_cache = Guid2Lid::from_tables(&f, &t);
         for (g, (lo, _)) in &new_cache.map {
             if let Some((old, _)) = self.guid2lid.map.get(g) {
                 if old != lo {
-                    rep.changes.push(format!("LID of port {g} moved from {} to {}", old.0, lo.0));
+                    rep.changes
+                        .push(format!("LID of port {g} moved from {} to {}", old.0, lo.0));
                 }
             }
         }
         self.guid2lid.map.extend(new_cache.map);
-        self.switch_paths = nodes.iter().filter(|n| n.kind == NodeKind::Switch).map(|n| (n.guid, n.path.clone())).collect();
+        self.switch_paths = nodes
+            .iter()
+            .filter(|n| n.kind == NodeKind::Switch)
+            .map(|n| (n.guid, n.path.clone()))
+            .collect();
         let mut rep = finish(rep, x);
         rep.subnet_up = true;
         self.fabric = Some(f);
@@ -612,10 +748,12 @@ impl SubnetManager {
                 rep.changes.push(format!("node {g} is new"));
             }
             for l in self.last_links.difference(&links) {
-                rep.changes.push(format!("link {}/P{} - {}/P{} went down", l.0, l.1, l.2, l.3));
+                rep.changes
+                    .push(format!("link {}/P{} - {}/P{} went down", l.0, l.1, l.2, l.3));
             }
             for l in links.difference(&self.last_links) {
-                rep.changes.push(format!("link {}/P{} - {}/P{} came up", l.0, l.1, l.2, l.3));
+                rep.changes
+                    .push(format!("link {}/P{} - {}/P{} came up", l.0, l.1, l.2, l.3));
             }
         }
         self.last_links = links;
@@ -640,13 +778,22 @@ impl SubnetManager {
             let node = NodeId(i as u32);
             if n.kind == NodeKind::Switch {
                 if let Some(l) = t.lid_of(node, 0) {
-                    let pi = attr::port_info::Repr { lid: l, lmc: 0, port_state: PortState::NoChange, ..Default::default() };
+                    let pi = attr::port_info::Repr {
+                        lid: l,
+                        lmc: 0,
+                        port_state: PortState::NoChange,
+                        ..Default::default()
+                    };
                     let mut d = [0u8; 64];
                     let _ = pi.to_bytes(&mut d);
                     let req = Req::Set;
                     self.enqueue(x, req, n.path.clone(), Method::Set, AttrId::PortInfo, 0, d);
                 }
-                let si = attr::switch_info::Repr { linear_fdb_top: max_lid, port_state_change: true, ..Default::default() };
+                let si = attr::switch_info::Repr {
+                    linear_fdb_top: max_lid,
+                    port_state_change: true,
+                    ..Default::default()
+                };
                 let mut d = [0u8; 64];
                 let _ = si.to_bytes(&mut d);
                 let req = Req::Set;
@@ -654,7 +801,12 @@ impl SubnetManager {
             } else {
                 for p in 1..=n.num_ports {
                     let Some(l) = t.lid_of(node, p) else { continue };
-                    let pi = attr::port_info::Repr { lid: l, lmc: t.lmc, port_state: PortState::NoChange, ..Default::default() };
+                    let pi = attr::port_info::Repr {
+                        lid: l,
+                        lmc: t.lmc,
+                        port_state: PortState::NoChange,
+                        ..Default::default()
+                    };
                     let mut d = [0u8; 64];
                     let _ = pi.to_bytes(&mut d);
                     let path = self.end_path(nodes, i, p);
@@ -734,7 +886,10 @@ impl SubnetManager {
                     if !(cabled || (n.kind == NodeKind::Switch && p == 0)) {
                         continue;
                     }
-                    let pi = attr::port_info::Repr { port_state: state, ..Default::default() };
+                    let pi = attr::port_info::Repr {
+                        port_state: state,
+                        ..Default::default()
+                    };
                     let mut pi = pi;
                     // Keep the LID/LMC just programmed (a Set writes every field).
                     let lp = if n.kind == NodeKind::Switch { 0 } else { p };
@@ -744,7 +899,11 @@ impl SubnetManager {
                     }
                     let mut d = [0u8; 64];
                     let _ = pi.to_bytes(&mut d);
-                    let path = if n.kind == NodeKind::Switch { n.path.clone() } else { self.end_path(nodes, i, p) };
+                    let path = if n.kind == NodeKind::Switch {
+                        n.path.clone()
+                    } else {
+                        self.end_path(nodes, i, p)
+                    };
                     let req = Req::Set;
                     self.enqueue(x, req, path, Method::Set, AttrId::PortInfo, p as u32, d);
                     if state == PortState::Active {
@@ -789,7 +948,13 @@ impl SubnetManager {
         };
         let paths = self.switch_paths.clone();
         for (k, (_, p)) in paths.iter().enumerate() {
-            self.get(&mut x, Req::SwitchInfo { node: k as u32 }, p.clone(), AttrId::SwitchInfo, 0);
+            self.get(
+                &mut x,
+                Req::SwitchInfo { node: k as u32 },
+                p.clone(),
+                AttrId::SwitchInfo,
+                0,
+            );
         }
         let mut changed = false;
         self.pump(tr, &mut x, &mut |_, _, req, _, resp| {
@@ -843,7 +1008,11 @@ fn build_model(nodes: &[DNode]) -> (Fabric, Vec<NodeId>) {
     let mut f = Fabric::new();
     let mut ids = Vec::with_capacity(nodes.len());
     for (i, n) in nodes.iter().enumerate() {
-        let name = format!("{}-{:016x}", if n.kind == NodeKind::Switch { "S" } else { "H" }, n.guid.0);
+        let name = format!(
+            "{}-{:016x}",
+            if n.kind == NodeKind::Switch { "S" } else { "H" },
+            n.guid.0
+        );
         let mut spec = if n.kind == NodeKind::Switch {
             NodeSpec::switch(name, n.guid, n.num_ports.max(1))
         } else {
@@ -860,7 +1029,11 @@ fn build_model(nodes: &[DNode]) -> (Fabric, Vec<NodeId>) {
             );
             s
         };
-        spec.desc = if n.desc.is_empty() { format!("node {i}") } else { n.desc.clone() };
+        spec.desc = if n.desc.is_empty() {
+            format!("node {i}")
+        } else {
+            n.desc.clone()
+        };
         spec.sys_image_guid = Some(n.sys_guid);
         spec.vendor_id = n.vendor;
         spec.device_id = n.device;
@@ -886,7 +1059,11 @@ fn rate_of(d: &DPort) -> LinkRate {
     let speed = IbSpeed::ALL
         .into_iter()
         .find(|s| d.speed_ext != 0 && s.link_speed_ext_code() == d.speed_ext)
-        .or_else(|| IbSpeed::ALL.into_iter().find(|s| d.speed != 0 && s.link_speed_code() == d.speed))
+        .or_else(|| {
+            IbSpeed::ALL
+                .into_iter()
+                .find(|s| d.speed != 0 && s.link_speed_code() == d.speed)
+        })
         .unwrap_or(IbSpeed::Sdr);
     LinkRate::ib(speed, width)
 }

@@ -30,7 +30,10 @@ struct GuidGen {
 
 impl GuidGen {
     fn new() -> Self {
-        GuidGen { ca: 0x100000, sw: 0x200000 }
+        GuidGen {
+            ca: 0x100000,
+            sw: 0x200000,
+        }
     }
     fn switch(&mut self) -> Guid {
         self.sw += 1;
@@ -57,24 +60,43 @@ pub fn ibsim_net(text: &str) -> Result<Fabric, NetError> {
         if line.is_empty() {
             continue;
         }
-        let syntax = |msg: &str| NetError::Syntax { line: i + 1, msg: msg.to_string() };
+        let syntax = |msg: &str| NetError::Syntax {
+            line: i + 1,
+            msg: msg.to_string(),
+        };
         if line.starts_with("Switch") || line.starts_with("Hca") || line.starts_with("Ca") {
             let is_switch = line.starts_with("Switch");
             let rest = line.trim_start_matches(|c: char| c.is_ascii_alphabetic()).trim();
-            let (num, name) = rest.split_once('"').ok_or_else(|| syntax("expected `<ports> \"name\"`"))?;
+            let (num, name) = rest
+                .split_once('"')
+                .ok_or_else(|| syntax("expected `<ports> \"name\"`"))?;
             let ports: u8 = num.trim().parse().map_err(|_| syntax("expected a port count"))?;
             let name = name.split('"').next().unwrap_or("").to_string();
-            decls.push(Decl { is_switch, ports, name, links: Vec::new() });
+            decls.push(Decl {
+                is_switch,
+                ports,
+                name,
+                links: Vec::new(),
+            });
         } else if let Some(rest) = line.strip_prefix('[') {
             let d = decls.last_mut().ok_or_else(|| syntax("port line before any node"))?;
             let (p, rest) = rest.split_once(']').ok_or_else(|| syntax("expected `[port]`"))?;
             let p: u8 = p.trim().parse().map_err(|_| syntax("bad port number"))?;
             let mut parts = rest.split('"');
             parts.next();
-            let peer = parts.next().ok_or_else(|| syntax("expected a quoted peer"))?.to_string();
+            let peer = parts
+                .next()
+                .ok_or_else(|| syntax("expected a quoted peer"))?
+                .to_string();
             let tail = parts.next().unwrap_or("");
             let rp = match tail.trim().strip_prefix('[') {
-                Some(t) => t.split(']').next().unwrap_or("1").trim().parse().map_err(|_| syntax("bad peer port"))?,
+                Some(t) => t
+                    .split(']')
+                    .next()
+                    .unwrap_or("1")
+                    .trim()
+                    .parse()
+                    .map_err(|_| syntax("bad peer port"))?,
                 None => 1,
             };
             d.links.push((p, peer, rp, i + 1));
@@ -98,7 +120,12 @@ pub fn ibsim_net(text: &str) -> Result<Fabric, NetError> {
             if f.peer(a, *p).is_some() {
                 match f.peer(a, *p) {
                     Some((e, _)) if e.node == b && e.port == *rp => continue,
-                    _ => return Err(NetError::Syntax { line: *line, msg: format!("port {p} is cabled twice") }),
+                    _ => {
+                        return Err(NetError::Syntax {
+                            line: *line,
+                            msg: format!("port {p} is cabled twice"),
+                        });
+                    }
                 }
             }
             f.connect(a, *p, b, *rp, LinkRate::NDR_4X, 1.0)?;
@@ -117,14 +144,22 @@ pub fn fat_tree_2(leaves: usize, spines: usize, hosts: usize, up_per_spine: usiz
     let mut ls = Vec::new();
     let mut ss = Vec::new();
     for s in 0..spines {
-        ss.push(f.add_node(NodeSpec::switch(format!("spine{s}"), g.switch(), spine_ports).level(2)).unwrap());
+        ss.push(
+            f.add_node(NodeSpec::switch(format!("spine{s}"), g.switch(), spine_ports).level(2))
+                .unwrap(),
+        );
     }
     for l in 0..leaves {
-        ls.push(f.add_node(NodeSpec::switch(format!("leaf{l}"), g.switch(), leaf_ports).level(1)).unwrap());
+        ls.push(
+            f.add_node(NodeSpec::switch(format!("leaf{l}"), g.switch(), leaf_ports).level(1))
+                .unwrap(),
+        );
     }
     for (l, &leaf) in ls.iter().enumerate() {
         for h in 0..hosts {
-            let c = f.add_node(NodeSpec::ca(format!("h{l}_{h}"), g.ca(1), 1).level(0)).unwrap();
+            let c = f
+                .add_node(NodeSpec::ca(format!("h{l}_{h}"), g.ca(1), 1).level(0))
+                .unwrap();
             f.connect(leaf, (h + 1) as u8, c, 1, LinkRate::NDR_4X, 1.0).unwrap();
         }
         for (s, &sp) in ss.iter().enumerate() {
@@ -147,30 +182,38 @@ pub fn fat_tree_3(pods: usize, leaves: usize, spines: usize, hosts: usize, cores
     let ncores = spines * cores_per_spine;
     let mut cores = Vec::new();
     for c in 0..ncores {
-        cores.push(f.add_node(NodeSpec::switch(format!("core{c}"), g.switch(), pods as u8).level(3)).unwrap());
+        cores.push(
+            f.add_node(NodeSpec::switch(format!("core{c}"), g.switch(), pods as u8).level(3))
+                .unwrap(),
+        );
     }
     for p in 0..pods {
         let mut sp = Vec::new();
         for s in 0..spines {
-            let id =
-                f.add_node(NodeSpec::switch(format!("p{p}s{s}"), g.switch(), (leaves + cores_per_spine) as u8).level(2));
+            let id = f
+                .add_node(NodeSpec::switch(format!("p{p}s{s}"), g.switch(), (leaves + cores_per_spine) as u8).level(2));
             sp.push(id.unwrap());
         }
         for (s, &spine) in sp.iter().enumerate() {
             for k in 0..cores_per_spine {
                 let c = cores[s * cores_per_spine + k];
-                f.connect(spine, (leaves + k + 1) as u8, c, (p + 1) as u8, LinkRate::NDR_4X, 1.0).unwrap();
+                f.connect(spine, (leaves + k + 1) as u8, c, (p + 1) as u8, LinkRate::NDR_4X, 1.0)
+                    .unwrap();
             }
         }
         for l in 0..leaves {
-            let leaf =
-                f.add_node(NodeSpec::switch(format!("p{p}l{l}"), g.switch(), (hosts + spines) as u8).level(1)).unwrap();
+            let leaf = f
+                .add_node(NodeSpec::switch(format!("p{p}l{l}"), g.switch(), (hosts + spines) as u8).level(1))
+                .unwrap();
             for h in 0..hosts {
-                let c = f.add_node(NodeSpec::ca(format!("h{p}_{l}_{h}"), g.ca(1), 1).level(0)).unwrap();
+                let c = f
+                    .add_node(NodeSpec::ca(format!("h{p}_{l}_{h}"), g.ca(1), 1).level(0))
+                    .unwrap();
                 f.connect(leaf, (h + 1) as u8, c, 1, LinkRate::NDR_4X, 1.0).unwrap();
             }
             for (s, &spine) in sp.iter().enumerate() {
-                f.connect(leaf, (hosts + s + 1) as u8, spine, (l + 1) as u8, LinkRate::NDR_4X, 1.0).unwrap();
+                f.connect(leaf, (hosts + s + 1) as u8, spine, (l + 1) as u8, LinkRate::NDR_4X, 1.0)
+                    .unwrap();
             }
         }
     }
@@ -191,14 +234,19 @@ pub fn random_irregular(seed: u64, switches: usize, extra: usize, cas: usize) ->
     let mut f = Fabric::new();
     let mut g = GuidGen::new();
     let ports = 32u8;
-    let sw: Vec<NodeId> =
-        (0..switches).map(|i| f.add_node(NodeSpec::switch(format!("sw{i}"), g.switch(), ports)).unwrap()).collect();
+    let sw: Vec<NodeId> = (0..switches)
+        .map(|i| {
+            f.add_node(NodeSpec::switch(format!("sw{i}"), g.switch(), ports))
+                .unwrap()
+        })
+        .collect();
     let mut next_port = vec![1u8; switches];
     let cable = |f: &mut Fabric, a: usize, b: usize, next_port: &mut Vec<u8>| -> bool {
         if a == b || next_port[a] > ports || next_port[b] > ports {
             return false;
         }
-        f.connect(sw[a], next_port[a], sw[b], next_port[b], LinkRate::NDR_4X, 1.0).unwrap();
+        f.connect(sw[a], next_port[a], sw[b], next_port[b], LinkRate::NDR_4X, 1.0)
+            .unwrap();
         next_port[a] += 1;
         next_port[b] += 1;
         true

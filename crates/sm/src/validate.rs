@@ -66,7 +66,10 @@ impl RouteFailure {
             Stop::DeadEnd { at, port } => format!("dead end at {}/P{port}", name(*at)),
             Stop::WrongTarget { at, port } => format!("delivered to {}/P{port}", name(*at)),
             Stop::Loop { cycle } => {
-                format!("loop {}", cycle.iter().map(|&n| name(n)).collect::<Vec<_>>().join(" -> "))
+                format!(
+                    "loop {}",
+                    cycle.iter().map(|&n| name(n)).collect::<Vec<_>>().join(" -> ")
+                )
             }
         };
         format!(
@@ -144,7 +147,14 @@ impl CreditLoopCheck {
         let c = self.cycle.as_ref()?;
         let mut s: Vec<String> = c
             .iter()
-            .map(|ch| format!("{}/P{} VL{}", f.nodes.get(ch.node.idx()).map(|n| n.name.as_str()).unwrap_or("?"), ch.port, ch.vl))
+            .map(|ch| {
+                format!(
+                    "{}/P{} VL{}",
+                    f.nodes.get(ch.node.idx()).map(|n| n.name.as_str()).unwrap_or("?"),
+                    ch.port,
+                    ch.vl
+                )
+            })
             .collect();
         if let Some(first) = s.first().cloned() {
             s.push(first);
@@ -237,7 +247,11 @@ impl Validation {
 /// Run every check.
 pub fn validate(flat: &FlatFabric, t: &RoutingTables) -> Validation {
     let mut w = Walker::new(flat, t);
-    Validation { routes: w.check_routes(), credit_loops: w.credit_loops(), loads: w.loads() }
+    Validation {
+        routes: w.check_routes(),
+        credit_loops: w.credit_loops(),
+        loads: w.loads(),
+    }
 }
 
 /// Reachability and hop counts; see the module documentation.
@@ -302,7 +316,12 @@ impl<'a> Walker<'a> {
             }
             for (p, &l) in lids.iter().enumerate().skip(1) {
                 if l.0 != 0 {
-                    ends.push(EndPort { node: n, port: p as u8, base: l, peer: ports.peer(n, p as u8) });
+                    ends.push(EndPort {
+                        node: n,
+                        port: p as u8,
+                        base: l,
+                        peer: ports.peer(n, p as u8),
+                    });
                 }
             }
         }
@@ -356,7 +375,11 @@ impl<'a> Walker<'a> {
 
     #[inline]
     fn state(&self, n: NodeId) -> u32 {
-        if self.stamp[n.idx()] == self.epoch { self.dist[n.idx()] } else { UNSEEN }
+        if self.stamp[n.idx()] == self.epoch {
+            self.dist[n.idx()]
+        } else {
+            UNSEEN
+        }
     }
 
     #[inline]
@@ -404,7 +427,9 @@ impl<'a> Walker<'a> {
                 UNSEEN => cur = pn,
                 INPROG => {
                     let from = self.stack.iter().position(|&x| x == pn).unwrap_or(0);
-                    self.fails.push(Stop::Loop { cycle: self.stack[from..].to_vec() });
+                    self.fails.push(Stop::Loop {
+                        cycle: self.stack[from..].to_vec(),
+                    });
                     break Err(self.fails.len() as u32 - 1);
                 }
                 FAILED => break Err(self.fail_of[pn.idx()]),
@@ -436,7 +461,9 @@ impl<'a> Walker<'a> {
 
     /// Links from end port `e` to the destination, or the failure.
     fn route_from(&mut self, e: EndPort, lid: Lid, dn: NodeId, dp: u8) -> Result<u32, Stop> {
-        let Some((pn, pp)) = e.peer else { return Err(Stop::SourceDown) };
+        let Some((pn, pp)) = e.peer else {
+            return Err(Stop::SourceDown);
+        };
         if pn == dn && pp == dp {
             return Ok(1);
         }
@@ -494,7 +521,11 @@ impl<'a> Walker<'a> {
                                 }
                                 rc.hop_histogram[h as usize] += c;
                                 rc.max_hops = rc.max_hops.max(h);
-                                let shortest = if bfs[pn.idx()] != u32::MAX { bfs[pn.idx()] + 1 } else { u32::MAX };
+                                let shortest = if bfs[pn.idx()] != u32::MAX {
+                                    bfs[pn.idx()] + 1
+                                } else {
+                                    u32::MAX
+                                };
                                 if h > shortest {
                                     rc.non_minimal += c;
                                     for e in ends[ga as usize..gb as usize].iter().filter(|e| !is_dst(e)) {
@@ -577,8 +608,10 @@ impl<'a> Walker<'a> {
         let mut bucket_start: Vec<u32> = Vec::new();
         let dsts = std::mem::take(&mut self.dst_lids);
         let ends = std::mem::take(&mut self.ends);
-        let switches: Vec<NodeId> =
-            (0..self.flat.num_nodes() as u32).map(NodeId).filter(|&n| self.flat.kind(n) == NodeKind::Switch).collect();
+        let switches: Vec<NodeId> = (0..self.flat.num_nodes() as u32)
+            .map(NodeId)
+            .filter(|&n| self.flat.kind(n) == NodeKind::Switch)
+            .collect();
         for &(lid, dn, dp) in &dsts {
             for &s in &switches {
                 if let Some(p) = self.t.lft[s.idx()].get(lid) {
@@ -591,7 +624,9 @@ impl<'a> Walker<'a> {
             let dst_peer = self.ports.peer(dn, dp).map(|(n, _)| n);
             for gi in 0..self.groups.len() {
                 let (ga, gb) = self.groups[gi];
-                let Some((pn, _)) = ends[ga as usize].peer else { continue };
+                let Some((pn, _)) = ends[ga as usize].peer else {
+                    continue;
+                };
                 if self.flat.kind(pn) != NodeKind::Switch {
                     continue;
                 }
@@ -649,7 +684,13 @@ impl<'a> Walker<'a> {
             for a in self.flat.neighbors(s) {
                 let i = self.ports.idx(s, a.port).expect("cabled port is indexed");
                 let isl = self.flat.kind(a.peer) == NodeKind::Switch;
-                let pl = PortLoad { node: s, port: a.port, isl, routes: routes[i], lft_lids: lids[i] };
+                let pl = PortLoad {
+                    node: s,
+                    port: a.port,
+                    isl,
+                    routes: routes[i],
+                    lft_lids: lids[i],
+                };
                 out.max_routes_any = out.max_routes_any.max(pl.routes);
                 if isl {
                     if pl.routes > out.max_routes_isl || out.busiest_isl.is_none() {
@@ -670,12 +711,22 @@ impl<'a> Walker<'a> {
         // VLs that can occur: 1 without SL2VL tables, else up to the largest VL mapped.
         let nvl = match &self.t.sl2vl {
             None => 1usize,
-            Some(t) => t.iter().flatten().flatten().flat_map(|m| m.iter()).map(|&v| (v & 15) as usize + 1).max().unwrap_or(1),
+            Some(t) => t
+                .iter()
+                .flatten()
+                .flatten()
+                .flat_map(|m| m.iter())
+                .map(|&v| (v & 15) as usize + 1)
+                .max()
+                .unwrap_or(1),
         };
         // The dependency graph as one bitset row per channel (port slot × VL): bit
         // `out_port × nvl + vl` stands for the channel (peer switch, out_port, vl), the
         // successor always sitting on the channel's peer node. No sorting, no hashing.
-        let max_slots = (0..self.flat.num_nodes()).map(|n| self.ports.slots(NodeId(n as u32)) as usize).max().unwrap_or(1);
+        let max_slots = (0..self.flat.num_nodes())
+            .map(|n| self.ports.slots(NodeId(n as u32)) as usize)
+            .max()
+            .unwrap_or(1);
         let words = (max_slots * nvl).div_ceil(64);
         let mut bits = vec![0u64; np * nvl * words];
         let mut used = vec![false; np * nvl];
@@ -696,7 +747,9 @@ impl<'a> Walker<'a> {
         let sl_of = |src: Lid, dst: Lid| -> u8 {
             let Some(p) = psl else { return 0 };
             let n = p.lids.len();
-            let (Some(&a), Some(&b)) = (lid_idx.get(src.0 as usize), lid_idx.get(dst.0 as usize)) else { return 0 };
+            let (Some(&a), Some(&b)) = (lid_idx.get(src.0 as usize), lid_idx.get(dst.0 as usize)) else {
+                return 0;
+            };
             if a == u32::MAX || b == u32::MAX {
                 return 0;
             }
@@ -734,7 +787,11 @@ impl<'a> Walker<'a> {
             } else {
                 mask = 1;
                 for &(ga, gb) in &self.groups {
-                    let k = if is_dst(&self.ends[ga as usize]) { ga as usize + 1 } else { ga as usize };
+                    let k = if is_dst(&self.ends[ga as usize]) {
+                        ga as usize + 1
+                    } else {
+                        ga as usize
+                    };
                     if k < gb as usize {
                         src_sl[k] = 0;
                         walkers.push(k);
@@ -793,7 +850,11 @@ impl<'a> Walker<'a> {
             cyc.into_iter()
                 .map(|c| {
                     let (node, port) = self.ports.node_port(c / nvl);
-                    Channel { node, port, vl: (c % nvl) as u8 }
+                    Channel {
+                        node,
+                        port,
+                        vl: (c % nvl) as u8,
+                    }
                 })
                 .collect()
         });
@@ -937,8 +998,12 @@ mod hand_tables {
         t.base_lid[2][1] = Lid(3);
         t.base_lid[3][1] = Lid(4);
         t.lid_owner = vec![None, Some((s1, 0)), Some((s2, 0)), Some((h1, 1)), Some((h2, 1))];
-        t.lft[0] = Lft { ports: vec![NO_ROUTE, 0, 2, 1, 2] };
-        t.lft[1] = Lft { ports: vec![NO_ROUTE, 3, 0, 3, 1] };
+        t.lft[0] = Lft {
+            ports: vec![NO_ROUTE, 0, 2, 1, 2],
+        };
+        t.lft[1] = Lft {
+            ports: vec![NO_ROUTE, 3, 0, 3, 1],
+        };
         (f, t)
     }
 
@@ -952,7 +1017,14 @@ mod hand_tables {
         assert_eq!(v.routes.hop_histogram, vec![0, 0, 0, 2]);
         assert!(v.credit_loops.cycle.is_none());
         // h1->h2 leaves s1 on port 2, h2->h1 leaves s2 on port 3.
-        let load = |n: u32, p: u8| v.loads.ports.iter().find(|x| x.node == NodeId(n) && x.port == p).unwrap().routes;
+        let load = |n: u32, p: u8| {
+            v.loads
+                .ports
+                .iter()
+                .find(|x| x.node == NodeId(n) && x.port == p)
+                .unwrap()
+                .routes
+        };
         assert_eq!(load(0, 2), 1);
         assert_eq!(load(0, 3), 0);
         assert_eq!(load(1, 3), 1);
@@ -970,7 +1042,11 @@ mod hand_tables {
         assert_eq!(r.failures[0].src, NodeId(2));
         t.lft[1].ports[4] = 2; // s2 sends h2's LID back to s1, s1 sends it to s2: a loop
         let r = check_routes(&f.freeze(), &t);
-        assert!(matches!(&r.failures[0].stop, Stop::Loop { cycle } if cycle.len() == 2), "{:?}", r.failures);
+        assert!(
+            matches!(&r.failures[0].stop, Stop::Loop { cycle } if cycle.len() == 2),
+            "{:?}",
+            r.failures
+        );
         t.lft[1].ports[4] = 4; // port 4 of s2 is not cabled
         let r = check_routes(&f.freeze(), &t);
         assert_eq!(r.failures[0].stop, Stop::DeadEnd { at: NodeId(1), port: 4 });
@@ -984,11 +1060,17 @@ mod hand_tables {
         let mut f = Fabric::new();
         let mut sw = Vec::new();
         for i in 0..4u64 {
-            sw.push(f.add_node(NodeSpec::switch(format!("s{i}"), Guid(0x200000 + i), 3)).unwrap());
+            sw.push(
+                f.add_node(NodeSpec::switch(format!("s{i}"), Guid(0x200000 + i), 3))
+                    .unwrap(),
+            );
         }
         let mut ca = Vec::new();
         for i in 0..4u64 {
-            ca.push(f.add_node(NodeSpec::ca(format!("h{i}"), Guid(0x100000 + 2 * i), 1)).unwrap());
+            ca.push(
+                f.add_node(NodeSpec::ca(format!("h{i}"), Guid(0x100000 + 2 * i), 1))
+                    .unwrap(),
+            );
         }
         for i in 0..4 {
             f.connect(sw[i], 1, ca[i], 1, LinkRate::NDR_4X, 1.0).unwrap();

@@ -2,16 +2,21 @@
 //! header-only parse. Figures are recorded in docs/PERFORMANCE.md.
 
 use criterion::{Criterion, Throughput, black_box, criterion_group, criterion_main};
+use wire::Psn;
 use wire::crc::{IcrcKind, icrc};
-use wire::ib::{bth, Opcode};
+use wire::ib::{Opcode, bth};
 use wire::net::{ethernet, ipv4, udp};
 use wire::packet::{Encap, ExtHeaders, IbPacket, IpRepr, LinkType, decode};
-use wire::Psn;
 
 fn sample_packet(payload: &[u8]) -> Vec<u8> {
     let p = IbPacket {
         encap: Encap::RoceV2 {
-            eth: ethernet::Repr { dst: [2, 0, 0, 0, 0, 2], src: [2, 0, 0, 0, 0, 1], vlan: None, ethertype: 0 },
+            eth: ethernet::Repr {
+                dst: [2, 0, 0, 0, 0, 2],
+                src: [2, 0, 0, 0, 0, 1],
+                vlan: None,
+                ethertype: 0,
+            },
             ip: IpRepr::V4(ipv4::Repr {
                 dscp: 26,
                 ecn: 2,
@@ -23,7 +28,12 @@ fn sample_packet(payload: &[u8]) -> Vec<u8> {
                 dst: [192, 0, 2, 2],
                 payload_len: 0,
             }),
-            udp: udp::Repr { src_port: 49152, dst_port: 4791, payload_len: 0, checksum: 0 },
+            udp: udp::Repr {
+                src_port: 49152,
+                dst_port: 4791,
+                payload_len: 0,
+                checksum: 0,
+            },
         },
         bth: bth::Repr {
             opcode: Opcode::RcSendMiddle,
@@ -53,10 +63,18 @@ fn benches(c: &mut Criterion) {
     let mut g = c.benchmark_group("icrc");
     g.throughput(Throughput::Bytes(4096));
     g.bench_function("roce_v2_ipv4_4KiB_payload", |b| {
-        b.iter(|| icrc(IcrcKind::RoceV2Ipv4, black_box(&frame[14..54]), black_box(&frame[54..54 + 4096])))
+        b.iter(|| {
+            icrc(
+                IcrcKind::RoceV2Ipv4,
+                black_box(&frame[14..54]),
+                black_box(&frame[54..54 + 4096]),
+            )
+        })
     });
     // The plain CRC-32 of the same 4 KiB with the crc32fast crate, for comparison.
-    g.bench_function("crc32fast_4KiB_baseline", |b| b.iter(|| crc32fast::hash(black_box(&frame[54..54 + 4096]))));
+    g.bench_function("crc32fast_4KiB_baseline", |b| {
+        b.iter(|| crc32fast::hash(black_box(&frame[54..54 + 4096])))
+    });
     g.finish();
 
     let mut g = c.benchmark_group("decode");

@@ -19,9 +19,11 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 use serde::Deserialize;
 
 use crate::ib::aeth::{NakCode, RnrTimer, Syndrome};
-use crate::ib::{aeth, atomic_ack_eth, atomic_eth, bth, deth, grh, ieth, immdt, lrh, reth, Opcode};
+use crate::ib::{Opcode, aeth, atomic_ack_eth, atomic_eth, bth, deth, grh, ieth, immdt, lrh, reth};
 use crate::ids::Lid;
-use crate::mad::attr::{lft, node_description, node_info, notice, pkey_table, port_info, sl2vl, sm_info, switch_info, vl_arb};
+use crate::mad::attr::{
+    lft, node_description, node_info, notice, pkey_table, port_info, sl2vl, sm_info, switch_info, vl_arb,
+};
 use crate::mad::header::{AttrId, Method};
 use crate::mad::smp::{DrRoute, Route, Smp};
 use crate::net::{ethernet, ipv4, ipv6, pfc, udp};
@@ -397,7 +399,12 @@ struct Ctx<'a> {
 
 impl Ctx<'_> {
     fn err(&self, field: &str, message: impl Into<String>) -> CraftError {
-        CraftError::Field { origin: self.origin.into(), packet: self.packet, field: field.into(), message: message.into() }
+        CraftError::Field {
+            origin: self.origin.into(),
+            packet: self.packet,
+            field: field.into(),
+            message: message.into(),
+        }
     }
 }
 
@@ -406,7 +413,9 @@ fn unhex(s: &str) -> Option<Vec<u8>> {
     if s.len() % 2 != 0 {
         return None;
     }
-    (0..s.len() / 2).map(|i| u8::from_str_radix(&s[2 * i..2 * i + 2], 16).ok()).collect()
+    (0..s.len() / 2)
+        .map(|i| u8::from_str_radix(&s[2 * i..2 * i + 2], 16).ok())
+        .collect()
 }
 
 fn parse_u64(t: &str) -> Option<u64> {
@@ -428,24 +437,41 @@ fn parse_mac(c: &Ctx<'_>, f: &str, s: &Option<String>, def: [u8; 6]) -> Result<[
 
 fn parse_v6(c: &Ctx<'_>, f: &str, s: &Option<String>, def: &str) -> Result<[u8; 16], CraftError> {
     let t = s.as_deref().unwrap_or(def);
-    t.parse::<Ipv6Addr>().map(|a| a.octets()).map_err(|_| c.err(f, format!("{t:?} is not an IPv6 address or GID")))
+    t.parse::<Ipv6Addr>()
+        .map(|a| a.octets())
+        .map_err(|_| c.err(f, format!("{t:?} is not an IPv6 address or GID")))
 }
 
 fn parse_v4(c: &Ctx<'_>, f: &str, s: &Option<String>, def: &str) -> Result<[u8; 4], CraftError> {
     let t = s.as_deref().unwrap_or(def);
-    t.parse::<Ipv4Addr>().map(|a| a.octets()).map_err(|_| c.err(f, format!("{t:?} is not an IPv4 address")))
+    t.parse::<Ipv4Addr>()
+        .map(|a| a.octets())
+        .map_err(|_| c.err(f, format!("{t:?} is not an IPv4 address")))
 }
 
 fn parse_syndrome(c: &Ctx<'_>, s: &NumOrName) -> Result<Syndrome, CraftError> {
-    let bad = || c.err("aeth.syndrome", "expected a byte or \"ack\", \"ack:<credits>\", \"rnr:<timer 0-31>\", \"nak:<code or name>\"");
+    let bad = || {
+        c.err(
+            "aeth.syndrome",
+            "expected a byte or \"ack\", \"ack:<credits>\", \"rnr:<timer 0-31>\", \"nak:<code or name>\"",
+        )
+    };
     match s {
         NumOrName::Num(n) => u8::try_from(*n).map(Syndrome::from_byte).map_err(|_| bad()),
         NumOrName::Name(t) => {
             let t = t.trim().to_ascii_lowercase();
             let (kind, arg) = t.split_once(':').map(|(a, b)| (a, Some(b))).unwrap_or((&t, None));
-            let num = |a: Option<&str>, max: u8| -> Option<u8> { a.and_then(|x| x.trim().parse::<u8>().ok()).filter(|v| *v <= max) };
+            let num = |a: Option<&str>, max: u8| -> Option<u8> {
+                a.and_then(|x| x.trim().parse::<u8>().ok()).filter(|v| *v <= max)
+            };
             match kind {
-                "ack" => Ok(Syndrome::Ack { credits: if arg.is_some() { num(arg, 31).ok_or_else(bad)? } else { 31 } }),
+                "ack" => Ok(Syndrome::Ack {
+                    credits: if arg.is_some() {
+                        num(arg, 31).ok_or_else(bad)?
+                    } else {
+                        31
+                    },
+                }),
                 "rnr" => Ok(Syndrome::RnrNak(RnrTimer(num(arg, 31).ok_or_else(bad)?))),
                 "nak" => {
                     let a = arg.ok_or_else(bad)?.trim();
@@ -470,13 +496,26 @@ fn build_smp(c: &Ctx<'_>, s: &SmpSpec) -> Result<[u8; 256], CraftError> {
         None => Method::Get,
         Some(NumOrName::Num(n)) => Method::from(u8::try_from(*n).map_err(|_| c.err("smp.method", "expected 0..=255"))?),
         Some(NumOrName::Name(t)) => {
-            let all = [Method::Get, Method::Set, Method::Send, Method::Trap, Method::Report, Method::TrapRepress, Method::GetResp, Method::ReportResp];
-            *all.iter().find(|m| m.name().eq_ignore_ascii_case(t)).ok_or_else(|| c.err("smp.method", format!("unknown method {t:?}")))?
+            let all = [
+                Method::Get,
+                Method::Set,
+                Method::Send,
+                Method::Trap,
+                Method::Report,
+                Method::TrapRepress,
+                Method::GetResp,
+                Method::ReportResp,
+            ];
+            *all.iter()
+                .find(|m| m.name().eq_ignore_ascii_case(t))
+                .ok_or_else(|| c.err("smp.method", format!("unknown method {t:?}")))?
         }
     };
     let attr = match &s.attr {
         NumOrName::Num(n) => AttrId::from(u16::try_from(*n).map_err(|_| c.err("smp.attr", "expected 0..=65535"))?),
-        NumOrName::Name(t) => AttrId::from_name(t).ok_or_else(|| c.err("smp.attr", format!("unknown attribute {t:?}")))?,
+        NumOrName::Name(t) => {
+            AttrId::from_name(t).ok_or_else(|| c.err("smp.attr", format!("unknown attribute {t:?}")))?
+        }
     };
     let route = match &s.dr_path {
         None => Route::Lid,
@@ -502,17 +541,27 @@ fn build_smp(c: &Ctx<'_>, s: &SmpSpec) -> Result<[u8; 256], CraftError> {
             for (k, v) in s.fields.iter().flatten() {
                 let v = match v {
                     NumOrName::Num(n) => *n,
-                    NumOrName::Name(t) => parse_u64(t).ok_or_else(|| c.err(&format!("smp.fields.{k}"), format!("{t:?} is not a number")))?,
+                    NumOrName::Name(t) => parse_u64(t)
+                        .ok_or_else(|| c.err(&format!("smp.fields.{k}"), format!("{t:?} is not a number")))?,
                 };
                 if !r.set_field(k, v) {
-                    return Err(c.err(&format!("smp.fields.{k}"), format!("not a field of {}; expected one of {:?}", attr.name(), $m::Repr::FIELD_NAMES)));
+                    return Err(c.err(
+                        &format!("smp.fields.{k}"),
+                        format!(
+                            "not a field of {}; expected one of {:?}",
+                            attr.name(),
+                            $m::Repr::FIELD_NAMES
+                        ),
+                    ));
                 }
             }
             r.to_bytes(&mut data).map_err(|e| c.err("smp", e.to_string()))?;
         }};
     }
     if let Some(h) = &s.data {
-        let b = unhex(h).filter(|b| b.len() <= 64).ok_or_else(|| c.err("smp.data", "expected at most 64 bytes of hex"))?;
+        let b = unhex(h)
+            .filter(|b| b.len() <= 64)
+            .ok_or_else(|| c.err("smp.data", "expected at most 64 bytes of hex"))?;
         data[..b.len()].copy_from_slice(&b);
     } else {
         match attr {
@@ -530,7 +579,9 @@ fn build_smp(c: &Ctx<'_>, s: &SmpSpec) -> Result<[u8; 256], CraftError> {
                 }
                 let mut ports = [lft::DROP; 64];
                 ports[..p.len()].copy_from_slice(&p);
-                lft::Repr { ports }.to_bytes(&mut data).map_err(|e| c.err("smp.ports", e.to_string()))?;
+                lft::Repr { ports }
+                    .to_bytes(&mut data)
+                    .map_err(|e| c.err("smp.ports", e.to_string()))?;
             }
             AttrId::PKeyTable => {
                 let p = s.pkeys.clone().unwrap_or_default();
@@ -539,7 +590,9 @@ fn build_smp(c: &Ctx<'_>, s: &SmpSpec) -> Result<[u8; 256], CraftError> {
                 }
                 let mut pkeys = [0u16; 32];
                 pkeys[..p.len()].copy_from_slice(&p);
-                pkey_table::Repr { pkeys }.to_bytes(&mut data).map_err(|e| c.err("smp.pkeys", e.to_string()))?;
+                pkey_table::Repr { pkeys }
+                    .to_bytes(&mut data)
+                    .map_err(|e| c.err("smp.pkeys", e.to_string()))?;
             }
             AttrId::SlToVlTable => {
                 let v = s.sl2vl.clone().unwrap_or_default();
@@ -548,7 +601,9 @@ fn build_smp(c: &Ctx<'_>, s: &SmpSpec) -> Result<[u8; 256], CraftError> {
                 }
                 let mut vl = [0u8; 16];
                 vl[..v.len()].copy_from_slice(&v);
-                sl2vl::Repr { vl }.to_bytes(&mut data).map_err(|e| c.err("smp.sl2vl", e.to_string()))?;
+                sl2vl::Repr { vl }
+                    .to_bytes(&mut data)
+                    .map_err(|e| c.err("smp.sl2vl", e.to_string()))?;
             }
             AttrId::VlArbTable => {
                 let v = s.vlarb.clone().unwrap_or_default();
@@ -562,10 +617,17 @@ fn build_smp(c: &Ctx<'_>, s: &SmpSpec) -> Result<[u8; 256], CraftError> {
                 t.to_bytes(&mut data).map_err(|e| c.err("smp.vlarb", e.to_string()))?;
             }
             AttrId::Notice => {
-                let t = s.trap.as_ref().ok_or_else(|| c.err("smp.trap", "a Notice needs [packet.smp.trap]"))?;
+                let t = s
+                    .trap
+                    .as_ref()
+                    .ok_or_else(|| c.err("smp.trap", "a Notice needs [packet.smp.trap]"))?;
                 let d = match t.number {
                     128 => notice::TrapDetails::LinkStateChange { lid: Lid(t.lid) },
-                    129..=131 => notice::TrapDetails::PortError { trap: t.number, lid: Lid(t.lid), port: t.port },
+                    129..=131 => notice::TrapDetails::PortError {
+                        trap: t.number,
+                        lid: Lid(t.lid),
+                        port: t.port,
+                    },
                     144 => notice::TrapDetails::CapabilityMaskChange {
                         lid: Lid(t.lid),
                         local_changes: t.local_changes,
@@ -582,7 +644,16 @@ fn build_smp(c: &Ctx<'_>, s: &SmpSpec) -> Result<[u8; 256], CraftError> {
             _ => {}
         }
     }
-    let smp = Smp { method, status: s.status, tid: s.tid, attr_id: attr, attr_mod: s.attr_mod, m_key: s.m_key, route, data };
+    let smp = Smp {
+        method,
+        status: s.status,
+        tid: s.tid,
+        attr_id: attr,
+        attr_mod: s.attr_mod,
+        m_key: s.m_key,
+        route,
+        data,
+    };
     let mut out = [0u8; 256];
     smp.to_bytes(&mut out).map_err(|e| c.err("smp", e.to_string()))?;
     Ok(out)
@@ -592,8 +663,12 @@ fn opcode_of(c: &Ctx<'_>, o: &Option<NumOrName>, has_smp: bool) -> Result<Opcode
     match o {
         None if has_smp => Ok(Opcode::UdSendOnly),
         None => Err(c.err("opcode", "missing; give a name such as \"RC SEND_ONLY\" or a number")),
-        Some(NumOrName::Num(n)) => u8::try_from(*n).map(Opcode::from).map_err(|_| c.err("opcode", "expected 0..=255")),
-        Some(NumOrName::Name(t)) => Opcode::from_name(t).ok_or_else(|| c.err("opcode", format!("unknown opcode {t:?}"))),
+        Some(NumOrName::Num(n)) => u8::try_from(*n)
+            .map(Opcode::from)
+            .map_err(|_| c.err("opcode", "expected 0..=255")),
+        Some(NumOrName::Name(t)) => {
+            Opcode::from_name(t).ok_or_else(|| c.err("opcode", format!("unknown opcode {t:?}")))
+        }
     }
 }
 
@@ -604,7 +679,11 @@ fn build(c: &Ctx<'_>, p: &PacketSpec, buf: &mut Vec<u8>) -> Result<bool, CraftEr
         Ok(ethernet::Repr {
             dst: parse_mac(c, "eth_dst", &p.eth_dst, [0x02, 0, 0, 0, 0, 0x02])?,
             src: parse_mac(c, "eth_src", &p.eth_src, [0x02, 0, 0, 0, 0, 0x01])?,
-            vlan: p.vlan.as_ref().map(|v| ethernet::VlanTag { pcp: v.pcp & 7, dei: v.dei, vid: v.vid & 0xfff }),
+            vlan: p.vlan.as_ref().map(|v| ethernet::VlanTag {
+                pcp: v.pcp & 7,
+                dei: v.dei,
+                vid: v.vid & 0xfff,
+            }),
             ethertype: 0,
         })
     };
@@ -615,14 +694,32 @@ fn build(c: &Ctx<'_>, p: &PacketSpec, buf: &mut Vec<u8>) -> Result<bool, CraftEr
                 e.dst = pfc::MAC_CONTROL_DST;
             }
             let ctl = if p.encap == "pfc" {
-                let f = p.pfc.as_ref().ok_or_else(|| c.err("pfc", "a pfc packet needs [packet.pfc] with enable and quanta"))?;
-                let quanta: [u16; 8] = f.quanta.clone().try_into().map_err(|_| c.err("pfc.quanta", "expected exactly 8 values"))?;
-                pfc::Repr::Pfc { enable: f.enable, quanta }
+                let f = p
+                    .pfc
+                    .as_ref()
+                    .ok_or_else(|| c.err("pfc", "a pfc packet needs [packet.pfc] with enable and quanta"))?;
+                let quanta: [u16; 8] = f
+                    .quanta
+                    .clone()
+                    .try_into()
+                    .map_err(|_| c.err("pfc.quanta", "expected exactly 8 values"))?;
+                pfc::Repr::Pfc {
+                    enable: f.enable,
+                    quanta,
+                }
             } else {
-                pfc::Repr::Pause { quanta: p.pause_quanta.ok_or_else(|| c.err("pause_quanta", "a pause packet needs pause_quanta"))? }
+                pfc::Repr::Pause {
+                    quanta: p
+                        .pause_quanta
+                        .ok_or_else(|| c.err("pause_quanta", "a pause packet needs pause_quanta"))?,
+                }
             };
             buf.resize(64, 0);
-            let n = emit_mac_control(&e, &ctl, buf).map_err(|source| CraftError::Build { origin: c.origin.into(), packet: c.packet, source })?;
+            let n = emit_mac_control(&e, &ctl, buf).map_err(|source| CraftError::Build {
+                origin: c.origin.into(),
+                packet: c.packet,
+                source,
+            })?;
             buf.truncate(n);
             return Ok(false);
         }
@@ -667,19 +764,38 @@ fn build(c: &Ctx<'_>, p: &PacketSpec, buf: &mut Vec<u8>) -> Result<bool, CraftEr
                 lver: l.lver,
                 sl: l.sl,
                 lnh: lrh::Lnh::IbaLocal,
-                dlid: Lid(l.dlid.unwrap_or(if matches!(p.smp.as_ref().map(|s| s.dr_path.is_some()), Some(true)) { 0xffff } else { 2 })),
-                slid: Lid(l.slid.unwrap_or(if matches!(p.smp.as_ref().map(|s| s.dr_path.is_some()), Some(true)) { 0xffff } else { 1 })),
+                dlid: Lid(l
+                    .dlid
+                    .unwrap_or(if matches!(p.smp.as_ref().map(|s| s.dr_path.is_some()), Some(true)) {
+                        0xffff
+                    } else {
+                        2
+                    })),
+                slid: Lid(l
+                    .slid
+                    .unwrap_or(if matches!(p.smp.as_ref().map(|s| s.dr_path.is_some()), Some(true)) {
+                        0xffff
+                    } else {
+                        1
+                    })),
                 pkt_len: 0,
             };
             if lrh.vl > 15 || lrh.sl > 15 || lrh.lver > 15 {
                 return Err(c.err("lrh", "vl, sl and lver are 4-bit fields"));
             }
-            let g = if p.encap == "ib_global" { Some(grh(c, &p.grh.clone().unwrap_or_default())?) } else { None };
+            let g = if p.encap == "ib_global" {
+                Some(grh(c, &p.grh.clone().unwrap_or_default())?)
+            } else {
+                None
+            };
             Encap::Ib { lrh, grh: g }
         }
         "roce_v1" => {
             is_ib = false;
-            Encap::RoceV1 { eth: eth(c)?, grh: grh(c, &p.grh.clone().unwrap_or_default())? }
+            Encap::RoceV1 {
+                eth: eth(c)?,
+                grh: grh(c, &p.grh.clone().unwrap_or_default())?,
+            }
         }
         "roce_v2_ipv4" | "roce_v2_ipv6" => {
             is_ib = false;
@@ -716,10 +832,20 @@ fn build(c: &Ctx<'_>, p: &PacketSpec, buf: &mut Vec<u8>) -> Result<bool, CraftEr
             Encap::RoceV2 {
                 eth: eth(c)?,
                 ip,
-                udp: udp::Repr { src_port: p.udp_sport.unwrap_or(49152), dst_port: udp::ROCE_V2_PORT, payload_len: 0, checksum: csum as u16 },
+                udp: udp::Repr {
+                    src_port: p.udp_sport.unwrap_or(49152),
+                    dst_port: udp::ROCE_V2_PORT,
+                    payload_len: 0,
+                    checksum: csum as u16,
+                },
             }
         }
-        e => return Err(c.err("encap", format!("{e:?} is not one of roce_v2_ipv4, roce_v2_ipv6, roce_v1, ib_local, ib_global, pfc, pause"))),
+        e => {
+            return Err(c.err(
+                "encap",
+                format!("{e:?} is not one of roce_v2_ipv4, roce_v2_ipv6, roce_v1, ib_local, ib_global, pfc, pause"),
+            ));
+        }
     };
     let psn = p.psn.unwrap_or(0);
     if psn > Psn::MASK {
@@ -750,7 +876,10 @@ fn build(c: &Ctx<'_>, p: &PacketSpec, buf: &mut Vec<u8>) -> Result<bool, CraftEr
             _ => Ok(()),
         }
     };
-    let deth_default = mad_qp.map(|q| deth::Repr { qkey: if q == 0 { 0 } else { crate::mad::QP1_QKEY }, src_qp: q });
+    let deth_default = mad_qp.map(|q| deth::Repr {
+        qkey: if q == 0 { 0 } else { crate::mad::QP1_QKEY },
+        src_qp: q,
+    });
     want(p.reth.is_some(), layout.reth, "reth")?;
     want(p.aeth.is_some(), layout.aeth, "aeth")?;
     want(p.deth.is_some() || deth_default.is_some(), layout.deth, "deth")?;
@@ -762,27 +891,67 @@ fn build(c: &Ctx<'_>, p: &PacketSpec, buf: &mut Vec<u8>) -> Result<bool, CraftEr
         return Err(c.err("payload", format!("opcode {opcode} carries no payload")));
     }
     let ext = ExtHeaders {
-        deth: p.deth.as_ref().map(|d| deth::Repr { qkey: d.qkey, src_qp: d.src_qp & 0xff_ffff }).or(deth_default),
-        reth: p.reth.as_ref().map(|r| reth::Repr { va: r.va, rkey: r.rkey, dma_len: r.dma_len }),
-        atomic_eth: p.atomic.as_ref().map(|a| atomic_eth::Repr { va: a.va, rkey: a.rkey, swap_add: a.swap_add, compare: a.compare }),
-        aeth: p.aeth.as_ref().map(|a| parse_syndrome(c, &a.syndrome).map(|s| aeth::Repr { syndrome: s, msn: a.msn & 0xff_ffff })).transpose()?,
+        deth: p
+            .deth
+            .as_ref()
+            .map(|d| deth::Repr {
+                qkey: d.qkey,
+                src_qp: d.src_qp & 0xff_ffff,
+            })
+            .or(deth_default),
+        reth: p.reth.as_ref().map(|r| reth::Repr {
+            va: r.va,
+            rkey: r.rkey,
+            dma_len: r.dma_len,
+        }),
+        atomic_eth: p.atomic.as_ref().map(|a| atomic_eth::Repr {
+            va: a.va,
+            rkey: a.rkey,
+            swap_add: a.swap_add,
+            compare: a.compare,
+        }),
+        aeth: p
+            .aeth
+            .as_ref()
+            .map(|a| {
+                parse_syndrome(c, &a.syndrome).map(|s| aeth::Repr {
+                    syndrome: s,
+                    msn: a.msn & 0xff_ffff,
+                })
+            })
+            .transpose()?,
         atomic_ack_eth: p.atomic_ack.map(|o| atomic_ack_eth::Repr { orig: o }),
         immdt: p.immdt.map(|i| immdt::Repr { imm: i }),
         ieth: p.ieth.map(|r| ieth::Repr { rkey: r }),
         cnp_reserved: layout.cnp_reserved.then_some([0u8; 16]),
     };
-    let pkt = IbPacket { encap, bth, ext, payload };
+    let pkt = IbPacket {
+        encap,
+        bth,
+        ext,
+        payload,
+    };
     buf.resize(pkt.buffer_len(), 0);
-    let n = pkt.emit(buf).map_err(|source| CraftError::Build { origin: c.origin.into(), packet: c.packet, source })?;
+    let n = pkt.emit(buf).map_err(|source| CraftError::Build {
+        origin: c.origin.into(),
+        packet: c.packet,
+        source,
+    })?;
     buf.truncate(n);
     Ok(is_ib)
 }
 
 /// Parse a spec and build its frames. `origin` names the spec in errors.
 pub fn craft(text: &str, origin: &str) -> Result<Crafted, CraftError> {
-    let spec: Spec = toml::from_str(text).map_err(|e| CraftError::Toml { origin: origin.into(), message: e.to_string() })?;
+    let spec: Spec = toml::from_str(text).map_err(|e| CraftError::Toml {
+        origin: origin.into(),
+        message: e.to_string(),
+    })?;
     if spec.packets.is_empty() {
-        return Err(CraftError::Toml { origin: origin.into(), message: "no [[packet]] tables".into() });
+        return Err(CraftError::Toml {
+            origin: origin.into(),
+            message: "no [[packet]] tables".into(),
+        });
     }
     let mut frames = Vec::with_capacity(spec.packets.len());
     let start = spec.start_ns.unwrap_or(1_700_000_000_000_000_000);
@@ -803,7 +972,10 @@ pub fn craft(text: &str, origin: &str) -> Result<Crafted, CraftError> {
         Some("ib-erf") => CaptureLink::IbErf,
         Some("ib-user0") => CaptureLink::IbUser0,
         Some(o) => {
-            return Err(CraftError::Toml { origin: origin.into(), message: format!("link {o:?} is not one of \"ethernet\", \"ib-erf\", \"ib-user0\"") });
+            return Err(CraftError::Toml {
+                origin: origin.into(),
+                message: format!("link {o:?} is not one of \"ethernet\", \"ib-erf\", \"ib-user0\""),
+            });
         }
         None if kinds.1 > 0 => CaptureLink::IbErf,
         None => CaptureLink::Ethernet,

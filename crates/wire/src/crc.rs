@@ -144,7 +144,11 @@ mod tests {
     #[test]
     fn vcrc_matches_readme_example_and_residue() {
         let f: Vec<u8> = (0..)
-            .zip("10120001000700051100ffff00000011001234560d000007a2a6cbf7c74e".as_bytes().chunks(2))
+            .zip(
+                "10120001000700051100ffff00000011001234560d000007a2a6cbf7c74e"
+                    .as_bytes()
+                    .chunks(2),
+            )
             .map(|(_, c)| u8::from_str_radix(core::str::from_utf8(c).unwrap(), 16).unwrap())
             .collect();
         let n = f.len();

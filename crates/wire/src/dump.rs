@@ -6,7 +6,9 @@ use std::borrow::Cow;
 use std::fmt::Write as _;
 
 use crate::ib::aeth::Syndrome;
-use crate::mad::attr::{lft, node_description, node_info, notice, pkey_table, port_info, sl2vl, sm_info, switch_info, vl_arb};
+use crate::mad::attr::{
+    lft, node_description, node_info, notice, pkey_table, port_info, sl2vl, sm_info, switch_info, vl_arb,
+};
 use crate::mad::header::{self, AttrId, MgmtClass};
 use crate::mad::smp::{Route, Smp};
 use crate::net::pfc;
@@ -102,7 +104,14 @@ pub fn describe(d: &Decoded<'_>) -> Obj {
                     c.put("quanta", Val::L(quanta.iter().map(|q| Val::U(*q as u64)).collect()));
                 }
             }
-            o.put(if matches!(ctl, pfc::Repr::Pfc { .. }) { "pfc" } else { "pause" }, Val::O(c));
+            o.put(
+                if matches!(ctl, pfc::Repr::Pfc { .. }) {
+                    "pfc"
+                } else {
+                    "pause"
+                },
+                Val::O(c),
+            );
             o.put("ok", Val::B(true));
         }
         Decoded::OtherEthernet { eth } => {
@@ -125,7 +134,17 @@ pub fn describe_record(index: usize, ts_ns: u64, frame: &[u8], link: crate::Link
     o.put("index", Val::U(index as u64));
     o.put("ts_ns", Val::U(ts_ns));
     o.put("len", Val::U(frame.len() as u64));
-    o.put("link", Val::S(if link == crate::LinkType::Ethernet { "ethernet" } else { "infiniband" }.into()));
+    o.put(
+        "link",
+        Val::S(
+            if link == crate::LinkType::Ethernet {
+                "ethernet"
+            } else {
+                "infiniband"
+            }
+            .into(),
+        ),
+    );
     match crate::packet::decode(frame, link) {
         Ok(d) => o.0.extend(describe(&d).0),
         Err(e) => {
@@ -142,7 +161,9 @@ fn eth_obj(e: &crate::net::ethernet::Repr) -> Obj {
     o.put("src", Val::S(mac(&e.src)));
     if let Some(v) = e.vlan {
         let mut t = Obj::default();
-        t.put("pcp", Val::U(v.pcp as u64)).put("dei", Val::B(v.dei)).put("vid", Val::U(v.vid as u64));
+        t.put("pcp", Val::U(v.pcp as u64))
+            .put("dei", Val::B(v.dei))
+            .put("vid", Val::U(v.vid as u64));
         o.put("vlan", Val::O(t));
     }
     o.put("ethertype", Val::Hex(e.ethertype as u64, 4));
@@ -256,12 +277,15 @@ fn describe_ib(o: &mut Obj, p: &IbPacket<'_>, pad: &[u8], c: &Checks) {
     let x = &p.ext;
     if let Some(r) = x.deth {
         let mut e = Obj::default();
-        e.put("q_key", Val::Hex(r.qkey as u64, 8)).put("srcqp", Val::U(r.src_qp as u64));
+        e.put("q_key", Val::Hex(r.qkey as u64, 8))
+            .put("srcqp", Val::U(r.src_qp as u64));
         o.put("deth", Val::O(e));
     }
     if let Some(r) = x.reth {
         let mut e = Obj::default();
-        e.put("va", Val::Hex(r.va, 16)).put("r_key", Val::Hex(r.rkey as u64, 8)).put("dmalen", Val::U(r.dma_len as u64));
+        e.put("va", Val::Hex(r.va, 16))
+            .put("r_key", Val::Hex(r.rkey as u64, 8))
+            .put("dmalen", Val::U(r.dma_len as u64));
         o.put("reth", Val::O(e));
     }
     if let Some(r) = x.atomic_eth {
@@ -277,13 +301,18 @@ fn describe_ib(o: &mut Obj, p: &IbPacket<'_>, pad: &[u8], c: &Checks) {
         e.put("syndrome", Val::Hex(r.syndrome.to_byte() as u64, 2));
         match r.syndrome {
             Syndrome::Ack { credits } => {
-                e.put("type", Val::S("ACK".into())).put("credits", Val::U(credits as u64));
+                e.put("type", Val::S("ACK".into()))
+                    .put("credits", Val::U(credits as u64));
             }
             Syndrome::RnrNak(t) => {
-                e.put("type", Val::S("RNR NAK".into())).put("rnr_timer", Val::U(t.0 as u64)).put("rnr_wait_ns", Val::U(t.nanos()));
+                e.put("type", Val::S("RNR NAK".into()))
+                    .put("rnr_timer", Val::U(t.0 as u64))
+                    .put("rnr_wait_ns", Val::U(t.nanos()));
             }
             Syndrome::Nak(n) => {
-                e.put("type", Val::S("NAK".into())).put("nak_code", Val::U(n.bits() as u64)).put("nak", Val::S(n.name().into()));
+                e.put("type", Val::S("NAK".into()))
+                    .put("nak_code", Val::U(n.bits() as u64))
+                    .put("nak", Val::S(n.name().into()));
             }
             Syndrome::Reserved(_) => {
                 e.put("type", Val::S("reserved".into()));
@@ -309,15 +338,22 @@ fn describe_ib(o: &mut Obj, p: &IbPacket<'_>, pad: &[u8], c: &Checks) {
     o.put("payload_len", Val::U(p.payload.len() as u64));
     o.put("payload", Val::S(hexs(p.payload)));
     o.put("pad", Val::S(hexs(pad)));
-    if matches!(p.bth.opcode, crate::ib::Opcode::UdSendOnly) && p.bth.dqpn <= 1 && p.payload.len() == crate::mad::MAD_LEN {
+    if matches!(p.bth.opcode, crate::ib::Opcode::UdSendOnly)
+        && p.bth.dqpn <= 1
+        && p.payload.len() == crate::mad::MAD_LEN
+    {
         o.put("mad", Val::O(describe_mad(p.payload)));
     }
     let mut i = Obj::default();
-    i.put("found", Val::Hex(c.icrc.found as u64, 8)).put("computed", Val::Hex(c.icrc.computed as u64, 8)).put("ok", Val::B(c.icrc.ok()));
+    i.put("found", Val::Hex(c.icrc.found as u64, 8))
+        .put("computed", Val::Hex(c.icrc.computed as u64, 8))
+        .put("ok", Val::B(c.icrc.ok()));
     o.put("icrc", Val::O(i));
     if let Some(v) = c.vcrc {
         let mut i = Obj::default();
-        i.put("found", Val::Hex(v.found as u64, 4)).put("computed", Val::Hex(v.computed as u64, 4)).put("ok", Val::B(v.ok()));
+        i.put("found", Val::Hex(v.found as u64, 4))
+            .put("computed", Val::Hex(v.computed as u64, 4))
+            .put("ok", Val::B(v.ok()));
         o.put("vcrc", Val::O(i));
     }
     o.put("ok", Val::B(c.all_ok()));
@@ -362,8 +398,24 @@ pub fn describe_mad(m: &[u8]) -> Obj {
             .put("hop_cnt", Val::U(dr.hop_cnt as u64))
             .put("dr_slid", Val::U(dr.dr_slid.0 as u64))
             .put("dr_dlid", Val::U(dr.dr_dlid.0 as u64))
-            .put("initial_path", Val::L(dr.initial_path[..=dr.hop_cnt as usize].iter().map(|p| Val::U(*p as u64)).collect()))
-            .put("return_path", Val::L(dr.return_path[..=dr.hop_cnt as usize].iter().map(|p| Val::U(*p as u64)).collect()));
+            .put(
+                "initial_path",
+                Val::L(
+                    dr.initial_path[..=dr.hop_cnt as usize]
+                        .iter()
+                        .map(|p| Val::U(*p as u64))
+                        .collect(),
+                ),
+            )
+            .put(
+                "return_path",
+                Val::L(
+                    dr.return_path[..=dr.hop_cnt as usize]
+                        .iter()
+                        .map(|p| Val::U(*p as u64))
+                        .collect(),
+                ),
+            );
         o.put("dr", Val::O(d));
     }
     o.put("attribute", Val::O(describe_attr(smp.attr_id, &smp.data)));
@@ -393,24 +445,54 @@ pub fn describe_attr(id: AttrId, d: &[u8]) -> Obj {
             }
             AttrId::LinearFwdTable => {
                 let mut o = Obj::default();
-                o.put("ports", Val::L(lft::Repr::from_bytes(d)?.ports.iter().map(|p| Val::U(*p as u64)).collect()));
+                o.put(
+                    "ports",
+                    Val::L(
+                        lft::Repr::from_bytes(d)?
+                            .ports
+                            .iter()
+                            .map(|p| Val::U(*p as u64))
+                            .collect(),
+                    ),
+                );
                 o
             }
             AttrId::PKeyTable => {
                 let mut o = Obj::default();
-                o.put("pkeys", Val::L(pkey_table::Repr::from_bytes(d)?.pkeys.iter().map(|p| Val::Hex(*p as u64, 4)).collect()));
+                o.put(
+                    "pkeys",
+                    Val::L(
+                        pkey_table::Repr::from_bytes(d)?
+                            .pkeys
+                            .iter()
+                            .map(|p| Val::Hex(*p as u64, 4))
+                            .collect(),
+                    ),
+                );
                 o
             }
             AttrId::SlToVlTable => {
                 let mut o = Obj::default();
-                o.put("vl", Val::L(sl2vl::Repr::from_bytes(d)?.vl.iter().map(|p| Val::U(*p as u64)).collect()));
+                o.put(
+                    "vl",
+                    Val::L(
+                        sl2vl::Repr::from_bytes(d)?
+                            .vl
+                            .iter()
+                            .map(|p| Val::U(*p as u64))
+                            .collect(),
+                    ),
+                );
                 o
             }
             AttrId::VlArbTable => {
                 let mut o = Obj::default();
                 let t = vl_arb::Repr::from_bytes(d)?;
                 o.put("vl", Val::L(t.entries.iter().map(|e| Val::U(e.vl as u64)).collect()));
-                o.put("weight", Val::L(t.entries.iter().map(|e| Val::U(e.weight as u64)).collect()));
+                o.put(
+                    "weight",
+                    Val::L(t.entries.iter().map(|e| Val::U(e.weight as u64)).collect()),
+                );
                 o
             }
             AttrId::Notice => {
@@ -424,7 +506,13 @@ pub fn describe_attr(id: AttrId, d: &[u8]) -> Obj {
                     notice::TrapDetails::PortError { lid, port, .. } => {
                         det.put("lid", Val::U(lid.0 as u64)).put("port", Val::U(port as u64));
                     }
-                    notice::TrapDetails::CapabilityMaskChange { lid, local_changes, cap_mask, change_flags, cap_mask2 } => {
+                    notice::TrapDetails::CapabilityMaskChange {
+                        lid,
+                        local_changes,
+                        cap_mask,
+                        change_flags,
+                        cap_mask2,
+                    } => {
                         det.put("lid", Val::U(lid.0 as u64))
                             .put("local_changes", Val::B(local_changes))
                             .put("cap_mask", Val::Hex(cap_mask as u64, 8))

@@ -78,11 +78,27 @@ pub type Result<T> = core::result::Result<T, Error>;
 /// `Err(Truncated)` unless `buf` holds at least `need` bytes.
 #[inline]
 pub(crate) fn need(header: &'static str, buf: &[u8], need: usize) -> Result<()> {
-    if buf.len() < need { Err(Error::Truncated { header, need, have: buf.len() }) } else { Ok(()) }
+    if buf.len() < need {
+        Err(Error::Truncated {
+            header,
+            need,
+            have: buf.len(),
+        })
+    } else {
+        Ok(())
+    }
 }
 
 /// `Err(BufferTooSmall)` unless `buf` holds at least `need` bytes.
 #[inline]
 pub(crate) fn room(header: &'static str, buf: &[u8], need: usize) -> Result<()> {
-    if buf.len() < need { Err(Error::BufferTooSmall { header, need, have: buf.len() }) } else { Ok(()) }
+    if buf.len() < need {
+        Err(Error::BufferTooSmall {
+            header,
+            need,
+            have: buf.len(),
+        })
+    } else {
+        Ok(())
+    }
 }

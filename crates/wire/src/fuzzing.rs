@@ -10,8 +10,14 @@ use crate::packet::{Decoded, LinkType, decode};
 
 /// Run one fuzz input. Panics only if a property is violated.
 pub fn decode_one(data: &[u8]) {
-    let Some((&sel, frame)) = data.split_first() else { return };
-    let link = if sel & 1 == 0 { LinkType::Ethernet } else { LinkType::Infiniband };
+    let Some((&sel, frame)) = data.split_first() else {
+        return;
+    };
+    let link = if sel & 1 == 0 {
+        LinkType::Ethernet
+    } else {
+        LinkType::Infiniband
+    };
     let _ = crate::pcap::erf_unwrap(frame);
     let _ = crate::mad::smp::Smp::from_bytes(frame);
     let Ok(d) = decode(frame, link) else { return };
@@ -20,7 +26,9 @@ pub fn decode_one(data: &[u8]) {
         let mut buf = [0u8; 16384];
         let Ok(n) = packet.emit(&mut buf) else { return };
         match decode(&buf[..n], link) {
-            Ok(Decoded::Ib { packet: again, checks, .. }) => {
+            Ok(Decoded::Ib {
+                packet: again, checks, ..
+            }) => {
                 assert!(checks.icrc.ok(), "re-emitted packet has a bad ICRC");
                 assert_eq!(again.bth.opcode, packet.bth.opcode);
                 assert_eq!(again.bth.psn, packet.bth.psn);

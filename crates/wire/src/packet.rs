@@ -105,8 +105,12 @@ impl Encap {
         match self {
             Encap::Ib { grh, .. } => 8 + if grh.is_some() { 40 } else { 0 },
             Encap::RoceV1 { eth, .. } => eth.buffer_len() + 40,
-            Encap::RoceV2 { eth, ip: IpRepr::V4(_), .. } => eth.buffer_len() + 28,
-            Encap::RoceV2 { eth, ip: IpRepr::V6(_), .. } => eth.buffer_len() + 48,
+            Encap::RoceV2 {
+                eth, ip: IpRepr::V4(_), ..
+            } => eth.buffer_len() + 28,
+            Encap::RoceV2 {
+                eth, ip: IpRepr::V6(_), ..
+            } => eth.buffer_len() + 48,
         }
     }
     /// Offset of the first ICRC-covered byte (0 for IB, after Ethernet for RoCE).
@@ -276,10 +280,18 @@ fn decode_ib(f: &[u8]) -> Result<Decoded<'_>> {
     need("VCRC", f, lrh::HEADER_LEN + 2)?;
     let claimed = lrh.pkt_len as usize * 4 + 2;
     if claimed != f.len() {
-        return Err(Error::BadLength { header: "LRH", field: "PktLen (words, + 2-byte VCRC)", claimed, actual: f.len() });
+        return Err(Error::BadLength {
+            header: "LRH",
+            field: "PktLen (words, + 2-byte VCRC)",
+            claimed,
+            actual: f.len(),
+        });
     }
     let body_end = f.len() - 2;
-    let vcrc_check = CrcCheck { found: u16::from_le_bytes([f[body_end], f[body_end + 1]]), computed: vcrc(&f[..body_end]) };
+    let vcrc_check = CrcCheck {
+        found: u16::from_le_bytes([f[body_end], f[body_end + 1]]),
+        computed: vcrc(&f[..body_end]),
+    };
     let (grh, t_start) = match lrh.lnh {
         lrh::Lnh::Raw | lrh::Lnh::Ipv6 => return Ok(Decoded::OtherIb { lrh }),
         lrh::Lnh::IbaLocal => (None, 8),
@@ -291,16 +303,31 @@ fn decode_ib(f: &[u8]) -> Result<Decoded<'_>> {
     };
     let encap = Encap::Ib { lrh, grh };
     let (packet, pad, icrc_check) = decode_transport(encap, f, 0, t_start, body_end)?;
-    let checks = Checks { icrc: icrc_check, vcrc: Some(vcrc_check), ipv4_checksum: None, udp_checksum: UdpChecksum::NotApplicable };
+    let checks = Checks {
+        icrc: icrc_check,
+        vcrc: Some(vcrc_check),
+        ipv4_checksum: None,
+        udp_checksum: UdpChecksum::NotApplicable,
+    };
     Ok(Decoded::Ib { packet, pad, checks })
 }
 
 fn check_grh(g: &grh::Repr, actual: usize) -> Result<()> {
     if g.next_header != grh::NXTHDR_IBA {
-        return Err(Error::BadField { header: "GRH", field: "NxtHdr", value: g.next_header as u64, expected: "0x1b (IBA transport)" });
+        return Err(Error::BadField {
+            header: "GRH",
+            field: "NxtHdr",
+            value: g.next_header as u64,
+            expected: "0x1b (IBA transport)",
+        });
     }
     if g.payload_len as usize != actual {
-        return Err(Error::BadLength { header: "GRH", field: "PayLen", claimed: g.payload_len as usize, actual });
+        return Err(Error::BadLength {
+            header: "GRH",
+            field: "PayLen",
+            claimed: g.payload_len as usize,
+            actual,
+        });
     }
     Ok(())
 }
@@ -309,7 +336,10 @@ fn check_grh(g: &grh::Repr, actual: usize) -> Result<()> {
 /// Ethernet padding.
 fn check_eth_end(f: &[u8], end: usize, header: &'static str) -> Result<()> {
     if end < f.len() && f.len() > ETH_MIN_FRAME {
-        return Err(Error::TrailingBytes { header, extra: f.len() - end });
+        return Err(Error::TrailingBytes {
+            header,
+            extra: f.len() - end,
+        });
     }
     Ok(())
 }
@@ -328,13 +358,23 @@ fn decode_eth(f: &[u8]) -> Result<Decoded<'_>> {
             let g = grh::Repr::parse(&gp)?;
             let end = h + 40 + g.payload_len as usize;
             if end > f.len() {
-                return Err(Error::BadLength { header: "GRH", field: "PayLen", claimed: g.payload_len as usize, actual: f.len() - h - 40 });
+                return Err(Error::BadLength {
+                    header: "GRH",
+                    field: "PayLen",
+                    claimed: g.payload_len as usize,
+                    actual: f.len() - h - 40,
+                });
             }
             check_grh(&g, g.payload_len as usize)?;
             check_eth_end(f, end, "GRH")?;
             let encap = Encap::RoceV1 { eth, grh: g };
             let (packet, pad, icrc) = decode_transport(encap, f, h, h + 40, end)?;
-            let checks = Checks { icrc, vcrc: None, ipv4_checksum: None, udp_checksum: UdpChecksum::NotApplicable };
+            let checks = Checks {
+                icrc,
+                vcrc: None,
+                ipv4_checksum: None,
+                udp_checksum: UdpChecksum::NotApplicable,
+            };
             Ok(Decoded::Ib { packet, pad, checks })
         }
         ethernet::ETHERTYPE_IPV4 => {
@@ -351,14 +391,30 @@ fn decode_eth(f: &[u8]) -> Result<Decoded<'_>> {
                 return Ok(Decoded::OtherEthernet { eth });
             }
             if up.len() as usize != dgram.len() {
-                return Err(Error::BadLength { header: "UDP", field: "length", claimed: up.len() as usize, actual: dgram.len() });
+                return Err(Error::BadLength {
+                    header: "UDP",
+                    field: "length",
+                    claimed: up.len() as usize,
+                    actual: dgram.len(),
+                });
             }
             let u = udp::Repr::parse(&up)?;
-            let udp_checksum = udp_verdict(u.checksum, || udp::verify(udp::pseudo_v4(&ip.src, &ip.dst, up.len()), dgram));
+            let udp_checksum = udp_verdict(u.checksum, || {
+                udp::verify(udp::pseudo_v4(&ip.src, &ip.dst, up.len()), dgram)
+            });
             let ipv4_ok = ipp.verify_checksum();
-            let encap = Encap::RoceV2 { eth, ip: IpRepr::V4(ip), udp: u };
+            let encap = Encap::RoceV2 {
+                eth,
+                ip: IpRepr::V4(ip),
+                udp: u,
+            };
             let (packet, pad, icrc) = decode_transport(encap, f, h, h + 28, end)?;
-            let checks = Checks { icrc, vcrc: None, ipv4_checksum: Some(ipv4_ok), udp_checksum };
+            let checks = Checks {
+                icrc,
+                vcrc: None,
+                ipv4_checksum: Some(ipv4_ok),
+                udp_checksum,
+            };
             Ok(Decoded::Ib { packet, pad, checks })
         }
         ethernet::ETHERTYPE_IPV6 => {
@@ -375,13 +431,29 @@ fn decode_eth(f: &[u8]) -> Result<Decoded<'_>> {
                 return Ok(Decoded::OtherEthernet { eth });
             }
             if up.len() as usize != dgram.len() {
-                return Err(Error::BadLength { header: "UDP", field: "length", claimed: up.len() as usize, actual: dgram.len() });
+                return Err(Error::BadLength {
+                    header: "UDP",
+                    field: "length",
+                    claimed: up.len() as usize,
+                    actual: dgram.len(),
+                });
             }
             let u = udp::Repr::parse(&up)?;
-            let udp_checksum = udp_verdict(u.checksum, || udp::verify(udp::pseudo_v6(&ip.src, &ip.dst, up.len()), dgram));
-            let encap = Encap::RoceV2 { eth, ip: IpRepr::V6(ip), udp: u };
+            let udp_checksum = udp_verdict(u.checksum, || {
+                udp::verify(udp::pseudo_v6(&ip.src, &ip.dst, up.len()), dgram)
+            });
+            let encap = Encap::RoceV2 {
+                eth,
+                ip: IpRepr::V6(ip),
+                udp: u,
+            };
             let (packet, pad, icrc) = decode_transport(encap, f, h, h + 48, end)?;
-            let checks = Checks { icrc, vcrc: None, ipv4_checksum: None, udp_checksum };
+            let checks = Checks {
+                icrc,
+                vcrc: None,
+                ipv4_checksum: None,
+                udp_checksum,
+            };
             Ok(Decoded::Ib { packet, pad, checks })
         }
         _ => Ok(Decoded::OtherEthernet { eth }),
@@ -432,7 +504,9 @@ fn decode_transport(
             at += reth::HEADER_LEN;
         }
         if l.atomic_eth {
-            ext.atomic_eth = Some(atomic_eth::Repr::parse(&atomic_eth::Packet::new_unchecked(&body[at..]))?);
+            ext.atomic_eth = Some(atomic_eth::Repr::parse(&atomic_eth::Packet::new_unchecked(
+                &body[at..],
+            ))?);
             at += atomic_eth::HEADER_LEN;
         }
         if l.aeth {
@@ -440,7 +514,9 @@ fn decode_transport(
             at += aeth::HEADER_LEN;
         }
         if l.atomic_ack_eth {
-            ext.atomic_ack_eth = Some(atomic_ack_eth::Repr::parse(&atomic_ack_eth::Packet::new_unchecked(&body[at..]))?);
+            ext.atomic_ack_eth = Some(atomic_ack_eth::Repr::parse(&atomic_ack_eth::Packet::new_unchecked(
+                &body[at..],
+            ))?);
             at += atomic_ack_eth::HEADER_LEN;
         }
         if l.immdt {
@@ -469,13 +545,31 @@ fn decode_transport(
     let data = &body[at..];
     let pad_len = bth.pad_count as usize;
     if pad_len > data.len() {
-        return Err(Error::BadLength { header: "BTH", field: "PadCnt", claimed: pad_len, actual: data.len() });
+        return Err(Error::BadLength {
+            header: "BTH",
+            field: "PadCnt",
+            claimed: pad_len,
+            actual: data.len(),
+        });
     }
     let (payload, pad) = data.split_at(data.len() - pad_len);
     let kind = encap.icrc_kind();
     let found = u32::from_le_bytes([f[end - 4], f[end - 3], f[end - 2], f[end - 1]]);
-    let computed = icrc(kind, &f[icrc_start..icrc_start + kind.header_len()], &t[bth::HEADER_LEN..t.len() - 4]);
-    Ok((IbPacket { encap, bth, ext, payload }, pad, CrcCheck { found, computed }))
+    let computed = icrc(
+        kind,
+        &f[icrc_start..icrc_start + kind.header_len()],
+        &t[bth::HEADER_LEN..t.len() - 4],
+    );
+    Ok((
+        IbPacket {
+            encap,
+            bth,
+            ext,
+            payload,
+        },
+        pad,
+        CrcCheck { found, computed },
+    ))
 }
 
 impl<'a> IbPacket<'a> {
@@ -543,11 +637,20 @@ impl<'a> IbPacket<'a> {
             Encap::Ib { lrh, grh } => {
                 let words = (end / 4) as u64;
                 if words > 0x7ff {
-                    return Err(Error::Unrepresentable { header: "LRH", field: "PktLen", value: words, expected: "at most 2047 words" });
+                    return Err(Error::Unrepresentable {
+                        header: "LRH",
+                        field: "PktLen",
+                        value: words,
+                        expected: "at most 2047 words",
+                    });
                 }
                 let mut l = *lrh;
                 l.pkt_len = words as u16;
-                l.lnh = if grh.is_some() { lrh::Lnh::IbaGlobal } else { lrh::Lnh::IbaLocal };
+                l.lnh = if grh.is_some() {
+                    lrh::Lnh::IbaGlobal
+                } else {
+                    lrh::Lnh::IbaLocal
+                };
                 l.emit(&mut lrh::Packet::new_unchecked(&mut buf[..8]))?;
                 if let Some(g) = grh {
                     let mut g = *g;
@@ -571,7 +674,12 @@ impl<'a> IbPacket<'a> {
                 let eh = e.buffer_len();
                 let ulen = tlen + udp::HEADER_LEN;
                 if ulen > 0xffff - 40 {
-                    return Err(Error::Unrepresentable { header: "UDP", field: "length", value: ulen as u64, expected: "at most 65495" });
+                    return Err(Error::Unrepresentable {
+                        header: "UDP",
+                        field: "length",
+                        value: ulen as u64,
+                        expected: "at most 65495",
+                    });
                 }
                 let uat = match ip {
                     IpRepr::V4(r) => {
@@ -692,7 +800,10 @@ impl bth::Repr {
 impl<'a> IbPacket<'a> {
     /// A RoCEv2/IPv4 packet: untagged Ethernet, DF set, TTL 64, UDP checksum zero
     /// (allowed over IPv4; the ICRC protects the payload). `sport` is the flow entropy.
-    #[expect(clippy::too_many_arguments, reason = "one call per packet for the simulator's capture path")]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "one call per packet for the simulator's capture path"
+    )]
     pub fn roce_v2_ipv4(
         src_mac: [u8; 6],
         dst_mac: [u8; 6],
@@ -707,7 +818,12 @@ impl<'a> IbPacket<'a> {
     ) -> IbPacket<'a> {
         IbPacket {
             encap: Encap::RoceV2 {
-                eth: ethernet::Repr { dst: dst_mac, src: src_mac, vlan: None, ethertype: ethernet::ETHERTYPE_IPV4 },
+                eth: ethernet::Repr {
+                    dst: dst_mac,
+                    src: src_mac,
+                    vlan: None,
+                    ethertype: ethernet::ETHERTYPE_IPV4,
+                },
                 ip: IpRepr::V4(ipv4::Repr {
                     dscp: dscp & 0x3f,
                     ecn: ecn & 3,
@@ -719,7 +835,12 @@ impl<'a> IbPacket<'a> {
                     dst,
                     payload_len: 0,
                 }),
-                udp: udp::Repr { src_port: sport, dst_port: udp::ROCE_V2_PORT, payload_len: 0, checksum: 0 },
+                udp: udp::Repr {
+                    src_port: sport,
+                    dst_port: udp::ROCE_V2_PORT,
+                    payload_len: 0,
+                    checksum: 0,
+                },
             },
             bth,
             ext,
@@ -728,9 +849,28 @@ impl<'a> IbPacket<'a> {
     }
 
     /// A native IB packet without GRH (LNH=2).
-    pub fn ib_local(vl: u8, sl: u8, slid: crate::Lid, dlid: crate::Lid, bth: bth::Repr, ext: ExtHeaders, payload: &'a [u8]) -> IbPacket<'a> {
+    pub fn ib_local(
+        vl: u8,
+        sl: u8,
+        slid: crate::Lid,
+        dlid: crate::Lid,
+        bth: bth::Repr,
+        ext: ExtHeaders,
+        payload: &'a [u8],
+    ) -> IbPacket<'a> {
         IbPacket {
-            encap: Encap::Ib { lrh: lrh::Repr { vl, lver: 0, sl, lnh: lrh::Lnh::IbaLocal, dlid, slid, pkt_len: 0 }, grh: None },
+            encap: Encap::Ib {
+                lrh: lrh::Repr {
+                    vl,
+                    lver: 0,
+                    sl,
+                    lnh: lrh::Lnh::IbaLocal,
+                    dlid,
+                    slid,
+                    pkt_len: 0,
+                },
+                grh: None,
+            },
             bth,
             ext,
             payload,
@@ -743,7 +883,9 @@ impl<'a> IbPacket<'a> {
 /// the TOS/traffic class, so it stays valid. Returns false if the frame is not
 /// RoCEv2 or is Not-ECT (ECN = 00 must not be marked, RFC 3168 §5).
 pub fn mark_ce(frame: &mut [u8]) -> bool {
-    let Ok(ep) = ethernet::Packet::new_checked(&*frame) else { return false };
+    let Ok(ep) = ethernet::Packet::new_checked(&*frame) else {
+        return false;
+    };
     let (h, et) = (ep.header_len(), ep.ethertype());
     match et {
         ethernet::ETHERTYPE_IPV4 if frame.len() >= h + 20 => {
@@ -772,7 +914,9 @@ pub fn mark_ce(frame: &mut [u8]) -> bool {
 /// Set FECN in an already-built native IB frame in place and recompute the VCRC
 /// (FECN is masked in the ICRC, IBA §7.8.1). Returns false if it is not an IBA packet.
 pub fn set_fecn_ib(frame: &mut [u8]) -> bool {
-    let Ok(lp) = lrh::Packet::new_checked(&*frame) else { return false };
+    let Ok(lp) = lrh::Packet::new_checked(&*frame) else {
+        return false;
+    };
     let at = match lp.lnh() {
         lrh::Lnh::IbaLocal => 8,
         lrh::Lnh::IbaGlobal => 48,
@@ -821,7 +965,15 @@ mod tests {
             }
             d => panic!("{d:?}"),
         }
-        let q = IbPacket::ib_local(0, 0, crate::Lid(1), crate::Lid(2), bth::Repr::new(Opcode::UcSendOnly, 3, Psn::new(9)), ExtHeaders::default(), &payload);
+        let q = IbPacket::ib_local(
+            0,
+            0,
+            crate::Lid(1),
+            crate::Lid(2),
+            bth::Repr::new(Opcode::UcSendOnly, 3, Psn::new(9)),
+            ExtHeaders::default(),
+            &payload,
+        );
         let n = q.emit(&mut buf).unwrap();
         assert!(set_fecn_ib(&mut buf[..n]));
         match decode(&buf[..n], LinkType::Infiniband).unwrap() {

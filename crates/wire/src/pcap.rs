@@ -92,7 +92,9 @@ pub enum CaptureError {
         what: String,
     },
     /// A link type this crate does not decode.
-    #[error("read {path}: link type {dlt} is not supported (expected 1 Ethernet, 197 ERF, 147 USER0 or 247 InfiniBand)")]
+    #[error(
+        "read {path}: link type {dlt} is not supported (expected 1 Ethernet, 197 ERF, 147 USER0 or 247 InfiniBand)"
+    )]
     UnsupportedLinkType {
         /// The file.
         path: PathBuf,
@@ -136,7 +138,10 @@ pub fn erf_header(ts_ns: u64, len: usize) -> [u8; ERF_HEADER_LEN] {
 /// Unwrap an ERF record: the link type and the frame inside.
 pub fn erf_unwrap(rec: &[u8]) -> Result<(LinkType, &[u8]), String> {
     if rec.len() < ERF_HEADER_LEN {
-        return Err(format!("ERF record of {} bytes is shorter than its 16-byte header", rec.len()));
+        return Err(format!(
+            "ERF record of {} bytes is shorter than its 16-byte header",
+            rec.len()
+        ));
     }
     let ty = rec[8];
     let rlen = u16::from_be_bytes([rec[10], rec[11]]) as usize;
@@ -166,7 +171,9 @@ pub fn erf_unwrap(rec: &[u8]) -> Result<(LinkType, &[u8]), String> {
             let body = &rec[at + 2..rlen];
             Ok((LinkType::Ethernet, &body[..wlen.min(body.len())]))
         }
-        t => Err(format!("ERF record type {t} is not supported (expected 21 InfiniBand or 2 Ethernet)")),
+        t => Err(format!(
+            "ERF record type {t} is not supported (expected 21 InfiniBand or 2 Ethernet)"
+        )),
     }
 }
 
@@ -180,14 +187,20 @@ pub struct CaptureWriter<W: Write> {
 
 impl<W: Write> std::fmt::Debug for CaptureWriter<W> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CaptureWriter").field("link", &self.link).field("path", &self.path).finish()
+        f.debug_struct("CaptureWriter")
+            .field("link", &self.link)
+            .field("path", &self.path)
+            .finish()
     }
 }
 
 impl CaptureWriter<BufWriter<File>> {
     /// Create `path`.
     pub fn create(path: &Path, link: CaptureLink) -> Result<Self, CaptureError> {
-        let f = File::create(path).map_err(|source| CaptureError::Io { path: path.into(), source })?;
+        let f = File::create(path).map_err(|source| CaptureError::Io {
+            path: path.into(),
+            source,
+        })?;
         CaptureWriter::new(BufWriter::new(f), link, path)
     }
 }
@@ -202,8 +215,16 @@ impl<W: Write> CaptureWriter<W> {
             snaplen: 65535,
             ..PcapHeader::default()
         };
-        let inner = PcapWriter::with_header(w, header).map_err(|e| CaptureError::Write { path: path.into(), what: e.to_string() })?;
-        Ok(CaptureWriter { inner, link, path: path.into(), scratch: Vec::new() })
+        let inner = PcapWriter::with_header(w, header).map_err(|e| CaptureError::Write {
+            path: path.into(),
+            what: e.to_string(),
+        })?;
+        Ok(CaptureWriter {
+            inner,
+            link,
+            path: path.into(),
+            scratch: Vec::new(),
+        })
     }
 
     /// Append one frame (Ethernet without FCS, or IB LRH..VCRC) captured at `ts_ns`.
@@ -218,14 +239,20 @@ impl<W: Write> CaptureWriter<W> {
             frame
         };
         let pkt = PcapPacket::new(timestamp, data.len() as u32, data);
-        self.inner.write_packet(&pkt).map_err(|e| CaptureError::Write { path: self.path.clone(), what: e.to_string() })?;
+        self.inner.write_packet(&pkt).map_err(|e| CaptureError::Write {
+            path: self.path.clone(),
+            what: e.to_string(),
+        })?;
         Ok(())
     }
 
     /// Flush and return the underlying writer.
     pub fn finish(self) -> Result<W, CaptureError> {
         let mut w = self.inner.into_writer();
-        w.flush().map_err(|source| CaptureError::Io { path: self.path.clone(), source })?;
+        w.flush().map_err(|source| CaptureError::Io {
+            path: self.path.clone(),
+            source,
+        })?;
         Ok(w)
     }
 }
@@ -260,29 +287,44 @@ pub struct CaptureReader {
 
 impl std::fmt::Debug for CaptureReader {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CaptureReader").field("path", &self.path).field("index", &self.index).finish()
+        f.debug_struct("CaptureReader")
+            .field("path", &self.path)
+            .field("index", &self.index)
+            .finish()
     }
 }
 
 impl CaptureReader {
     /// Open `path`.
     pub fn open(path: &Path) -> Result<CaptureReader, CaptureError> {
-        let io = |source| CaptureError::Io { path: path.into(), source };
+        let io = |source| CaptureError::Io {
+            path: path.into(),
+            source,
+        };
         let mut f = File::open(path).map_err(io)?;
         let mut magic = [0u8; 4];
         let n = f.read(&mut magic).map_err(io)?;
         drop(f);
         let f = BufReader::new(File::open(path).map_err(io)?);
-        let fmt = |e: pcap_file::PcapError| CaptureError::Format { path: path.into(), what: e.to_string() };
+        let fmt = |e: pcap_file::PcapError| CaptureError::Format {
+            path: path.into(),
+            what: e.to_string(),
+        };
         let src = if n == 4 && magic == [0x0a, 0x0d, 0x0d, 0x0a] {
             Source::PcapNg(PcapNgReader::new(f).map_err(fmt)?)
         } else {
             let r = PcapReader::new(f).map_err(fmt)?;
             let dlt = u32::from(r.header().datalink);
-            let link = CaptureLink::from_dlt(dlt).ok_or(CaptureError::UnsupportedLinkType { path: path.into(), dlt })?;
+            let link =
+                CaptureLink::from_dlt(dlt).ok_or(CaptureError::UnsupportedLinkType { path: path.into(), dlt })?;
             Source::Pcap(r, link)
         };
-        Ok(CaptureReader { src, path: path.into(), index: 0, done: false })
+        Ok(CaptureReader {
+            src,
+            path: path.into(),
+            index: 0,
+            done: false,
+        })
     }
 
     /// The link type of a classic pcap (None for pcapng, where it is per interface).
@@ -295,11 +337,21 @@ impl CaptureReader {
 
     fn unwrap_frame(&self, link: CaptureLink, data: &[u8], ts_ns: u64, orig_len: u32) -> Result<Record, CaptureError> {
         let (fl, frame) = if link == CaptureLink::IbErf {
-            erf_unwrap(data).map_err(|what| CaptureError::Record { path: self.path.clone(), index: self.index, what })?
+            erf_unwrap(data).map_err(|what| CaptureError::Record {
+                path: self.path.clone(),
+                index: self.index,
+                what,
+            })?
         } else {
             (link.frame_link(), data)
         };
-        Ok(Record { index: self.index, ts_ns, link: fl, data: frame.to_vec(), orig_len })
+        Ok(Record {
+            index: self.index,
+            ts_ns,
+            link: fl,
+            data: frame.to_vec(),
+            orig_len,
+        })
     }
 }
 
@@ -319,7 +371,10 @@ impl Iterator for CaptureReader {
                         Ok(p) => p,
                         Err(e) => {
                             self.done = true;
-                            return Some(Err(CaptureError::Format { path: self.path.clone(), what: e.to_string() }));
+                            return Some(Err(CaptureError::Format {
+                                path: self.path.clone(),
+                                what: e.to_string(),
+                            }));
                         }
                     };
                     self.index += 1;
@@ -332,11 +387,19 @@ impl Iterator for CaptureReader {
                         Ok(b) => b,
                         Err(e) => {
                             self.done = true;
-                            return Some(Err(CaptureError::Format { path: self.path.clone(), what: e.to_string() }));
+                            return Some(Err(CaptureError::Format {
+                                path: self.path.clone(),
+                                what: e.to_string(),
+                            }));
                         }
                     };
                     let (iface, ts, orig, data) = match b {
-                        Block::EnhancedPacket(p) => (p.interface_id, p.timestamp.as_nanos() as u64, p.original_len, p.data.into_owned()),
+                        Block::EnhancedPacket(p) => (
+                            p.interface_id,
+                            p.timestamp.as_nanos() as u64,
+                            p.original_len,
+                            p.data.into_owned(),
+                        ),
                         Block::SimplePacket(p) => (0, 0, p.original_len, p.data.into_owned()),
                         Block::Packet(p) => (p.interface_id as u32, p.timestamp, p.original_len, p.data.into_owned()),
                         _ => continue,
@@ -353,7 +416,10 @@ impl Iterator for CaptureReader {
                         }
                     };
                     let Some(link) = CaptureLink::from_dlt(dlt) else {
-                        return Some(Err(CaptureError::UnsupportedLinkType { path: self.path.clone(), dlt }));
+                        return Some(Err(CaptureError::UnsupportedLinkType {
+                            path: self.path.clone(),
+                            dlt,
+                        }));
                     };
                     return Some(self.unwrap_frame(link, &data, ts, orig));
                 }

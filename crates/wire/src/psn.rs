@@ -46,7 +46,11 @@ impl Psn {
     #[inline]
     pub const fn distance_to(self, other: Psn) -> i32 {
         let d = other.0.wrapping_sub(self.0) & Self::MASK;
-        if d >= 1 << 23 { d as i32 - Self::MODULUS as i32 } else { d as i32 }
+        if d >= 1 << 23 {
+            d as i32 - Self::MODULUS as i32
+        } else {
+            d as i32
+        }
     }
     /// Serial-number order: `Less` if `self` precedes `other` within half the space.
     #[inline]

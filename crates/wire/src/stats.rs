@@ -10,8 +10,8 @@
 use std::collections::BTreeMap;
 
 use crate::dump::{Obj, Val, ipv6_text};
-use crate::ib::aeth::Syndrome;
 use crate::ib::Opcode;
+use crate::ib::aeth::Syndrome;
 use crate::net::pfc;
 use crate::packet::{Decoded, Encap, IbPacket, IpRepr};
 use crate::psn::Psn;
@@ -76,7 +76,10 @@ fn flow_key(p: &IbPacket<'_>) -> String {
     let (s, d) = match &p.encap {
         Encap::Ib { lrh, .. } => (format!("lid {}", lrh.slid.0), format!("lid {}", lrh.dlid.0)),
         Encap::RoceV1 { grh, .. } => (ipv6_text(&grh.sgid), ipv6_text(&grh.dgid)),
-        Encap::RoceV2 { ip: IpRepr::V4(r), .. } => (std::net::Ipv4Addr::from(r.src).to_string(), std::net::Ipv4Addr::from(r.dst).to_string()),
+        Encap::RoceV2 { ip: IpRepr::V4(r), .. } => (
+            std::net::Ipv4Addr::from(r.src).to_string(),
+            std::net::Ipv4Addr::from(r.dst).to_string(),
+        ),
         Encap::RoceV2 { ip: IpRepr::V6(r), .. } => (ipv6_text(&r.src), ipv6_text(&r.dst)),
     };
     format!("{s} -> {d} qp {:#x}", p.bth.dqpn)
@@ -195,28 +198,49 @@ impl Stats {
             fl.put(k.clone(), Val::O(x));
         }
         o.put("flows", Val::O(fl));
-        o.put("psn_gaps", Val::U(self.psn_gaps())).put("retransmissions", Val::U(self.retransmissions()));
+        o.put("psn_gaps", Val::U(self.psn_gaps()))
+            .put("retransmissions", Val::U(self.retransmissions()));
         o.put("acks", Val::U(self.acks));
         let mut n = Obj::default();
         for (k, v) in &self.naks {
             n.put(k.clone(), Val::U(*v));
         }
         o.put("naks", Val::O(n));
-        o.put("cnps", Val::U(self.cnps)).put("ecn_ce", Val::U(self.ecn_ce)).put("fecn", Val::U(self.fecn)).put("becn", Val::U(self.becn));
+        o.put("cnps", Val::U(self.cnps))
+            .put("ecn_ce", Val::U(self.ecn_ce))
+            .put("fecn", Val::U(self.fecn))
+            .put("becn", Val::U(self.becn));
         let mut p = Obj::default();
         let total_q: u64 = self.quanta.iter().sum();
         p.put("pfc_frames", Val::U(self.pfc_frames))
             .put("pause_frames", Val::U(self.pause_frames))
-            .put("xoff_by_priority", Val::L(self.xoff.iter().map(|x| Val::U(*x)).collect()))
+            .put(
+                "xoff_by_priority",
+                Val::L(self.xoff.iter().map(|x| Val::U(*x)).collect()),
+            )
             .put("xon_by_priority", Val::L(self.xon.iter().map(|x| Val::U(*x)).collect()))
-            .put("quanta_by_priority", Val::L(self.quanta.iter().map(|x| Val::U(*x)).collect()))
+            .put(
+                "quanta_by_priority",
+                Val::L(self.quanta.iter().map(|x| Val::U(*x)).collect()),
+            )
             .put("link_gbps", Val::S(format!("{gbps}")))
             .put(
                 "pause_ns_by_priority",
-                Val::L(self.quanta.iter().map(|q| Val::U(pfc::quanta_to_nanos(*q, gbps).round() as u64)).collect()),
+                Val::L(
+                    self.quanta
+                        .iter()
+                        .map(|q| Val::U(pfc::quanta_to_nanos(*q, gbps).round() as u64))
+                        .collect(),
+                ),
             )
-            .put("pfc_pause_ns_total", Val::U(pfc::quanta_to_nanos(total_q, gbps).round() as u64))
-            .put("link_pause_ns_total", Val::U(pfc::quanta_to_nanos(self.pause_quanta, gbps).round() as u64));
+            .put(
+                "pfc_pause_ns_total",
+                Val::U(pfc::quanta_to_nanos(total_q, gbps).round() as u64),
+            )
+            .put(
+                "link_pause_ns_total",
+                Val::U(pfc::quanta_to_nanos(self.pause_quanta, gbps).round() as u64),
+            );
         o.put("pause", Val::O(p));
         o
     }

@@ -69,7 +69,13 @@ pub struct AdviseCmd {
     json: bool,
 }
 
-fn ask<R: BufRead, W: Write>(input: &mut R, out: &mut W, q: &str, choices: &[&str], default: &str) -> anyhow::Result<String> {
+fn ask<R: BufRead, W: Write>(
+    input: &mut R,
+    out: &mut W,
+    q: &str,
+    choices: &[&str],
+    default: &str,
+) -> anyhow::Result<String> {
     loop {
         if choices.is_empty() {
             write!(out, "{q} (default {default}): ")?;
@@ -94,13 +100,16 @@ fn ask<R: BufRead, W: Write>(input: &mut R, out: &mut W, q: &str, choices: &[&st
 
 impl AdviseCmd {
     pub fn exec(self) -> anyhow::Result<ExitCode> {
-        let results: Option<CompareResults> = match &self.results {
-            Some(p) => {
-                let text = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
-                Some(serde_json::from_str(&text).with_context(|| format!("{} is not a results.json written by `rdmalab compare`", p.display()))?)
-            }
-            None => None,
-        };
+        let results: Option<CompareResults> =
+            match &self.results {
+                Some(p) => {
+                    let text = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
+                    Some(serde_json::from_str(&text).with_context(|| {
+                        format!("{} is not a results.json written by `rdmalab compare`", p.display())
+                    })?)
+                }
+                None => None,
+            };
         let scenario = match (&self.scenario, &results) {
             (Some(p), _) => Scenario::load(p)?,
             (None, Some(r)) => r.spec.clone(),
@@ -122,27 +131,51 @@ impl AdviseCmd {
             let stdin = std::io::stdin();
             let mut input = stdin.lock();
             let mut out = std::io::stderr();
-            let s = ask(&mut input, &mut out, "What does your network team run today?", &["infiniband", "ethernet", "both", "neither"], "ethernet")?;
+            let s = ask(
+                &mut input,
+                &mut out,
+                "What does your network team run today?",
+                &["infiniband", "ethernet", "both", "neither"],
+                "ethernet",
+            )?;
             answers.skills = match s.as_str() {
                 "infiniband" => Skills::Infiniband,
                 "both" => Skills::Both,
                 "neither" => Skills::Neither,
                 _ => Skills::Ethernet,
             };
-            let e = ask(&mut input, &mut out, "How much Ethernet do you already operate?", &["none", "some", "large"], "some")?;
+            let e = ask(
+                &mut input,
+                &mut out,
+                "How much Ethernet do you already operate?",
+                &["none", "some", "large"],
+                "some",
+            )?;
             answers.ethernet_estate = match e.as_str() {
                 "none" => Estate::None,
                 "large" => Estate::Large,
                 _ => Estate::Some,
             };
-            let b = ask(&mut input, &mut out, "Budget pressure?", &["tight", "normal", "ample"], "normal")?;
+            let b = ask(
+                &mut input,
+                &mut out,
+                "Budget pressure?",
+                &["tight", "normal", "ample"],
+                "normal",
+            )?;
             answers.budget = match b.as_str() {
                 "tight" => Budget::Tight,
                 "ample" => Budget::Ample,
                 _ => Budget::Normal,
             };
             loop {
-                let n = ask(&mut input, &mut out, "How many sites must one training job span?", &[], "1")?;
+                let n = ask(
+                    &mut input,
+                    &mut out,
+                    "How many sites must one training job span?",
+                    &[],
+                    "1",
+                )?;
                 match n.parse::<u32>() {
                     Ok(v) if v >= 1 => {
                         answers.sites = v;
@@ -181,7 +214,8 @@ impl AdviseCmd {
             answers.sites = n;
         }
         let evidence: Vec<Evidence> = results.as_ref().map(lab::compare::evidence).unwrap_or_default();
-        let fabric = lab::cluster::build(&scenario.cluster, Tech::InfiniBand).context("building the scenario's cluster")?;
+        let fabric =
+            lab::cluster::build(&scenario.cluster, Tech::InfiniBand).context("building the scenario's cluster")?;
         let advice = lab::advise(&answers, &evidence, &fabric, &prices);
         if self.json {
             println!("{}", serde_json::to_string_pretty(&advice)?);

@@ -50,13 +50,19 @@ impl CompareCmd {
                 let text = std::fs::read_to_string(p).unwrap_or_default();
                 let ours = text.contains(MARK) || text.contains("<!-- generator: rdmalab compare -->");
                 if !ours {
-                    anyhow::bail!("{} exists and was not written by rdmalab compare; choose another --out", p.display());
+                    anyhow::bail!(
+                        "{} exists and was not written by rdmalab compare; choose another --out",
+                        p.display()
+                    );
                 }
             }
         }
         let bar = if std::io::stderr().is_terminal() {
             let b = indicatif::ProgressBar::new(1);
-            b.set_style(indicatif::ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} {msg}").expect("static template"));
+            b.set_style(
+                indicatif::ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} {msg}")
+                    .expect("static template"),
+            );
             Some(b)
         } else {
             None
@@ -83,7 +89,10 @@ impl CompareCmd {
         }
         let json = report::compare::json(&results);
         let json = json.replacen('{', &format!("{{\n  {MARK},"), 1);
-        let html = format!("<!-- generator: rdmalab compare -->\n{}", report::compare::html(&results));
+        let html = format!(
+            "<!-- generator: rdmalab compare -->\n{}",
+            report::compare::html(&results)
+        );
         std::fs::write(&json_path, &json).with_context(|| format!("writing {}", json_path.display()))?;
         std::fs::write(&html_path, html).with_context(|| format!("writing {}", html_path.display()))?;
         if self.json {

@@ -137,9 +137,7 @@ pub struct TraceArgs {
 }
 
 fn parse_rate(s: &str) -> anyhow::Result<(fabric::IbWidth, fabric::IbSpeed)> {
-    let i = s
-        .find(|c: char| c.is_ascii_alphabetic() && c != 'x')
-        .unwrap_or(s.len());
+    let i = s.find(|c: char| c.is_ascii_alphabetic() && c != 'x').unwrap_or(s.len());
     let (w, sp) = s.split_at(i);
     let w: fabric::IbWidth = w
         .parse()
@@ -176,11 +174,7 @@ impl DiagCmd {
             }
             DiagCmd::RoceTrace(a) => {
                 use diag::roce::trace::{HopConfigs, default_hash, trace_roce};
-                let (f, _) = fabric::format::read_file(
-                    &a.topo,
-                    None,
-                    &fabric::format::ReadOptions::default(),
-                )?;
+                let (f, _) = fabric::format::read_file(&a.topo, None, &fabric::format::ReadOptions::default())?;
                 let sport = match (a.sport, a.qp.as_deref()) {
                     (Some(p), _) => p,
                     (None, Some(qp)) => {
@@ -215,8 +209,7 @@ impl DiagCmd {
                         Some((n, f)) => (Some(n.to_string()), f.to_string()),
                         None => (None, c.clone()),
                     };
-                    let text = std::fs::read_to_string(&file)
-                        .map_err(|e| anyhow::anyhow!("read {file}: {e}"))?;
+                    let text = std::fs::read_to_string(&file).map_err(|e| anyhow::anyhow!("read {file}: {e}"))?;
                     let db = diag::roce::sonic::ConfigDb::parse(&file, &text)?;
                     cfg.configs.push((name, file, db));
                 }
@@ -227,10 +220,7 @@ impl DiagCmd {
                     t.text.clone()
                 };
                 out.write_all(text.as_bytes())?;
-                let lossy = t
-                    .hops
-                    .iter()
-                    .any(|h| h.qos.as_ref().is_some_and(|q| !q.lossless));
+                let lossy = t.hops.iter().any(|h| h.qos.as_ref().is_some_and(|q| !q.lossless));
                 Ok(if t.arrived && !lossy {
                     ExitCode::SUCCESS
                 } else {

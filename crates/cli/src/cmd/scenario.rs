@@ -35,7 +35,13 @@ impl ScenarioCmd {
             ScenarioCmd::Show => print!("{}", Scenario::default_rail().to_toml()),
             ScenarioCmd::Check { file } => {
                 let s = Scenario::load(&file)?;
-                println!("{}: ok ({} variants, {} collectives × {} sizes)", file.display(), s.variants.len(), s.workload.collectives.len(), s.workload.sizes.len());
+                println!(
+                    "{}: ok ({} variants, {} collectives × {} sizes)",
+                    file.display(),
+                    s.variants.len(),
+                    s.workload.collectives.len(),
+                    s.workload.sizes.len()
+                );
             }
         }
         Ok(ExitCode::SUCCESS)

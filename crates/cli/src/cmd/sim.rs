@@ -112,13 +112,24 @@ impl SimCmd {
 /// Peak resident memory of this process (VmHWM), bytes.
 fn peak_rss() -> Option<u64> {
     let s = std::fs::read_to_string("/proc/self/status").ok()?;
-    let kib: u64 = s.lines().find(|l| l.starts_with("VmHWM:"))?.split_whitespace().nth(1)?.parse().ok()?;
+    let kib: u64 = s
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()?;
     Some(kib * 1024)
 }
 
 /// CPU time of this thread, ns (/proc/thread-self/schedstat).
 fn thread_cpu_ns() -> Option<u64> {
-    std::fs::read_to_string("/proc/thread-self/schedstat").ok()?.split_whitespace().next()?.parse().ok()
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
 }
 
 fn build_fabric(sc: &Scenario) -> anyhow::Result<Fabric> {
@@ -130,7 +141,13 @@ fn build_fabric(sc: &Scenario) -> anyhow::Result<Fabric> {
         })
     };
     Ok(match &sc.fabric {
-        FabricSpec::FatTree3 { radix, pods, hosts_per_leaf, rate, cable_m } => fabric::fat_tree3(&fabric::FatTree3Params {
+        FabricSpec::FatTree3 {
+            radix,
+            pods,
+            hosts_per_leaf,
+            rate,
+            cable_m,
+        } => fabric::fat_tree3(&fabric::FatTree3Params {
             radix: *radix,
             pods: *pods,
             hosts_per_leaf: *hosts_per_leaf,
@@ -138,18 +155,23 @@ fn build_fabric(sc: &Scenario) -> anyhow::Result<Fabric> {
             cabling: cabling(cable_m),
         })
         .with_context(|| format!("failed to generate the fabric of {}", sc.path.display()))?,
-        FabricSpec::LeafSpine { radix, hosts_per_leaf, spines, leaves, rate, cable_m } => {
-            fabric::leaf_spine(&fabric::LeafSpineParams {
-                radix: *radix,
-                hosts_per_leaf: *hosts_per_leaf,
-                spines: *spines,
-                leaves: *leaves,
-                rate: sc.link_rate_of(rate)?,
-                cabling: cabling(cable_m),
-                ..fabric::LeafSpineParams::default()
-            })
-            .with_context(|| format!("failed to generate the fabric of {}", sc.path.display()))?
-        }
+        FabricSpec::LeafSpine {
+            radix,
+            hosts_per_leaf,
+            spines,
+            leaves,
+            rate,
+            cable_m,
+        } => fabric::leaf_spine(&fabric::LeafSpineParams {
+            radix: *radix,
+            hosts_per_leaf: *hosts_per_leaf,
+            spines: *spines,
+            leaves: *leaves,
+            rate: sc.link_rate_of(rate)?,
+            cabling: cabling(cable_m),
+            ..fabric::LeafSpineParams::default()
+        })
+        .with_context(|| format!("failed to generate the fabric of {}", sc.path.display()))?,
         FabricSpec::File { path } => {
             let p = sc.resolve(path);
             read_file(&p, None, &ReadOptions::default())
@@ -163,8 +185,12 @@ fn parse_capture(f: &Fabric, spec: &str) -> anyhow::Result<(NodeId, u8)> {
     let (name, port) = spec
         .rsplit_once(':')
         .with_context(|| format!("--capture {spec:?}: expected NODE:PORT, e.g. leaf03:1"))?;
-    let node = f.by_name(name).with_context(|| format!("--capture {spec:?}: no node named {name:?} in the fabric"))?;
-    let port: u8 = port.parse().with_context(|| format!("--capture {spec:?}: port {port:?} is not a number"))?;
+    let node = f
+        .by_name(name)
+        .with_context(|| format!("--capture {spec:?}: no node named {name:?} in the fabric"))?;
+    let port: u8 = port
+        .parse()
+        .with_context(|| format!("--capture {spec:?}: port {port:?} is not a number"))?;
     Ok((node, port))
 }
 
@@ -175,10 +201,20 @@ impl RunArgs {
             sc.engine.seed = seed;
         }
         let f = build_fabric(&sc)?;
-        let engines: Vec<EngineKind> =
-            sc.routing.engines.iter().map(|e| e.parse()).collect::<Result<_, String>>().map_err(anyhow::Error::msg)
-                .with_context(|| format!("scenario {}: field `routing.engines`", sc.path.display()))?;
-        let ro = RunOptions { engines, lmc: sc.routing.lmc, validate: false, ..RunOptions::default() };
+        let engines: Vec<EngineKind> = sc
+            .routing
+            .engines
+            .iter()
+            .map(|e| e.parse())
+            .collect::<Result<_, String>>()
+            .map_err(anyhow::Error::msg)
+            .with_context(|| format!("scenario {}: field `routing.engines`", sc.path.display()))?;
+        let ro = RunOptions {
+            engines,
+            lmc: sc.routing.lmc,
+            validate: false,
+            ..RunOptions::default()
+        };
         let (tables, rep) = run(&f, &ro).with_context(|| format!("failed to route {}", sc.path.display()))?;
         let capture = self.capture.as_deref().map(|c| parse_capture(&f, c)).transpose()?;
 
@@ -186,8 +222,10 @@ impl RunArgs {
             let end = sc.end().map_or(0, |t| t.as_ps() / 1_000_000);
             let b = indicatif::ProgressBar::new(end);
             b.set_style(
-                indicatif::ProgressStyle::with_template("{spinner} simulated {pos}/{len} us [{bar:30}] {elapsed_precise}")
-                    .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+                indicatif::ProgressStyle::with_template(
+                    "{spinner} simulated {pos}/{len} us [{bar:30}] {elapsed_precise}",
+                )
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
             );
             b
         });
@@ -273,16 +311,16 @@ fn print_text(out: &Outcome, engine: &str, wall_s: f64, cpu_s: Option<f64>) -> a
                 m.aggregate_goodput_bps / 1e9 / m.flows.len().max(1) as f64
             )?;
         } else {
-        writeln!(
-            o,
-            "flows: {} of {} completed; aggregate goodput {:.1} Gb/s; FCT p50 {:.1} us p99 {:.1} us max {:.1} us",
-            m.completed,
-            m.flows.len(),
-            m.aggregate_goodput_bps / 1e9,
-            m.fct.p50_ps as f64 / 1e6,
-            m.fct.p99_ps as f64 / 1e6,
-            m.fct.max_ps as f64 / 1e6
-        )?;
+            writeln!(
+                o,
+                "flows: {} of {} completed; aggregate goodput {:.1} Gb/s; FCT p50 {:.1} us p99 {:.1} us max {:.1} us",
+                m.completed,
+                m.flows.len(),
+                m.aggregate_goodput_bps / 1e9,
+                m.fct.p50_ps as f64 / 1e6,
+                m.fct.p99_ps as f64 / 1e6,
+                m.fct.max_ps as f64 / 1e6
+            )?;
         }
     }
     if let Some(d) = &out.deadlock {
@@ -317,15 +355,29 @@ impl PerftestArgs {
         let sw = f.add_node(fabric::NodeSpec::switch("sw0", fabric::Guid(0x0002_c903_0000_1000), 8))?;
         let mut hosts = Vec::new();
         for h in 0..2u8 {
-            let c = f.add_node(fabric::NodeSpec::ca(format!("host{h}"), fabric::Guid(0x0002_c903_0010_0000 + 16 * u64::from(h)), 1))?;
+            let c = f.add_node(fabric::NodeSpec::ca(
+                format!("host{h}"),
+                fabric::Guid(0x0002_c903_0010_0000 + 16 * u64::from(h)),
+                1,
+            ))?;
             f.connect(sw, h + 1, c, 1, rate, self.cable_m)?;
             hosts.push(c);
         }
-        let (tables, _) = run(&f, &RunOptions { validate: false, ..RunOptions::default() })?;
+        let (tables, _) = run(
+            &f,
+            &RunOptions {
+                validate: false,
+                ..RunOptions::default()
+            },
+        )?;
         let ib = sim::IbConfig {
             mtu: self.mtu,
             switch_latency_ps: self.switch_latency_ns * 1_000,
-            forwarding: if self.store_and_forward { sim::Forwarding::StoreAndForward } else { sim::Forwarding::CutThrough },
+            forwarding: if self.store_and_forward {
+                sim::Forwarding::StoreAndForward
+            } else {
+                sim::Forwarding::CutThrough
+            },
             ..sim::IbConfig::default()
         };
         let mut s = sim::Sim::new(&f, &tables, ib, sim::EngineConfig::default())?;
@@ -344,10 +396,14 @@ impl PerftestArgs {
                 (r.perftest_text(), serde_json::to_value(&r)?)
             }
         };
-        s.check_ledger().map_err(|e| anyhow::Error::new(Internal(e.to_string())))?;
+        s.check_ledger()
+            .map_err(|e| anyhow::Error::new(Internal(e.to_string())))?;
         let mut o = std::io::stdout().lock();
         if self.json {
-            serde_json::to_writer_pretty(&mut o, &json!({"rate": rate.to_string(), "mtu": self.mtu, "result": value, "summary": s.summary()}))?;
+            serde_json::to_writer_pretty(
+                &mut o,
+                &json!({"rate": rate.to_string(), "mtu": self.mtu, "result": value, "summary": s.summary()}),
+            )?;
             writeln!(o)?;
         } else {
             write!(o, "{text}")?;

@@ -37,12 +37,17 @@ pub struct HpccArgs {
 impl HpccArgs {
     /// Run it.
     pub fn exec(self) -> anyhow::Result<ExitCode> {
-        let e = HpccExperiment::load(&self.config).with_context(|| format!("load the HPCC experiment {}", self.config.display()))?;
+        let e = HpccExperiment::load(&self.config)
+            .with_context(|| format!("load the HPCC experiment {}", self.config.display()))?;
         let first = e.flows.iter().map(|f| f.start).min().unwrap_or(Time::ZERO);
         let until = self.until_us.map(|us| first + Time::us(us));
         let (r, sim) = e.run(until, self.out.as_deref()).context("run the HPCC experiment")?;
         if !sim.ledger_balances() {
-            return Err(anyhow::Error::new(Internal(format!("the RoCE ledger does not balance: {:?}, {} in flight", sim.ledger, sim.in_flight()))));
+            return Err(anyhow::Error::new(Internal(format!(
+                "the RoCE ledger does not balance: {:?}, {} in flight",
+                sim.ledger,
+                sim.in_flight()
+            ))));
         }
         if self.json {
             println!("{}", serde_json::to_string_pretty(&r)?);
@@ -68,6 +73,10 @@ impl HpccArgs {
             }
         }
         let bad = sim.deadlock().is_some() || sim.ledger.lossless_faults() > 0;
-        Ok(if bad { ExitCode::from(FOUND_ERRORS) } else { ExitCode::SUCCESS })
+        Ok(if bad {
+            ExitCode::from(FOUND_ERRORS)
+        } else {
+            ExitCode::SUCCESS
+        })
     }
 }

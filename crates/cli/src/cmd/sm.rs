@@ -77,7 +77,11 @@ impl RunArgs {
         }
         let (f, _) = read_file(&self.topo, None, &ReadOptions::default())
             .with_context(|| format!("failed to read topology {}", self.topo.display()))?;
-        let mut o = RunOptions { engines, lmc: self.lmc, ..RunOptions::default() };
+        let mut o = RunOptions {
+            engines,
+            lmc: self.lmc,
+            ..RunOptions::default()
+        };
         o.route.max_vls = self.max_vls;
         if let Some(p) = &self.root_guids {
             o.route.root_guids = read_guids(p)?;
@@ -110,7 +114,11 @@ impl RunArgs {
         } else {
             print_summary(&f, &rep);
         }
-        Ok(if ok { ExitCode::SUCCESS } else { ExitCode::from(super::FOUND_ERRORS) })
+        Ok(if ok {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(super::FOUND_ERRORS)
+        })
     }
 
     /// The full heavy sweep through SMPs over the in-process fabric.
@@ -139,7 +147,11 @@ impl RunArgs {
             print_sweep(model, &rep);
         }
         let ok = rep.subnet_up && rep.issues.is_empty() && rep.validation.as_ref().is_none_or(|v| v.ok());
-        Ok(if ok { ExitCode::SUCCESS } else { ExitCode::from(super::FOUND_ERRORS) })
+        Ok(if ok {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(super::FOUND_ERRORS)
+        })
     }
 }
 
@@ -166,11 +178,17 @@ fn write_dumps(
 }
 
 fn print_sweep(f: Option<&fabric::Fabric>, rep: &sm::sweep::SweepReport) {
-    println!("heavy sweep: {} switches, {} CAs, {} links discovered", rep.switches, rep.cas, rep.links);
+    println!(
+        "heavy sweep: {} switches, {} CAs, {} links discovered",
+        rep.switches, rep.cas, rep.links
+    );
     for p in &rep.phases {
         println!("  phase {:<10} {:>10.3} ms", p.name, p.micros as f64 / 1000.0);
     }
-    println!("SMPs: {} sent, {} answered, {} resent", rep.smps_sent, rep.smps_received, rep.resends);
+    println!(
+        "SMPs: {} sent, {} answered, {} resent",
+        rep.smps_sent, rep.smps_received, rep.resends
+    );
     for i in &rep.issues {
         println!("  issue: {i}");
     }
@@ -182,7 +200,12 @@ fn print_sweep(f: Option<&fabric::Fabric>, rep: &sm::sweep::SweepReport) {
         for (e, why) in &o.fallbacks {
             println!("engine {e} failed, falling back: {why}");
         }
-        println!("engine: {} ({} VL{})", o.engine, rep.vls_used, if rep.vls_used == 1 { "" } else { "s" });
+        println!(
+            "engine: {} ({} VL{})",
+            o.engine,
+            rep.vls_used,
+            if rep.vls_used == 1 { "" } else { "s" }
+        );
     }
     println!(
         "programming: {} LFT blocks sent ({} unchanged), {} SL2VL tables, {} ports ACTIVE",
@@ -208,7 +231,12 @@ fn print_summary(f: &fabric::Fabric, rep: &sm::run::RunReport) {
     for (e, why) in &rep.outcome.fallbacks {
         println!("engine {e} failed, falling back: {why}");
     }
-    println!("engine: {} ({} VL{})", rep.outcome.engine, rep.vls_used, if rep.vls_used == 1 { "" } else { "s" });
+    println!(
+        "engine: {} ({} VL{})",
+        rep.outcome.engine,
+        rep.vls_used,
+        if rep.vls_used == 1 { "" } else { "s" }
+    );
     if let Some(v) = &rep.validation {
         print_validation(f, v);
     }
@@ -233,8 +261,14 @@ fn print_validation(f: &fabric::Fabric, v: &sm::Validation) {
             v.credit_loops.channels, v.credit_loops.dependencies, v.credit_loops.vls_used
         ),
     }
-    let busiest =
-        v.loads.busiest_isl.map(|(n, p)| format!(" at {}/P{p}", f.nodes[n.idx()].name)).unwrap_or_default();
-    println!("balance: max {} routes on one switch-to-switch port{busiest}", v.loads.max_routes_isl);
+    let busiest = v
+        .loads
+        .busiest_isl
+        .map(|(n, p)| format!(" at {}/P{p}", f.nodes[n.idx()].name))
+        .unwrap_or_default();
+    println!(
+        "balance: max {} routes on one switch-to-switch port{busiest}",
+        v.loads.max_routes_isl
+    );
     println!("validation: {}", if v.ok() { "ok" } else { "FAILED" });
 }

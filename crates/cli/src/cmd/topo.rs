@@ -10,8 +10,8 @@ use anyhow::{Context, bail};
 use clap::{Args, Subcommand, ValueEnum};
 use fabric::format::{self, Format};
 use fabric::generate::{
-    Cabling, FatTree3Params, LeafSpineParams, MultiPodParams, RailParams, TorusParams, fat_tree3, leaf_spine, multi_pod,
-    rail, torus,
+    Cabling, FatTree3Params, LeafSpineParams, MultiPodParams, RailParams, TorusParams, fat_tree3, leaf_spine,
+    multi_pod, rail, torus,
 };
 use fabric::summary::{Summary, summarize};
 use fabric::{Fabric, LinkRate, ReadOptions};
@@ -146,19 +146,70 @@ impl GenParams {
     fn unused_for(&self, kind: Kind, tiers: u8) -> Vec<&'static str> {
         let given = self.given();
         let allowed: &[&str] = match (kind, tiers) {
-            (Kind::FatTree, 3) => &["--radix", "--rate", "--tiers", "--pods", "--hosts-per-leaf", "--host-leaf-m", "--leaf-spine-m", "--spine-core-m"],
-            (Kind::FatTree, _) => &["--radix", "--rate", "--tiers", "--leaves", "--host-leaf-m", "--leaf-spine-m"],
-            (Kind::LeafSpine, _) => &[
-                "--radix", "--rate", "--hosts-per-leaf", "--oversubscription", "--leaves", "--spines", "--host-leaf-m", "--leaf-spine-m",
+            (Kind::FatTree, 3) => &[
+                "--radix",
+                "--rate",
+                "--tiers",
+                "--pods",
+                "--hosts-per-leaf",
+                "--host-leaf-m",
+                "--leaf-spine-m",
+                "--spine-core-m",
             ],
-            (Kind::Rail, _) => &["--radix", "--rate", "--servers", "--rails", "--uplinks", "--spines", "--host-leaf-m", "--leaf-spine-m"],
-            (Kind::Torus, _) => &["--radix", "--rate", "--dims", "--hosts-per-switch", "--link-m", "--host-leaf-m"],
+            (Kind::FatTree, _) => &[
+                "--radix",
+                "--rate",
+                "--tiers",
+                "--leaves",
+                "--host-leaf-m",
+                "--leaf-spine-m",
+            ],
+            (Kind::LeafSpine, _) => &[
+                "--radix",
+                "--rate",
+                "--hosts-per-leaf",
+                "--oversubscription",
+                "--leaves",
+                "--spines",
+                "--host-leaf-m",
+                "--leaf-spine-m",
+            ],
+            (Kind::Rail, _) => &[
+                "--radix",
+                "--rate",
+                "--servers",
+                "--rails",
+                "--uplinks",
+                "--spines",
+                "--host-leaf-m",
+                "--leaf-spine-m",
+            ],
+            (Kind::Torus, _) => &[
+                "--radix",
+                "--rate",
+                "--dims",
+                "--hosts-per-switch",
+                "--link-m",
+                "--host-leaf-m",
+            ],
             (Kind::MultiPod, _) => &[
-                "--radix", "--rate", "--pods", "--leaves-per-pod", "--hosts-per-leaf", "--spines-per-pod", "--spine-uplinks",
-                "--inter-pod-m", "--host-leaf-m", "--leaf-spine-m",
+                "--radix",
+                "--rate",
+                "--pods",
+                "--leaves-per-pod",
+                "--hosts-per-leaf",
+                "--spines-per-pod",
+                "--spine-uplinks",
+                "--inter-pod-m",
+                "--host-leaf-m",
+                "--leaf-spine-m",
             ],
         };
-        given.iter().filter(|(f, g)| *g && !allowed.contains(f)).map(|(f, _)| *f).collect()
+        given
+            .iter()
+            .filter(|(f, g)| *g && !allowed.contains(f))
+            .map(|(f, _)| *f)
+            .collect()
     }
 
     fn cabling(&self) -> Cabling {
@@ -178,10 +229,20 @@ impl GenParams {
         }
         let unused = self.unused_for(kind, tiers);
         if !unused.is_empty() {
-            let name = kind.to_possible_value().map(|v| v.get_name().to_string()).unwrap_or_default();
-            let what = if kind == Kind::FatTree { format!("a {tiers}-tier fat-tree") } else { name };
+            let name = kind
+                .to_possible_value()
+                .map(|v| v.get_name().to_string())
+                .unwrap_or_default();
+            let what = if kind == Kind::FatTree {
+                format!("a {tiers}-tier fat-tree")
+            } else {
+                name
+            };
             let verb = if unused.len() == 1 { "does" } else { "do" };
-            bail!("{} {verb} not apply to {what} (see `rdmalab topo gen --help`)", unused.join(", "));
+            bail!(
+                "{} {verb} not apply to {what} (see `rdmalab topo gen --help`)",
+                unused.join(", ")
+            );
         }
         let rate = self.rate.unwrap_or(LinkRate::NDR_4X);
         let cabling = self.cabling();
@@ -252,7 +313,14 @@ impl GenParams {
                 })
             }
         };
-        f.with_context(|| format!("failed to generate a {}", kind.to_possible_value().map(|v| v.get_name().to_string()).unwrap_or_default()))
+        f.with_context(|| {
+            format!(
+                "failed to generate a {}",
+                kind.to_possible_value()
+                    .map(|v| v.get_name().to_string())
+                    .unwrap_or_default()
+            )
+        })
     }
 }
 
@@ -389,7 +457,8 @@ fn emit(out: Option<&Path>, force: bool, text: &str) -> anyhow::Result<()> {
                     format!("cannot create {}", p.display())
                 }
             })?;
-            file.write_all(text.as_bytes()).with_context(|| format!("cannot write {}", p.display()))?;
+            file.write_all(text.as_bytes())
+                .with_context(|| format!("cannot write {}", p.display()))?;
         }
     }
     Ok(())
@@ -410,7 +479,11 @@ fn bps(b: u64) -> String {
 pub fn render(s: &Summary) -> String {
     let mut o = String::new();
     let n = &s.nodes;
-    let _ = writeln!(o, "nodes      {} switches, {} CAs, {} routers; {} servers", n.switches, n.cas, n.routers, s.servers);
+    let _ = writeln!(
+        o,
+        "nodes      {} switches, {} CAs, {} routers; {} servers",
+        n.switches, n.cas, n.routers, s.servers
+    );
     let p = &s.ports;
     let _ = writeln!(
         o,
@@ -423,32 +496,78 @@ pub fn render(s: &Summary) -> String {
     );
     let rates: Vec<String> = s.links_by_rate.iter().map(|(r, c)| format!("{c} × {r}")).collect();
     let _ = writeln!(o, "links      {} ({})", s.links, rates.join(", "));
-    let _ = writeln!(o, "tiers      (levels {})", if s.levels_inferred { "inferred from hops to the nearest CA" } else { "from the generator" });
+    let _ = writeln!(
+        o,
+        "tiers      (levels {})",
+        if s.levels_inferred {
+            "inferred from hops to the nearest CA"
+        } else {
+            "from the generator"
+        }
+    );
     let _ = writeln!(o, "  level  switches  down  up     peer  down:up");
     for t in &s.tiers {
-        let os = t.oversubscription.map(|r| format!("{r:.2}:1")).unwrap_or_else(|| "-".into());
-        let _ = writeln!(o, "  {:<5}  {:<8}  {:<5} {:<6} {:<5} {os}", t.level, t.switches, t.down_links, t.up_links, t.peer_links);
+        let os = t
+            .oversubscription
+            .map(|r| format!("{r:.2}:1"))
+            .unwrap_or_else(|| "-".into());
+        let _ = writeln!(
+            o,
+            "  {:<5}  {:<8}  {:<5} {:<6} {:<5} {os}",
+            t.level, t.switches, t.down_links, t.up_links, t.peer_links
+        );
     }
     let _ = writeln!(
         o,
         "bisection  {}{} ({:.2} of full bisection, {}); hosts inject {}",
-        if s.bisection_method == "tier-cut" { "" } else { "at most " },
+        if s.bisection_method == "tier-cut" {
+            ""
+        } else {
+            "at most "
+        },
         bps(s.bisection_bps),
         s.bisection_ratio,
         s.bisection_method,
         bps(s.host_bps)
     );
-    let _ = writeln!(o, "diameter   {}", s.diameter_hops.map(|d| format!("{d} hops between CAs")).unwrap_or_else(|| "disconnected".into()));
+    let _ = writeln!(
+        o,
+        "diameter   {}",
+        s.diameter_hops
+            .map(|d| format!("{d} hops between CAs"))
+            .unwrap_or_else(|| "disconnected".into())
+    );
     let b = &s.bom;
-    let sw: Vec<String> = b.switches_by_radix.iter().map(|(r, c)| format!("{c} × {r}-port")).collect();
+    let sw: Vec<String> = b
+        .switches_by_radix
+        .iter()
+        .map(|(r, c)| format!("{c} × {r}-port"))
+        .collect();
     let _ = writeln!(o, "bill of materials");
     let _ = writeln!(o, "  switches      {}", sw.join(", "));
-    let _ = writeln!(o, "  cables        {} copper, {} optical, {:.0} m in all", b.copper_cables, b.optical_cables, b.cable_metres);
+    let _ = writeln!(
+        o,
+        "  cables        {} copper, {} optical, {:.0} m in all",
+        b.copper_cables, b.optical_cables, b.cable_metres
+    );
     for c in &b.cables {
         let _ = writeln!(o, "    {:>6} × {:<7} ≤ {} m  {}", c.count, c.medium, c.up_to_m, c.rate);
     }
-    let tr: Vec<String> = b.transceivers_by_rate.iter().map(|(r, c)| format!("{c} × {r}")).collect();
-    let _ = writeln!(o, "  transceivers  {}{}", b.transceivers, if tr.is_empty() { String::new() } else { format!(" ({})", tr.join(", ")) });
+    let tr: Vec<String> = b
+        .transceivers_by_rate
+        .iter()
+        .map(|(r, c)| format!("{c} × {r}"))
+        .collect();
+    let _ = writeln!(
+        o,
+        "  transceivers  {}{}",
+        b.transceivers,
+        if tr.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", tr.join(", "))
+        }
+    );
     o
 }
 

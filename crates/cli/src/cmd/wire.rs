@@ -50,10 +50,17 @@ impl WireCmd {
         match self {
             WireCmd::Decode { file, json } => decode(file, json),
             WireCmd::Craft { spec, output } => {
-                let text = std::fs::read_to_string(&spec).with_context(|| format!("failed to read {}", spec.display()))?;
+                let text =
+                    std::fs::read_to_string(&spec).with_context(|| format!("failed to read {}", spec.display()))?;
                 let c = wire::craft::craft(&text, &spec.display().to_string())?;
                 c.write_pcap(&output)?;
-                eprintln!("wrote {} packets ({:?}, link type {}) to {}", c.frames.len(), c.link, c.link.dlt(), output.display());
+                eprintln!(
+                    "wrote {} packets ({:?}, link type {}) to {}",
+                    c.frames.len(),
+                    c.link,
+                    c.link.dlt(),
+                    output.display()
+                );
                 Ok(ExitCode::SUCCESS)
             }
             WireCmd::Stats { file, link_gbps, json } => {
@@ -98,7 +105,9 @@ fn decode(file: PathBuf, json: bool) -> anyhow::Result<ExitCode> {
             Ok(r) => describe_record(r.index, r.ts_ns, &r.data, r.link),
             Err(e @ wire::pcap::CaptureError::Record { .. }) => {
                 let mut o = wire::dump::Obj::default();
-                o.put("index", Val::U(n as u64 + 1)).put("error", Val::S(e.to_string())).put("ok", Val::B(false));
+                o.put("index", Val::U(n as u64 + 1))
+                    .put("error", Val::S(e.to_string()))
+                    .put("ok", Val::B(false));
                 o
             }
             Err(e) => {
@@ -131,5 +140,9 @@ fn decode(file: PathBuf, json: bool) -> anyhow::Result<ExitCode> {
         writeln!(out, "{n} packets, {bad} with errors")?;
     }
     out.flush()?;
-    Ok(if bad > 0 { ExitCode::from(super::FOUND_ERRORS) } else { ExitCode::SUCCESS })
+    Ok(if bad > 0 {
+        ExitCode::from(super::FOUND_ERRORS)
+    } else {
+        ExitCode::SUCCESS
+    })
 }

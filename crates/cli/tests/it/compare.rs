@@ -5,7 +5,10 @@ use std::path::Path;
 use crate::{err, out, rdmalab};
 
 fn small() -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/small.toml").display().to_string()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/small.toml")
+        .display()
+        .to_string()
 }
 
 /// Replace run-to-run values (wall-clock times, temp paths) with fixed placeholders.
@@ -16,7 +19,10 @@ fn redact(s: &str, dir: &Path) -> String {
 #[test]
 fn compare_small_scenario_terminal_summary() {
     let dir = tempfile::tempdir().unwrap();
-    let o = rdmalab(&["compare", &small(), "--out", dir.path().to_str().unwrap(), "--tables"], None);
+    let o = rdmalab(
+        &["compare", &small(), "--out", dir.path().to_str().unwrap(), "--tables"],
+        None,
+    );
     assert!(o.status.success(), "{}", err(&o));
     insta::assert_snapshot!(redact(&out(&o), dir.path()));
 }
@@ -42,42 +48,87 @@ fn compare_same_seed_same_results_and_html_matches_json() {
         let dir = tempfile::tempdir().unwrap();
         let o = rdmalab(&["compare", &small(), "--out", dir.path().to_str().unwrap()], None);
         assert!(o.status.success(), "{}", err(&o));
-        let mut j: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("results.json")).unwrap()).unwrap();
+        let mut j: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.path().join("results.json")).unwrap()).unwrap();
         strip_wall(&mut j);
         runs.push(j);
         html = std::fs::read_to_string(dir.path().join("report.html")).unwrap();
     }
     assert_eq!(runs[0], runs[1], "same seed, different results");
     // every busbw and latency figure of the summary table is the JSON's, as printed
-    let ib = runs[0]["variants"].as_array().unwrap().iter().find(|v| v["id"] == "ib").unwrap();
+    let ib = runs[0]["variants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["id"] == "ib")
+        .unwrap();
     let rows = ib["collectives"][0]["rows"].as_array().unwrap();
     let per_nic = rows.last().unwrap()["busbw_per_nic"].as_f64().unwrap();
-    assert!(html.contains(&format!("<td class=\"good\">{per_nic:.1}</td>")) || html.contains(&format!("<td>{per_nic:.1}</td>")), "busbw {per_nic:.1} not in the report");
+    assert!(
+        html.contains(&format!("<td class=\"good\">{per_nic:.1}</td>"))
+            || html.contains(&format!("<td>{per_nic:.1}</td>")),
+        "busbw {per_nic:.1} not in the report"
+    );
     let p99 = ib["latency"]["p99_us"].as_f64().unwrap();
     assert!(html.contains(&format!("<td>{p99:.2}</td>")));
     // InfiniBand is lossless: no drops, and the ring reaches the link-rate bound
     assert_eq!(ib["counters"]["drops"], 0);
     let bound = runs[0]["busbw_bound_gbs"].as_f64().unwrap();
-    assert!(per_nic > 0.5 * bound && per_nic <= bound * 1.001, "{per_nic} vs bound {bound}");
+    assert!(
+        per_nic > 0.5 * bound && per_nic <= bound * 1.001,
+        "{per_nic} vs bound {bound}"
+    );
     // tuned RoCEv2 is lossless and near its bound; IPoIB's kernel costs leave it far
     // below verbs on the same fabric
-    let variant = |id: &str| runs[0]["variants"].as_array().unwrap().iter().find(|v| v["id"] == id).unwrap().clone();
+    let variant = |id: &str| {
+        runs[0]["variants"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|v| v["id"] == id)
+            .unwrap()
+            .clone()
+    };
     let roce = variant("roce-tuned");
     assert_eq!(roce["counters"]["drops"], 0);
-    let roce_bus = roce["collectives"][0]["rows"].as_array().unwrap().last().unwrap()["busbw_per_nic"].as_f64().unwrap();
+    let roce_bus = roce["collectives"][0]["rows"].as_array().unwrap().last().unwrap()["busbw_per_nic"]
+        .as_f64()
+        .unwrap();
     assert!(roce_bus > 0.95 * bound, "RoCE busbw {roce_bus}");
     let ipoib = variant("ipoib");
-    let ipoib_bus = ipoib["collectives"][0]["rows"].as_array().unwrap().last().unwrap()["busbw_per_nic"].as_f64().unwrap();
+    let ipoib_bus = ipoib["collectives"][0]["rows"].as_array().unwrap().last().unwrap()["busbw_per_nic"]
+        .as_f64()
+        .unwrap();
     assert!(ipoib_bus < 0.1 * per_nic, "IPoIB {ipoib_bus} vs verbs {per_nic}");
     assert!(ipoib["latency"]["p50_us"].as_f64().unwrap() > 10.0 * ib["latency"]["p50_us"].as_f64().unwrap());
     // the incast's time series: IB buffer occupancy sampled, RoCE pause transitions
     let ts = ib["timeseries"].as_array().unwrap();
-    let buf = ts.iter().find(|t| t["name"] == "switch buffer held during the incast").expect("IB buffer series");
-    assert!(buf["points"].as_array().unwrap().iter().any(|p| p[1].as_f64().unwrap() > 0.0));
-    assert!(roce["timeseries"].as_array().unwrap().iter().any(|t| t["name"] == "ports paused by PFC during the incast"));
+    let buf = ts
+        .iter()
+        .find(|t| t["name"] == "switch buffer held during the incast")
+        .expect("IB buffer series");
+    assert!(
+        buf["points"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p[1].as_f64().unwrap() > 0.0)
+    );
+    assert!(
+        roce["timeseries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["name"] == "ports paused by PFC during the incast")
+    );
     assert!(html.contains("id=\"ts-switch-buffer-held-during-the-incast\""));
     // RoCEv1 is refused with the reason
-    let v1 = runs[0]["variants"].as_array().unwrap().iter().find(|v| v["id"] == "rocev1").unwrap();
+    let v1 = runs[0]["variants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["id"] == "rocev1")
+        .unwrap();
     assert!(v1["refused"].as_str().unwrap().contains("cannot be routed"));
 }
 
@@ -88,14 +139,20 @@ fn compare_refuses_to_overwrite_files_it_did_not_write() {
     let o = rdmalab(&["compare", &small(), "--out", dir.path().to_str().unwrap()], None);
     assert_eq!(o.status.code(), Some(2));
     assert!(err(&o).contains("was not written by rdmalab"), "{}", err(&o));
-    assert_eq!(std::fs::read_to_string(dir.path().join("results.json")).unwrap(), "{\"mine\": true}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("results.json")).unwrap(),
+        "{\"mine\": true}"
+    );
 }
 
 /// Render report.html in headless Chromium (Debian `chromium`) and check that the
 /// browser sees the charts and the decision table.
 #[test]
 fn compare_report_renders_in_chromium() {
-    let Some(chromium) = ["/usr/bin/chromium", "/usr/bin/chromium-browser"].into_iter().find(|p| Path::new(p).exists()) else {
+    let Some(chromium) = ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+    else {
         panic!("chromium is not installed; scripts/test installs the Debian package `chromium`");
     };
     let dir = tempfile::tempdir().unwrap();
@@ -121,7 +178,10 @@ fn compare_report_renders_in_chromium() {
         .output()
         .expect("run chromium");
     let dom = String::from_utf8_lossy(&dom.stdout);
-    assert!(dom.contains("<table id=\"decision\""), "decision table missing from the rendered DOM");
+    assert!(
+        dom.contains("<table id=\"decision\""),
+        "decision table missing from the rendered DOM"
+    );
     assert!(dom.matches("<svg").count() >= 3, "charts missing from the rendered DOM");
     assert!(dom.contains("busbw-all-reduce-ring"));
     let shot = dir.path().join("shot.png");
@@ -135,7 +195,11 @@ fn compare_report_renders_in_chromium() {
         .expect("run chromium");
     assert!(s.status.success(), "{}", String::from_utf8_lossy(&s.stderr));
     let png = std::fs::read(&shot).unwrap();
-    assert!(png.starts_with(b"\x89PNG") && png.len() > 20_000, "screenshot of {} bytes", png.len());
+    assert!(
+        png.starts_with(b"\x89PNG") && png.len() > 20_000,
+        "screenshot of {} bytes",
+        png.len()
+    );
 }
 
 /// The user's RoCE configuration becomes a variant: the linter's findings appear
@@ -144,20 +208,45 @@ fn compare_report_renders_in_chromium() {
 fn compare_runs_the_users_roce_config_as_a_variant() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let clean = root.join("examples/roce/clean");
-    let mut files: Vec<String> = std::fs::read_dir(&clean).unwrap().map(|e| e.unwrap().path().display().to_string()).collect();
+    let mut files: Vec<String> = std::fs::read_dir(&clean)
+        .unwrap()
+        .map(|e| e.unwrap().path().display().to_string())
+        .collect();
     files.sort();
     assert!(!files.is_empty());
     let dir = tempfile::tempdir().unwrap();
-    let mut args = vec!["compare".to_string(), small(), "--out".into(), dir.path().display().to_string(), "--roce-config".into()];
+    let mut args = vec![
+        "compare".to_string(),
+        small(),
+        "--out".into(),
+        dir.path().display().to_string(),
+        "--roce-config".into(),
+    ];
     args.extend(files);
     let argv: Vec<&str> = args.iter().map(String::as_str).collect();
     let o = rdmalab(&argv, None);
     assert!(o.status.success(), "{}", err(&o));
-    let j: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("results.json")).unwrap()).unwrap();
-    let v = j["variants"].as_array().unwrap().iter().find(|v| v["id"] == "roce-yours").expect("a variant for the user's config");
+    let j: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("results.json")).unwrap()).unwrap();
+    let v = j["variants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["id"] == "roce-yours")
+        .expect("a variant for the user's config");
     assert!(v["refused"].is_null());
-    assert!(v["bring_up"].as_str().unwrap().contains("PFC on the RDMA class"), "{}", v["bring_up"]);
-    assert_eq!(v["counters"]["drops"], 0, "a clean lossless configuration drops nothing");
-    let e = err(&rdmalab(&["compare", &small(), "--roce-config", "/nonexistent/config_db.json"], None));
+    assert!(
+        v["bring_up"].as_str().unwrap().contains("PFC on the RDMA class"),
+        "{}",
+        v["bring_up"]
+    );
+    assert_eq!(
+        v["counters"]["drops"], 0,
+        "a clean lossless configuration drops nothing"
+    );
+    let e = err(&rdmalab(
+        &["compare", &small(), "--roce-config", "/nonexistent/config_db.json"],
+        None,
+    ));
     assert!(e.contains("/nonexistent/config_db.json"), "{e}");
 }

@@ -18,7 +18,11 @@ fn scenario_show_round_trips_through_check() {
     std::fs::write(&p, out(&o)).unwrap();
     let c = rdmalab(&["scenario", "check", p.to_str().unwrap()], None);
     assert!(c.status.success(), "{}", err(&c));
-    assert!(out(&c).contains("ok (7 variants, 5 collectives × 4 sizes)"), "{}", out(&c));
+    assert!(
+        out(&c).contains("ok (7 variants, 5 collectives × 4 sizes)"),
+        "{}",
+        out(&c)
+    );
 }
 
 #[test]
@@ -30,7 +34,10 @@ fn scenario_check_names_file_line_and_field() {
     let c = rdmalab(&["scenario", "check", p.to_str().unwrap()], None);
     assert_eq!(c.status.code(), Some(2));
     let e = err(&c);
-    assert!(e.contains("bad.toml") && e.contains("line 8, column 9") && e.contains("radix"), "{e}");
+    assert!(
+        e.contains("bad.toml") && e.contains("line 8, column 9") && e.contains("radix"),
+        "{e}"
+    );
     std::fs::write(&p, good.replace("servers = 16", "servers = 1")).unwrap();
     let e = err(&rdmalab(&["scenario", "check", p.to_str().unwrap()], None));
     assert!(e.contains("cluster.servers") && e.contains("at least 2"), "{e}");
@@ -56,7 +63,10 @@ fn advise_questionnaire_reads_answers_and_reasks_on_bad_input() {
     assert!(o.status.success(), "{}", err(&o));
     assert!(err(&o).contains("please answer a whole number"));
     let t = out(&o);
-    assert!(t.contains("skills Ethernet, Ethernet estate Large, budget Tight, sites 3"), "{t}");
+    assert!(
+        t.contains("skills Ethernet, Ethernet estate Large, budget Tight, sites 3"),
+        "{t}"
+    );
     assert!(t.contains("recommendation: RoCEv2"), "{t}");
 }
 

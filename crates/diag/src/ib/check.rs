@@ -172,11 +172,7 @@ impl CheckReport {
 /// A node as diagnostics print it: its description, else its name.
 pub fn label(f: &Fabric, n: NodeId) -> &str {
     let node = f.node(n);
-    if node.desc.is_empty() {
-        &node.name
-    } else {
-        &node.desc
-    }
+    if node.desc.is_empty() { &node.name } else { &node.desc }
 }
 
 fn port_loc(f: &Fabric, n: NodeId, p: u8) -> Location {
@@ -207,8 +203,7 @@ pub fn check(
             Severity::Error,
             port_loc(f, x.src, x.src_port),
             describe_failure(f, x),
-            "fix the LFT entries along the path (re-run the SM; check for LFT holes or loops)"
-                .into(),
+            "fix the LFT entries along the path (re-run the SM; check for LFT holes or loops)".into(),
         ));
     }
     let reported = v.routes.failures.len() as u64;
@@ -230,17 +225,13 @@ pub fn check(
         out.push(mk(
             rules::NON_MINIMAL,
             Severity::Info,
-            ex.map(|e| port_loc(f, e.src, e.src_port))
-                .unwrap_or_default(),
+            ex.map(|e| port_loc(f, e.src, e.src_port)).unwrap_or_default(),
             format!(
                 "{} of {} CA-to-CA paths are longer than the shortest path{}",
                 v.routes.non_minimal,
                 v.routes.pairs,
-                ex.map(|e| format!(
-                    " (e.g. to LID {}: {} hops, shortest {})",
-                    e.dst_lid, e.hops, e.shortest
-                ))
-                .unwrap_or_default()
+                ex.map(|e| format!(" (e.g. to LID {}: {} hops, shortest {})", e.dst_lid, e.hops, e.shortest))
+                    .unwrap_or_default()
             ),
             "expected with up/down-style engines; with minhop it points at stale LFTs".into(),
         ));
@@ -271,7 +262,11 @@ pub fn check(
                 rules::ROUTE_IMBALANCE,
                 Severity::Warning,
                 port_loc(f, bn, bp),
-                format!("carries {max} CA-to-CA routes, {:.1}x the mean of {mean:.1} over {} switch-to-switch ports", max as f64 / mean, isl.len()),
+                format!(
+                    "carries {max} CA-to-CA routes, {:.1}x the mean of {mean:.1} over {} switch-to-switch ports",
+                    max as f64 / mean,
+                    isl.len()
+                ),
                 "use a balancing engine (ftree, updn with LMC, dfsssp) or check for missing parallel links".into(),
             ));
         }
@@ -334,11 +329,7 @@ fn describe_failure(f: &Fabric, x: &sm::validate::RouteFailure) -> String {
         Stop::WrongTarget { at, port } => format!("delivered to {}/P{port} instead", label(f, *at)),
         Stop::Loop { cycle } => format!(
             "forwarding loop {}",
-            cycle
-                .iter()
-                .map(|&n| label(f, n))
-                .collect::<Vec<_>>()
-                .join(" -> ")
+            cycle.iter().map(|&n| label(f, n)).collect::<Vec<_>>().join(" -> ")
         ),
     };
     format!(
@@ -366,10 +357,7 @@ fn check_guids_and_lids(f: &Fabric, t: &RoutingTables, out: &mut Vec<Finding>) {
     }
     for (g, owners) in &by_guid {
         if owners.len() > 1 {
-            let who: Vec<String> = owners
-                .iter()
-                .map(|&(n, p)| format!("{}/P{p}", label(f, n)))
-                .collect();
+            let who: Vec<String> = owners.iter().map(|&(n, p)| format!("{}/P{p}", label(f, n))).collect();
             out.push(mk(
                 rules::DUPLICATE_GUID,
                 Severity::Error,
@@ -390,11 +378,7 @@ fn check_guids_and_lids(f: &Fabric, t: &RoutingTables, out: &mut Vec<Finding>) {
         };
         for p in ports {
             if let Some(base) = t.lid_of(n, p) {
-                let count = if node.is_switch() {
-                    1u16
-                } else {
-                    1u16 << t.lmc.min(7)
-                };
+                let count = if node.is_switch() { 1u16 } else { 1u16 << t.lmc.min(7) };
                 for l in base.0..base.0.saturating_add(count) {
                     users.entry(l).or_default().push((n, p));
                 }
@@ -404,10 +388,7 @@ fn check_guids_and_lids(f: &Fabric, t: &RoutingTables, out: &mut Vec<Finding>) {
     // The topology's recorded LIDs (ibnetdiscover `lid N`), when the tables have none.
     for (lid, u) in &users {
         if u.len() > 1 {
-            let who: Vec<String> = u
-                .iter()
-                .map(|&(n, p)| format!("{}/P{p}", label(f, n)))
-                .collect();
+            let who: Vec<String> = u.iter().map(|&(n, p)| format!("{}/P{p}", label(f, n))).collect();
             out.push(mk(
                 rules::DUPLICATE_LID,
                 Severity::Error,
@@ -544,11 +525,7 @@ fn check_isolated(f: &Fabric, t: &RoutingTables, out: &mut Vec<Finding>) {
             .collect();
         let cabled = f.node(id).port_nums().any(|p| f.peer(id, p).is_some());
         let msg = if members.len() == 1 && !cabled {
-            format!(
-                "{} {} has no cabled port",
-                f.node(id).kind.name(),
-                label(f, id)
-            )
+            format!("{} {} has no cabled port", f.node(id).kind.name(), label(f, id))
         } else {
             let names: Vec<&str> = members.iter().take(6).map(|&m| label(f, m)).collect();
             format!(

@@ -42,10 +42,7 @@ fn syntax(file: &str, line: usize, expected: &str, got: &str) -> DumpError {
 }
 
 fn hex_u64(s: &str) -> Option<u64> {
-    let h = s
-        .strip_prefix("0x")
-        .or_else(|| s.strip_prefix("0X"))
-        .unwrap_or(s);
+    let h = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")).unwrap_or(s);
     if h.is_empty() || h.len() > 16 {
         return None;
     }
@@ -137,14 +134,7 @@ pub fn parse_ibroute(f: &Fabric, text: &str, file: &str) -> Result<RoutingTables
                 .split(" guid ")
                 .nth(1)
                 .and_then(|x| x.split_whitespace().next())
-                .ok_or_else(|| {
-                    syntax(
-                        file,
-                        ln,
-                        "' guid 0x<16 hex digits>' in the block header",
-                        line,
-                    )
-                })?;
+                .ok_or_else(|| syntax(file, ln, "' guid 0x<16 hex digits>' in the block header", line))?;
             let g = hex_u64(g).ok_or_else(|| syntax(file, ln, "a switch GUID", g))?;
             let n = f.by_guid(Guid(g)).ok_or(DumpError::UnknownGuid {
                 file: file.into(),
@@ -160,11 +150,7 @@ pub fn parse_ibroute(f: &Fabric, text: &str, file: &str) -> Result<RoutingTables
                     &format!("{} is a {}", Guid(g), f.node(n).kind.name()),
                 ));
             }
-            if let Some(l) = rest
-                .split(" Lid ")
-                .nth(1)
-                .and_then(|x| x.split_whitespace().next())
-            {
+            if let Some(l) = rest.split(" Lid ").nth(1).and_then(|x| x.split_whitespace().next()) {
                 let l: u16 = l
                     .parse()
                     .map_err(|_| syntax(file, ln, "a decimal switch LID after 'Lid'", l))?;
@@ -195,20 +181,12 @@ pub fn parse_ibroute(f: &Fabric, text: &str, file: &str) -> Result<RoutingTables
                 line,
             ));
         }
-        let n = cur.ok_or_else(|| {
-            syntax(
-                file,
-                ln,
-                "a 'Unicast lids [' header before the first entry",
-                line,
-            )
-        })?;
+        let n = cur.ok_or_else(|| syntax(file, ln, "a 'Unicast lids [' header before the first entry", line))?;
         let mut it = line.split_whitespace();
         let lid_s = it.next().unwrap_or("");
         let lid = hex_u64(lid_s)
             .filter(|&l| l <= 0xbfff)
-            .ok_or_else(|| syntax(file, ln, "a unicast LID 0x0000..0xbfff", lid_s))?
-            as usize;
+            .ok_or_else(|| syntax(file, ln, "a unicast LID 0x0000..0xbfff", lid_s))? as usize;
         let port_s = it.next().unwrap_or("");
         let port: u8 = port_s
             .parse()
@@ -217,11 +195,7 @@ pub fn parse_ibroute(f: &Fabric, text: &str, file: &str) -> Result<RoutingTables
             return Err(syntax(
                 file,
                 ln,
-                &format!(
-                    "a port of {} (0..={})",
-                    f.node(n).name,
-                    f.node(n).num_ports()
-                ),
+                &format!("a port of {} (0..={})", f.node(n).name, f.node(n).num_ports()),
                 port_s,
             ));
         }
@@ -232,8 +206,7 @@ pub fn parse_ibroute(f: &Fabric, text: &str, file: &str) -> Result<RoutingTables
         lft[lid] = port;
         if let Some(pg) = line.split("portguid ").nth(1) {
             let pg = pg.split([':', ')', ' ']).next().unwrap_or("");
-            let g =
-                hex_u64(pg).ok_or_else(|| syntax(file, ln, "a port GUID after 'portguid'", pg))?;
+            let g = hex_u64(pg).ok_or_else(|| syntax(file, ln, "a port GUID after 'portguid'", pg))?;
             let owner = *index.get(&Guid(g)).ok_or(DumpError::UnknownGuid {
                 file: file.into(),
                 line: ln,
@@ -383,8 +356,7 @@ impl<'a> Cursor<'a> {
     fn field_hex(&mut self, key: &str) -> Result<u64, DumpError> {
         self.eat(key)?;
         let w = self.word();
-        hex_u64(w)
-            .ok_or_else(|| syntax(self.file, self.line, &format!("hex digits after {key}"), w))
+        hex_u64(w).ok_or_else(|| syntax(self.file, self.line, &format!("hex digits after {key}"), w))
     }
 }
 
@@ -398,12 +370,7 @@ fn parse_end(c: &mut Cursor<'_>) -> Result<SubnetEnd, DumpError> {
         "SW-SM" => (NodeKind::Switch, true),
         t if t.starts_with("Rt") => (NodeKind::Router, t.ends_with("-SM")),
         other => {
-            return Err(syntax(
-                c.file,
-                c.line,
-                "a node type CA, SW, SW-SM or Rt",
-                other,
-            ));
+            return Err(syntax(c.file, c.line, "a node type CA, SW, SW-SM or Rt", other));
         }
     };
     let num_ports = c.field_hex("Ports:")?;
@@ -470,11 +437,7 @@ pub fn parse_subnet_lst(text: &str, file: &str) -> Result<SubnetLst, DumpError> 
         if raw.trim().is_empty() {
             continue;
         }
-        let mut c = Cursor {
-            s: raw,
-            file,
-            line: ln,
-        };
+        let mut c = Cursor { s: raw, file, line: ln };
         let a = parse_end(&mut c)?;
         let b = parse_end(&mut c)?;
         let mut width = None;
@@ -489,9 +452,7 @@ pub fn parse_subnet_lst(text: &str, file: &str) -> Result<SubnetLst, DumpError> 
             } else if let Some(v) = w.strip_prefix("LOG=") {
                 state = v.to_string();
             } else if let Some(v) = w.strip_prefix("SPD=") {
-                speed = Some(
-                    spd(v).ok_or_else(|| syntax(file, ln, "SPD=2.5|5|10|14|25|50|100|200", v))?,
-                );
+                speed = Some(spd(v).ok_or_else(|| syntax(file, ln, "SPD=2.5|5|10|14|25|50|100|200", v))?);
             } else {
                 return Err(syntax(file, ln, "PHY=, LOG= or SPD= after the two ends", w));
             }
@@ -545,11 +506,7 @@ impl SubnetLst {
                     None => {
                         first.insert(e.node_guid, (e, l.line));
                     }
-                    Some((f0, line0))
-                        if f0.kind != e.kind
-                            || f0.num_ports != e.num_ports
-                            || f0.desc != e.desc =>
-                    {
+                    Some((f0, line0)) if f0.kind != e.kind || f0.num_ports != e.num_ports || f0.desc != e.desc => {
                         findings.push(rules::finding(
                             rules::DUPLICATE_GUID,
                             Severity::Error,
@@ -570,29 +527,20 @@ impl SubnetLst {
                     Some(_) => {}
                 }
                 if e.kind != NodeKind::Switch {
-                    port_guids
-                        .entry(e.node_guid)
-                        .or_default()
-                        .insert(e.port, e.port_guid);
+                    port_guids.entry(e.node_guid).or_default().insert(e.port, e.port_guid);
                 }
-                let key_port = if e.kind == NodeKind::Switch {
-                    0
-                } else {
-                    e.port
-                };
+                let key_port = if e.kind == NodeKind::Switch { 0 } else { e.port };
                 match port_owner.get(&e.port_guid) {
-                    Some(&(g, p, line0)) if g != e.node_guid || p != key_port => {
-                        findings.push(rules::finding(
-                            rules::DUPLICATE_GUID,
-                            Severity::Error,
-                            loc(l.line),
-                            format!(
-                                "port GUID {} is on {g}/P{p} (line {line0}) and on {}/P{key_port}",
-                                e.port_guid, e.node_guid
-                            ),
-                            "give every port a unique GUID".into(),
-                        ))
-                    }
+                    Some(&(g, p, line0)) if g != e.node_guid || p != key_port => findings.push(rules::finding(
+                        rules::DUPLICATE_GUID,
+                        Severity::Error,
+                        loc(l.line),
+                        format!(
+                            "port GUID {} is on {g}/P{p} (line {line0}) and on {}/P{key_port}",
+                            e.port_guid, e.node_guid
+                        ),
+                        "give every port a unique GUID".into(),
+                    )),
                     Some(_) => {}
                     None => {
                         port_owner.insert(e.port_guid, (e.node_guid, key_port, l.line));
@@ -641,11 +589,7 @@ impl SubnetLst {
             let na = fab.by_guid(l.a.node_guid).expect("node added");
             let nb = fab.by_guid(l.b.node_guid).expect("node added");
             for (n, e) in [(na, &l.a), (nb, &l.b)] {
-                let p = if e.kind == NodeKind::Switch {
-                    0
-                } else {
-                    e.port
-                };
+                let p = if e.kind == NodeKind::Switch { 0 } else { e.port };
                 if e.lid != 0 && lids.insert((n, p), e.lid).is_none() {
                     lid_users.entry(e.lid).or_default().push((n, p, l.line));
                 }
@@ -687,10 +631,7 @@ impl SubnetLst {
                 ));
                 continue;
             }
-            let rate = LinkRate::ib(
-                l.speed.unwrap_or(IbSpeed::Sdr),
-                l.width.unwrap_or(IbWidth::X4),
-            );
+            let rate = LinkRate::ib(l.speed.unwrap_or(IbSpeed::Sdr), l.width.unwrap_or(IbWidth::X4));
             fab.connect(na, l.a.port, nb, l.b.port, rate, 0.0)
                 .map_err(|source| DumpError::Model {
                     file: file.into(),
@@ -749,8 +690,7 @@ pub fn parse_sl2vl(f: &Fabric, text: &str, file: &str) -> Result<Vec<Vec<Vec<Sl2
             .find_map(|p| line.strip_prefix(p).map(|r| (*p, r)));
         if let Some((kind, rest)) = header {
             let g = rest.split([',', ' ']).next().unwrap_or("");
-            let g =
-                hex_u64(g).ok_or_else(|| syntax(file, ln, "0x<GUID> after the node type", g))?;
+            let g = hex_u64(g).ok_or_else(|| syntax(file, ln, "0x<GUID> after the node type", g))?;
             blocks += 1;
             cur = if kind == "Switch " {
                 let n = f.by_guid(Guid(g)).ok_or(DumpError::UnknownGuid {
@@ -778,12 +718,8 @@ pub fn parse_sl2vl(f: &Fabric, text: &str, file: &str) -> Result<Vec<Vec<Vec<Sl2
         let (Some(ip), Some(op), None) = (pit.next(), pit.next(), pit.next()) else {
             return Err(syntax(file, ln, "two port numbers before ':'", ports));
         };
-        let ip: usize = ip
-            .parse()
-            .map_err(|_| syntax(file, ln, "an input port number", ip))?;
-        let op: usize = op
-            .parse()
-            .map_err(|_| syntax(file, ln, "an output port number", op))?;
+        let ip: usize = ip.parse().map_err(|_| syntax(file, ln, "an input port number", ip))?;
+        let op: usize = op.parse().map_err(|_| syntax(file, ln, "an output port number", op))?;
         let v: Vec<u8> = vls
             .split_whitespace()
             .map(|x| x.parse::<u8>().ok().filter(|&v| v < 16))
@@ -833,11 +769,7 @@ pub fn fdbs_dump(f: &Fabric, t: &RoutingTables) -> String {
     let mut sws: Vec<NodeId> = f.nodes_of(NodeKind::Switch).collect();
     sws.sort_by_key(|&n| (t.lid_of(n, 0).map(|l| l.0).unwrap_or(u16::MAX), n));
     for n in sws {
-        let _ = writeln!(
-            s,
-            "dump_ucast_routes: Switch 0x{:016x}",
-            f.node(n).node_guid.0
-        );
+        let _ = writeln!(s, "dump_ucast_routes: Switch 0x{:016x}", f.node(n).node_guid.0);
         s.push_str("LID    : Port : Hops : Optimal\n");
         let lft = &t.lft[n.idx()];
         // OpenSM lists every LID up to the top one, UNREACHABLE where the LFT has no port.
@@ -920,12 +852,7 @@ fn hop_distances(f: &Fabric, t: &RoutingTables) -> HashMap<(NodeId, NodeId, u8),
 /// Read a path-SL file: ibdm's `0x<source node GUID> <dlid> <sl>` lines (what
 /// `ibdmchk -c` reads), or OpenSM-style blocks (`Channel Adapter 0x<port GUID>, …`
 /// followed by `0x<dlid> : <sl>` lines). Fills `t.path_sl` over the CA LIDs.
-pub fn parse_path_sl(
-    f: &Fabric,
-    t: &mut RoutingTables,
-    text: &str,
-    file: &str,
-) -> Result<(), DumpError> {
+pub fn parse_path_sl(f: &Fabric, t: &mut RoutingTables, text: &str, file: &str) -> Result<(), DumpError> {
     let index = port_guid_index(f);
     // End-port LIDs (all LMC LIDs of CA/router ports), sorted.
     let mut lids: Vec<Lid> = Vec::new();
@@ -940,34 +867,27 @@ pub fn parse_path_sl(
     let pos = |l: u16| lids.binary_search(&Lid(l)).ok();
     let mut sl = vec![0u8; n * n];
     let mut cur: Option<(NodeId, u8)> = None;
-    let set =
-        |src: (NodeId, u8), dlid: u16, v: u8, ln: usize, sl: &mut [u8]| -> Result<(), DumpError> {
-            let di = pos(dlid).ok_or_else(|| {
-                syntax(
-                    file,
-                    ln,
-                    "a destination LID owned by a CA port",
-                    &dlid.to_string(),
-                )
-            })?;
-            let node = f.node(src.0);
-            let ports: Vec<u8> = if src.1 == 0 {
-                node.port_nums().collect()
-            } else {
-                vec![src.1]
-            };
-            for p in ports {
-                if let Some(base) = t.lid_of(src.0, p) {
-                    let span = 1u16 << t.lmc.min(7);
-                    for l in base.0..base.0 + span {
-                        if let Some(si) = pos(l) {
-                            sl[si * n + di] = v;
-                        }
+    let set = |src: (NodeId, u8), dlid: u16, v: u8, ln: usize, sl: &mut [u8]| -> Result<(), DumpError> {
+        let di =
+            pos(dlid).ok_or_else(|| syntax(file, ln, "a destination LID owned by a CA port", &dlid.to_string()))?;
+        let node = f.node(src.0);
+        let ports: Vec<u8> = if src.1 == 0 {
+            node.port_nums().collect()
+        } else {
+            vec![src.1]
+        };
+        for p in ports {
+            if let Some(base) = t.lid_of(src.0, p) {
+                let span = 1u16 << t.lmc.min(7);
+                for l in base.0..base.0 + span {
+                    if let Some(si) = pos(l) {
+                        sl[si * n + di] = v;
                     }
                 }
             }
-            Ok(())
-        };
+        }
+        Ok(())
+    };
     for (i, raw) in text.lines().enumerate() {
         let ln = i + 1;
         let line = raw.trim();
@@ -979,8 +899,7 @@ pub fn parse_path_sl(
             .or_else(|| line.strip_prefix("Switch "))
         {
             let g = rest.split([',', ' ']).next().unwrap_or("");
-            let g = hex_u64(g)
-                .ok_or_else(|| syntax(file, ln, "0x<port GUID> after the node type", g))?;
+            let g = hex_u64(g).ok_or_else(|| syntax(file, ln, "0x<port GUID> after the node type", g))?;
             cur = Some(*index.get(&Guid(g)).ok_or(DumpError::UnknownGuid {
                 file: file.into(),
                 line: ln,
@@ -992,14 +911,8 @@ pub fn parse_path_sl(
         let w: Vec<&str> = line.split_whitespace().collect();
         match w.as_slice() {
             [lid, ":", v] => {
-                let src = cur.ok_or_else(|| {
-                    syntax(
-                        file,
-                        ln,
-                        "a 'Channel Adapter 0x…' header before '0x<lid> : <sl>'",
-                        line,
-                    )
-                })?;
+                let src = cur
+                    .ok_or_else(|| syntax(file, ln, "a 'Channel Adapter 0x…' header before '0x<lid> : <sl>'", line))?;
                 let l = hex_u64(lid)
                     .filter(|&l| l <= 0xbfff)
                     .ok_or_else(|| syntax(file, ln, "a hex LID", lid))?;
@@ -1032,12 +945,7 @@ pub fn parse_path_sl(
                 set(src, l, v, ln, &mut sl)?;
             }
             _ => {
-                return Err(syntax(
-                    file,
-                    ln,
-                    "'0x<guid> <dlid> <sl>' or '0x<lid> : <sl>'",
-                    line,
-                ));
+                return Err(syntax(file, ln, "'0x<guid> <dlid> <sl>' or '0x<lid> : <sl>'", line));
             }
         }
     }
@@ -1060,13 +968,7 @@ pub fn psl_dump(f: &Fabric, t: &RoutingTables) -> String {
         }
         for (di, dl) in p.lids.iter().enumerate() {
             if si != di {
-                let _ = writeln!(
-                    s,
-                    "0x{:016x} {} {}",
-                    f.node(node).node_guid.0,
-                    dl.0,
-                    p.sl[si * n + di]
-                );
+                let _ = writeln!(s, "0x{:016x} {} {}", f.node(node).node_guid.0, dl.0, p.sl[si * n + di]);
             }
         }
     }

@@ -92,8 +92,7 @@ pub fn load(files: &Files<'_>) -> Result<Loaded, DumpError> {
     };
     let fabric = match (files.topo, subnet) {
         (Some(p), sub) => {
-            let (f, fmt) =
-                fabric::format::read_file(p, None, &fabric::format::ReadOptions::default())?;
+            let (f, fmt) = fabric::format::read_file(p, None, &fabric::format::ReadOptions::default())?;
             inputs.insert(0, format!("topology ({}) {}", fmt.name(), p.display()));
             if let Some(s) = sub {
                 findings.extend(s.findings);

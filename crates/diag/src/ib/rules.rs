@@ -64,13 +64,7 @@ pub const ENGINE_FALLBACK: Rule = Rule {
 };
 
 /// Build a finding for `rule`.
-pub fn finding(
-    rule: Rule,
-    severity: Severity,
-    location: Location,
-    message: String,
-    fix: String,
-) -> Finding {
+pub fn finding(rule: Rule, severity: Severity, location: Location, message: String, fix: String) -> Finding {
     Finding {
         rule: rule.id,
         severity,

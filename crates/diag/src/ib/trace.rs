@@ -74,17 +74,13 @@ pub fn resolve(f: &Fabric, t: &RoutingTables, spec: &str) -> Result<(NodeId, u8,
         None => s.parse::<u16>().ok(),
     };
     if let Some(l) = as_lid {
-        let (n, p) = t
-            .owner(Lid(l))
-            .ok_or_else(|| err(format!("no port owns LID {l}")))?;
+        let (n, p) = t.owner(Lid(l)).ok_or_else(|| err(format!("no port owns LID {l}")))?;
         return Ok((n, p, Lid(l)));
     }
     let by_node = |n: NodeId| -> Result<(NodeId, u8, Lid), DumpError> {
         let node = f.node(n);
         if node.is_switch() {
-            let l = t
-                .lid_of(n, 0)
-                .ok_or_else(|| err("the switch has no LID".into()))?;
+            let l = t.lid_of(n, 0).ok_or_else(|| err("the switch has no LID".into()))?;
             return Ok((n, 0, l));
         }
         for p in node.port_nums() {
@@ -95,17 +91,14 @@ pub fn resolve(f: &Fabric, t: &RoutingTables, spec: &str) -> Result<(NodeId, u8,
         Err(err("no cabled port with a LID".into()))
     };
     if let Some(h) = hex {
-        let g =
-            u64::from_str_radix(h, 16).map_err(|_| err("not a LID, GUID or node name".into()))?;
+        let g = u64::from_str_radix(h, 16).map_err(|_| err("not a LID, GUID or node name".into()))?;
         if let Some(n) = f.by_guid(Guid(g)) {
             return by_node(n);
         }
         for n in f.node_ids() {
             for p in f.node(n).port_nums() {
                 if !f.node(n).is_switch() && f.node(n).port_guid(p) == Guid(g) {
-                    let l = t
-                        .lid_of(n, p)
-                        .ok_or_else(|| err("the port has no LID".into()))?;
+                    let l = t.lid_of(n, p).ok_or_else(|| err("the port has no LID".into()))?;
                     return Ok((n, p, l));
                 }
             }
@@ -119,21 +112,14 @@ pub fn resolve(f: &Fabric, t: &RoutingTables, spec: &str) -> Result<(NodeId, u8,
     match matches.as_slice() {
         [n] => by_node(*n),
         [] => Err(err("no node has this name or description".into())),
-        _ => Err(err(format!(
-            "{} nodes have this description",
-            matches.len()
-        ))),
+        _ => Err(err(format!("{} nodes have this description", matches.len()))),
     }
 }
 
 fn lid_range(t: &RoutingTables, f: &Fabric, n: NodeId, p: u8) -> String {
     match t.lid_of(n, p) {
         Some(l) => {
-            let span = if f.node(n).is_switch() {
-                1
-            } else {
-                1u16 << t.lmc.min(7)
-            };
+            let span = if f.node(n).is_switch() { 1 } else { 1u16 << t.lmc.min(7) };
             format!("{}-{}", l.0, l.0 + span - 1)
         }
         None => "0-0".into(),
@@ -177,20 +163,12 @@ pub fn trace(f: &Fabric, t: &RoutingTables, src: &str, dst: &str) -> Result<Trac
         if f.node(at).is_switch() {
             match t.lft[at.idx()].get(dlid) {
                 Some(0) => {
-                    stop = Some(format!(
-                        "{} forwards LID {} to its own port 0",
-                        label(f, at),
-                        dlid.0
-                    ));
+                    stop = Some(format!("{} forwards LID {} to its own port 0", label(f, at), dlid.0));
                     break;
                 }
                 Some(p) => out_port = p,
                 None => {
-                    stop = Some(format!(
-                        "{} has no LFT entry for LID {}",
-                        label(f, at),
-                        dlid.0
-                    ));
+                    stop = Some(format!("{} has no LFT entry for LID {}", label(f, at), dlid.0));
                     break;
                 }
             }
@@ -203,10 +181,7 @@ pub fn trace(f: &Fabric, t: &RoutingTables, src: &str, dst: &str) -> Result<Trac
             break;
         }
         let Some((peer, _)) = f.peer(at, out_port) else {
-            stop = Some(format!(
-                "{} port {out_port} is not cabled (dead end)",
-                label(f, at)
-            ));
+            stop = Some(format!("{} port {out_port} is not cabled (dead end)", label(f, at)));
             break;
         };
         let pn = f.node(peer.node);

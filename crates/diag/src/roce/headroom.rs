@@ -120,8 +120,7 @@ pub fn required_xoff(i: &HeadroomInput) -> Option<u64> {
                 (2 * cell).div_ceil(1 + cell)
             } as f64;
             let spp = i.small_packet_pct.min(100) as f64;
-            let spp_by_byte =
-                100.0 * 64.0 / ((spp * 64.0 + (100.0 - spp) * i.lossless_mtu as f64) / 100.0);
+            let spp_by_byte = 100.0 * 64.0 / ((spp * 64.0 + (100.0 - spp) * i.lossless_mtu as f64) / 100.0);
             (100.0 - spp_by_byte + spp_by_byte * wcf) / 100.0
         }
     };

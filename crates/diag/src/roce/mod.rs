@@ -63,9 +63,7 @@ pub fn parse_input(file: &str, text: &str) -> Result<Parsed, LintError> {
     if first.is_some_and(|l| l.starts_with("/sys/")) {
         return nic::parse_sysfs(file, text).map(Parsed::Sysfs);
     }
-    Err(LintError::UnknownFormat {
-        file: file.to_string(),
-    })
+    Err(LintError::UnknownFormat { file: file.to_string() })
 }
 
 /// Options of a lint run.
@@ -156,10 +154,7 @@ pub fn lint_texts(files: &[(String, String)], opts: &LintOptions) -> Result<Lint
 }
 
 /// Lint files on disk.
-pub fn lint_paths(
-    paths: &[std::path::PathBuf],
-    opts: &LintOptions,
-) -> Result<LintReport, LintError> {
+pub fn lint_paths(paths: &[std::path::PathBuf], opts: &LintOptions) -> Result<LintReport, LintError> {
     let mut files = Vec::with_capacity(paths.len());
     for p in paths {
         let name = p.display().to_string();

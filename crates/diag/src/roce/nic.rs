@@ -100,9 +100,7 @@ impl MlnxQos {
                 });
             } else if let Some(v) = line.strip_prefix("prio:") {
                 // "prio:3 dscp:31,30,29,28,27,26,25,24,"
-                let (p, rest) = v
-                    .split_once(' ')
-                    .ok_or_else(|| err(ln, "prio:<n> dscp:<list>", line))?;
+                let (p, rest) = v.split_once(' ').ok_or_else(|| err(ln, "prio:<n> dscp:<list>", line))?;
                 let p: u8 = p
                     .trim()
                     .parse()
@@ -123,24 +121,17 @@ impl MlnxQos {
                 }
             } else if let Some(v) = line.strip_prefix("Cable len:") {
                 saw_any = true;
-                q.cable_len_m = Some(
-                    v.trim()
-                        .parse()
-                        .map_err(|_| err(ln, "a cable length in metres", v))?,
-                );
+                q.cable_len_m = Some(v.trim().parse().map_err(|_| err(ln, "a cable length in metres", v))?);
             } else if line.starts_with("PFC configuration") {
                 saw_any = true;
             } else if let Some(v) = line.strip_prefix("enabled") {
-                let vals =
-                    eight(v).ok_or_else(|| err(ln, "eight 0/1 values after 'enabled'", v))?;
+                let vals = eight(v).ok_or_else(|| err(ln, "eight 0/1 values after 'enabled'", v))?;
                 if vals.iter().any(|&x| x > 1) {
                     return Err(err(ln, "0 or 1 per priority", v));
                 }
                 q.pfc = Some(vals.map(|x| x == 1));
             } else if let Some(v) = line.strip_prefix("buffer") {
-                q.buffer = Some(
-                    eight(v).ok_or_else(|| err(ln, "eight buffer numbers after 'buffer'", v))?,
-                );
+                q.buffer = Some(eight(v).ok_or_else(|| err(ln, "eight buffer numbers after 'buffer'", v))?);
             } else if let Some(v) = line.strip_prefix("tc:") {
                 // "tc: 3 ratelimit: unlimited, tsa: vendor"
                 let tc_s = v.split_whitespace().next().unwrap_or("");
@@ -180,10 +171,7 @@ impl MlnxQos {
 
 /// Eight whitespace-separated numbers.
 fn eight(s: &str) -> Option<[u8; 8]> {
-    let v: Vec<u8> = s
-        .split_whitespace()
-        .map(|x| x.parse().ok())
-        .collect::<Option<_>>()?;
+    let v: Vec<u8> = s.split_whitespace().map(|x| x.parse().ok()).collect::<Option<_>>()?;
     v.try_into().ok()
 }
 
@@ -228,23 +216,16 @@ pub fn parse_sysfs(file: &str, text: &str) -> Result<Vec<SysfsNic>, LintError> {
         if line.is_empty() || line.starts_with('#') {
             continue;
         }
-        let (path, value) = line
-            .split_once(':')
-            .ok_or_else(|| err(ln, "<path>:<value>", line))?;
+        let (path, value) = line.split_once(':').ok_or_else(|| err(ln, "<path>:<value>", line))?;
         if !path.starts_with('/') {
             return Err(err(ln, "an absolute sysfs path before ':'", path));
         }
         let value = value.trim();
         let parts: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
-        let num =
-            |v: &str| -> Result<u64, LintError> { v.parse().map_err(|_| err(ln, "a number", v)) };
+        let num = |v: &str| -> Result<u64, LintError> { v.parse().map_err(|_| err(ln, "a number", v)) };
         let small = |v: &str, max: u64, what: &str| -> Result<u8, LintError> {
             let n = num(v)?;
-            if n > max {
-                Err(err(ln, what, v))
-            } else {
-                Ok(n as u8)
-            }
+            if n > max { Err(err(ln, what, v)) } else { Ok(n as u8) }
         };
         // /sys/class/net/<if>/...
         let (name, rest): (&str, &[&str]) = match parts.as_slice() {
@@ -294,9 +275,7 @@ pub fn parse_sysfs(file: &str, text: &str) -> Result<Vec<SysfsNic>, LintError> {
                     nic.tos = Some(small(v, 255, "a ToS byte 0..255")?);
                 }
             }
-            ["ports", _, "default_roce_tos"] => {
-                nic.tos = Some(small(value, 255, "a ToS byte 0..255")?)
-            }
+            ["ports", _, "default_roce_tos"] => nic.tos = Some(small(value, 255, "a ToS byte 0..255")?),
             _ => {}
         }
     }
@@ -339,10 +318,7 @@ tc: 3 ratelimit: unlimited, tsa: strict
         assert_eq!(q.prio_of_dscp(26), 3);
         assert_eq!(q.prio_of_dscp(48), 6);
         assert_eq!(q.cable_len_m, Some(7));
-        assert_eq!(
-            q.pfc.unwrap(),
-            [false, false, false, true, false, false, false, false]
-        );
+        assert_eq!(q.pfc.unwrap(), [false, false, false, true, false, false, false, false]);
         assert_eq!(q.prio_tc.get(&0), Some(&1));
         assert_eq!(q.tsa.get(&3).map(String::as_str), Some("strict"));
     }

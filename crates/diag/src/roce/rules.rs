@@ -158,14 +158,7 @@ struct Out<'o> {
 }
 
 impl Out<'_> {
-    fn push(
-        &mut self,
-        rule: Rule,
-        severity: Severity,
-        location: Location,
-        message: String,
-        fix: impl Into<String>,
-    ) {
+    fn push(&mut self, rule: Rule, severity: Severity, location: Location, message: String, fix: impl Into<String>) {
         self.v.push(Finding {
             rule: rule.id,
             severity,
@@ -212,9 +205,7 @@ struct QosEntry<'a> {
 
 impl QosEntry<'_> {
     fn tc_of(&self, dscp: u8) -> Option<u8> {
-        self.dscp_map
-            .as_ref()
-            .map(|m| m.get(&dscp).copied().unwrap_or(0))
+        self.dscp_map.as_ref().map(|m| m.get(&dscp).copied().unwrap_or(0))
     }
     fn queue_of_tc(&self, tc: u8) -> u8 {
         self.tc_to_queue
@@ -223,10 +214,7 @@ impl QosEntry<'_> {
             .unwrap_or(tc)
     }
     fn pg_of_pfc(&self, p: u8) -> u8 {
-        self.pfc_to_pg
-            .as_ref()
-            .and_then(|m| m.get(&p).copied())
-            .unwrap_or(p)
+        self.pfc_to_pg.as_ref().and_then(|m| m.get(&p).copied()).unwrap_or(p)
     }
 }
 
@@ -249,8 +237,7 @@ struct SwitchView<'a> {
 }
 
 fn num<T: std::str::FromStr>(f: &Fields, k: &str) -> Option<Result<T, String>> {
-    f.get(k)
-        .map(|v| v.trim().parse::<T>().map_err(|_| v.clone()))
+    f.get(k).map(|v| v.trim().parse::<T>().map_err(|_| v.clone()))
 }
 
 impl<'a> SwitchView<'a> {
@@ -270,8 +257,7 @@ impl<'a> SwitchView<'a> {
         let ports: Vec<String> = db.table("PORT").map(|(k, _)| k.clone()).collect();
         let meta = db.get("DEVICE_METADATA", "localhost");
         let asic = Asic::from_metadata(
-            meta.and_then(|m| m.get("platform"))
-                .map_or("", String::as_str),
+            meta.and_then(|m| m.get("platform")).map_or("", String::as_str),
             meta.and_then(|m| m.get("hwsku")).map_or("", String::as_str),
         );
         let mut view = SwitchView {
@@ -317,16 +303,8 @@ impl<'a> SwitchView<'a> {
             ("PORT_QOS_MAP", "dscp_to_tc_map", "DSCP_TO_TC_MAP"),
             ("PORT_QOS_MAP", "tc_to_pg_map", "TC_TO_PRIORITY_GROUP_MAP"),
             ("PORT_QOS_MAP", "tc_to_queue_map", "TC_TO_QUEUE_MAP"),
-            (
-                "PORT_QOS_MAP",
-                "pfc_to_queue_map",
-                "MAP_PFC_PRIORITY_TO_QUEUE",
-            ),
-            (
-                "PORT_QOS_MAP",
-                "pfc_to_pg_map",
-                "PFC_PRIORITY_TO_PRIORITY_GROUP_MAP",
-            ),
+            ("PORT_QOS_MAP", "pfc_to_queue_map", "MAP_PFC_PRIORITY_TO_QUEUE"),
+            ("PORT_QOS_MAP", "pfc_to_pg_map", "PFC_PRIORITY_TO_PRIORITY_GROUP_MAP"),
             ("PORT_QOS_MAP", "dot1p_to_tc_map", "DOT1P_TO_TC_MAP"),
             ("PORT_QOS_MAP", "tc_to_dscp_map", "TC_TO_DSCP_MAP"),
             ("PORT_QOS_MAP", "scheduler", "SCHEDULER"),
@@ -335,16 +313,8 @@ impl<'a> SwitchView<'a> {
             ("BUFFER_PROFILE", "pool", "BUFFER_POOL"),
             ("QUEUE", "scheduler", "SCHEDULER"),
             ("QUEUE", "wred_profile", "WRED_PROFILE"),
-            (
-                "BUFFER_PORT_INGRESS_PROFILE_LIST",
-                "profile_list",
-                "BUFFER_PROFILE",
-            ),
-            (
-                "BUFFER_PORT_EGRESS_PROFILE_LIST",
-                "profile_list",
-                "BUFFER_PROFILE",
-            ),
+            ("BUFFER_PORT_INGRESS_PROFILE_LIST", "profile_list", "BUFFER_PROFILE"),
+            ("BUFFER_PORT_EGRESS_PROFILE_LIST", "profile_list", "BUFFER_PROFILE"),
         ];
         for &(table, field, target) in REFS {
             for (key, fields) in self.db.table(table) {
@@ -371,10 +341,7 @@ impl<'a> SwitchView<'a> {
                                 "{field} {:?} does not exist: no {target}|{} in this file",
                                 r.name, r.name
                             ),
-                            format!(
-                                "define {target}|{} or point {field} at an existing entry",
-                                r.name
-                            ),
+                            format!("define {target}|{} or point {field} at an existing entry", r.name),
                         );
                     }
                 }
@@ -398,11 +365,7 @@ impl<'a> SwitchView<'a> {
                 let Ok(k) = sonic::split_key(key, indexed, &self.ports) else {
                     continue;
                 };
-                let unknown: Vec<&String> = k
-                    .ports
-                    .iter()
-                    .filter(|p| !self.port_set.contains(*p))
-                    .collect();
+                let unknown: Vec<&String> = k.ports.iter().filter(|p| !self.port_set.contains(*p)).collect();
                 if !unknown.is_empty() {
                     out.push(
                         DANGLING_REF,
@@ -458,8 +421,7 @@ impl<'a> SwitchView<'a> {
     fn load_qos(&mut self, out: &mut Out<'_>) {
         let db = self.db;
         let global = db.get("PORT_QOS_MAP", "global");
-        let global_dscp =
-            global.and_then(|g| self.load_map(g, "dscp_to_tc_map", "DSCP_TO_TC_MAP", 7, out));
+        let global_dscp = global.and_then(|g| self.load_map(g, "dscp_to_tc_map", "DSCP_TO_TC_MAP", 7, out));
         for (key, fields) in db.table("PORT_QOS_MAP") {
             if key == "global" {
                 continue;
@@ -492,8 +454,7 @@ impl<'a> SwitchView<'a> {
                 }
             };
             let own = self.load_map(fields, "dscp_to_tc_map", "DSCP_TO_TC_MAP", 7, out);
-            let dscp_global =
-                own.is_none() && !fields.contains_key("dscp_to_tc_map") && global_dscp.is_some();
+            let dscp_global = own.is_none() && !fields.contains_key("dscp_to_tc_map") && global_dscp.is_some();
             let dscp_map = if fields.contains_key("dscp_to_tc_map") {
                 own
             } else {
@@ -508,20 +469,8 @@ impl<'a> SwitchView<'a> {
                 dscp_global,
                 tc_to_pg: self.load_map(fields, "tc_to_pg_map", "TC_TO_PRIORITY_GROUP_MAP", 7, out),
                 tc_to_queue: self.load_map(fields, "tc_to_queue_map", "TC_TO_QUEUE_MAP", 7, out),
-                pfc_to_queue: self.load_map(
-                    fields,
-                    "pfc_to_queue_map",
-                    "MAP_PFC_PRIORITY_TO_QUEUE",
-                    7,
-                    out,
-                ),
-                pfc_to_pg: self.load_map(
-                    fields,
-                    "pfc_to_pg_map",
-                    "PFC_PRIORITY_TO_PRIORITY_GROUP_MAP",
-                    7,
-                    out,
-                ),
+                pfc_to_queue: self.load_map(fields, "pfc_to_queue_map", "MAP_PFC_PRIORITY_TO_QUEUE", 7, out),
+                pfc_to_pg: self.load_map(fields, "pfc_to_pg_map", "PFC_PRIORITY_TO_PRIORITY_GROUP_MAP", 7, out),
             };
             self.qos.push(e);
         }
@@ -547,8 +496,7 @@ impl<'a> SwitchView<'a> {
                 for p in &k.ports {
                     for &id in &k.ids {
                         if is_pg {
-                            if let Some(r) = fields.get("profile").and_then(|v| sonic::parse_ref(v))
-                            {
+                            if let Some(r) = fields.get("profile").and_then(|v| sonic::parse_ref(v)) {
                                 self.pgs.insert((p.clone(), id), (key.as_str(), r.name));
                             }
                         } else {
@@ -572,12 +520,7 @@ impl<'a> SwitchView<'a> {
 
     fn cable_m(&self, p: &str) -> Option<Result<f64, String>> {
         let v = self.db.table("CABLE_LENGTH").find_map(|(_, f)| f.get(p))?;
-        Some(
-            v.trim()
-                .trim_end_matches('m')
-                .parse::<f64>()
-                .map_err(|_| v.clone()),
-        )
+        Some(v.trim().trim_end_matches('m').parse::<f64>().map_err(|_| v.clone()))
     }
 
     fn lint(&self, it: &Intent, out: &mut Out<'_>) {
@@ -615,7 +558,10 @@ impl<'a> SwitchView<'a> {
                     PFC_NOT_ENABLED,
                     sev,
                     self.loc("PORT_QOS_MAP", q.key, Some("dscp_to_tc_map")),
-                    format!("no DSCP or dot1p map: all traffic lands in TC 0, but PFC is enabled only on {}", list(&q.pfc)),
+                    format!(
+                        "no DSCP or dot1p map: all traffic lands in TC 0, but PFC is enabled only on {}",
+                        list(&q.pfc)
+                    ),
                     "set dscp_to_tc_map to a map that sends the RDMA DSCP to a PFC-enabled TC",
                 );
             }
@@ -664,9 +610,7 @@ impl<'a> SwitchView<'a> {
                     CNP_CLASS,
                     Severity::Warning,
                     loc.clone(),
-                    format!(
-                        "CNP DSCP {c} ({note}) is not in the DSCP map and falls to the default TC 0"
-                    ),
+                    format!("CNP DSCP {c} ({note}) is not in the DSCP map and falls to the default TC 0"),
                     format!("map DSCP {c} to its own TC with a strict-priority queue"),
                 );
                 0
@@ -685,7 +629,9 @@ impl<'a> SwitchView<'a> {
                 CNP_CLASS,
                 Severity::Warning,
                 loc,
-                format!("CNP DSCP {c} ({note}) shares TC {tc} with RDMA data: CNPs wait behind the data they report on"),
+                format!(
+                    "CNP DSCP {c} ({note}) shares TC {tc} with RDMA data: CNPs wait behind the data they report on"
+                ),
                 "give CNPs their own TC (NVIDIA: DSCP 48 -> TC 6, strict priority)",
             );
             return;
@@ -696,10 +642,7 @@ impl<'a> SwitchView<'a> {
         let queue = q.queue_of_tc(tc);
         let port = q.ports.first().map(String::as_str).unwrap_or("");
         let sched = self.scheduler_of(port, queue);
-        let strict = sched.is_some_and(|(_, f)| {
-            f.get("type")
-                .is_some_and(|t| t.eq_ignore_ascii_case("STRICT"))
-        });
+        let strict = sched.is_some_and(|(_, f)| f.get("type").is_some_and(|t| t.eq_ignore_ascii_case("STRICT")));
         if !strict {
             let how = match sched {
                 Some((name, f)) => format!(
@@ -734,8 +677,7 @@ impl<'a> SwitchView<'a> {
             None => [0u8].into_iter().collect(),
         };
         if let Some(pgmap) = &q.tc_to_pg {
-            let lossless_pgs: BTreeSet<u8> =
-                q.pfc.iter().filter_map(|p| pgmap.get(p).copied()).collect();
+            let lossless_pgs: BTreeSet<u8> = q.pfc.iter().filter_map(|p| pgmap.get(p).copied()).collect();
             for &t in used.iter().filter(|t| !q.pfc.contains(t)) {
                 if let Some(pg) = pgmap.get(&t).filter(|pg| lossless_pgs.contains(pg)) {
                     out.push(
@@ -765,20 +707,14 @@ impl<'a> SwitchView<'a> {
             }
         }
         for &p in &q.pfc {
-            let pq = q
-                .pfc_to_queue
-                .as_ref()
-                .and_then(|m| m.get(&p).copied())
-                .unwrap_or(p);
+            let pq = q.pfc_to_queue.as_ref().and_then(|m| m.get(&p).copied()).unwrap_or(p);
             let tq = q.queue_of_tc(p);
             if pq != tq {
                 out.push(
                     LOSSLESS_SHARED,
                     Severity::Error,
                     self.loc("PORT_QOS_MAP", q.key, Some("pfc_to_queue_map")),
-                    format!(
-                        "PFC priority {p} pauses queue {pq}, but TC {p} traffic is in queue {tq}"
-                    ),
+                    format!("PFC priority {p} pauses queue {pq}, but TC {p} traffic is in queue {tq}"),
                     format!("map PFC priority {p} to queue {tq}"),
                 );
             }
@@ -809,11 +745,7 @@ impl<'a> SwitchView<'a> {
                 "add PFC_WD|<port> {action: drop, detection_time: 200, restoration_time: 200} or set DEVICE_METADATA|localhost.default_pfcwd_status to enable",
             );
         }
-        let covered = match q
-            .fields
-            .get("pfcwd_sw_enable")
-            .map(|v| sonic::parse_prio_list(v))
-        {
+        let covered = match q.fields.get("pfcwd_sw_enable").map(|v| sonic::parse_prio_list(v)) {
             None => Vec::new(),
             Some(Ok(v)) => v,
             Some(Err(e)) => {
@@ -827,12 +759,7 @@ impl<'a> SwitchView<'a> {
                 return;
             }
         };
-        let uncovered: Vec<u8> = q
-            .pfc
-            .iter()
-            .copied()
-            .filter(|p| !covered.contains(p))
-            .collect();
+        let uncovered: Vec<u8> = q.pfc.iter().copied().filter(|p| !covered.contains(p)).collect();
         if !uncovered.is_empty() {
             out.push(
                 PFCWD_OFF,
@@ -841,9 +768,7 @@ impl<'a> SwitchView<'a> {
                 format!(
                     "the watchdog does not watch lossless priorities {} (pfcwd_sw_enable {:?})",
                     list(&uncovered),
-                    q.fields
-                        .get("pfcwd_sw_enable")
-                        .map_or("absent", String::as_str)
+                    q.fields.get("pfcwd_sw_enable").map_or("absent", String::as_str)
                 ),
                 format!("set pfcwd_sw_enable to \"{}\"", csv(&q.pfc)),
             );
@@ -882,14 +807,16 @@ impl<'a> SwitchView<'a> {
         };
         if let Some(g) = self.db.get("PFC_WD", "GLOBAL") {
             if g.get("BIG_RED_SWITCH").is_some_and(|v| v == "enable") {
-                out.push(PFCWD_OFF, Severity::Warning, self.loc("PFC_WD", "GLOBAL", Some("BIG_RED_SWITCH")), "BIG_RED_SWITCH is enabled: every lossless queue is forced into storm mitigation".into(), "set BIG_RED_SWITCH to disable after the incident");
+                out.push(
+                    PFCWD_OFF,
+                    Severity::Warning,
+                    self.loc("PFC_WD", "GLOBAL", Some("BIG_RED_SWITCH")),
+                    "BIG_RED_SWITCH is enabled: every lossless queue is forced into storm mitigation".into(),
+                    "set BIG_RED_SWITCH to disable after the incident",
+                );
             }
         }
-        for (key, f) in self
-            .db
-            .table("PFC_WD")
-            .filter(|(k, _)| k.as_str() != "GLOBAL")
-        {
+        for (key, f) in self.db.table("PFC_WD").filter(|(k, _)| k.as_str() != "GLOBAL") {
             if let Some(a) = f.get("action") {
                 if !["drop", "forward", "alert"].contains(&a.as_str()) {
                     out.push(
@@ -901,10 +828,7 @@ impl<'a> SwitchView<'a> {
                     );
                 }
             }
-            for (field, lo, hi) in [
-                ("detection_time", 100u64, 5000u64),
-                ("restoration_time", 100, 60000),
-            ] {
+            for (field, lo, hi) in [("detection_time", 100u64, 5000u64), ("restoration_time", 100, 60000)] {
                 match num::<u64>(f, field) {
                     Some(Ok(v)) if !(lo..=hi).contains(&v) => out.push(
                         INVALID_VALUE,
@@ -917,10 +841,7 @@ impl<'a> SwitchView<'a> {
                         INVALID_VALUE,
                         Severity::Error,
                         self.loc("PFC_WD", key, Some(field)),
-                        format!(
-                            "{field} {v} ms is below POLL_INTERVAL {} ms",
-                            poll.unwrap_or(0)
-                        ),
+                        format!("{field} {v} ms is below POLL_INTERVAL {} ms", poll.unwrap_or(0)),
                         "make it at least the poll interval",
                     ),
                     Some(Err(v)) => out.push(
@@ -983,7 +904,10 @@ impl<'a> SwitchView<'a> {
                 HEADROOM_SHORT,
                 Severity::Error,
                 self.loc("PORT_QOS_MAP", q.key, Some("pfc_enable")),
-                format!("PFC is on but {} has no (or a zero) CABLE_LENGTH: no lossless headroom profile is generated", join(&missing)),
+                format!(
+                    "PFC is on but {} has no (or a zero) CABLE_LENGTH: no lossless headroom profile is generated",
+                    join(&missing)
+                ),
                 "set CABLE_LENGTH|AZURE.<port> to the real cable length, e.g. \"5m\"",
             );
         }
@@ -997,11 +921,7 @@ impl<'a> SwitchView<'a> {
     }
 
     fn lint_pg_buffers(&self, out: &mut Out<'_>) {
-        let pattern = self
-            .db
-            .table("LOSSLESS_TRAFFIC_PATTERN")
-            .next()
-            .map(|(_, f)| f);
+        let pattern = self.db.table("LOSSLESS_TRAFFIC_PATTERN").next().map(|(_, f)| f);
         let lossless_mtu = pattern
             .and_then(|f| num::<u64>(f, "mtu"))
             .and_then(Result::ok)
@@ -1058,9 +978,7 @@ impl<'a> SwitchView<'a> {
             let shp = pool.is_some_and(|p| p.contains_key("xoff"));
             if shp {
                 *shp_sum.entry(pool_name.clone()).or_default() += xoff;
-            } else if let (Some(Ok(size)), Some(Ok(xon))) =
-                (num::<u64>(pf, "size"), num::<u64>(pf, "xon"))
-            {
+            } else if let (Some(Ok(size)), Some(Ok(xon))) = (num::<u64>(pf, "size"), num::<u64>(pf, "xon")) {
                 if size < xon + xoff && reported_profiles.insert((prof.clone(), "size".into())) {
                     out.push(
                         HEADROOM_SHORT,
@@ -1081,9 +999,7 @@ impl<'a> SwitchView<'a> {
             let Some(Ok(cable)) = self.cable_m(port) else {
                 continue;
             };
-            let mtu = num::<u64>(pfields, "mtu")
-                .and_then(Result::ok)
-                .unwrap_or(9100);
+            let mtu = num::<u64>(pfields, "mtu").and_then(Result::ok).unwrap_or(9100);
             let input = HeadroomInput {
                 speed_mbps: speed,
                 cable_m: cable,
@@ -1118,11 +1034,7 @@ impl<'a> SwitchView<'a> {
             .filter(|r| *r > 0.0);
         if let Some(ratio) = ratio {
             for (pool, sum) in shp_sum {
-                let Some(Ok(pxoff)) = self
-                    .db
-                    .get("BUFFER_POOL", &pool)
-                    .and_then(|p| num::<u64>(p, "xoff"))
-                else {
+                let Some(Ok(pxoff)) = self.db.get("BUFFER_POOL", &pool).and_then(|p| num::<u64>(p, "xoff")) else {
                     continue;
                 };
                 let need = (sum as f64 / ratio).ceil() as u64;
@@ -1173,7 +1085,11 @@ impl<'a> SwitchView<'a> {
                 ECN_NOT_MARKING,
                 Severity::Warning,
                 self.loc("PORT_QOS_MAP", q.key, Some("pfc_enable")),
-                format!("{n} lossless queue(s) have no WRED/ECN profile: {}{}", shown.join(", "), if n > 4 { ", ..." } else { "" }),
+                format!(
+                    "{n} lossless queue(s) have no WRED/ECN profile: {}{}",
+                    shown.join(", "),
+                    if n > 4 { ", ..." } else { "" }
+                ),
                 "bind a WRED_PROFILE with ecn set (e.g. AZURE_LOSSLESS) via QUEUE|<port>|<q>.wred_profile",
             );
         }
@@ -1192,17 +1108,20 @@ impl<'a> SwitchView<'a> {
     ) {
         let wloc = self.loc("WRED_PROFILE", wname, None);
         let ecn = w.get("ecn").map_or("ecn_none", String::as_str);
-        let green_ecn = matches!(
-            ecn,
-            "ecn_green" | "ecn_green_yellow" | "ecn_green_red" | "ecn_all"
-        );
+        let green_ecn = matches!(ecn, "ecn_green" | "ecn_green_yellow" | "ecn_green_red" | "ecn_all");
         let green_on = w.get("wred_green_enable").is_some_and(|v| v == "true");
         if !green_ecn || !green_on {
             out.push(
                 ECN_NOT_MARKING,
                 Severity::Warning,
-                Location { field: Some(if green_ecn { "wred_green_enable" } else { "ecn" }.into()), ..wloc.clone() },
-                format!("WRED profile {wname} on {qkey} does not ECN-mark green packets (ecn {ecn}, wred_green_enable {})", w.get("wred_green_enable").map_or("absent", String::as_str)),
+                Location {
+                    field: Some(if green_ecn { "wred_green_enable" } else { "ecn" }.into()),
+                    ..wloc.clone()
+                },
+                format!(
+                    "WRED profile {wname} on {qkey} does not ECN-mark green packets (ecn {ecn}, wred_green_enable {})",
+                    w.get("wred_green_enable").map_or("absent", String::as_str)
+                ),
                 "set ecn to ecn_all and wred_green_enable to true",
             );
             return;
@@ -1215,9 +1134,7 @@ impl<'a> SwitchView<'a> {
                 INVALID_VALUE,
                 Severity::Error,
                 wloc,
-                format!(
-                    "WRED profile {wname} lacks numeric green_min_threshold/green_max_threshold"
-                ),
+                format!("WRED profile {wname} lacks numeric green_min_threshold/green_max_threshold"),
                 "set both thresholds in bytes",
             );
             return;
@@ -1266,8 +1183,13 @@ impl<'a> SwitchView<'a> {
             out.push(
                 ECN_AFTER_PFC,
                 Severity::Error,
-                Location { field: Some("green_min_threshold".into()), ..wloc },
-                format!("Kmin {kmin} B >= PFC trigger {t1} B of {port} PG {pg} ({how}): PFC always fires before ECN marks"),
+                Location {
+                    field: Some("green_min_threshold".into()),
+                    ..wloc
+                },
+                format!(
+                    "Kmin {kmin} B >= PFC trigger {t1} B of {port} PG {pg} ({how}): PFC always fires before ECN marks"
+                ),
                 format!("lower green_min_threshold/green_max_threshold below {t1} B (e.g. Kmax 1/2 of it)"),
             );
         } else if kmax > t1 {
@@ -1298,16 +1220,16 @@ impl<'a> SwitchView<'a> {
             }
         }
         if by_mtu.len() > 1 {
-            let desc: Vec<String> = by_mtu
-                .iter()
-                .map(|(m, ps)| format!("{m} on {}", ps.len()))
-                .collect();
+            let desc: Vec<String> = by_mtu.iter().map(|(m, ps)| format!("{m} on {}", ps.len())).collect();
             let (&low, ports) = by_mtu.iter().next().expect("two entries");
             out.push(
                 MTU_MISMATCH,
                 Severity::Warning,
                 self.loc("PORT", &ports[0], Some("mtu")),
-                format!("admin-up ports use different MTUs ({}); the smallest, {low}, caps every RoCE path through them", desc.join(", ")),
+                format!(
+                    "admin-up ports use different MTUs ({}); the smallest, {low}, caps every RoCE path through them",
+                    desc.join(", ")
+                ),
                 "use one MTU (9100 is the SONiC default) on every fabric port",
             );
         }
@@ -1317,11 +1239,7 @@ impl<'a> SwitchView<'a> {
         self.db
             .table("PORT")
             .filter(|(p, _)| !self.admin_down(p))
-            .filter_map(|(p, f)| {
-                num::<u64>(f, "mtu")
-                    .and_then(Result::ok)
-                    .map(|m| (m, p.clone()))
-            })
+            .filter_map(|(p, f)| num::<u64>(f, "mtu").and_then(Result::ok).map(|m| (m, p.clone())))
             .min()
     }
 }
@@ -1477,8 +1395,15 @@ fn lint_nics(inp: &Inputs<'_>, it: &Intent, sws: &[SwitchView<'_>], out: &mut Ou
                         out.push(
                             LOSSLESS_SHARED,
                             Severity::Error,
-                            Location { field: Some("PFC configuration buffer".into()), ..floc.clone() },
-                            format!("lossless priority {p} shares receive buffer {} with lossy priorities {}", buf[p as usize], list(&shared)),
+                            Location {
+                                field: Some("PFC configuration buffer".into()),
+                                ..floc.clone()
+                            },
+                            format!(
+                                "lossless priority {p} shares receive buffer {} with lossy priorities {}",
+                                buf[p as usize],
+                                list(&shared)
+                            ),
                             format!("mlnx_qos -i <if> --prio2buffer so that priority {p} has a buffer of its own"),
                         );
                     }
@@ -1510,19 +1435,20 @@ fn lint_nics(inp: &Inputs<'_>, it: &Intent, sws: &[SwitchView<'_>], out: &mut Ou
                     s.qos
                         .iter()
                         .filter(|q| !q.pfc.is_empty())
-                        .flat_map(move |q| {
-                            q.ports
-                                .iter()
-                                .filter_map(move |p| s.cable_m(p).and_then(Result::ok))
-                        })
+                        .flat_map(move |q| q.ports.iter().filter_map(move |p| s.cable_m(p).and_then(Result::ok)))
                 })
                 .fold(f64::INFINITY, f64::min);
             if min_sw.is_finite() && (nic_cable as f64) < min_sw {
                 out.push(
                     HEADROOM_SHORT,
                     Severity::Warning,
-                    Location { field: Some("Cable len".into()), ..floc.clone() },
-                    format!("NIC headroom is sized for {nic_cable} m but the shortest lossless switch cable is {min_sw} m"),
+                    Location {
+                        field: Some("Cable len".into()),
+                        ..floc.clone()
+                    },
+                    format!(
+                        "NIC headroom is sized for {nic_cable} m but the shortest lossless switch cable is {min_sw} m"
+                    ),
                     format!("mlnx_qos -i <if> --cable_len {}", min_sw.ceil() as u64),
                 );
             }
@@ -1536,11 +1462,7 @@ fn lint_nics(inp: &Inputs<'_>, it: &Intent, sws: &[SwitchView<'_>], out: &mut Ou
             ..Location::file(file).at_line(n.line)
         };
         for (what, map, fix) in [
-            (
-                "notification point (CNP generation)",
-                &n.np_enable,
-                "roce_np",
-            ),
+            ("notification point (CNP generation)", &n.np_enable, "roce_np"),
             ("reaction point (rate limiting)", &n.rp_enable, "roce_rp"),
         ] {
             if map.get(&prio) == Some(&false) {
@@ -1565,25 +1487,27 @@ fn lint_nics(inp: &Inputs<'_>, it: &Intent, sws: &[SwitchView<'_>], out: &mut Ou
                         field: Some("traffic_class".into()),
                         ..loc.clone()
                     },
-                    format!(
-                        "RoCE ToS {t} has ECN bits 00 (Not-ECT): switches drop instead of marking"
-                    ),
+                    format!("RoCE ToS {t} has ECN bits 00 (Not-ECT): switches drop instead of marking"),
                     format!("use ToS {} (DSCP {} with ECT(0))", t | 2, t >> 2),
                 );
             }
         }
         if let Some(m) = n.mtu {
-            mtus.entry(m)
-                .or_default()
-                .push(format!("{file}:{}", n.name));
+            mtus.entry(m).or_default().push(format!("{file}:{}", n.name));
             for sw in sws {
                 if let Some((smtu, port)) = sw.min_port_mtu() {
                     if m as u64 > smtu {
                         out.push(
                             MTU_MISMATCH,
                             Severity::Error,
-                            Location { field: Some("mtu".into()), ..loc.clone() },
-                            format!("NIC MTU {m} > switch {} {port} MTU {smtu}: full-size frames are dropped", sw.file),
+                            Location {
+                                field: Some("mtu".into()),
+                                ..loc.clone()
+                            },
+                            format!(
+                                "NIC MTU {m} > switch {} {port} MTU {smtu}: full-size frames are dropped",
+                                sw.file
+                            ),
                             format!("set the NIC MTU to at most {smtu} or raise the switch port MTU"),
                         );
                     }

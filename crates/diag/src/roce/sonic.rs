@@ -65,10 +65,7 @@ impl ConfigDb {
         })?;
         let top = v.as_object().ok_or_else(|| LintError::NotConfigDb {
             file: file.to_string(),
-            what: format!(
-                "the top level is {}, expected an object of tables",
-                json_kind(&v)
-            ),
+            what: format!("the top level is {}, expected an object of tables", json_kind(&v)),
         })?;
         let mut db = ConfigDb::default();
         for (k, val) in top {
@@ -165,9 +162,7 @@ fn scalar_text(v: &serde_json::Value) -> Option<String> {
             let parts: Option<Vec<String>> = a
                 .iter()
                 .map(|x| match x {
-                    serde_json::Value::Array(_)
-                    | serde_json::Value::Object(_)
-                    | serde_json::Value::Null => None,
+                    serde_json::Value::Array(_) | serde_json::Value::Object(_) | serde_json::Value::Null => None,
                     other => scalar_text(other),
                 })
                 .collect();
@@ -274,11 +269,8 @@ pub fn expand_ports(s: &str, known_ports: &[String]) -> Result<Vec<String>, KeyE
                     }
                 } else {
                     for p in known_ports {
-                        if let Some(n) = p.strip_prefix(prefix).and_then(|d| d.parse::<u32>().ok())
-                        {
-                            if (lo..=hi).contains(&n)
-                                && p[prefix.len()..].chars().all(|c| c.is_ascii_digit())
-                            {
+                        if let Some(n) = p.strip_prefix(prefix).and_then(|d| d.parse::<u32>().ok()) {
+                            if (lo..=hi).contains(&n) && p[prefix.len()..].chars().all(|c| c.is_ascii_digit()) {
                                 out.push(p.clone());
                             }
                         }
@@ -353,10 +345,7 @@ pub fn parse_prio_list(s: &str) -> Result<Vec<u8>, String> {
 pub fn parse_u8_map(fields: &Fields, max_from: u8, max_to: u8) -> Result<BTreeMap<u8, u8>, String> {
     let mut m = BTreeMap::new();
     for (k, v) in fields {
-        let from: u8 = k
-            .trim()
-            .parse()
-            .map_err(|_| format!("key {k:?} is not a number"))?;
+        let from: u8 = k.trim().parse().map_err(|_| format!("key {k:?} is not a number"))?;
         let to: u8 = v
             .trim()
             .parse()

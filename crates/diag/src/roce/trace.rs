@@ -16,9 +16,7 @@ use std::fmt::Write as _;
 
 use fabric::{Fabric, NodeId, NodeKind};
 use serde::Serialize;
-use sim::roce::ecmp::{
-    EcmpTable, FlowKey, HashConfig, HashFn, ROCEV2_UDP_PORT, host_ip, ip_string,
-};
+use sim::roce::ecmp::{EcmpTable, FlowKey, HashConfig, HashFn, ROCEV2_UDP_PORT, host_ip, ip_string};
 
 use crate::roce::rules::{HopQos, hop_qos};
 use crate::roce::sonic::ConfigDb;
@@ -175,10 +173,7 @@ pub fn trace_roce(
         }
         let node = f.node(at.node);
         if node.kind != NodeKind::Switch {
-            stop = Some(format!(
-                "reached {} which is not the destination",
-                node.name
-            ));
+            stop = Some(format!("reached {} which is not the destination", node.name));
             break;
         }
         let hc = HashConfig {
@@ -193,10 +188,7 @@ pub fn trace_roce(
         };
         let out_name = format!("Ethernet{}", (u32::from(out) - 1) * step);
         let (qos, config) = match cfg.for_switch(&node.name) {
-            Some((file, db)) => (
-                Some(hop_qos(file, db, &out_name, dscp)),
-                Some(file.to_string()),
-            ),
+            Some((file, db)) => (Some(hop_qos(file, db, &out_name, dscp)), Some(file.to_string())),
             None => (None, None),
         };
         let _ = write!(
@@ -274,11 +266,7 @@ fn describe_qos(q: &HopQos) -> String {
         let _ = write!(
             s,
             ", {name} {ty}{}",
-            if w.is_empty() {
-                String::new()
-            } else {
-                format!(" {w}")
-            }
+            if w.is_empty() { String::new() } else { format!(" {w}") }
         );
     }
     s.push_str(if q.watchdog {
@@ -312,10 +300,7 @@ mod tests {
     fn path_follows_ecmp_groups_and_sport_changes_the_spine() {
         let f = leaf_spine();
         let hosts: Vec<NodeId> = f.nodes_of(NodeKind::Ca).collect();
-        let (a, b) = (
-            f.node(hosts[0]).name.clone(),
-            f.node(hosts[15]).name.clone(),
-        );
+        let (a, b) = (f.node(hosts[0]).name.clone(), f.node(hosts[15]).name.clone());
         let cfg = HopConfigs::default();
         let mut spines = std::collections::BTreeSet::new();
         for sport in 0xc000..0xc040u16 {
@@ -327,10 +312,7 @@ mod tests {
             assert_eq!(t.hops[1].group.len(), 1);
             spines.insert(t.hops[1].switch.clone());
             // Deterministic.
-            assert_eq!(
-                t,
-                trace_roce(&f, &a, &b, sport, 26, default_hash(), &cfg).unwrap()
-            );
+            assert_eq!(t, trace_roce(&f, &a, &b, sport, 26, default_hash(), &cfg).unwrap());
         }
         assert_eq!(spines.len(), 4, "64 source ports should use every spine");
         assert!(matches!(

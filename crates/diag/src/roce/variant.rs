@@ -52,11 +52,7 @@ fn num(v: Option<&String>) -> Option<u64> {
 
 /// Apply the linted configuration to `base`. `parsed` are the files the report was
 /// made from (as [`crate::roce::lint_parsed`] took them).
-pub fn to_sim_config(
-    parsed: &[(&str, Parsed)],
-    report: &LintReport,
-    base: &RoceConfig,
-) -> (RoceConfig, VariantNotes) {
+pub fn to_sim_config(parsed: &[(&str, Parsed)], report: &LintReport, base: &RoceConfig) -> (RoceConfig, VariantNotes) {
     let mut cfg = base.clone();
     let mut notes = VariantNotes::default();
     let blocking = |r: &str| {
@@ -80,11 +76,7 @@ pub fn to_sim_config(
     for (file, p) in parsed {
         match p {
             Parsed::ConfigDb(db) => {
-                let first_port = db
-                    .table("PORT")
-                    .map(|(k, _)| k.clone())
-                    .next()
-                    .unwrap_or_default();
+                let first_port = db.table("PORT").map(|(k, _)| k.clone()).next().unwrap_or_default();
                 let q = hop_qos(file, db, &first_port, dscp);
                 let marks = q.wred.as_ref().is_some_and(|w| {
                     matches!(
@@ -113,9 +105,9 @@ pub fn to_sim_config(
                                 }
                             }
                         }
-                        notes.notes.push(format!(
-                            "{file}: ECN {name} Kmin {kmin} Kmax {kmax} Pmax {pmax}"
-                        ));
+                        notes
+                            .notes
+                            .push(format!("{file}: ECN {name} Kmin {kmin} Kmax {kmax} Pmax {pmax}"));
                     }
                     _ => ecn_all = false,
                 }
@@ -129,18 +121,16 @@ pub fn to_sim_config(
                     .and_then(|p| num(p.get("size")))
                 {
                     cfg.buffer_bytes = size;
-                    notes.notes.push(format!(
-                        "{file}: shared buffer {size} B (ingress_lossless_pool)"
-                    ));
+                    notes
+                        .notes
+                        .push(format!("{file}: shared buffer {size} B (ingress_lossless_pool)"));
                 }
                 if cfg.watchdog.is_none() {
                     let poll = db
                         .get("PFC_WD", "GLOBAL")
                         .and_then(|g| num(g.get("POLL_INTERVAL")))
                         .unwrap_or(200);
-                    if let Some((port, wd)) =
-                        db.table("PFC_WD").find(|(k, _)| k.as_str() != "GLOBAL")
-                    {
+                    if let Some((port, wd)) = db.table("PFC_WD").find(|(k, _)| k.as_str() != "GLOBAL") {
                         let action = match wd.get("action").map(String::as_str) {
                             Some("forward") => WdAction::Forward,
                             Some("alert") => WdAction::Alert,
@@ -152,9 +142,7 @@ pub fn to_sim_config(
                             restoration: Time::ms(num(wd.get("restoration_time")).unwrap_or(200)),
                             action,
                         });
-                        notes
-                            .notes
-                            .push(format!("{file}: PFC watchdog from PFC_WD|{port}"));
+                        notes.notes.push(format!("{file}: PFC watchdog from PFC_WD|{port}"));
                     }
                 }
             }
@@ -176,9 +164,9 @@ pub fn to_sim_config(
         red.sort_by_key(|(b, _)| *b);
         cfg.red = red;
     } else {
-        notes.notes.push(
-            "no ECN marking on the RDMA queue (or Not-ECT packets): simulated without ECN".into(),
-        );
+        notes
+            .notes
+            .push("no ECN marking on the RDMA queue (or Not-ECT packets): simulated without ECN".into());
     }
     notes.ecn = cfg.ecn;
     if !cfg.pfc {
@@ -187,10 +175,9 @@ pub fn to_sim_config(
     notes.watchdog = cfg.watchdog.is_some();
     if let Some(m) = min_mtu {
         cfg.mtu = active_mtu(m);
-        notes.notes.push(format!(
-            "RoCE active MTU {} (smallest Ethernet MTU {m})",
-            cfg.mtu
-        ));
+        notes
+            .notes
+            .push(format!("RoCE active MTU {} (smallest Ethernet MTU {m})", cfg.mtu));
     }
     (cfg, notes)
 }

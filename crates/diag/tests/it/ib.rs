@@ -9,9 +9,7 @@ use diag::ib::{CheckOptions, DumpError, Files, check, dumps, load, trace};
 use proptest::prelude::*;
 
 fn data(p: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data/ib")
-        .join(p)
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/ib").join(p)
 }
 
 fn text(p: &str) -> String {
@@ -96,8 +94,7 @@ fn ibdmchk(dir: &Path, subnet: &Path, fdbs: &Path) -> bool {
         .expect("ibdmchk (Debian package ibutils) must be installed; scripts/test installs it");
     // ibdmchk 1.5.7 may crash after its report (seen: SIGSEGV in cleanup), so judge
     // by the report lines, and require that the credit-loop section was printed.
-    let s =
-        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    let s = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     assert!(
         s.contains("Analyzing Fabric for Credit Loops"),
         "ibdmchk did not analyse:\n{s}"
@@ -127,13 +124,7 @@ fn opensm_dumps_match_ibdmchk() {
             ..Files::default()
         })
         .unwrap();
-        let r = check(
-            &l.fabric,
-            &l.tables,
-            l.inputs,
-            l.findings,
-            &CheckOptions::default(),
-        );
+        let r = check(&l.fabric, &l.tables, l.inputs, l.findings, &CheckOptions::default());
         assert_eq!(
             r.summary.credit_loop,
             e.loops,
@@ -159,19 +150,10 @@ fn opensm_dumps_match_ibdmchk() {
         );
     }
     // And ibdmchk on OpenSM's own subnet.lst + fdbs of the same runs agrees.
-    for (eng, loops) in [
-        ("minhop", true),
-        ("updn", false),
-        ("dfsssp", false),
-        ("ftree", false),
-    ] {
+    for (eng, loops) in [("minhop", true), ("updn", false), ("dfsssp", false), ("ftree", false)] {
         let d = data(&format!("credit-loops/opensm-run/{eng}"));
         assert_eq!(
-            ibdmchk(
-                tmp.path(),
-                &d.join("opensm-subnet.lst"),
-                &d.join("opensm.fdbs")
-            ),
+            ibdmchk(tmp.path(), &d.join("opensm-subnet.lst"), &d.join("opensm.fdbs")),
             loops,
             "OpenSM's own {eng} files"
         );
@@ -184,9 +166,7 @@ fn fdbs_writer_matches_opensm() {
     for eng in ["minhop", "updn"] {
         let l = load(&Files {
             topo: Some(&data("credit-loops/opensm-run/ibnetdiscover.topo")),
-            lfts: Some(&data(&format!(
-                "credit-loops/opensm-run/{eng}/opensm-lfts.dump"
-            ))),
+            lfts: Some(&data(&format!("credit-loops/opensm-run/{eng}/opensm-lfts.dump"))),
             ..Files::default()
         })
         .unwrap();
@@ -209,11 +189,8 @@ fn fdbs_writer_matches_opensm() {
 #[test]
 fn subnet_lst_builds_the_same_fabric_as_ibnetdiscover() {
     for lmc in ["lmc0", "lmc2"] {
-        let sub = dumps::parse_subnet_lst(
-            &text(&format!("sim-2sw4hca/sim-2sw4hca.{lmc}.opensm-subnet.lst")),
-            "s",
-        )
-        .unwrap();
+        let sub =
+            dumps::parse_subnet_lst(&text(&format!("sim-2sw4hca/sim-2sw4hca.{lmc}.opensm-subnet.lst")), "s").unwrap();
         let sf = sub.to_fabric().unwrap();
         assert!(sf.findings.is_empty());
         let (topo, _) = fabric::format::read_file(
@@ -225,11 +202,7 @@ fn subnet_lst_builds_the_same_fabric_as_ibnetdiscover() {
         assert_eq!(sf.fabric.diff(&topo), Vec::<String>::new(), "{lmc}");
         assert_eq!(sf.fabric.links.len(), 6);
     }
-    let sub = dumps::parse_subnet_lst(
-        &text("credit-loops/opensm-run/minhop/opensm-subnet.lst"),
-        "s",
-    )
-    .unwrap();
+    let sub = dumps::parse_subnet_lst(&text("credit-loops/opensm-run/minhop/opensm-subnet.lst"), "s").unwrap();
     let sf = sub.to_fabric().unwrap();
     let (topo, _) = fabric::format::read_file(
         &data("credit-loops/credit-loops.converted.net"),
@@ -242,27 +215,12 @@ fn subnet_lst_builds_the_same_fabric_as_ibnetdiscover() {
 
 #[test]
 fn ibroute_and_dump_fts_read_like_the_lfts_dump() {
-    let (f, _) = fabric::format::read_file(
-        &data("sim-2sw4hca/sim-2sw4hca.lmc0.topo"),
-        None,
-        &Default::default(),
-    )
-    .unwrap();
-    let want = sm::dump::parse_lfts_dump(
-        &f,
-        &text("sim-2sw4hca/sim-2sw4hca.lmc0.opensm-lfts.dump"),
-        "l",
-    )
-    .unwrap();
-    let fts = section(
-        "sim-2sw4hca/sim-2sw4hca.lmc0.diags-with-sm-running.txt",
-        "dump_fts",
-    );
+    let (f, _) =
+        fabric::format::read_file(&data("sim-2sw4hca/sim-2sw4hca.lmc0.topo"), None, &Default::default()).unwrap();
+    let want = sm::dump::parse_lfts_dump(&f, &text("sim-2sw4hca/sim-2sw4hca.lmc0.opensm-lfts.dump"), "l").unwrap();
+    let fts = section("sim-2sw4hca/sim-2sw4hca.lmc0.diags-with-sm-running.txt", "dump_fts");
     let got = dumps::parse_routes(&f, &fts, "dump_fts.txt").unwrap();
-    assert_eq!(
-        dumps::detect_routes(&fts),
-        Some(dumps::RoutesFormat::Ibroute)
-    );
+    assert_eq!(dumps::detect_routes(&fts), Some(dumps::RoutesFormat::Ibroute));
     for n in f.nodes_of(fabric::NodeKind::Switch) {
         let a: Vec<u8> = want.lft[n.idx()].ports.iter().copied().skip(1).collect();
         let b: Vec<u8> = got.lft[n.idx()].ports.iter().copied().skip(1).collect();
@@ -280,18 +238,9 @@ fn ibroute_and_dump_fts_read_like_the_lfts_dump() {
 
 #[test]
 fn guid2lid_and_sl2vl_readers() {
-    let (f, _) = fabric::format::read_file(
-        &data("sim-2sw4hca/sim-2sw4hca.lmc2.topo"),
-        None,
-        &Default::default(),
-    )
-    .unwrap();
-    let from_dump = sm::dump::parse_lfts_dump(
-        &f,
-        &text("sim-2sw4hca/sim-2sw4hca.lmc2.opensm-lfts.dump"),
-        "l",
-    )
-    .unwrap();
+    let (f, _) =
+        fabric::format::read_file(&data("sim-2sw4hca/sim-2sw4hca.lmc2.topo"), None, &Default::default()).unwrap();
+    let from_dump = sm::dump::parse_lfts_dump(&f, &text("sim-2sw4hca/sim-2sw4hca.lmc2.opensm-lfts.dump"), "l").unwrap();
     let mut t = from_dump.clone();
     let g = sm::lids::Guid2Lid::parse(&text("sim-2sw4hca/sim-2sw4hca.lmc2.guid2lid"), "g").unwrap();
     dumps::apply_guid2lid(&f, &mut t, &g, "g").unwrap();
@@ -304,28 +253,16 @@ fn guid2lid_and_sl2vl_readers() {
         &Default::default(),
     )
     .unwrap();
-    let m = dumps::parse_sl2vl(
-        &cl,
-        &text("credit-loops/credit-loops.dfsssp.opensm-sl2vl.dump"),
-        "s",
-    )
-    .unwrap();
+    let m = dumps::parse_sl2vl(&cl, &text("credit-loops/credit-loops.dfsssp.opensm-sl2vl.dump"), "s").unwrap();
     let sw = cl.by_name("SW_L0_1").unwrap();
-    assert_eq!(
-        m[sw.idx()][2][4],
-        [0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7]
-    );
+    assert_eq!(m[sw.idx()][2][4], [0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7]);
     assert_eq!(m.iter().filter(|x| !x.is_empty()).count(), 20);
 }
 
 #[test]
 fn readers_give_precise_errors() {
-    let (f, _) = fabric::format::read_file(
-        &data("sim-2sw4hca/sim-2sw4hca.lmc0.topo"),
-        None,
-        &Default::default(),
-    )
-    .unwrap();
+    let (f, _) =
+        fabric::format::read_file(&data("sim-2sw4hca/sim-2sw4hca.lmc0.topo"), None, &Default::default()).unwrap();
     let lst = text("sim-2sw4hca/sim-2sw4hca.lmc0.opensm-subnet.lst");
     let bad = lst.replacen("PHY=4x", "PHY=5x", 1);
     let e = dumps::parse_subnet_lst(&bad, "s.lst").unwrap_err();
@@ -333,16 +270,15 @@ fn readers_give_precise_errors() {
         e.to_string(),
         "parse s.lst:1: expected PHY=1x|2x|4x|8x|12x, found \"5x\""
     );
-    let bad =
-        lst.lines()
-            .take(2)
-            .collect::<Vec<_>>()
-            .join("\n")
-            .replacen("NodeGUID:", "NodeGUDI:", 1);
+    let bad = lst
+        .lines()
+        .take(2)
+        .collect::<Vec<_>>()
+        .join("\n")
+        .replacen("NodeGUID:", "NodeGUDI:", 1);
     let e = dumps::parse_subnet_lst(&bad, "s.lst").unwrap_err();
     assert!(
-        e.to_string()
-            .starts_with("parse s.lst:1: expected \"NodeGUID:\""),
+        e.to_string().starts_with("parse s.lst:1: expected \"NodeGUID:\""),
         "{e}"
     );
 
@@ -388,9 +324,7 @@ fn readers_give_precise_errors() {
 fn sim2(lmc: &str) -> diag::ib::Loaded {
     load(&Files {
         topo: Some(&data(&format!("sim-2sw4hca/sim-2sw4hca.{lmc}.topo"))),
-        lfts: Some(&data(&format!(
-            "sim-2sw4hca/sim-2sw4hca.{lmc}.opensm-lfts.dump"
-        ))),
+        lfts: Some(&data(&format!("sim-2sw4hca/sim-2sw4hca.{lmc}.opensm-lfts.dump"))),
         ..Files::default()
     })
     .unwrap()
@@ -400,13 +334,7 @@ fn sim2(lmc: &str) -> diag::ib::Loaded {
 fn clean_subnet_has_no_error_and_lmc2_is_understood() {
     for lmc in ["lmc0", "lmc2"] {
         let l = sim2(lmc);
-        let r = check(
-            &l.fabric,
-            &l.tables,
-            l.inputs,
-            l.findings,
-            &CheckOptions::default(),
-        );
+        let r = check(&l.fabric, &l.tables, l.inputs, l.findings, &CheckOptions::default());
         assert!(!r.has_errors(), "{}", r.render_text());
         assert_eq!(r.summary.unreachable, 0);
         assert!(!r.summary.credit_loop);
@@ -417,10 +345,7 @@ fn clean_subnet_has_no_error_and_lmc2_is_understood() {
 #[test]
 fn check_finds_seeded_faults() {
     let rules = |r: &diag::ib::CheckReport| -> Vec<(String, Severity)> {
-        r.findings
-            .iter()
-            .map(|f| (f.rule.to_string(), f.severity))
-            .collect()
+        r.findings.iter().map(|f| (f.rule.to_string(), f.severity)).collect()
     };
     // A missing LFT entry: Switch1 loses its route to LID 6 (Hca4).
     let tmp = tempfile::tempdir().unwrap();
@@ -437,13 +362,7 @@ fn check_finds_seeded_faults() {
         ..Files::default()
     })
     .unwrap();
-    let r = check(
-        &l.fabric,
-        &l.tables,
-        l.inputs,
-        l.findings,
-        &CheckOptions::default(),
-    );
+    let r = check(&l.fabric, &l.tables, l.inputs, l.findings, &CheckOptions::default());
     assert_eq!(r.summary.unreachable, 2, "{}", r.render_text());
     assert!(
         rules(&r)
@@ -459,8 +378,7 @@ fn check_finds_seeded_faults() {
     );
 
     // Duplicate LID and GUID in opensm-subnet.lst.
-    let lst = text("sim-2sw4hca/sim-2sw4hca.lmc0.opensm-subnet.lst")
-        .replace("{Hca2} LID:0004", "{Hca2} LID:0002");
+    let lst = text("sim-2sw4hca/sim-2sw4hca.lmc0.opensm-subnet.lst").replace("{Hca2} LID:0004", "{Hca2} LID:0002");
     let p = tmp.path().join("dup.lst");
     std::fs::write(&p, lst).unwrap();
     let l = load(&Files {
@@ -469,13 +387,7 @@ fn check_finds_seeded_faults() {
         ..Files::default()
     })
     .unwrap();
-    let r = check(
-        &l.fabric,
-        &l.tables,
-        l.inputs,
-        l.findings,
-        &CheckOptions::default(),
-    );
+    let r = check(&l.fabric, &l.tables, l.inputs, l.findings, &CheckOptions::default());
     assert!(
         r.findings.iter().any(|f| f.rule == "duplicate-lid"
             && f.message.contains("LID 2 is used by Hca1/P1")
@@ -515,18 +427,8 @@ fn check_finds_seeded_faults() {
         ..Files::default()
     })
     .unwrap();
-    let r = check(
-        &l.fabric,
-        &l.tables,
-        l.inputs,
-        l.findings,
-        &CheckOptions::default(),
-    );
-    let deg: Vec<_> = r
-        .findings
-        .iter()
-        .filter(|f| f.rule == "link-degraded")
-        .collect();
+    let r = check(&l.fabric, &l.tables, l.inputs, l.findings, &CheckOptions::default());
+    let deg: Vec<_> = r.findings.iter().filter(|f| f.rule == "link-degraded").collect();
     assert_eq!(deg.len(), 1, "{}", r.render_text());
     assert!(
         deg[0].message.contains("runs at 1xSDR, expected 4xSDR"),
@@ -545,13 +447,7 @@ fn check_finds_seeded_faults() {
             ..Default::default()
         },
     );
-    assert_eq!(
-        r.findings
-            .iter()
-            .filter(|f| f.rule == "link-degraded")
-            .count(),
-        6
-    );
+    assert_eq!(r.findings.iter().filter(|f| f.rule == "link-degraded").count(), 6);
 
     // An isolated node and a port without a LID.
     let mut l = sim2("lmc0");
@@ -561,23 +457,10 @@ fn check_finds_seeded_faults() {
         .unwrap();
     l.tables.base_lid.push(vec![fabric::Lid(0); 2]);
     l.tables.lft.push(Default::default());
-    let r = check(
-        &l.fabric,
-        &l.tables,
-        vec![],
-        vec![],
-        &CheckOptions::default(),
-    );
-    let iso: Vec<_> = r
-        .findings
-        .iter()
-        .filter(|f| f.rule == "isolated-node")
-        .collect();
+    let r = check(&l.fabric, &l.tables, vec![], vec![], &CheckOptions::default());
+    let iso: Vec<_> = r.findings.iter().filter(|f| f.rule == "isolated-node").collect();
     assert_eq!(iso.len(), 1, "{}", r.render_text());
-    assert_eq!(
-        iso[0].location.key.as_deref(),
-        Some(l.fabric.node(lone).desc.as_str())
-    );
+    assert_eq!(iso[0].location.key.as_deref(), Some(l.fabric.node(lone).desc.as_str()));
 
     // Routes per port: minhop on credit-loops is 1.5x the mean at worst.
     let l = load(&Files {
@@ -596,11 +479,7 @@ fn check_finds_seeded_faults() {
             ..Default::default()
         },
     );
-    let imb: Vec<_> = r
-        .findings
-        .iter()
-        .filter(|f| f.rule == "route-imbalance")
-        .collect();
+    let imb: Vec<_> = r.findings.iter().filter(|f| f.rule == "route-imbalance").collect();
     assert_eq!(imb.len(), 1);
     assert!(
         imb[0]
@@ -619,10 +498,7 @@ fn trace_prints_what_ibtracert_prints() {
         assert!(t.arrived);
         assert_eq!(
             t.text,
-            section(
-                "sim-2sw4hca/sim-2sw4hca.lmc0.diags.txt",
-                &format!("ibtracert {s} {d}")
-            )
+            section("sim-2sw4hca/sim-2sw4hca.lmc0.diags.txt", &format!("ibtracert {s} {d}"))
         );
     }
     // By name, GUID and hex LID too.
@@ -633,9 +509,8 @@ fn trace_prints_what_ibtracert_prints() {
     // From a switch.
     let t = trace(&l.fabric, &l.tables, "Switch1", "Hca4").unwrap();
     assert!(
-        t.text.starts_with(
-            "From switch {0x0000000000200000} portnum 0 lid 1-1 \"Switch1\"\n[5] -> switch port"
-        ),
+        t.text
+            .starts_with("From switch {0x0000000000200000} portnum 0 lid 1-1 \"Switch1\"\n[5] -> switch port"),
         "{}",
         t.text
     );
@@ -645,10 +520,7 @@ fn trace_prints_what_ibtracert_prints() {
     l2.tables.lft[sw1.idx()].ports[6] = sm::tables::NO_ROUTE;
     let t = trace(&l2.fabric, &l2.tables, "2", "6").unwrap();
     assert!(!t.arrived);
-    assert_eq!(
-        t.stop.as_deref(),
-        Some("Switch1 has no LFT entry for LID 6")
-    );
+    assert_eq!(t.stop.as_deref(), Some("Switch1 has no LFT entry for LID 6"));
     assert!(matches!(
         trace(&l.fabric, &l.tables, "99", "6"),
         Err(DumpError::NoSuchEndpoint { .. })
@@ -703,13 +575,7 @@ fn fabrics_brought_up_by_rdmalab_sm_are_checked() {
             ..Files::default()
         })
         .unwrap();
-        let r = check(
-            &l.fabric,
-            &l.tables,
-            l.inputs,
-            l.findings,
-            &CheckOptions::default(),
-        );
+        let r = check(&l.fabric, &l.tables, l.inputs, l.findings, &CheckOptions::default());
         assert_eq!(r.summary.unreachable, 0, "{eng}:\n{}", r.render_text());
         assert_eq!(r.summary.ca_pairs, 240);
         if deadlock_free {
@@ -719,21 +585,13 @@ fn fabrics_brought_up_by_rdmalab_sm_are_checked() {
                 r.render_text()
             );
         }
-        assert!(
-            r.inputs.iter().any(|i| i.starts_with("sm rdmalab")),
-            "{:?}",
-            r.inputs
-        );
+        assert!(r.inputs.iter().any(|i| i.starts_with("sm rdmalab")), "{:?}", r.inputs);
     }
 }
 
 /// Greedy DFSSSP-style layering of the CA-to-CA paths of `t` over `layers` SLs: a path
 /// joins the first layer whose channel dependency graph stays acyclic with it.
-fn layer_paths(
-    f: &fabric::Fabric,
-    t: &sm::tables::RoutingTables,
-    layers: u8,
-) -> sm::tables::PathSl {
+fn layer_paths(f: &fabric::Fabric, t: &sm::tables::RoutingTables, layers: u8) -> sm::tables::PathSl {
     use std::collections::{BTreeMap, BTreeSet};
     type Ch = (u32, u8);
     let cas: Vec<(fabric::NodeId, u8, fabric::Lid)> = f
@@ -834,21 +692,13 @@ fn opensm_minhop_with_vl_layers_matches_ibdmchk() {
                 .collect(),
         );
         let r = check(&l.fabric, &t, vec![], vec![], &CheckOptions::default());
-        assert_eq!(
-            r.summary.credit_loop,
-            loops,
-            "{name}: rdmalab\n{}",
-            r.render_text()
-        );
+        assert_eq!(r.summary.credit_loop, loops, "{name}: rdmalab\n{}", r.render_text());
         assert_eq!(r.summary.sls_used, used);
         // Round trip through the files ibdmchk reads, and ibdmchk's verdict.
         let dir = tmp.path().join(name);
         std::fs::create_dir_all(&dir).unwrap();
         let files = [
-            (
-                "opensm-subnet.lst",
-                sm::dump::subnet_lst(&l.fabric, &t, None),
-            ),
+            ("opensm-subnet.lst", sm::dump::subnet_lst(&l.fabric, &t, None)),
             ("opensm.fdbs", dumps::fdbs_dump(&l.fabric, &t)),
             ("paths.psl", dumps::psl_dump(&l.fabric, &t)),
             ("sl2vl.slvl", dumps::slvl_dump(&l.fabric, &t)),
@@ -876,8 +726,7 @@ fn opensm_minhop_with_vl_layers_matches_ibdmchk() {
             ])
             .output()
             .expect("ibdmchk (Debian ibutils) must be installed");
-        let s = String::from_utf8_lossy(&out.stdout).into_owned()
-            + &String::from_utf8_lossy(&out.stderr);
+        let s = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
         assert!(
             s.contains(&format!("Analyzing Fabric for Credit Loops {used} SLs")),
             "{name}: ibdmchk\n{s}"
@@ -902,20 +751,8 @@ fn check_output_is_deterministic_and_ibdiagnet_shaped() {
         ..Files::default()
     })
     .unwrap();
-    let a = check(
-        &l.fabric,
-        &l.tables,
-        vec!["x".into()],
-        vec![],
-        &CheckOptions::default(),
-    );
-    let b = check(
-        &l.fabric,
-        &l.tables,
-        vec!["x".into()],
-        vec![],
-        &CheckOptions::default(),
-    );
+    let a = check(&l.fabric, &l.tables, vec!["x".into()], vec![], &CheckOptions::default());
+    let b = check(&l.fabric, &l.tables, vec!["x".into()], vec![], &CheckOptions::default());
     assert_eq!(a.render_text(), b.render_text());
     assert_eq!(a.render_json(), b.render_json());
     let text = a.render_text();
@@ -930,14 +767,8 @@ fn check_output_is_deterministic_and_ibdiagnet_shaped() {
         "-I- CA-to-CA paths: 240 checked, 0 unreachable, 0 non-minimal, max 6 hops (hops:paths 2:16 4:64 6:160)"
     );
     assert!(lines[3].ends_with("credit loops in routing"), "{text}");
-    assert!(
-        lines.iter().any(|l| l.starts_with("-E- credit-loop ")),
-        "{text}"
-    );
-    assert_eq!(
-        *lines.last().unwrap(),
-        "-I- Summary: 1 error(s), 0 warning(s), 0 info"
-    );
+    assert!(lines.iter().any(|l| l.starts_with("-E- credit-loop ")), "{text}");
+    assert_eq!(*lines.last().unwrap(), "-I- Summary: 1 error(s), 0 warning(s), 0 info");
     let v: serde_json::Value = serde_json::from_str(&a.render_json()).unwrap();
     assert_eq!(v["summary"]["credit_loop"], true);
     assert_eq!(v["findings"][0]["rule"], "credit-loop");

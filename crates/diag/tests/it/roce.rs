@@ -9,9 +9,7 @@ use diag::roce::{LintError, LintOptions, LintReport, lint_paths, lint_texts, par
 use proptest::prelude::*;
 
 fn data(p: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data/roce")
-        .join(p)
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/roce").join(p)
 }
 
 fn examples(p: &str) -> PathBuf {
@@ -78,9 +76,7 @@ fn single_port_sample_reports_its_dangling_references() {
     );
     assert_eq!(
         rules_of(&r),
-        ["error dangling-ref", "warning pfcwd-off"]
-            .map(String::from)
-            .into()
+        ["error dangling-ref", "warning pfcwd-off"].map(String::from).into()
     );
     assert!(r.has_errors());
 }
@@ -88,22 +84,10 @@ fn single_port_sample_reports_its_dangling_references() {
 #[test]
 fn inventec_template_leaves_every_dscp_but_3_and_4_lossy() {
     let r = lint(&[data("samples/sonic-qos-inventec-d7032q28b-c32.qos.json")]);
-    let pfc: Vec<_> = r
-        .findings
-        .iter()
-        .filter(|f| f.rule == "pfc-not-enabled")
-        .collect();
+    let pfc: Vec<_> = r.findings.iter().filter(|f| f.rule == "pfc-not-enabled").collect();
     assert_eq!(pfc.len(), 1, "{}", r.render_text());
-    assert!(
-        pfc[0].message.contains("RDMA DSCP 26"),
-        "{}",
-        pfc[0].message
-    );
-    assert!(
-        pfc[0].message.contains("maps to TC 0"),
-        "{}",
-        pfc[0].message
-    );
+    assert!(pfc[0].message.contains("RDMA DSCP 26"), "{}", pfc[0].message);
+    assert!(pfc[0].message.contains("maps to TC 0"), "{}", pfc[0].message);
     assert!(
         pfc[0]
             .message
@@ -123,11 +107,7 @@ fn inventec_template_leaves_every_dscp_but_3_and_4_lossy() {
             .starts_with("Ethernet0,Ethernet4,Ethernet8,")
     );
     // CNP DSCP 48 also lands in TC 0 / queue 0, a lossy DWRR queue.
-    let cnp: Vec<_> = r
-        .findings
-        .iter()
-        .filter(|f| f.rule == "cnp-class")
-        .collect();
+    let cnp: Vec<_> = r.findings.iter().filter(|f| f.rule == "cnp-class").collect();
     assert_eq!(cnp.len(), 1);
     assert!(
         cnp[0].message.contains("queue 0") && cnp[0].message.contains("DWRR"),
@@ -136,13 +116,9 @@ fn inventec_template_leaves_every_dscp_but_3_and_4_lossy() {
     );
     assert_eq!(
         rules_of(&r),
-        [
-            "warning cnp-class",
-            "warning pfc-not-enabled",
-            "warning pfcwd-off"
-        ]
-        .map(String::from)
-        .into()
+        ["warning cnp-class", "warning pfc-not-enabled", "warning pfcwd-off"]
+            .map(String::from)
+            .into()
     );
     // Given the DSCP explicitly, the same finding is an error.
     let r = lint_paths(
@@ -179,32 +155,18 @@ fn sn2700_redis_dump_headroom_and_watchdog() {
         .findings
         .iter()
         .filter(|f| f.rule == "headroom-short")
-        .map(|f| {
-            (
-                f.location.key.as_deref().unwrap(),
-                f.message.split(':').next().unwrap(),
-            )
-        })
+        .map(|f| (f.location.key.as_deref().unwrap(), f.message.split(':').next().unwrap()))
         .collect();
     // 50G and 100G admin-up ports have xoff below the §3.2 requirement at MTU 9100;
     // Ethernet20 (100G) is admin down, and the 10G/40G profiles are large enough.
     assert_eq!(
         head,
-        vec![
-            ("Ethernet16|3-4", "Ethernet16"),
-            ("Ethernet28|3-4", "Ethernet28")
-        ]
+        vec![("Ethernet16|3-4", "Ethernet16"), ("Ethernet28|3-4", "Ethernet28")]
     );
-    assert!(
-        r.findings
-            .iter()
-            .any(|f| f.message.contains("23552 B < 41984 B"))
-    );
+    assert!(r.findings.iter().any(|f| f.message.contains("23552 B < 41984 B")));
     assert_eq!(
         rules_of(&r),
-        ["error headroom-short", "warning pfcwd-off"]
-            .map(String::from)
-            .into()
+        ["error headroom-short", "warning pfcwd-off"].map(String::from).into()
     );
     let wd = r.findings.iter().find(|f| f.rule == "pfcwd-off").unwrap();
     assert_eq!(wd.location.field.as_deref(), Some("default_pfcwd_status"));
@@ -241,18 +203,8 @@ fn seeded_corpus_each_caught_by_its_rule_only() {
             .filter(|l| !l.is_empty())
             .map(String::from)
             .collect();
-        let r = lint(&[
-            c.join("config_db.json"),
-            c.join("mlnx_qos.txt"),
-            c.join("sysfs.txt"),
-        ]);
-        assert_eq!(
-            rules_of(&r),
-            expected,
-            "case {}:\n{}",
-            c.display(),
-            r.render_text()
-        );
+        let r = lint(&[c.join("config_db.json"), c.join("mlnx_qos.txt"), c.join("sysfs.txt")]);
+        assert_eq!(rules_of(&r), expected, "case {}:\n{}", c.display(), r.render_text());
         for f in &r.findings {
             assert!(!f.fix.is_empty() && !f.why.is_empty() && f.location.file.is_some());
             rules_hit.insert(f.rule);
@@ -290,18 +242,10 @@ fn output_is_deterministic_and_json_round_trips() {
     let v: serde_json::Value = serde_json::from_str(&a.render_json()).unwrap();
     assert_eq!(v["counts"]["errors"], 17);
     assert_eq!(v["findings"][0]["rule"], "dangling-ref");
-    assert!(
-        v["findings"][0]["why"]
-            .as_str()
-            .unwrap()
-            .contains("orchagent")
-    );
+    assert!(v["findings"][0]["why"].as_str().unwrap().contains("orchagent"));
     let text = a.render_text();
     assert!(
-        text.lines()
-            .last()
-            .unwrap()
-            .starts_with("lint roce: 2 file(s)"),
+        text.lines().last().unwrap().starts_with("lint roce: 2 file(s)"),
         "{text}"
     );
 }
@@ -322,15 +266,9 @@ fn malformed_json_names_file_line_and_column() {
         ),
         "{msg}"
     );
-    assert!(
-        msg.starts_with("parse sw.json:3:33: trailing comma"),
-        "{msg}"
-    );
+    assert!(msg.starts_with("parse sw.json:3:33: trailing comma"), "{msg}");
     let e = parse_input("x.json", "[1,2]").unwrap_err();
-    assert!(
-        e.to_string().contains("expected an object of tables"),
-        "{e}"
-    );
+    assert!(e.to_string().contains("expected an object of tables"), "{e}");
     let e = parse_input("notes.txt", "hello\n").unwrap_err();
     assert!(matches!(e, LintError::UnknownFormat { .. }));
     // A wrongly typed entry is reported as a finding with its location, not a crash.
@@ -425,10 +363,7 @@ fn roce_trace_shows_each_hops_pfc_and_ecn() {
     })
     .unwrap();
     let hosts: Vec<fabric::NodeId> = f.nodes_of(fabric::NodeKind::Ca).collect();
-    let (a, b) = (
-        f.node(hosts[0]).name.clone(),
-        f.node(hosts[12]).name.clone(),
-    );
+    let (a, b) = (f.node(hosts[0]).name.clone(), f.node(hosts[12]).name.clone());
     let clean = std::fs::read_to_string(examples("clean/config_db.json")).unwrap();
     let cfg = HopConfigs {
         configs: vec![(
@@ -442,12 +377,7 @@ fn roce_trace_shows_each_hops_pfc_and_ecn() {
     assert!(t.arrived && t.hops.len() == 3, "{}", t.text);
     for h in &t.hops {
         let q = h.qos.as_ref().unwrap();
-        assert_eq!(
-            (q.tc, q.lossless, q.queue),
-            (Some(3), true, 3),
-            "{}",
-            t.text
-        );
+        assert_eq!((q.tc, q.lossless, q.queue), (Some(3), true, 3), "{}", t.text);
         assert_eq!(
             q.wred.as_ref().map(|w| (w.1, w.2)),
             Some((Some(1_048_576), Some(2_097_152)))
@@ -455,10 +385,7 @@ fn roce_trace_shows_each_hops_pfc_and_ecn() {
     }
     assert!(!t.text.contains("-W-"), "{}", t.text);
     // The same flow over switches whose map sends DSCP 26 to a lossy TC (seeded case 20).
-    let bad = std::fs::read_to_string(data(
-        "seeded/20-switch-maps-rdma-dscp-to-lossy-tc/config_db.json",
-    ))
-    .unwrap();
+    let bad = std::fs::read_to_string(data("seeded/20-switch-maps-rdma-dscp-to-lossy-tc/config_db.json")).unwrap();
     let spine = t.hops[1].switch.clone();
     let cfg2 = HopConfigs {
         configs: vec![
@@ -482,8 +409,7 @@ fn roce_trace_shows_each_hops_pfc_and_ecn() {
     );
     assert!(!t2.hops[1].qos.as_ref().unwrap().lossless);
     assert!(
-        t2.text
-            .contains(&format!("-W- DSCP 26 is lossy at {spine}")),
+        t2.text.contains(&format!("-W- DSCP 26 is lossy at {spine}")),
         "{}",
         t2.text
     );
@@ -502,8 +428,7 @@ fn linted_configuration_becomes_a_simulator_variant() {
                 (name, p)
             })
             .collect();
-        let refs: Vec<(&str, Parsed)> =
-            files.iter().map(|(n, p)| (n.as_str(), p.clone())).collect();
+        let refs: Vec<(&str, Parsed)> = files.iter().map(|(n, p)| (n.as_str(), p.clone())).collect();
         let report = lint_parsed(&refs, &LintOptions::default());
         to_sim_config(&refs, &report, &sim::roce::net::RoceConfig::default())
     };
@@ -511,10 +436,7 @@ fn linted_configuration_becomes_a_simulator_variant() {
     assert!(cfg.pfc && cfg.ecn && notes.watchdog, "{notes:?}");
     assert_eq!(cfg.red.len(), 1);
     assert_eq!(cfg.red[0].0, 100_000_000_000);
-    assert_eq!(
-        (cfg.red[0].1.kmin, cfg.red[0].1.kmax),
-        (1_048_576, 2_097_152)
-    );
+    assert_eq!((cfg.red[0].1.kmin, cfg.red[0].1.kmax), (1_048_576, 2_097_152));
     assert!((cfg.red[0].1.pmax - 0.05).abs() < 1e-9);
     assert_eq!(cfg.buffer_bytes, 12_000_000);
     assert_eq!(cfg.mtu, 4096);
@@ -550,8 +472,7 @@ fn a_lint_finding_becomes_a_measured_consequence() {
                 )
             })
             .collect();
-        let refs: Vec<(&str, Parsed)> =
-            files.iter().map(|(n, p)| (n.as_str(), p.clone())).collect();
+        let refs: Vec<(&str, Parsed)> = files.iter().map(|(n, p)| (n.as_str(), p.clone())).collect();
         let report = lint_parsed(&refs, &LintOptions::default());
         to_sim_config(&refs, &report, &sim::roce::net::RoceConfig::default()).0
     };
@@ -580,20 +501,12 @@ fn a_lint_finding_becomes_a_measured_consequence() {
         })
         .collect();
     let mut out = Vec::new();
-    for dir in [
-        examples("clean"),
-        data("seeded/20-switch-maps-rdma-dscp-to-lossy-tc"),
-    ] {
+    for dir in [examples("clean"), data("seeded/20-switch-maps-rdma-dscp-to-lossy-tc")] {
         let cfg = variant(dir.clone());
         let mut s = RoceSim::new(&f, cfg, &flows).unwrap();
         let st = s.run(sim::Time::ms(50));
         let done = (0..flows.len()).filter_map(|k| s.flow_done(k)).max();
-        out.push((
-            format!("{st:?}"),
-            s.ledger.total_dropped(),
-            done,
-            s.ledger_balances(),
-        ));
+        out.push((format!("{st:?}"), s.ledger.total_dropped(), done, s.ledger_balances()));
     }
     eprintln!("clean vs lossy (status, drops, last completion, ledger ok): {out:?}");
     let (clean, lossy) = (&out[0], &out[1]);

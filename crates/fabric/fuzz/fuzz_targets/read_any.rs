@@ -7,7 +7,13 @@ use fabric::format::{self, Format};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    for fmt in [None, Some(Format::Ibnetdiscover), Some(Format::Ibsim), Some(Format::Hpcc), Some(Format::Json)] {
+    for fmt in [
+        None,
+        Some(Format::Ibnetdiscover),
+        Some(Format::Ibsim),
+        Some(Format::Hpcc),
+        Some(Format::Json),
+    ] {
         if let Err(e) = format::parse("fuzz", data, fmt, None, &ReadOptions::default()) {
             assert!(e.to_string().starts_with("fuzz:"));
         }

@@ -23,7 +23,7 @@ use wire::Guid;
 
 use super::{ParseError, ParseErrorKind as K};
 use crate::generate::GuidAlloc;
-use crate::model::{Fabric, NodeId, NodeKind, NodeSpec, DEFAULT_PS_PER_METRE};
+use crate::model::{DEFAULT_PS_PER_METRE, Fabric, NodeId, NodeKind, NodeSpec};
 use crate::rate::LinkRate;
 
 struct Tokens<'a> {
@@ -34,8 +34,15 @@ struct Tokens<'a> {
 
 impl<'a> Tokens<'a> {
     fn new(file: &'a str, text: &'a str) -> Tokens<'a> {
-        let it = text.lines().enumerate().flat_map(|(i, l)| l.split_whitespace().map(move |t| (i + 1, t)));
-        Tokens { file, it: Box::new(it), last_line: 1 }
+        let it = text
+            .lines()
+            .enumerate()
+            .flat_map(|(i, l)| l.split_whitespace().map(move |t| (i + 1, t)));
+        Tokens {
+            file,
+            it: Box::new(it),
+            last_line: 1,
+        }
     }
 
     fn next(&mut self, what: &str) -> Result<(usize, &'a str), ParseError> {
@@ -44,13 +51,29 @@ impl<'a> Tokens<'a> {
                 self.last_line = l;
                 Ok((l, t))
             }
-            None => Err(ParseError::new(self.file, self.last_line, K::Expected { expected: what.into(), found: "end of file".into() })),
+            None => Err(ParseError::new(
+                self.file,
+                self.last_line,
+                K::Expected {
+                    expected: what.into(),
+                    found: "end of file".into(),
+                },
+            )),
         }
     }
 
     fn num(&mut self, what: &str) -> Result<(usize, u64), ParseError> {
         let (l, t) = self.next(what)?;
-        t.parse().map(|n| (l, n)).map_err(|_| ParseError::new(self.file, l, K::Expected { expected: what.into(), found: t.into() }))
+        t.parse().map(|n| (l, n)).map_err(|_| {
+            ParseError::new(
+                self.file,
+                l,
+                K::Expected {
+                    expected: what.into(),
+                    found: t.into(),
+                },
+            )
+        })
     }
 }
 
@@ -96,19 +119,37 @@ pub fn read_hpcc(file: &str, text: &str) -> Result<Fabric, ParseError> {
     let (_, s) = t.num("the switch count")?;
     let (_, m) = t.num("the link count")?;
     if n == 0 || n > 1 << 20 || s > n || m > 1 << 24 {
-        return Err(ParseError::new(file, l0, K::Expected {
-            expected: "a node count of 1 to 1048576 with no more switches than nodes".into(),
-            found: format!("{n} {s} {m}"),
-        }));
+        return Err(ParseError::new(
+            file,
+            l0,
+            K::Expected {
+                expected: "a node count of 1 to 1048576 with no more switches than nodes".into(),
+                found: format!("{n} {s} {m}"),
+            },
+        ));
     }
     let mut is_switch = vec![false; n as usize];
     for _ in 0..s {
         let (l, id) = t.num("a switch node id")?;
         if id >= n {
-            return Err(ParseError::new(file, l, K::Expected { expected: format!("a switch id below {n}"), found: id.to_string() }));
+            return Err(ParseError::new(
+                file,
+                l,
+                K::Expected {
+                    expected: format!("a switch id below {n}"),
+                    found: id.to_string(),
+                },
+            ));
         }
         if std::mem::replace(&mut is_switch[id as usize], true) {
-            return Err(ParseError::new(file, l, K::Expected { expected: "each switch id once".into(), found: id.to_string() }));
+            return Err(ParseError::new(
+                file,
+                l,
+                K::Expected {
+                    expected: "each switch id once".into(),
+                    found: id.to_string(),
+                },
+            ));
         }
     }
     struct L {
@@ -125,29 +166,79 @@ pub fn read_hpcc(file: &str, text: &str) -> Result<Fabric, ParseError> {
         let (_, b) = t.num("a link destination node id")?;
         for id in [a, b] {
             if id >= n {
-                return Err(ParseError::new(file, l, K::Expected { expected: format!("a node id below {n}"), found: id.to_string() }));
+                return Err(ParseError::new(
+                    file,
+                    l,
+                    K::Expected {
+                        expected: format!("a node id below {n}"),
+                        found: id.to_string(),
+                    },
+                ));
             }
         }
         if a == b {
-            return Err(ParseError::new(file, l, K::Expected { expected: "a link between two different nodes".into(), found: format!("{a} {b}") }));
+            return Err(ParseError::new(
+                file,
+                l,
+                K::Expected {
+                    expected: "a link between two different nodes".into(),
+                    found: format!("{a} {b}"),
+                },
+            ));
         }
         let (lr, r) = t.next("a link rate such as 100Gbps")?;
         let rate = parse_rate(r).ok_or_else(|| ParseError::new(file, lr, K::UnknownSpeed { found: r.into() }))?;
         let (ld, d) = t.next("a link delay such as 1000ns")?;
-        let delay = parse_delay_ps(d)
-            .ok_or_else(|| ParseError::new(file, ld, K::Expected { expected: "a delay such as 1000ns or 0.001ms".into(), found: d.into() }))?;
+        let delay = parse_delay_ps(d).ok_or_else(|| {
+            ParseError::new(
+                file,
+                ld,
+                K::Expected {
+                    expected: "a delay such as 1000ns or 0.001ms".into(),
+                    found: d.into(),
+                },
+            )
+        })?;
         let (le, e) = t.next("a link error rate")?;
-        let er: f64 = e.parse().map_err(|_| ParseError::new(file, le, K::Expected { expected: "an error rate number".into(), found: e.into() }))?;
+        let er: f64 = e.parse().map_err(|_| {
+            ParseError::new(
+                file,
+                le,
+                K::Expected {
+                    expected: "an error rate number".into(),
+                    found: e.into(),
+                },
+            )
+        })?;
         if er != 0.0 {
-            return Err(ParseError::new(file, le, K::Unsupported { what: format!("a non-zero link error rate ({e})") }));
+            return Err(ParseError::new(
+                file,
+                le,
+                K::Unsupported {
+                    what: format!("a non-zero link error rate ({e})"),
+                },
+            ));
         }
         for id in [a, b] {
             degree[id as usize] += 1;
             if degree[id as usize] > 254 {
-                return Err(ParseError::new(file, l, K::Expected { expected: "at most 254 links per node".into(), found: format!("node {id}") }));
+                return Err(ParseError::new(
+                    file,
+                    l,
+                    K::Expected {
+                        expected: "at most 254 links per node".into(),
+                        found: format!("node {id}"),
+                    },
+                ));
             }
         }
-        links.push(L { line: l, a: a as u32, b: b as u32, rate, delay });
+        links.push(L {
+            line: l,
+            a: a as u32,
+            b: b as u32,
+            rate,
+            delay,
+        });
     }
     let mut fab = Fabric::new();
     for id in 0..n as usize {
@@ -176,15 +267,26 @@ pub fn read_hpcc(file: &str, text: &str) -> Result<Fabric, ParseError> {
 /// read and written again keeps its numbering (and flow files stay valid); routers
 /// are listed as switches.
 pub fn write_hpcc(fab: &Fabric) -> String {
-    let switches: Vec<String> =
-        fab.node_ids().filter(|&n| fab.node(n).kind != NodeKind::Ca).map(|n| n.0.to_string()).collect();
+    let switches: Vec<String> = fab
+        .node_ids()
+        .filter(|&n| fab.node(n).kind != NodeKind::Ca)
+        .map(|n| n.0.to_string())
+        .collect();
     let mut out = String::with_capacity(fab.links.len() * 32 + 16);
     let _ = writeln!(out, "{} {} {}", fab.nodes.len(), switches.len(), fab.links.len());
     let _ = writeln!(out, "{}", switches.join(" "));
     for l in &fab.links {
         let bps = l.rate.data_bps();
-        let rate = if bps % 1_000_000_000 == 0 { format!("{}Gbps", bps / 1_000_000_000) } else { format!("{bps}bps") };
-        let delay = if l.delay_ps % 1000 == 0 { format!("{}ns", l.delay_ps / 1000) } else { format!("{}ps", l.delay_ps) };
+        let rate = if bps % 1_000_000_000 == 0 {
+            format!("{}Gbps", bps / 1_000_000_000)
+        } else {
+            format!("{bps}bps")
+        };
+        let delay = if l.delay_ps % 1000 == 0 {
+            format!("{}ns", l.delay_ps / 1000)
+        } else {
+            format!("{}ps", l.delay_ps)
+        };
         let _ = writeln!(out, "{} {} {rate} {delay} 0", l.a.node.0, l.b.node.0);
     }
     out
@@ -204,7 +306,11 @@ mod tests {
 
     #[test]
     fn extra_lines_after_links_are_ignored_like_ns3() {
-        let f = read_hpcc("t", "3 1 2\n2\n0 2 100Gbps 1000ns 0\n1 2 100Gbps 1000ns 0\nnotes here\n").unwrap();
+        let f = read_hpcc(
+            "t",
+            "3 1 2\n2\n0 2 100Gbps 1000ns 0\n1 2 100Gbps 1000ns 0\nnotes here\n",
+        )
+        .unwrap();
         assert_eq!(f.links.len(), 2);
         assert_eq!(f.count(NodeKind::Switch), 1);
         assert_eq!(f.links[0].length_m, 200.0);

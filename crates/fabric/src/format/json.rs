@@ -92,13 +92,27 @@ pub fn write_json(fab: &Fabric) -> String {
                 enhanced_port0: n.enhanced_port0,
                 level: n.level,
                 host: n.host.map(|h| h.0),
-                ports: n.ports.iter().map(|p| JPort { guid: g(p.guid), lid: p.lid.map(|l| l.0), lmc: p.lmc }).collect(),
+                ports: n
+                    .ports
+                    .iter()
+                    .map(|p| JPort {
+                        guid: g(p.guid),
+                        lid: p.lid.map(|l| l.0),
+                        lmc: p.lmc,
+                    })
+                    .collect(),
             })
             .collect(),
         links: fab
             .links
             .iter()
-            .map(|l| JLink { a: (l.a.node.0, l.a.port), b: (l.b.node.0, l.b.port), rate: l.rate, length_m: l.length_m, delay_ps: l.delay_ps })
+            .map(|l| JLink {
+                a: (l.a.node.0, l.a.port),
+                b: (l.b.node.0, l.b.port),
+                rate: l.rate,
+                length_m: l.length_m,
+                delay_ps: l.delay_ps,
+            })
             .collect(),
     };
     let mut s = serde_json::to_string_pretty(&doc).expect("the JSON model has only serialisable fields");
@@ -172,23 +186,33 @@ fn line_of(text: &str, line: usize) -> usize {
 /// Read the JSON form. Errors name the line of the JSON syntax error, or the node /
 /// link index whose content is wrong.
 pub fn read_json(file: &str, text: &str) -> Result<Fabric, ParseError> {
-    let doc: Doc = serde_json::from_str(text).map_err(|e| ParseError::new(file, line_of(text, e.line()), K::Json(e.to_string())))?;
+    let doc: Doc = serde_json::from_str(text)
+        .map_err(|e| ParseError::new(file, line_of(text, e.line()), K::Json(e.to_string())))?;
     let (node_lines, link_lines) = element_lines(text);
     let at_node = |i: usize| node_lines.get(i).copied().unwrap_or(1);
     let at_link = |i: usize| link_lines.get(i).copied().unwrap_or(1);
     let bad_node = |i: usize, what: String| ParseError::new(file, at_node(i), K::Json(what));
     let bad_link = |i: usize, what: String| ParseError::new(file, at_link(i), K::Json(what));
     if doc.format != MAGIC || doc.version != VERSION {
-        return Err(ParseError::new(file, 1, K::Expected {
-            expected: format!("\"format\": \"{MAGIC}\", \"version\": {VERSION}"),
-            found: format!("{:?} version {}", doc.format, doc.version),
-        }));
+        return Err(ParseError::new(
+            file,
+            1,
+            K::Expected {
+                expected: format!("\"format\": \"{MAGIC}\", \"version\": {VERSION}"),
+                found: format!("{:?} version {}", doc.format, doc.version),
+            },
+        ));
     }
     let pg = |s: &str, at: &str, i: usize| -> Result<Guid, ParseError> {
         s.strip_prefix("0x")
             .and_then(|h| u64::from_str_radix(h, 16).ok())
             .map(Guid)
-            .ok_or_else(|| bad_node(i, format!("{at}: expected a GUID such as \"0x0002c90301000000\", found {s:?}")))
+            .ok_or_else(|| {
+                bad_node(
+                    i,
+                    format!("{at}: expected a GUID such as \"0x0002c90301000000\", found {s:?}"),
+                )
+            })
     };
     let mut fab = Fabric::new();
     for h in &doc.hosts {
@@ -200,10 +224,21 @@ pub fn read_json(file: &str, text: &str) -> Result<Fabric, ParseError> {
             "switch" => NodeKind::Switch,
             "ca" => NodeKind::Ca,
             "router" => NodeKind::Router,
-            k => return Err(bad_node(i, format!("{at}: expected kind \"switch\", \"ca\" or \"router\", found {k:?}"))),
+            k => {
+                return Err(bad_node(
+                    i,
+                    format!("{at}: expected kind \"switch\", \"ca\" or \"router\", found {k:?}"),
+                ));
+            }
         };
         if n.ports.len() < 2 || n.ports.len() > 255 {
-            return Err(bad_node(i, format!("{at}: expected 2 to 255 port entries (port 0 and ports 1..=n), found {}", n.ports.len())));
+            return Err(bad_node(
+                i,
+                format!(
+                    "{at}: expected 2 to 255 port entries (port 0 and ports 1..=n), found {}",
+                    n.ports.len()
+                ),
+            ));
         }
         let guid = pg(&n.node_guid, &at, i)?;
         let mut spec = if kind == NodeKind::Switch {
@@ -211,7 +246,12 @@ pub fn read_json(file: &str, text: &str) -> Result<Fabric, ParseError> {
         } else {
             let mut s = NodeSpec::ca(n.name.clone(), guid, (n.ports.len() - 1) as u8);
             s.kind = kind;
-            s.port_guids = Some(n.ports[1..].iter().map(|p| pg(&p.guid, &at, i)).collect::<Result<_, _>>()?);
+            s.port_guids = Some(
+                n.ports[1..]
+                    .iter()
+                    .map(|p| pg(&p.guid, &at, i))
+                    .collect::<Result<_, _>>()?,
+            );
             s
         };
         spec.desc = n.desc.clone();
@@ -222,7 +262,10 @@ pub fn read_json(file: &str, text: &str) -> Result<Fabric, ParseError> {
         spec.level = n.level;
         if let Some(h) = n.host {
             if h as usize >= doc.hosts.len() {
-                return Err(bad_node(i, format!("{at}: host {h} does not exist ({} hosts)", doc.hosts.len())));
+                return Err(bad_node(
+                    i,
+                    format!("{at}: host {h} does not exist ({} hosts)", doc.hosts.len()),
+                ));
             }
             spec.host = Some(HostId(h));
         }
@@ -230,7 +273,10 @@ pub fn read_json(file: &str, text: &str) -> Result<Fabric, ParseError> {
         let node = fab.node_mut(id);
         for (p, jp) in n.ports.iter().enumerate() {
             if kind == NodeKind::Switch && pg(&jp.guid, &at, i)? != guid {
-                return Err(bad_node(i, format!("{at}: port {p} GUID {} differs from the switch's node GUID", jp.guid)));
+                return Err(bad_node(
+                    i,
+                    format!("{at}: port {p} GUID {} differs from the switch's node GUID", jp.guid),
+                ));
             }
             if kind != NodeKind::Switch && p == 0 {
                 node.ports[0].guid = pg(&jp.guid, &at, i)?;
@@ -243,14 +289,28 @@ pub fn read_json(file: &str, text: &str) -> Result<Fabric, ParseError> {
         let at = format!("links[{i}]");
         for (n, _) in [l.a, l.b] {
             if n as usize >= fab.nodes.len() {
-                return Err(bad_link(i, format!("{at}: node {n} does not exist ({} nodes)", fab.nodes.len())));
+                return Err(bad_link(
+                    i,
+                    format!("{at}: node {n} does not exist ({} nodes)", fab.nodes.len()),
+                ));
             }
         }
         if !(l.length_m.is_finite() && l.length_m >= 0.0) {
-            return Err(bad_link(i, format!("{at}: expected a non-negative length_m, found {}", l.length_m)));
+            return Err(bad_link(
+                i,
+                format!("{at}: expected a non-negative length_m, found {}", l.length_m),
+            ));
         }
-        fab.connect_with_delay(NodeId(l.a.0), l.a.1, NodeId(l.b.0), l.b.1, l.rate, l.length_m, l.delay_ps)
-            .map_err(|e| bad_link(i, format!("{at}: {e}")))?;
+        fab.connect_with_delay(
+            NodeId(l.a.0),
+            l.a.1,
+            NodeId(l.b.0),
+            l.b.1,
+            l.rate,
+            l.length_m,
+            l.delay_ps,
+        )
+        .map_err(|e| bad_link(i, format!("{at}: {e}")))?;
     }
     Ok(fab)
 }

@@ -90,13 +90,17 @@ pub enum ParseErrorKind {
     #[error("the file is not text (expected a UTF-8 topology file; found {what})")]
     NotText { what: String },
     /// The format could not be recognised.
-    #[error("cannot tell the format: expected ibnetdiscover output, an ibsim net file, an ns-3 HPCC topology.txt or rdmalab JSON")]
+    #[error(
+        "cannot tell the format: expected ibnetdiscover output, an ibsim net file, an ns-3 HPCC topology.txt or rdmalab JSON"
+    )]
     UnknownFormat,
     /// A token or line did not have the expected shape.
     #[error("expected {expected}, found {found:?}")]
     Expected { expected: String, found: String },
     /// A link rate that is not known.
-    #[error("unknown link speed {found:?} (expected a width×speed such as 4xHDR: widths 1x 2x 4x 8x 12x, speeds SDR DDR QDR FDR10 FDR EDR HDR NDR XDR)")]
+    #[error(
+        "unknown link speed {found:?} (expected a width×speed such as 4xHDR: widths 1x 2x 4x 8x 12x, speeds SDR DDR QDR FDR10 FDR EDR HDR NDR XDR)"
+    )]
     UnknownSpeed { found: String },
     /// A port number beyond the node's port count.
     #[error("port {port} does not exist on {node:?}, which has ports 1 to {num_ports}")]
@@ -108,7 +112,13 @@ pub enum ParseErrorKind {
     #[error(
         "port {port} of {node:?} is cabled to {peer:?} port {peer_port}, but {peer:?} {why} (every link must be listed at both ends)"
     )]
-    OneSided { node: String, port: u8, peer: String, peer_port: u8, why: String },
+    OneSided {
+        node: String,
+        port: u8,
+        peer: String,
+        peer_port: u8,
+        why: String,
+    },
     /// A link to a node that is never defined.
     #[error("port {port} of {node:?} is cabled to {peer:?}, which is not defined in the file")]
     UnknownPeer { node: String, port: u8, peer: String },
@@ -137,7 +147,11 @@ pub struct ParseError {
 
 impl ParseError {
     pub(crate) fn new(file: &str, line: usize, kind: ParseErrorKind) -> ParseError {
-        ParseError { file: file.to_string(), line, kind }
+        ParseError {
+            file: file.to_string(),
+            line,
+            kind,
+        }
     }
 }
 
@@ -164,7 +178,12 @@ pub enum WriteError {
     NotInfiniband { link: u32, rate: String, format: Format },
     /// A name or description the format cannot carry.
     #[error("{what} {value:?} cannot be written to {format}: {why}")]
-    BadText { what: &'static str, value: String, why: &'static str, format: Format },
+    BadText {
+        what: &'static str,
+        value: String,
+        why: &'static str,
+        format: Format,
+    },
 }
 
 /// How readers fill in what a format does not say.
@@ -200,9 +219,14 @@ pub fn detect(text: &str) -> Option<Format> {
         if l.starts_with("Switch") || l.starts_with("Hca") || l.starts_with("Ca") || l.starts_with("Rt") {
             let id = l.split('"').nth(1).unwrap_or("");
             let b = id.as_bytes();
-            let generated =
-                b.len() == 18 && matches!(&b[..2], b"S-" | b"H-" | b"R-") && b[2..].iter().all(|c| c.is_ascii_hexdigit());
-            return Some(if generated { Format::Ibnetdiscover } else { Format::Ibsim });
+            let generated = b.len() == 18
+                && matches!(&b[..2], b"S-" | b"H-" | b"R-")
+                && b[2..].iter().all(|c| c.is_ascii_hexdigit());
+            return Some(if generated {
+                Format::Ibnetdiscover
+            } else {
+                Format::Ibsim
+            });
         }
     }
     None
@@ -211,14 +235,26 @@ pub fn detect(text: &str) -> Option<Format> {
 fn check_text(file: &str, bytes: &[u8]) -> Result<String, ParseError> {
     if let Some(pos) = bytes.iter().position(|&b| b == 0) {
         let line = bytes[..pos].iter().filter(|&&b| b == b'\n').count() + 1;
-        return Err(ParseError::new(file, line, ParseErrorKind::NotText { what: format!("a NUL byte at offset {pos}") }));
+        return Err(ParseError::new(
+            file,
+            line,
+            ParseErrorKind::NotText {
+                what: format!("a NUL byte at offset {pos}"),
+            },
+        ));
     }
     match std::str::from_utf8(bytes) {
         Ok(s) => Ok(s.to_string()),
         Err(e) => {
             let pos = e.valid_up_to();
             let line = bytes[..pos].iter().filter(|&&b| b == b'\n').count() + 1;
-            Err(ParseError::new(file, line, ParseErrorKind::NotText { what: format!("invalid UTF-8 at offset {pos}") }))
+            Err(ParseError::new(
+                file,
+                line,
+                ParseErrorKind::NotText {
+                    what: format!("invalid UTF-8 at offset {pos}"),
+                },
+            ))
         }
     }
 }
@@ -250,7 +286,10 @@ pub fn parse(
 
 /// Read a topology file, detecting its format unless `format` is given.
 pub fn read_file(path: &Path, format: Option<Format>, opts: &ReadOptions) -> Result<(Fabric, Format), ReadError> {
-    let bytes = std::fs::read(path).map_err(|source| ReadError::Io { path: path.to_path_buf(), source })?;
+    let bytes = std::fs::read(path).map_err(|source| ReadError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
     let name = path.display().to_string();
     Ok(parse(&name, &bytes, format, path.parent(), opts)?)
 }
@@ -281,7 +320,9 @@ pub fn infer_hosts(fab: &mut Fabric) {
             continue;
         }
         let mut it = n.desc.split_whitespace();
-        let (Some(host), Some(dev), None) = (it.next(), it.next(), it.next()) else { continue };
+        let (Some(host), Some(dev), None) = (it.next(), it.next(), it.next()) else {
+            continue;
+        };
         if !is_rdma_device(dev) {
             continue;
         }
@@ -301,8 +342,13 @@ pub fn infer_hosts(fab: &mut Fabric) {
 /// Device names of RDMA adapters in Linux (`mlx5_0`, `mlx4_1`, `hfi1_0`, `qib0`,
 /// `bnxt_re0`, `irdma1`, `efa_0`, `HCA-1`).
 fn is_rdma_device(d: &str) -> bool {
-    let prefixes = ["mlx5_", "mlx4_", "hfi1_", "qib", "bnxt_re", "irdma", "efa_", "HCA-", "ionic_", "erdma_"];
-    prefixes.iter().any(|p| d.strip_prefix(p).is_some_and(|rest| !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_digit())))
+    let prefixes = [
+        "mlx5_", "mlx4_", "hfi1_", "qib", "bnxt_re", "irdma", "efa_", "HCA-", "ionic_", "erdma_",
+    ];
+    prefixes.iter().any(|p| {
+        d.strip_prefix(p)
+            .is_some_and(|rest| !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_digit()))
+    })
 }
 
 #[cfg(test)]
@@ -313,9 +359,15 @@ mod tests {
     fn detects_formats() {
         assert_eq!(detect("{\"format\": 1}"), Some(Format::Json));
         assert_eq!(detect("66 1 65\n0\n"), Some(Format::Hpcc));
-        assert_eq!(detect("#\n# Topology file: generated on x\n"), Some(Format::Ibnetdiscover));
+        assert_eq!(
+            detect("#\n# Topology file: generated on x\n"),
+            Some(Format::Ibnetdiscover)
+        );
         assert_eq!(detect("# c\nSwitch 8 \"a\"\n[1] \"b\"[1]\n"), Some(Format::Ibsim));
-        assert_eq!(detect("switchguid=0x10\nSwitch 8 \"S-0000000000000010\"\n"), Some(Format::Ibnetdiscover));
+        assert_eq!(
+            detect("switchguid=0x10\nSwitch 8 \"S-0000000000000010\"\n"),
+            Some(Format::Ibnetdiscover)
+        );
         assert_eq!(detect("switchguid=0x10\nSwitch 8 \"leaf1\"\n"), Some(Format::Ibsim));
         assert_eq!(detect("hello"), None);
         // 18 bytes of multi-byte characters must not be sliced mid-character

@@ -25,9 +25,9 @@ use std::path::{Path, PathBuf};
 use wire::{Guid, Lid};
 
 use super::{ParseError, ParseErrorKind as K, ReadOptions, WriteError, infer_hosts};
+use crate::format::Format;
 use crate::model::{Endpoint, Fabric, NodeId, NodeKind, NodeSpec, delay_for_length};
 use crate::rate::{IbSpeed, IbWidth, LinkRate};
-use crate::format::Format;
 
 /// ibsim's per-type GUID bases (`absguids[]` in `sim_net.c`): routers, CAs, switches.
 const CA_BASE: u64 = 0x100000;
@@ -114,7 +114,14 @@ fn c_number(s: &str) -> Option<u64> {
 
 fn expected(st: &State, file: usize, line: usize, what: &str, found: &str) -> ParseError {
     let found: String = found.chars().take(80).collect();
-    ParseError::new(&st.files[file], line, K::Expected { expected: what.to_string(), found })
+    ParseError::new(
+        &st.files[file],
+        line,
+        K::Expected {
+            expected: what.to_string(),
+            found,
+        },
+    )
 }
 
 /// Read ibnetdiscover output or an ibsim net file.
@@ -127,16 +134,24 @@ pub fn read_net(file: &str, text: &str, base_dir: Option<&Path>, opts: &ReadOpti
         vendid: None,
         devid: None,
         sysimg: None,
-        defaults: Masks { w: Some(3), s: Some(1), e: Some(0) },
+        defaults: Masks {
+            w: Some(3),
+            s: Some(1),
+            e: Some(0),
+        },
         prefix: String::new(),
         depth: 0,
     };
     parse_text(&mut st, 0, text, base_dir)?;
     if st.nodes.is_empty() {
-        return Err(ParseError::new(file, text.lines().count().max(1), K::Expected {
-            expected: "at least one node record (Switch, Ca, Hca or Rt)".into(),
-            found: "none".into(),
-        }));
+        return Err(ParseError::new(
+            file,
+            text.lines().count().max(1),
+            K::Expected {
+                expected: "at least one node record (Switch, Ca, Hca or Rt)".into(),
+                found: "none".into(),
+            },
+        ));
     }
     build(&st, opts)
 }
@@ -148,17 +163,35 @@ fn parse_text(st: &mut State, fidx: usize, text: &str, base_dir: Option<&Path>) 
         let line = raw.strip_suffix('\r').unwrap_or(raw);
         if line.starts_with('[') || line.starts_with('@') {
             if !in_record {
-                return Err(expected(st, fidx, ln, "a port line only after a Switch/Ca/Hca/Rt header", line));
+                return Err(expected(
+                    st,
+                    fidx,
+                    ln,
+                    "a port line only after a Switch/Ca/Hca/Rt header",
+                    line,
+                ));
             }
             if line.starts_with('@') {
-                return Err(ParseError::new(&st.files[fidx], ln, K::Unsupported { what: "ibsim port aliases (@)".into() }));
+                return Err(ParseError::new(
+                    &st.files[fidx],
+                    ln,
+                    K::Unsupported {
+                        what: "ibsim port aliases (@)".into(),
+                    },
+                ));
             }
             let pd = parse_port(st, fidx, ln, line)?;
             let node = st.nodes.last_mut().expect("in_record implies a node");
             if node.ports.len() as u32 >= node.nports {
                 // ibsim stops a record after nports port lines; more is a mistake.
                 let (name, n) = (node.name.clone(), node.nports);
-                return Err(expected(st, fidx, ln, &format!("at most {n} port lines for {name:?}"), line));
+                return Err(expected(
+                    st,
+                    fidx,
+                    ln,
+                    &format!("at most {n} port lines for {name:?}"),
+                    line,
+                ));
             }
             node.ports.push(pd);
             continue;
@@ -190,14 +223,21 @@ fn parse_text(st: &mut State, fidx: usize, text: &str, base_dir: Option<&Path>) 
                 st.cur[k] = g;
             }
         } else if let Some(v) = line.strip_prefix("vendid=") {
-            let n = c_number(v).filter(|&n| n <= 0xff_ffff).ok_or_else(|| expected(st, fidx, ln, "a 24-bit vendor id", line))?;
+            let n = c_number(v)
+                .filter(|&n| n <= 0xff_ffff)
+                .ok_or_else(|| expected(st, fidx, ln, "a 24-bit vendor id", line))?;
             st.vendid = Some(n as u32);
         } else if let Some(v) = line.strip_prefix("devid=") {
-            let n = c_number(v).filter(|&n| n <= 0xffff).ok_or_else(|| expected(st, fidx, ln, "a 16-bit device id", line))?;
+            let n = c_number(v)
+                .filter(|&n| n <= 0xffff)
+                .ok_or_else(|| expected(st, fidx, ln, "a 16-bit device id", line))?;
             st.devid = Some(n as u16);
         } else if let Some(v) = line.strip_prefix("sysimgguid=") {
             st.sysimg = Some(c_number(v).ok_or_else(|| expected(st, fidx, ln, "a system image GUID", line))?);
-        } else if let Some((which, v)) = ["width=", "speed=", "extspeed="].iter().find_map(|p| line.strip_prefix(p).map(|v| (*p, v))) {
+        } else if let Some((which, v)) = ["width=", "speed=", "extspeed="]
+            .iter()
+            .find_map(|p| line.strip_prefix(p).map(|v| (*p, v)))
+        {
             let n = c_number(v).ok_or_else(|| expected(st, fidx, ln, "a link mask number", line))? as u32;
             match which {
                 "width=" => st.defaults.w = Some(n),
@@ -210,17 +250,35 @@ fn parse_text(st: &mut State, fidx: usize, text: &str, base_dir: Option<&Path>) 
         } else if let Some(v) = line.strip_prefix("include") {
             let name = v.trim().trim_matches('"');
             let Some(dir) = base_dir else {
-                return Err(ParseError::new(&st.files[fidx], ln, K::Unsupported { what: "include without a file system path".into() }));
+                return Err(ParseError::new(
+                    &st.files[fidx],
+                    ln,
+                    K::Unsupported {
+                        what: "include without a file system path".into(),
+                    },
+                ));
             };
             if name.is_empty() {
                 return Err(expected(st, fidx, ln, "include \"<file>\"", line));
             }
             if st.depth + 1 >= MAX_INCLUDE {
-                return Err(ParseError::new(&st.files[fidx], ln, K::Unsupported { what: format!("include nesting deeper than {MAX_INCLUDE}") }));
+                return Err(ParseError::new(
+                    &st.files[fidx],
+                    ln,
+                    K::Unsupported {
+                        what: format!("include nesting deeper than {MAX_INCLUDE}"),
+                    },
+                ));
             }
             let path: PathBuf = dir.join(name);
             let bytes = std::fs::read(&path).map_err(|e| {
-                expected(st, fidx, ln, "an include file that can be read", &format!("{} ({e})", path.display()))
+                expected(
+                    st,
+                    fidx,
+                    ln,
+                    "an include file that can be read",
+                    &format!("{} ({e})", path.display()),
+                )
             })?;
             let pname = path.display().to_string();
             let text = super::check_text(&pname, &bytes)?;
@@ -287,22 +345,33 @@ fn parse_header(st: &mut State, fidx: usize, ln: usize, line: &str) -> Result<No
         .ok()
         .filter(|&n| (1..=254).contains(&n))
         .ok_or_else(|| expected(st, fidx, ln, &format!("{kw} <ports 1-254> \"<id>\""), line))?;
-    let (id, rest) = quoted(&nstr[nend..]).ok_or_else(|| expected(st, fidx, ln, &format!("{kw} {nports} \"<id>\" with a quoted id"), line))?;
+    let (id, rest) = quoted(&nstr[nend..])
+        .ok_or_else(|| expected(st, fidx, ln, &format!("{kw} {nports} \"<id>\" with a quoted id"), line))?;
     if id.is_empty() || id.contains('#') || id.contains('@') {
         return Err(expected(st, fidx, ln, "a non-empty node id without '#' or '@'", id));
     }
-    let name = if st.prefix.is_empty() { id.to_string() } else { format!("{}#{id}", st.prefix) };
+    let name = if st.prefix.is_empty() {
+        id.to_string()
+    } else {
+        format!("{}#{id}", st.prefix)
+    };
     let mut desc = None;
     let (mut esp0, mut lid, mut lmc) = (None, None, None);
     if let Some(h) = rest.find('#') {
         let t = rest[h + 1..].trim_start();
         let flags;
         if let Some(q) = t.strip_prefix('"') {
-            let end = q.rfind('"').ok_or_else(|| expected(st, fidx, ln, "a closing quote after the node description", line))?;
+            let end = q
+                .rfind('"')
+                .ok_or_else(|| expected(st, fidx, ln, "a closing quote after the node description", line))?;
             desc = Some(q[..end].to_string());
             flags = &q[end + 1..];
         } else {
-            let cut = [" enhanced port ", " base port ", " lid ", " lmc "].iter().filter_map(|k| t.find(k)).min().unwrap_or(t.len());
+            let cut = [" enhanced port ", " base port ", " lid ", " lmc "]
+                .iter()
+                .filter_map(|k| t.find(k))
+                .min()
+                .unwrap_or(t.len());
             let d = t[..cut].trim();
             if !d.is_empty() {
                 desc = Some(d.to_string());
@@ -318,12 +387,21 @@ fn parse_header(st: &mut State, fidx: usize, ln: usize, line: &str) -> Result<No
             lid = Some(u16::try_from(n).map_err(|_| expected(st, fidx, ln, "a 16-bit LID", flags))?);
         }
         if let Some((n, _)) = number_after(flags, "lmc ") {
-            lmc = Some(u8::try_from(n).ok().filter(|&m| m <= 7).ok_or_else(|| expected(st, fidx, ln, "an LMC of 0 to 7", flags))?);
+            lmc = Some(
+                u8::try_from(n)
+                    .ok()
+                    .filter(|&m| m <= 7)
+                    .ok_or_else(|| expected(st, fidx, ln, "an LMC of 0 to 7", flags))?,
+            );
         }
     }
     let k = kind_idx(kind);
     let guid = st.cur[k];
-    st.cur[k] = st.cur[k].wrapping_add(if kind == NodeKind::Switch { 1 } else { u64::from(nports) + 1 });
+    st.cur[k] = st.cur[k].wrapping_add(if kind == NodeKind::Switch {
+        1
+    } else {
+        u64::from(nports) + 1
+    });
     Ok(NodeDecl {
         file: fidx,
         line: ln,
@@ -367,17 +445,31 @@ fn paren_guid(s: &str) -> Option<(Option<u64>, &str)> {
 }
 
 fn parse_rate_token(st: &State, fidx: usize, ln: usize, tok: &str) -> Result<LinkRate, ParseError> {
-    tok.parse::<LinkRate>().map_err(|_| ParseError::new(&st.files[fidx], ln, K::UnknownSpeed { found: tok.to_string() }))
+    tok.parse::<LinkRate>()
+        .map_err(|_| ParseError::new(&st.files[fidx], ln, K::UnknownSpeed { found: tok.to_string() }))
 }
 
 fn parse_port(st: &State, fidx: usize, ln: usize, line: &str) -> Result<PortDecl, ParseError> {
-    let (port, rest) = bracket_num(line).ok_or_else(|| expected(st, fidx, ln, "[<port number>] at the start of a port line", line))?;
+    let (port, rest) =
+        bracket_num(line).ok_or_else(|| expected(st, fidx, ln, "[<port number>] at the start of a port line", line))?;
     let (local_guid, rest) = paren_guid(rest).ok_or_else(|| expected(st, fidx, ln, "(<hex port GUID>)", line))?;
-    let (peer, rest) = quoted(rest).ok_or_else(|| expected(st, fidx, ln, "a quoted remote node id such as \"S-0000000000200000\"", line))?;
+    let (peer, rest) = quoted(rest).ok_or_else(|| {
+        expected(
+            st,
+            fidx,
+            ln,
+            "a quoted remote node id such as \"S-0000000000200000\"",
+            line,
+        )
+    })?;
     if peer.is_empty() {
         return Err(expected(st, fidx, ln, "a non-empty remote node id", line));
     }
-    let peer = if st.prefix.is_empty() || peer.contains('#') { peer.to_string() } else { format!("{}#{peer}", st.prefix) };
+    let peer = if st.prefix.is_empty() || peer.contains('#') {
+        peer.to_string()
+    } else {
+        format!("{}#{peer}", st.prefix)
+    };
     let (peer_port, rest) = if rest.starts_with('[') {
         bracket_num(rest).ok_or_else(|| expected(st, fidx, ln, "[<remote port number>] after the remote id", line))?
     } else {
@@ -390,13 +482,23 @@ fn parse_port(st: &State, fidx: usize, ln: usize, line: &str) -> Result<PortDecl
     };
     let mut masks = Masks::default();
     for tok in opts.split_whitespace() {
-        let (k, v) = tok.split_once('=').ok_or_else(|| expected(st, fidx, ln, "a port option w=<mask>, s=<mask> or e=<mask>", tok))?;
+        let (k, v) = tok
+            .split_once('=')
+            .ok_or_else(|| expected(st, fidx, ln, "a port option w=<mask>, s=<mask> or e=<mask>", tok))?;
         let n = c_number(v).ok_or_else(|| expected(st, fidx, ln, "a numeric link mask", tok))? as u32;
         match k {
             "w" => masks.w = Some(n),
             "s" => masks.s = Some(n),
             "e" => masks.e = Some(n),
-            _ => return Err(expected(st, fidx, ln, "a port option w=<mask>, s=<mask> or e=<mask>", tok)),
+            _ => {
+                return Err(expected(
+                    st,
+                    fidx,
+                    ln,
+                    "a port option w=<mask>, s=<mask> or e=<mask>",
+                    tok,
+                ));
+            }
         }
     }
     let mut pd = PortDecl {
@@ -427,7 +529,12 @@ fn parse_port(st: &State, fidx: usize, ln: usize, line: &str) -> Result<PortDecl
             pd.lid = Some(u16::try_from(n).map_err(|_| expected(st, fidx, ln, "a 16-bit LID", local))?);
         }
         if let Some((n, _)) = number_after(local, "lmc ") {
-            pd.lmc = Some(u8::try_from(n).ok().filter(|&m| m <= 7).ok_or_else(|| expected(st, fidx, ln, "an LMC of 0 to 7", local))?);
+            pd.lmc = Some(
+                u8::try_from(n)
+                    .ok()
+                    .filter(|&m| m <= 7)
+                    .ok_or_else(|| expected(st, fidx, ln, "an LMC of 0 to 7", local))?,
+            );
         }
         let remote = match tail.rfind('"') {
             Some(q) if q > first_q => &tail[q + 1..],
@@ -441,19 +548,32 @@ fn parse_port(st: &State, fidx: usize, ln: usize, line: &str) -> Result<PortDecl
         }
         if let Some(note) = note {
             let mut it = note.split_whitespace();
-            let r = it.next().ok_or_else(|| expected(st, fidx, ln, "a rate after \"rdmalab:\"", note))?;
+            let r = it
+                .next()
+                .ok_or_else(|| expected(st, fidx, ln, "a rate after \"rdmalab:\"", note))?;
             pd.note_rate = Some(parse_rate_token(st, fidx, ln, r)?);
             for tok in it {
                 if let Some(ps) = tok.strip_suffix("ps") {
-                    pd.delay_ps = Some(ps.parse().map_err(|_| expected(st, fidx, ln, "a delay such as 10000ps", tok))?);
+                    pd.delay_ps = Some(
+                        ps.parse()
+                            .map_err(|_| expected(st, fidx, ln, "a delay such as 10000ps", tok))?,
+                    );
                 } else if let Some(m) = tok.strip_suffix('m') {
-                    let v: f64 = m.parse().map_err(|_| expected(st, fidx, ln, "a cable length such as 20m", tok))?;
+                    let v: f64 = m
+                        .parse()
+                        .map_err(|_| expected(st, fidx, ln, "a cable length such as 20m", tok))?;
                     if !(v.is_finite() && v >= 0.0) {
                         return Err(expected(st, fidx, ln, "a non-negative cable length", tok));
                     }
                     pd.length_m = Some(v);
                 } else {
-                    return Err(expected(st, fidx, ln, "a cable length (20m) or delay (100000ps) after the rate", tok));
+                    return Err(expected(
+                        st,
+                        fidx,
+                        ln,
+                        "a cable length (20m) or delay (100000ps) after the rate",
+                        tok,
+                    ));
                 }
             }
         }
@@ -467,16 +587,32 @@ fn rate_from_masks(a: Masks, b: Masks, d: Masks) -> Option<LinkRate> {
     let s = a.s.or(d.s).unwrap_or(1) & b.s.or(d.s).unwrap_or(1);
     let e = a.e.or(d.e).unwrap_or(0) & b.e.or(d.e).unwrap_or(0);
     // PortInfo:LinkWidthEnabled bits (IBA vol. 1 §14.2.5.6): 1 1x, 2 4x, 4 8x, 8 12x, 16 2x.
-    let width = [(8, IbWidth::X12), (4, IbWidth::X8), (2, IbWidth::X4), (16, IbWidth::X2), (1, IbWidth::X1)]
-        .into_iter()
-        .find(|(bit, _)| w & bit != 0)?
-        .1;
+    let width = [
+        (8, IbWidth::X12),
+        (4, IbWidth::X8),
+        (2, IbWidth::X4),
+        (16, IbWidth::X2),
+        (1, IbWidth::X1),
+    ]
+    .into_iter()
+    .find(|(bit, _)| w & bit != 0)?
+    .1;
     // LinkSpeedExtEnabled: 1 FDR, 2 EDR, 4 HDR, 8 NDR; LinkSpeedEnabled: 1 SDR, 2 DDR, 4 QDR.
-    let speed = [(8, IbSpeed::Ndr), (4, IbSpeed::Hdr), (2, IbSpeed::Edr), (1, IbSpeed::Fdr)]
-        .into_iter()
-        .find(|(bit, _)| e & bit != 0)
-        .map(|x| x.1)
-        .or_else(|| [(4, IbSpeed::Qdr), (2, IbSpeed::Ddr), (1, IbSpeed::Sdr)].into_iter().find(|(bit, _)| s & bit != 0).map(|x| x.1))?;
+    let speed = [
+        (8, IbSpeed::Ndr),
+        (4, IbSpeed::Hdr),
+        (2, IbSpeed::Edr),
+        (1, IbSpeed::Fdr),
+    ]
+    .into_iter()
+    .find(|(bit, _)| e & bit != 0)
+    .map(|x| x.1)
+    .or_else(|| {
+        [(4, IbSpeed::Qdr), (2, IbSpeed::Ddr), (1, IbSpeed::Sdr)]
+            .into_iter()
+            .find(|(bit, _)| s & bit != 0)
+            .map(|x| x.1)
+    })?;
     Some(LinkRate::ib(speed, width))
 }
 
@@ -485,7 +621,11 @@ fn build(st: &State, opts: &ReadOptions) -> Result<Fabric, ParseError> {
     let mut by_name: HashMap<&str, usize> = HashMap::with_capacity(st.nodes.len());
     for (i, n) in st.nodes.iter().enumerate() {
         if by_name.insert(n.name.as_str(), i).is_some() {
-            return Err(err(n.file, n.line, K::Model(crate::error::ModelError::DuplicateName { name: n.name.clone() })));
+            return Err(err(
+                n.file,
+                n.line,
+                K::Model(crate::error::ModelError::DuplicateName { name: n.name.clone() }),
+            ));
         }
     }
     // Per node, the declaration index of each port (checking range and duplicates).
@@ -497,10 +637,25 @@ fn build(st: &State, opts: &ReadOptions) -> Result<Fabric, ParseError> {
                 return Err(err(p.file, p.line, K::Expected { expected: "a port number from 1 (port 0 is the switch's internal management port and cannot be cabled)".into(), found: "0".into() }));
             }
             if p.port > n.nports {
-                return Err(err(p.file, p.line, K::PortOutOfRange { node: n.name.clone(), port: p.port, num_ports: n.nports as u8 }));
+                return Err(err(
+                    p.file,
+                    p.line,
+                    K::PortOutOfRange {
+                        node: n.name.clone(),
+                        port: p.port,
+                        num_ports: n.nports as u8,
+                    },
+                ));
             }
             if v[p.port as usize].replace(j as u32).is_some() {
-                return Err(err(p.file, p.line, K::DuplicatePort { node: n.name.clone(), port: p.port as u8 }));
+                return Err(err(
+                    p.file,
+                    p.line,
+                    K::DuplicatePort {
+                        node: n.name.clone(),
+                        port: p.port as u8,
+                    },
+                ));
             }
         }
         port_decl.push(v);
@@ -509,7 +664,13 @@ fn build(st: &State, opts: &ReadOptions) -> Result<Fabric, ParseError> {
     let mut port_guids: Vec<Option<Vec<Guid>>> = st
         .nodes
         .iter()
-        .map(|n| (n.kind != NodeKind::Switch).then(|| (1..=u64::from(n.nports)).map(|p| Guid(n.guid.wrapping_add(p))).collect()))
+        .map(|n| {
+            (n.kind != NodeKind::Switch).then(|| {
+                (1..=u64::from(n.nports))
+                    .map(|p| Guid(n.guid.wrapping_add(p)))
+                    .collect()
+            })
+        })
         .collect();
     for (i, n) in st.nodes.iter().enumerate() {
         for p in &n.ports {
@@ -520,9 +681,16 @@ fn build(st: &State, opts: &ReadOptions) -> Result<Fabric, ParseError> {
     }
     for n in &st.nodes {
         for p in &n.ports {
-            let (Some(g), Some(&j)) = (p.remote_guid, by_name.get(p.peer.as_str())) else { continue };
+            let (Some(g), Some(&j)) = (p.remote_guid, by_name.get(p.peer.as_str())) else {
+                continue;
+            };
             let peer = &st.nodes[j];
-            if p.peer_port >= 1 && p.peer_port <= peer.nports && port_decl[j][p.peer_port as usize].map(|d| peer.ports[d as usize].local_guid.is_none()).unwrap_or(true) {
+            if p.peer_port >= 1
+                && p.peer_port <= peer.nports
+                && port_decl[j][p.peer_port as usize]
+                    .map(|d| peer.ports[d as usize].local_guid.is_none())
+                    .unwrap_or(true)
+            {
                 if let Some(v) = port_guids[j].as_mut() {
                     v[p.peer_port as usize - 1] = Guid(g);
                 }
@@ -571,21 +739,50 @@ fn build(st: &State, opts: &ReadOptions) -> Result<Fabric, ParseError> {
                 continue; // made from the other end
             }
             let Some(&j) = by_name.get(p.peer.as_str()) else {
-                return Err(err(p.file, p.line, K::UnknownPeer { node: n.name.clone(), port: p.port as u8, peer: p.peer.clone() }));
+                return Err(err(
+                    p.file,
+                    p.line,
+                    K::UnknownPeer {
+                        node: n.name.clone(),
+                        port: p.port as u8,
+                        peer: p.peer.clone(),
+                    },
+                ));
             };
             let peer = &st.nodes[j];
             if p.peer_port == 0 || p.peer_port > peer.nports {
-                return Err(err(p.file, p.line, K::PortOutOfRange { node: peer.name.clone(), port: p.peer_port, num_ports: peer.nports as u8 }));
+                return Err(err(
+                    p.file,
+                    p.line,
+                    K::PortOutOfRange {
+                        node: peer.name.clone(),
+                        port: p.peer_port,
+                        num_ports: peer.nports as u8,
+                    },
+                ));
             }
             let one_sided = |why: String| {
-                err(p.file, p.line, K::OneSided { node: n.name.clone(), port: p.port as u8, peer: peer.name.clone(), peer_port: p.peer_port as u8, why })
+                err(
+                    p.file,
+                    p.line,
+                    K::OneSided {
+                        node: n.name.clone(),
+                        port: p.port as u8,
+                        peer: peer.name.clone(),
+                        peer_port: p.peer_port as u8,
+                        why,
+                    },
+                )
             };
             let Some(d) = port_decl[j][p.peer_port as usize] else {
                 return Err(one_sided(format!("lists no cable on port {}", p.peer_port)));
             };
             let q = &peer.ports[d as usize];
             if q.peer != n.name || q.peer_port != p.port {
-                return Err(one_sided(format!("lists port {} as cabled to {:?} port {} (line {})", p.peer_port, q.peer, q.peer_port, q.line)));
+                return Err(one_sided(format!(
+                    "lists port {} as cabled to {:?} port {} (line {})",
+                    p.peer_port, q.peer, q.peer_port, q.line
+                )));
             }
             // Each end reports its own port's active rate; they agree on a healthy
             // link. Where a dump disagrees (the rdma-core man-page example has a link
@@ -602,7 +799,14 @@ fn build(st: &State, opts: &ReadOptions) -> Result<Fabric, ParseError> {
                 None => match pick(p.tail_rate, q.tail_rate)? {
                     Some(r) => r,
                     None => rate_from_masks(p.masks, q.masks, st.defaults).ok_or_else(|| {
-                        err(p.file, p.line, K::Expected { expected: "link masks (w=, s=, e=) that both ends share".into(), found: format!("{:?} vs {:?}", p.masks, q.masks) })
+                        err(
+                            p.file,
+                            p.line,
+                            K::Expected {
+                                expected: "link masks (w=, s=, e=) that both ends share".into(),
+                                found: format!("{:?} vs {:?}", p.masks, q.masks),
+                            },
+                        )
                     })?,
                 },
             };
@@ -623,22 +827,37 @@ fn build(st: &State, opts: &ReadOptions) -> Result<Fabric, ParseError> {
 /// The true rate follows in the `rdmalab:` note, which ibsim ignores.
 pub fn ibsim_rate(r: LinkRate) -> LinkRate {
     match r {
-        LinkRate::Ib { speed: IbSpeed::Fdr10, width } => LinkRate::ib(IbSpeed::Qdr, width),
-        LinkRate::Ib { speed: IbSpeed::Ndr | IbSpeed::Xdr, width } => LinkRate::ib(IbSpeed::Hdr, width),
+        LinkRate::Ib {
+            speed: IbSpeed::Fdr10,
+            width,
+        } => LinkRate::ib(IbSpeed::Qdr, width),
+        LinkRate::Ib {
+            speed: IbSpeed::Ndr | IbSpeed::Xdr,
+            width,
+        } => LinkRate::ib(IbSpeed::Hdr, width),
         other => other,
     }
 }
 
 fn check_ib(fab: &Fabric, format: Format) -> Result<(), WriteError> {
     match fab.links.iter().position(|l| !l.rate.is_ib()) {
-        Some(i) => Err(WriteError::NotInfiniband { link: i as u32, rate: fab.links[i].rate.to_string(), format }),
+        Some(i) => Err(WriteError::NotInfiniband {
+            link: i as u32,
+            rate: fab.links[i].rate.to_string(),
+            format,
+        }),
         None => Ok(()),
     }
 }
 
 fn check_desc(d: &str, format: Format) -> Result<(), WriteError> {
     if d.contains('"') || d.contains('\n') || d.contains('\r') {
-        return Err(WriteError::BadText { what: "node description", value: d.into(), why: "it contains a quote or a line break", format });
+        return Err(WriteError::BadText {
+            what: "node description",
+            value: d.into(),
+            why: "it contains a quote or a line break",
+            format,
+        });
     }
     Ok(())
 }
@@ -669,7 +888,11 @@ fn ibnd_name(fab: &Fabric, id: NodeId) -> String {
 
 fn ids_block(out: &mut String, fab: &Fabric, id: NodeId, guid_kw: &str) {
     let n = fab.node(id);
-    let _ = writeln!(out, "vendid=0x{:x}\ndevid=0x{:x}\nsysimgguid=0x{:x}", n.vendor_id, n.device_id, n.sys_image_guid.0);
+    let _ = writeln!(
+        out,
+        "vendid=0x{:x}\ndevid=0x{:x}\nsysimgguid=0x{:x}",
+        n.vendor_id, n.device_id, n.sys_image_guid.0
+    );
     if n.is_switch() {
         let _ = writeln!(out, "{guid_kw}=0x{:x}({:x})", n.node_guid.0, n.node_guid.0);
     } else {
@@ -697,10 +920,20 @@ pub fn write_ibnetdiscover(fab: &Fabric) -> Result<String, WriteError> {
     let mut out = String::with_capacity(fab.links.len() * 140 + fab.nodes.len() * 120);
     let start = order.first().map(|&id| {
         let n = fab.node(id);
-        (n.node_guid.0, if n.is_switch() { n.node_guid.0 } else { n.ports.get(1).map(|p| p.guid.0).unwrap_or(0) })
+        (
+            n.node_guid.0,
+            if n.is_switch() {
+                n.node_guid.0
+            } else {
+                n.ports.get(1).map(|p| p.guid.0).unwrap_or(0)
+            },
+        )
     });
     let (sg, sp) = start.unwrap_or((0, 0));
-    let _ = write!(out, "#\n# Topology file: generated by rdmalab\n#\n# Initiated from node {sg:016x} port {sp:016x}\n\nNon-Chassis Nodes\n");
+    let _ = write!(
+        out,
+        "#\n# Topology file: generated by rdmalab\n#\n# Initiated from node {sg:016x} port {sp:016x}\n\nNon-Chassis Nodes\n"
+    );
     for id in order {
         let n = fab.node(id);
         let (kw, guid_kw) = kind_words(n.kind);
@@ -718,17 +951,32 @@ pub fn write_ibnetdiscover(fab: &Fabric) -> Result<String, WriteError> {
                 n.ports[0].lmc
             );
         } else {
-            let _ = writeln!(out, "{kw}\t{} \"{}\"\t\t# \"{}\"", n.num_ports(), ibnd_name(fab, id), n.desc);
+            let _ = writeln!(
+                out,
+                "{kw}\t{} \"{}\"\t\t# \"{}\"",
+                n.num_ports(),
+                ibnd_name(fab, id),
+                n.desc
+            );
         }
         for p in n.port_nums() {
             let Some((peer, l)) = fab.peer(id, p) else { continue };
             let pn = fab.node(peer.node);
             let rate = fab.link(l).rate;
-            let remote_guid =
-                if pn.is_switch() { String::new() } else { format!("({:x}) ", pn.ports[peer.port as usize].guid.0) };
+            let remote_guid = if pn.is_switch() {
+                String::new()
+            } else {
+                format!("({:x}) ", pn.ports[peer.port as usize].guid.0)
+            };
             let rlid = lid_of(fab, peer);
             if n.is_switch() {
-                let _ = writeln!(out, "[{p}]\t\"{}\"[{}]{remote_guid}\t\t# \"{}\" lid {rlid} {rate}", ibnd_name(fab, peer.node), peer.port, pn.desc);
+                let _ = writeln!(
+                    out,
+                    "[{p}]\t\"{}\"[{}]{remote_guid}\t\t# \"{}\" lid {rlid} {rate}",
+                    ibnd_name(fab, peer.node),
+                    peer.port,
+                    pn.desc
+                );
             } else {
                 let port = &n.ports[p as usize];
                 let _ = writeln!(
@@ -763,7 +1011,12 @@ fn check_ibsim_name(name: &str) -> Result<(), WriteError> {
         None
     };
     match why {
-        Some(why) => Err(WriteError::BadText { what: "node name", value: name.into(), why, format: Format::Ibsim }),
+        Some(why) => Err(WriteError::BadText {
+            what: "node name",
+            value: name.into(),
+            why,
+            format: Format::Ibsim,
+        }),
         None => Ok(()),
     }
 }
@@ -835,7 +1088,14 @@ pub fn write_ibsim(fab: &Fabric) -> Result<String, WriteError> {
             let rlid = lid_of(fab, peer);
             line.clear();
             if n.is_switch() {
-                let _ = write!(line, "[{p}]\t\"{}\"[{}]\t\t# \"{}\" lid {rlid} {shown}{}", pn.name, peer.port, pn.desc, note(fab, l));
+                let _ = write!(
+                    line,
+                    "[{p}]\t\"{}\"[{}]\t\t# \"{}\" lid {rlid} {shown}{}",
+                    pn.name,
+                    peer.port,
+                    pn.desc,
+                    note(fab, l)
+                );
             } else {
                 let port = &n.ports[p as usize];
                 let _ = write!(
@@ -862,7 +1122,11 @@ pub fn write_ibsim(fab: &Fabric) -> Result<String, WriteError> {
 fn ibsim_limits(fab: &Fabric) -> String {
     let nodes = fab.nodes.len();
     let switches = fab.count(NodeKind::Switch);
-    let ports: usize = fab.nodes.iter().map(|n| n.num_ports() as usize + usize::from(n.is_switch())).sum();
+    let ports: usize = fab
+        .nodes
+        .iter()
+        .map(|n| n.num_ports() as usize + usize::from(n.is_switch()))
+        .sum();
     let mut s = String::new();
     if nodes > 2048 {
         let _ = write!(s, " -N {nodes}");
@@ -900,7 +1164,9 @@ mod tests {
 
     #[test]
     fn ibsim_guid_bases() {
-        let f = rd("Switch 8 \"S1\"\n[1] \"H1\"[1]\n\nSwitch 8 \"S2\"\n\nHca 2 \"H1\"\n[1] \"S1\"[1]\n\nHca 1 \"H2\"\n").unwrap();
+        let f =
+            rd("Switch 8 \"S1\"\n[1] \"H1\"[1]\n\nSwitch 8 \"S2\"\n\nHca 2 \"H1\"\n[1] \"S1\"[1]\n\nHca 1 \"H2\"\n")
+                .unwrap();
         assert_eq!(f.node(f.by_name("S1").unwrap()).node_guid, Guid(0x200000));
         assert_eq!(f.node(f.by_name("S2").unwrap()).node_guid, Guid(0x200001));
         assert_eq!(f.node(f.by_name("H1").unwrap()).node_guid, Guid(0x100000));

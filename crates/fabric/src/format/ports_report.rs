@@ -55,8 +55,23 @@ pub fn parse_ports_report(file: &str, text: &str) -> Result<Vec<ReportLine>, Par
         if raw.trim().is_empty() || raw.starts_with('#') {
             continue;
         }
-        let bad = |what: &str| ParseError::new(file, ln, K::Expected { expected: what.into(), found: raw.chars().take(80).collect() });
-        let body = raw.split('\'').next().unwrap_or(raw).trim_end().trim_end_matches('(').trim_end();
+        let bad = |what: &str| {
+            ParseError::new(
+                file,
+                ln,
+                K::Expected {
+                    expected: what.into(),
+                    found: raw.chars().take(80).collect(),
+                },
+            )
+        };
+        let body = raw
+            .split('\'')
+            .next()
+            .unwrap_or(raw)
+            .trim_end()
+            .trim_end_matches('(')
+            .trim_end();
         let t: Vec<&str> = body.split_whitespace().collect();
         let end = |t: &[&str]| -> Option<ReportEnd> {
             Some(ReportEnd {
@@ -71,14 +86,29 @@ pub fn parse_ports_report(file: &str, text: &str) -> Result<Vec<ReportLine>, Par
         let rate = match (w.parse::<IbWidth>(), sp.parse::<IbSpeed>()) {
             (Ok(w), Ok(s)) => Some(LinkRate::ib(s, w)),
             _ if w.starts_with('?') || sp.starts_with('?') => None,
-            _ => return Err(ParseError::new(file, ln, K::UnknownSpeed { found: format!("{w} {sp}") })),
+            _ => {
+                return Err(ParseError::new(
+                    file,
+                    ln,
+                    K::UnknownSpeed {
+                        found: format!("{w} {sp}"),
+                    },
+                ));
+            }
         };
         let peer = match t.get(6) {
             None => None,
-            Some(&"-") => Some(end(&t[7..]).ok_or_else(|| bad("'- <CA|SW|RT> <lid> <port> 0x<port guid>' for the far end"))?),
+            Some(&"-") => {
+                Some(end(&t[7..]).ok_or_else(|| bad("'- <CA|SW|RT> <lid> <port> 0x<port guid>' for the far end"))?)
+            }
             Some(_) => return Err(bad("'-' and the far end, or the description")),
         };
-        out.push(ReportLine { line: ln, local, rate, peer });
+        out.push(ReportLine {
+            line: ln,
+            local,
+            rate,
+            peer,
+        });
     }
     Ok(out)
 }
@@ -91,7 +121,11 @@ pub fn check_ports_report(fab: &Fabric, report: &[ReportLine]) -> Vec<String> {
     for id in fab.node_ids() {
         let n = fab.node(id);
         for p in n.port_nums() {
-            let key = if n.is_switch() { (n.node_guid, p) } else { (n.ports[p as usize].guid, 0) };
+            let key = if n.is_switch() {
+                (n.node_guid, p)
+            } else {
+                (n.ports[p as usize].guid, 0)
+            };
             by_port.insert(key, (id, p));
         }
     }
@@ -105,14 +139,25 @@ pub fn check_ports_report(fab: &Fabric, report: &[ReportLine]) -> Vec<String> {
     let mut out = Vec::new();
     for r in report {
         let Some((n, p)) = find(&r.local) else {
-            out.push(format!("line {}: no port {} with GUID {} in the model", r.line, r.local.port, r.local.guid));
+            out.push(format!(
+                "line {}: no port {} with GUID {} in the model",
+                r.line, r.local.port, r.local.guid
+            ));
             continue;
         };
         let link = fab.peer(n, p);
         match (&r.peer, link) {
             (None, None) => {}
-            (None, Some(_)) => out.push(format!("line {}: {} port {p} is cabled in the model, unplugged in the report", r.line, fab.node(n).name)),
-            (Some(_), None) => out.push(format!("line {}: {} port {p} is cabled in the report, unplugged in the model", r.line, fab.node(n).name)),
+            (None, Some(_)) => out.push(format!(
+                "line {}: {} port {p} is cabled in the model, unplugged in the report",
+                r.line,
+                fab.node(n).name
+            )),
+            (Some(_), None) => out.push(format!(
+                "line {}: {} port {p} is cabled in the report, unplugged in the model",
+                r.line,
+                fab.node(n).name
+            )),
             (Some(pe), Some((e, l))) => {
                 if find(pe) != Some((e.node, e.port)) {
                     out.push(format!(
@@ -127,7 +172,12 @@ pub fn check_ports_report(fab: &Fabric, report: &[ReportLine]) -> Vec<String> {
                 }
                 if let Some(rate) = r.rate {
                     if rate != fab.link(l).rate {
-                        out.push(format!("line {}: {} port {p} runs at {} in the model, {rate} in the report", r.line, fab.node(n).name, fab.link(l).rate));
+                        out.push(format!(
+                            "line {}: {} port {p} runs at {} in the model, {rate} in the report",
+                            r.line,
+                            fab.node(n).name,
+                            fab.link(l).rate
+                        ));
                     }
                 }
             }

@@ -92,7 +92,13 @@ pub struct FatTree3Params {
 
 impl Default for FatTree3Params {
     fn default() -> Self {
-        FatTree3Params { radix: 36, pods: None, hosts_per_leaf: None, rate: LinkRate::NDR_4X, cabling: Cabling::default() }
+        FatTree3Params {
+            radix: 36,
+            pods: None,
+            hosts_per_leaf: None,
+            rate: LinkRate::NDR_4X,
+            cabling: Cabling::default(),
+        }
     }
 }
 
@@ -155,12 +161,18 @@ pub fn leaf_spine(p: &LeafSpineParams) -> Result<Fabric, GenError> {
         }
     };
     if h == 0 || h >= k {
-        return Err(bad("hosts_per_leaf", format!("{h} host ports leave no uplinks on a {k}-port leaf")));
+        return Err(bad(
+            "hosts_per_leaf",
+            format!("{h} host ports leave no uplinks on a {k}-port leaf"),
+        ));
     }
     let u = k - h;
     let s = p.spines.unwrap_or(u);
     if s == 0 || u % s != 0 {
-        return Err(bad("spines", format!("{s} spines do not divide the {u} uplinks of each leaf evenly")));
+        return Err(bad(
+            "spines",
+            format!("{s} spines do not divide the {u} uplinks of each leaf evenly"),
+        ));
     }
     let per = u / s;
     let max_leaves = k / per;
@@ -173,10 +185,12 @@ pub fn leaf_spine(p: &LeafSpineParams) -> Result<Fabric, GenError> {
     }
     let mut b = Build::new();
     let (wl, ws, wh) = (width(l as usize), width(s as usize), width((l * h) as usize));
-    let leaves: Vec<NodeId> =
-        (0..l).map(|i| b.switch(format!("leaf{i:0wl$}"), k as u8, 1)).collect::<Result<_, _>>()?;
-    let spines: Vec<NodeId> =
-        (0..s).map(|i| b.switch(format!("spine{i:0ws$}"), k as u8, 2)).collect::<Result<_, _>>()?;
+    let leaves: Vec<NodeId> = (0..l)
+        .map(|i| b.switch(format!("leaf{i:0wl$}"), k as u8, 1))
+        .collect::<Result<_, _>>()?;
+    let spines: Vec<NodeId> = (0..s)
+        .map(|i| b.switch(format!("spine{i:0ws$}"), k as u8, 2))
+        .collect::<Result<_, _>>()?;
     for (li, &leaf) in leaves.iter().enumerate() {
         for hi in 0..h {
             let (_, ca) = b.single_nic_host(format!("host{:0wh$}", li as u32 * h + hi))?;
@@ -220,7 +234,18 @@ fn cores_per_group(k: u32, pods: u32, up: u32) -> Option<u32> {
 }
 
 fn three_tier(sh: &Shape) -> Result<Fabric, GenError> {
-    let Shape { k, pods, leaves, hosts, spines, ls, spine_up, m, rate, .. } = *sh;
+    let Shape {
+        k,
+        pods,
+        leaves,
+        hosts,
+        spines,
+        ls,
+        spine_up,
+        m,
+        rate,
+        ..
+    } = *sh;
     let sc = spine_up / m; // cables per spine–core pair
     let mut b = Build::new();
     let (wp, wl, ws) = (width(pods as usize), width(leaves as usize), width(spines as usize));
@@ -278,7 +303,10 @@ pub fn fat_tree3(p: &FatTree3Params) -> Result<Fabric, GenError> {
     let k = check_radix("radix", p.radix)? as u32;
     p.cabling.check()?;
     if k % 2 != 0 || k < 4 {
-        return Err(bad("radix", format!("{k}: a k-ary fat tree needs an even k of at least 4")));
+        return Err(bad(
+            "radix",
+            format!("{k}: a k-ary fat tree needs an even k of at least 4"),
+        ));
     }
     let half = k / 2;
     let pods = p.pods.unwrap_or(k);
@@ -287,7 +315,10 @@ pub fn fat_tree3(p: &FatTree3Params) -> Result<Fabric, GenError> {
     }
     let hosts = p.hosts_per_leaf.unwrap_or(half);
     if hosts == 0 || hosts > half {
-        return Err(bad("hosts_per_leaf", format!("{hosts}; a {k}-ary fat tree leaf takes 1 to {half} hosts")));
+        return Err(bad(
+            "hosts_per_leaf",
+            format!("{hosts}; a {k}-ary fat tree leaf takes 1 to {half} hosts"),
+        ));
     }
     let m = cores_per_group(k, pods, half).ok_or_else(|| bad("pods", "no core group size fits"))?;
     three_tier(&Shape {
@@ -311,33 +342,54 @@ pub fn multi_pod(p: &MultiPodParams) -> Result<Fabric, GenError> {
     let k = check_radix("radix", p.radix)? as u32;
     p.cabling.check()?;
     if !(p.inter_pod_m.is_finite() && p.inter_pod_m >= 0.0) {
-        return Err(bad("inter_pod_m", format!("{} is not a non-negative length in metres", p.inter_pod_m)));
+        return Err(bad(
+            "inter_pod_m",
+            format!("{} is not a non-negative length in metres", p.inter_pod_m),
+        ));
     }
     if p.pods == 0 {
         return Err(bad("pods", "at least one pod is needed"));
     }
     let h = p.hosts_per_leaf;
     if h == 0 || h >= k {
-        return Err(bad("hosts_per_leaf", format!("{h} host ports leave no uplinks on a {k}-port leaf")));
+        return Err(bad(
+            "hosts_per_leaf",
+            format!("{h} host ports leave no uplinks on a {k}-port leaf"),
+        ));
     }
     let u = k - h;
     let s = p.spines_per_pod;
     if s == 0 || u % s != 0 {
-        return Err(bad("spines_per_pod", format!("{s} spines do not divide the {u} uplinks of each leaf evenly")));
+        return Err(bad(
+            "spines_per_pod",
+            format!("{s} spines do not divide the {u} uplinks of each leaf evenly"),
+        ));
     }
     let ls = u / s;
     let down = p.leaves_per_pod * ls;
     if p.leaves_per_pod == 0 || down >= k {
         return Err(bad(
             "leaves_per_pod",
-            format!("{} leaves × {ls} cable(s) leave no uplink port on a {k}-port spine", p.leaves_per_pod),
+            format!(
+                "{} leaves × {ls} cable(s) leave no uplink port on a {k}-port spine",
+                p.leaves_per_pod
+            ),
         ));
     }
     if p.spine_uplinks == 0 || p.spine_uplinks > k - down {
-        return Err(bad("spine_uplinks", format!("{}; each spine has {} free ports", p.spine_uplinks, k - down)));
+        return Err(bad(
+            "spine_uplinks",
+            format!("{}; each spine has {} free ports", p.spine_uplinks, k - down),
+        ));
     }
     let m = cores_per_group(k, p.pods, p.spine_uplinks).ok_or_else(|| {
-        bad("pods", format!("{} pods × {} uplinks do not fit on {k}-port cores", p.pods, p.spine_uplinks))
+        bad(
+            "pods",
+            format!(
+                "{} pods × {} uplinks do not fit on {k}-port cores",
+                p.pods, p.spine_uplinks
+            ),
+        )
     })?;
     three_tier(&Shape {
         k,
@@ -389,25 +441,39 @@ mod tests {
 
     #[test]
     fn leaf_spine_radix_64_is_the_2048_host_tree() {
-        let f = leaf_spine(&LeafSpineParams { radix: 64, ..Default::default() }).unwrap();
+        let f = leaf_spine(&LeafSpineParams {
+            radix: 64,
+            ..Default::default()
+        })
+        .unwrap();
         assert_eq!(f.count(NodeKind::Ca), 2048);
         assert_eq!(f.count(NodeKind::Switch), 64 + 32);
     }
 
     #[test]
     fn leaf_spine_oversubscribed() {
-        let p = LeafSpineParams { oversubscription: 3.0, ..Default::default() };
+        let p = LeafSpineParams {
+            oversubscription: 3.0,
+            ..Default::default()
+        };
         let f = leaf_spine(&p).unwrap();
         // 27 hosts + 9 uplinks per leaf; 9 spines × 36 ports → 36 leaves.
         assert_eq!(f.count(NodeKind::Ca), 27 * 36);
         assert_eq!(f.count(NodeKind::Switch), 36 + 9);
-        let bad = LeafSpineParams { spines: Some(7), ..Default::default() };
+        let bad = LeafSpineParams {
+            spines: Some(7),
+            ..Default::default()
+        };
         assert!(matches!(leaf_spine(&bad), Err(GenError::Param { param: "spines", .. })));
     }
 
     #[test]
     fn fat_tree3_2592() {
-        let f = fat_tree3(&FatTree3Params { pods: Some(8), ..Default::default() }).unwrap();
+        let f = fat_tree3(&FatTree3Params {
+            pods: Some(8),
+            ..Default::default()
+        })
+        .unwrap();
         assert_eq!(f.count(NodeKind::Ca), 2592);
         assert_eq!(f.count(NodeKind::Switch), 144 + 144 + 108);
         let cores = f.nodes.iter().filter(|n| n.level == Some(3)).count();
@@ -420,7 +486,11 @@ mod tests {
 
     #[test]
     fn fat_tree3_full_k8() {
-        let f = fat_tree3(&FatTree3Params { radix: 8, ..Default::default() }).unwrap();
+        let f = fat_tree3(&FatTree3Params {
+            radix: 8,
+            ..Default::default()
+        })
+        .unwrap();
         assert_eq!(f.count(NodeKind::Ca), 128);
         assert_eq!(f.count(NodeKind::Switch), 5 * 16);
         // every switch port used
@@ -435,13 +505,26 @@ mod tests {
         assert_eq!(f.count(NodeKind::Ca), 648);
         let long = f.links.iter().filter(|l| l.length_m >= 1000.0).count();
         assert_eq!(long, 2 * 18 * 9);
-        assert_eq!(f.links.iter().find(|l| l.length_m >= 1000.0).unwrap().delay_ps, 10_000_000);
+        assert_eq!(
+            f.links.iter().find(|l| l.length_m >= 1000.0).unwrap().delay_ps,
+            10_000_000
+        );
     }
 
     #[test]
     fn generators_are_deterministic() {
-        let a = fat_tree3(&FatTree3Params { radix: 8, pods: Some(3), ..Default::default() }).unwrap();
-        let b = fat_tree3(&FatTree3Params { radix: 8, pods: Some(3), ..Default::default() }).unwrap();
+        let a = fat_tree3(&FatTree3Params {
+            radix: 8,
+            pods: Some(3),
+            ..Default::default()
+        })
+        .unwrap();
+        let b = fat_tree3(&FatTree3Params {
+            radix: 8,
+            pods: Some(3),
+            ..Default::default()
+        })
+        .unwrap();
         assert_eq!(a, b);
     }
 }

@@ -40,7 +40,10 @@ pub enum GenError {
 }
 
 pub(crate) fn bad(param: &'static str, reason: impl Into<String>) -> GenError {
-    GenError::Param { param, reason: reason.into() }
+    GenError::Param {
+        param,
+        reason: reason.into(),
+    }
 }
 
 /// Cable lengths per tier, in metres.
@@ -60,7 +63,11 @@ pub struct Cabling {
 
 impl Default for Cabling {
     fn default() -> Self {
-        Cabling { host_leaf_m: 2.0, leaf_spine_m: 20.0, spine_core_m: 50.0 }
+        Cabling {
+            host_leaf_m: 2.0,
+            leaf_spine_m: 20.0,
+            spine_core_m: 50.0,
+        }
     }
 }
 
@@ -130,7 +137,10 @@ pub(crate) struct Build {
 
 impl Build {
     pub fn new() -> Build {
-        Build { f: Fabric::new(), guids: GuidAlloc::default() }
+        Build {
+            f: Fabric::new(),
+            guids: GuidAlloc::default(),
+        }
     }
 
     /// A switch of `radix` ports at `level`.

@@ -60,35 +60,52 @@ pub fn rail(p: &RailParams) -> Result<Fabric, GenError> {
     p.cabling.check()?;
     let n = p.servers;
     if n == 0 || n >= k {
-        return Err(bad("servers", format!("{n} servers need {n} leaf ports plus uplinks on a {k}-port leaf")));
+        return Err(bad(
+            "servers",
+            format!("{n} servers need {n} leaf ports plus uplinks on a {k}-port leaf"),
+        ));
     }
     if p.rails == 0 || p.rails > 15 {
         return Err(bad("rails", format!("{} NICs per server; 1 to 15 supported", p.rails)));
     }
     let u = p.uplinks.unwrap_or(n);
     if u == 0 || n + u > k {
-        return Err(bad("uplinks", format!("{u} uplinks + {n} server ports exceed {k} ports")));
+        return Err(bad(
+            "uplinks",
+            format!("{u} uplinks + {n} server ports exceed {k} ports"),
+        ));
     }
     let r = p.rails;
     let s = match p.spines {
         Some(s) => s,
         None => (1..=u).find(|&s| u % s == 0 && r * (u / s) <= k).ok_or_else(|| {
-            bad("rails", format!("{r} leaves × {u} uplinks do not fit on {k}-port spines"))
+            bad(
+                "rails",
+                format!("{r} leaves × {u} uplinks do not fit on {k}-port spines"),
+            )
         })?,
     };
     if s == 0 || u % s != 0 {
-        return Err(bad("spines", format!("{s} spines do not divide the {u} uplinks of each leaf evenly")));
+        return Err(bad(
+            "spines",
+            format!("{s} spines do not divide the {u} uplinks of each leaf evenly"),
+        ));
     }
     let per = u / s;
     if r * per > k {
-        return Err(bad("spines", format!("{s} spines would need {} ports each, more than {k}", r * per)));
+        return Err(bad(
+            "spines",
+            format!("{s} spines would need {} ports each, more than {k}", r * per),
+        ));
     }
     let mut b = Build::new();
     let (wr, ws, wn) = (width(r as usize), width(s as usize), width(n as usize));
-    let leaves: Vec<NodeId> =
-        (0..r).map(|i| b.switch(format!("rail{i:0wr$}"), k as u8, 1)).collect::<Result<_, _>>()?;
-    let spines: Vec<NodeId> =
-        (0..s).map(|i| b.switch(format!("spine{i:0ws$}"), k as u8, 2)).collect::<Result<_, _>>()?;
+    let leaves: Vec<NodeId> = (0..r)
+        .map(|i| b.switch(format!("rail{i:0wr$}"), k as u8, 1))
+        .collect::<Result<_, _>>()?;
+    let spines: Vec<NodeId> = (0..s)
+        .map(|i| b.switch(format!("spine{i:0ws$}"), k as u8, 2))
+        .collect::<Result<_, _>>()?;
     for srv in 0..n {
         let host_name = format!("gpu{srv:0wn$}");
         let h = b.f.add_host(host_name.clone());

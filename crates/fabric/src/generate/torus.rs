@@ -31,7 +31,14 @@ pub struct TorusParams {
 
 impl Default for TorusParams {
     fn default() -> Self {
-        TorusParams { dims: [4, 4, 4], hosts_per_switch: 1, radix: None, rate: LinkRate::NDR_4X, link_m: 5.0, host_m: 2.0 }
+        TorusParams {
+            dims: [4, 4, 4],
+            hosts_per_switch: 1,
+            radix: None,
+            rate: LinkRate::NDR_4X,
+            link_m: 5.0,
+            host_m: 2.0,
+        }
     }
 }
 
@@ -46,11 +53,17 @@ pub fn torus(p: &TorusParams) -> Result<Fabric, GenError> {
     }
     let radix = check_radix("radix", p.radix.unwrap_or(6 + p.hosts_per_switch))?;
     if u32::from(radix) < 6 + p.hosts_per_switch {
-        return Err(bad("radix", format!("{radix} ports; a torus switch needs 6 + {} hosts", p.hosts_per_switch)));
+        return Err(bad(
+            "radix",
+            format!("{radix} ports; a torus switch needs 6 + {} hosts", p.hosts_per_switch),
+        ));
     }
     for (name, v) in [("link_m", p.link_m), ("host_m", p.host_m)] {
         if !(v.is_finite() && v >= 0.0) {
-            return Err(bad(if name == "link_m" { "link_m" } else { "host_m" }, format!("{v} is not a length")));
+            return Err(bad(
+                if name == "link_m" { "link_m" } else { "host_m" },
+                format!("{v} is not a length"),
+            ));
         }
     }
     let mut b = Build::new();
@@ -67,7 +80,11 @@ pub fn torus(p: &TorusParams) -> Result<Fabric, GenError> {
         for y in 0..dy {
             for z in 0..dz {
                 let me = sw[idx(x, y, z)];
-                let nbrs = [(dx, idx((x + 1) % dx, y, z)), (dy, idx(x, (y + 1) % dy, z)), (dz, idx(x, y, (z + 1) % dz))];
+                let nbrs = [
+                    (dx, idx((x + 1) % dx, y, z)),
+                    (dy, idx(x, (y + 1) % dy, z)),
+                    (dz, idx(x, y, (z + 1) % dz)),
+                ];
                 for (d, (size, n)) in nbrs.into_iter().enumerate() {
                     if size > 1 {
                         let plus = (2 * d + 1) as u8;
@@ -91,7 +108,12 @@ mod tests {
 
     #[test]
     fn torus_5x5x5_matches_shared_sample_layout() {
-        let f = torus(&TorusParams { dims: [5, 5, 5], radix: Some(8), ..Default::default() }).unwrap();
+        let f = torus(&TorusParams {
+            dims: [5, 5, 5],
+            radix: Some(8),
+            ..Default::default()
+        })
+        .unwrap();
         assert_eq!(f.count(NodeKind::Switch), 125);
         assert_eq!(f.count(NodeKind::Ca), 125);
         assert_eq!(f.links.len(), 3 * 125 + 125);
@@ -109,7 +131,11 @@ mod tests {
 
     #[test]
     fn ring_of_two_has_parallel_cables() {
-        let f = torus(&TorusParams { dims: [2, 1, 1], ..Default::default() }).unwrap();
+        let f = torus(&TorusParams {
+            dims: [2, 1, 1],
+            ..Default::default()
+        })
+        .unwrap();
         assert_eq!(f.links.len(), 2 + 2);
     }
 }

@@ -11,7 +11,10 @@ fn err(name: &str) -> fabric::ParseError {
         Ok(_) => panic!("{name} was accepted"),
         Err(fabric::ReadError::Parse(e)) => {
             assert!(e.file.ends_with(name), "{e}");
-            assert!(e.to_string().starts_with(&format!("{}:{}: ", path.display(), e.line)), "{e}");
+            assert!(
+                e.to_string().starts_with(&format!("{}:{}: ", path.display(), e.line)),
+                "{e}"
+            );
             e
         }
         Err(e) => panic!("{name}: {e}"),
@@ -45,14 +48,27 @@ fn link_at_one_end_only() {
 fn port_beyond_port_count() {
     let e = err("port-beyond.net");
     assert_eq!(e.line, 3, "{e}");
-    assert!(matches!(e.kind, K::PortOutOfRange { port: 40, num_ports: 36, .. }), "{e}");
+    assert!(
+        matches!(
+            e.kind,
+            K::PortOutOfRange {
+                port: 40,
+                num_ports: 36,
+                ..
+            }
+        ),
+        "{e}"
+    );
 }
 
 #[test]
 fn duplicate_guids() {
     let e = err("dup-guid.topo");
     assert_eq!(e.line, 20, "{e}");
-    assert!(matches!(e.kind, K::Model(fabric::ModelError::DuplicateGuid { .. })), "{e}");
+    assert!(
+        matches!(e.kind, K::Model(fabric::ModelError::DuplicateGuid { .. })),
+        "{e}"
+    );
 }
 
 #[test]
@@ -96,7 +112,11 @@ fn unknown_lines_are_errors_not_skipped() {
 
 #[test]
 fn json_content_errors_point_at_the_node_or_link() {
-    let f = fabric::leaf_spine(&fabric::LeafSpineParams { radix: 4, ..Default::default() }).unwrap();
+    let f = fabric::leaf_spine(&fabric::LeafSpineParams {
+        radix: 4,
+        ..Default::default()
+    })
+    .unwrap();
     let text = format::write(&f, format::Format::Json).unwrap();
     // break the GUID of the third node
     let g = format!("\"{}\"", f.nodes[2].node_guid);
@@ -107,11 +127,24 @@ fn json_content_errors_point_at_the_node_or_link() {
     assert!(matches!(e.kind, K::Json(_)), "{e}");
     assert!(e.to_string().contains("nodes[2]"), "{e}");
     // the error names the line where that node's object starts, a few lines above
-    assert!(e.line > 1 && e.line <= line && line - e.line < 8, "{e} (GUID on line {line})");
+    assert!(
+        e.line > 1 && e.line <= line && line - e.line < 8,
+        "{e} (GUID on line {line})"
+    );
     // a link to a node that does not exist
     let l0 = text.find("\"links\"").unwrap();
     let (head, tail) = text.split_at(l0);
     let tail = tail.replacen("\"a\": [\n        0,", "\"a\": [\n        999,", 1);
-    let e = format::parse("b.json", format!("{head}{tail}").as_bytes(), None, None, &ReadOptions::default()).unwrap_err();
-    assert!(e.to_string().contains("links[0]") && e.line > head.lines().count(), "{e}");
+    let e = format::parse(
+        "b.json",
+        format!("{head}{tail}").as_bytes(),
+        None,
+        None,
+        &ReadOptions::default(),
+    )
+    .unwrap_err();
+    assert!(
+        e.to_string().contains("links[0]") && e.line > head.lines().count(),
+        "{e}"
+    );
 }

@@ -24,16 +24,71 @@ fn cables(f: &Fabric) -> Vec<(u64, u8, u64, u8, String, u64)> {
 
 fn small_fabrics() -> Vec<(&'static str, Fabric)> {
     vec![
-        ("leaf-spine", leaf_spine(&LeafSpineParams { radix: 8, ..Default::default() }).unwrap()),
-        ("leaf-spine 3:1", leaf_spine(&LeafSpineParams { radix: 8, oversubscription: 3.0, ..Default::default() }).unwrap()),
-        ("fat-tree3", fat_tree3(&FatTree3Params { radix: 6, ..Default::default() }).unwrap()),
-        ("fat-tree3 pruned", fat_tree3(&FatTree3Params { radix: 8, pods: Some(3), ..Default::default() }).unwrap()),
-        ("rail", rail(&RailParams { servers: 4, rails: 4, radix: 16, ..Default::default() }).unwrap()),
-        ("torus", torus(&TorusParams { dims: [3, 2, 1], hosts_per_switch: 2, ..Default::default() }).unwrap()),
+        (
+            "leaf-spine",
+            leaf_spine(&LeafSpineParams {
+                radix: 8,
+                ..Default::default()
+            })
+            .unwrap(),
+        ),
+        (
+            "leaf-spine 3:1",
+            leaf_spine(&LeafSpineParams {
+                radix: 8,
+                oversubscription: 3.0,
+                ..Default::default()
+            })
+            .unwrap(),
+        ),
+        (
+            "fat-tree3",
+            fat_tree3(&FatTree3Params {
+                radix: 6,
+                ..Default::default()
+            })
+            .unwrap(),
+        ),
+        (
+            "fat-tree3 pruned",
+            fat_tree3(&FatTree3Params {
+                radix: 8,
+                pods: Some(3),
+                ..Default::default()
+            })
+            .unwrap(),
+        ),
+        (
+            "rail",
+            rail(&RailParams {
+                servers: 4,
+                rails: 4,
+                radix: 16,
+                ..Default::default()
+            })
+            .unwrap(),
+        ),
+        (
+            "torus",
+            torus(&TorusParams {
+                dims: [3, 2, 1],
+                hosts_per_switch: 2,
+                ..Default::default()
+            })
+            .unwrap(),
+        ),
         (
             "multi-pod",
-            multi_pod(&MultiPodParams { pods: 3, radix: 8, leaves_per_pod: 2, hosts_per_leaf: 4, spines_per_pod: 2, spine_uplinks: 2, ..Default::default() })
-                .unwrap(),
+            multi_pod(&MultiPodParams {
+                pods: 3,
+                radix: 8,
+                leaves_per_pod: 2,
+                hosts_per_leaf: 4,
+                spines_per_pod: 2,
+                spine_uplinks: 2,
+                ..Default::default()
+            })
+            .unwrap(),
         ),
     ]
 }
@@ -55,10 +110,20 @@ fn generated_fabrics_round_trip_through_every_ib_format() {
 
 #[test]
 fn ethernet_fabrics_go_to_hpcc_and_json_but_not_ib_formats() {
-    let p = LeafSpineParams { radix: 8, rate: LinkRate::eth(400).unwrap(), ..Default::default() };
+    let p = LeafSpineParams {
+        radix: 8,
+        rate: LinkRate::eth(400).unwrap(),
+        ..Default::default()
+    };
     let f = leaf_spine(&p).unwrap();
-    assert!(matches!(format::write(&f, Format::Ibsim), Err(fabric::WriteError::NotInfiniband { .. })));
-    assert!(matches!(format::write(&f, Format::Ibnetdiscover), Err(fabric::WriteError::NotInfiniband { .. })));
+    assert!(matches!(
+        format::write(&f, Format::Ibsim),
+        Err(fabric::WriteError::NotInfiniband { .. })
+    ));
+    assert!(matches!(
+        format::write(&f, Format::Ibnetdiscover),
+        Err(fabric::WriteError::NotInfiniband { .. })
+    ));
     round_trip(&f, Format::Json);
     let text = format::write(&f, Format::Hpcc).unwrap();
     let h = parse("x", &text, Format::Hpcc);
@@ -73,9 +138,16 @@ fn ethernet_fabrics_go_to_hpcc_and_json_but_not_ib_formats() {
 
 #[test]
 fn ibsim_file_spells_ndr_as_hdr_and_keeps_the_truth_in_a_note() {
-    let f = leaf_spine(&LeafSpineParams { radix: 4, ..Default::default() }).unwrap();
+    let f = leaf_spine(&LeafSpineParams {
+        radix: 4,
+        ..Default::default()
+    })
+    .unwrap();
     let text = format::write(&f, Format::Ibsim).unwrap();
-    assert!(!text.contains(" 4xNDR rdmalab") && text.contains("4xHDR rdmalab: 4xNDR 2m"), "{text}");
+    assert!(
+        !text.contains(" 4xNDR rdmalab") && text.contains("4xHDR rdmalab: 4xNDR 2m"),
+        "{text}"
+    );
     assert!(text.contains("switchguid=0x2c90301000000"));
     assert!(text.lines().all(|l| l.len() <= 255));
 }

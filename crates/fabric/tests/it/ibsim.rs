@@ -71,7 +71,10 @@ impl Ibsim {
             if let Some(st) = self.child.try_wait().unwrap() {
                 panic!("ibsim exited ({st}) before it was ready:\n{log}");
             }
-            assert!(t0.elapsed() < Duration::from_secs(30), "ibsim not ready after 30 s:\n{log}");
+            assert!(
+                t0.elapsed() < Duration::from_secs(30),
+                "ibsim not ready after 30 s:\n{log}"
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
     }
@@ -86,7 +89,13 @@ impl Ibsim {
             .output()
             .expect("cannot run ibnetdiscover: install infiniband-diags (scripts/test does)");
         let stdout = String::from_utf8(out.stdout).unwrap();
-        assert!(out.status.success(), "ibnetdiscover failed: {}\n{}\nibsim:\n{}", out.status, String::from_utf8_lossy(&out.stderr), self.log());
+        assert!(
+            out.status.success(),
+            "ibnetdiscover failed: {}\n{}\nibsim:\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr),
+            self.log()
+        );
         stdout
     }
 }
@@ -112,13 +121,23 @@ fn check_discovery(f: &Fabric, tag: &str, limits: &[&str], dump_name: &Path) {
     let sim = Ibsim::start(&net, tag, limits);
     let dump = sim.ibnetdiscover(&[]);
     let _ = std::fs::write(dump_name, &dump);
-    let found = fabric::format::parse("ibnetdiscover", dump.as_bytes(), None, None, &fabric::ReadOptions::default())
-        .unwrap_or_else(|e| panic!("{e}"));
+    let found = fabric::format::parse(
+        "ibnetdiscover",
+        dump.as_bytes(),
+        None,
+        None,
+        &fabric::ReadOptions::default(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(found.1, Format::Ibnetdiscover);
     let found = found.0;
     let want = as_ibsim_sees_it(f);
     let d = want.diff(&found);
-    assert!(d.is_empty(), "ibnetdiscover found a different fabric:\n{}", d.join("\n"));
+    assert!(
+        d.is_empty(),
+        "ibnetdiscover found a different fabric:\n{}",
+        d.join("\n")
+    );
     assert_eq!(want.cabling_signature(), found.cabling_signature());
     assert_eq!(found.count(NodeKind::Switch), f.count(NodeKind::Switch));
     assert_eq!(found.count(NodeKind::Ca), f.count(NodeKind::Ca));
@@ -131,7 +150,15 @@ fn check_discovery(f: &Fabric, tag: &str, limits: &[&str], dump_name: &Path) {
     // `-g` (chassis grouping) reads back the same, and the `-p` port report agrees
     // port by port with the generated model.
     let grouped = sim.ibnetdiscover(&["-g"]);
-    let g = fabric::format::parse("ibnetdiscover -g", grouped.as_bytes(), None, None, &fabric::ReadOptions::default()).unwrap().0;
+    let g = fabric::format::parse(
+        "ibnetdiscover -g",
+        grouped.as_bytes(),
+        None,
+        None,
+        &fabric::ReadOptions::default(),
+    )
+    .unwrap()
+    .0;
     assert!(want.diff(&g).is_empty());
     let ports = sim.ibnetdiscover(&["-p"]);
     let rep = fabric::format::parse_ports_report("ibnetdiscover -p", &ports).unwrap();
@@ -151,14 +178,28 @@ fn ibsim_peer_discovers_generated_648_host_fat_tree() {
 
 #[test]
 fn ibsim_peer_discovers_generated_2592_host_3_tier_fat_tree() {
-    let f = fat_tree3(&FatTree3Params { radix: 36, pods: Some(8), ..Default::default() }).unwrap();
+    let f = fat_tree3(&FatTree3Params {
+        radix: 36,
+        pods: Some(8),
+        ..Default::default()
+    })
+    .unwrap();
     assert_eq!(f.count(NodeKind::Ca), 2592);
     let dir = tempfile::tempdir().unwrap();
     // 2,988 nodes, 396 switches and 17,244 port slots exceed ibsim's defaults
     // (2048/256/13312); the file's header says which flags it needs.
     let net = fabric::format::write(&f, Format::Ibsim).unwrap();
-    assert!(net.contains("# Load with: ibsim -s -N 2988 -S 396 -P 17244 <this file>"), "{}", &net[..400]);
-    check_discovery(&f, "ft2592", &["-N", "2988", "-S", "396", "-P", "17244"], &dir.path().join("dump.topo"));
+    assert!(
+        net.contains("# Load with: ibsim -s -N 2988 -S 396 -P 17244 <this file>"),
+        "{}",
+        &net[..400]
+    );
+    check_discovery(
+        &f,
+        "ft2592",
+        &["-N", "2988", "-S", "396", "-P", "17244"],
+        &dir.path().join("dump.topo"),
+    );
 }
 
 #[test]
@@ -168,10 +209,23 @@ fn ibsim_peer_discovers_rail_pod_torus_and_multi_pod() {
     let rail16x8 = rail(&RailParams::default()).unwrap();
     check_discovery(&rail16x8, "rail", &[], &dir.path().join("rail.topo"));
     // a ring of size 2 puts two parallel cables between the same two switches
-    let t = torus(&TorusParams { dims: [3, 2, 2], hosts_per_switch: 2, ..Default::default() }).unwrap();
+    let t = torus(&TorusParams {
+        dims: [3, 2, 2],
+        hosts_per_switch: 2,
+        ..Default::default()
+    })
+    .unwrap();
     check_discovery(&t, "torus", &[], &dir.path().join("torus.topo"));
-    let m = multi_pod(&MultiPodParams { pods: 3, radix: 8, leaves_per_pod: 2, hosts_per_leaf: 4, spines_per_pod: 2, spine_uplinks: 2, ..Default::default() })
-        .unwrap();
+    let m = multi_pod(&MultiPodParams {
+        pods: 3,
+        radix: 8,
+        leaves_per_pod: 2,
+        hosts_per_leaf: 4,
+        spines_per_pod: 2,
+        spine_uplinks: 2,
+        ..Default::default()
+    })
+    .unwrap();
     check_discovery(&m, "multipod", &[], &dir.path().join("multipod.topo"));
 }
 
@@ -179,12 +233,24 @@ fn ibsim_peer_discovers_rail_pod_torus_and_multi_pod() {
 fn ibsim_loads_rdmalab_ibnetdiscover_output_too() {
     // ibsim reads ibnetdiscover output; rdmalab's ibnetdiscover writer must be
     // something it loads with the same GUIDs and cabling (HDR: a speed 0.10 knows).
-    let p = LeafSpineParams { radix: 8, rate: fabric::LinkRate::HDR_4X, ..Default::default() };
+    let p = LeafSpineParams {
+        radix: 8,
+        rate: fabric::LinkRate::HDR_4X,
+        ..Default::default()
+    };
     let f = leaf_spine(&p).unwrap();
     let text = format::write(&f, Format::Ibnetdiscover).unwrap();
     let sim = Ibsim::start(&text, "ibnd", &[]);
     let dump = sim.ibnetdiscover(&[]);
-    let found = fabric::format::parse("ibnetdiscover", dump.as_bytes(), None, None, &fabric::ReadOptions::default()).unwrap().0;
+    let found = fabric::format::parse(
+        "ibnetdiscover",
+        dump.as_bytes(),
+        None,
+        None,
+        &fabric::ReadOptions::default(),
+    )
+    .unwrap()
+    .0;
     let d = f.diff(&found);
     assert!(d.is_empty(), "{}", d.join("\n"));
 }

@@ -23,7 +23,9 @@ pub fn read(path: &std::path::Path) -> (Fabric, Format) {
 
 /// Parse text as `fmt`.
 pub fn parse(name: &str, text: &str, fmt: Format) -> Fabric {
-    format::parse(name, text.as_bytes(), Some(fmt), None, &ReadOptions::default()).unwrap_or_else(|e| panic!("{e}\n{text}")).0
+    format::parse(name, text.as_bytes(), Some(fmt), None, &ReadOptions::default())
+        .unwrap_or_else(|e| panic!("{e}\n{text}"))
+        .0
 }
 
 /// Write `f` as `fmt`, read it back, and check the model is the same fabric.

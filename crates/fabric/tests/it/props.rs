@@ -5,7 +5,13 @@ use fabric::format::{self, Format};
 use proptest::prelude::*;
 
 fn all_readers(bytes: &[u8]) {
-    for fmt in [None, Some(Format::Ibnetdiscover), Some(Format::Ibsim), Some(Format::Hpcc), Some(Format::Json)] {
+    for fmt in [
+        None,
+        Some(Format::Ibnetdiscover),
+        Some(Format::Ibsim),
+        Some(Format::Hpcc),
+        Some(Format::Json),
+    ] {
         if let Err(e) = format::parse("fuzz", bytes, fmt, None, &ReadOptions::default()) {
             assert_eq!(e.file, "fuzz");
             let s = e.to_string();
@@ -27,7 +33,8 @@ fn plausible_line() -> impl Strategy<Value = String> {
         Just("0 2 100Gbps 1000ns 0".to_string()),
         (1u32..12, "[A-Z][0-9]", 0u32..12, "(4x|1x|12x)(SDR|QDR|HDR|NDR|Q)")
             .prop_map(|(p, n, rp, r)| format!("[{p}]\t\"{n}\"[{rp}]\t\t# \"d\" lid 2 {r}")),
-        (1u32..4, "[A-Z][0-9]", 0u32..12).prop_map(|(p, n, rp)| format!("[{p}](100001) \t\"{n}\"[{rp}]\t\t# lid 2 lmc 0 \"s\" lid 1 4xSDR")),
+        (1u32..4, "[A-Z][0-9]", 0u32..12)
+            .prop_map(|(p, n, rp)| format!("[{p}](100001) \t\"{n}\"[{rp}]\t\t# lid 2 lmc 0 \"s\" lid 1 4xSDR")),
         "[ -~]{0,40}",
     ]
 }
@@ -66,7 +73,11 @@ proptest! {
 
 #[test]
 fn json_never_panics_on_mutations() {
-    let f = fabric::leaf_spine(&fabric::LeafSpineParams { radix: 4, ..Default::default() }).unwrap();
+    let f = fabric::leaf_spine(&fabric::LeafSpineParams {
+        radix: 4,
+        ..Default::default()
+    })
+    .unwrap();
     let text = format::write(&f, Format::Json).unwrap();
     for cut in (0..text.len()).step_by(7) {
         all_readers(&text.as_bytes()[..cut]);

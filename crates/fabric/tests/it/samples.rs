@@ -87,7 +87,11 @@ fn manpage_example_values() {
 fn measured_2sw4hca_matches_its_ibsim_source() {
     // ibnetdiscover run on ibsim's net.2sw2path4hca gives the same fabric.
     let (a, _) = read(&data("samples/net.2sw2path4hca"));
-    for dump in ["sim-2sw4hca.lmc0.topo", "sim-2sw4hca.lmc2.topo", "sim-2sw4hca.grouping.topo"] {
+    for dump in [
+        "sim-2sw4hca.lmc0.topo",
+        "sim-2sw4hca.lmc2.topo",
+        "sim-2sw4hca.grouping.topo",
+    ] {
         let (b, _) = read(&data(&format!("samples/{dump}")));
         let d = a.diff(&b);
         assert!(d.is_empty(), "{dump}: {d:?}");
@@ -95,7 +99,13 @@ fn measured_2sw4hca_matches_its_ibsim_source() {
     // two parallel cables between the switches stay two links
     let s1 = a.by_name("Switch1").unwrap();
     let s2 = a.by_name("Switch2").unwrap();
-    assert_eq!(a.links.iter().filter(|l| (l.a.node, l.b.node) == (s1, s2) || (l.a.node, l.b.node) == (s2, s1)).count(), 2);
+    assert_eq!(
+        a.links
+            .iter()
+            .filter(|l| (l.a.node, l.b.node) == (s1, s2) || (l.a.node, l.b.node) == (s2, s1))
+            .count(),
+        2
+    );
 }
 
 #[test]
@@ -128,7 +138,13 @@ fn hpcc_samples_round_trip() {
     let (fat, _) = read(&data("samples/fat.txt"));
     assert_eq!(fat.count(NodeKind::Ca), 320);
     assert_eq!(fat.count(NodeKind::Switch), 56);
-    assert_eq!(fat.links.iter().filter(|l| l.rate == LinkRate::eth(400).unwrap()).count(), 160);
+    assert_eq!(
+        fat.links
+            .iter()
+            .filter(|l| l.rate == LinkRate::eth(400).unwrap())
+            .count(),
+        160
+    );
     assert_eq!(fat.links[0].delay_ps, 1_000_000);
     // topology.txt declares 65 links and then carries notes: only 65 are read.
     let (t, _) = read(&data("samples/topology.txt"));
@@ -149,7 +165,8 @@ fn ports_report_sample_agrees_with_the_topology_dump() {
     let s1 = g.by_name("S-0000000000200000").unwrap();
     let l = g.peer(s1, 5).unwrap().1;
     let link = g.disconnect(l).unwrap();
-    g.connect(s1, 6, link.b.node, link.b.port, link.rate, link.length_m).unwrap();
+    g.connect(s1, 6, link.b.node, link.b.port, link.rate, link.length_m)
+        .unwrap();
     assert!(!fabric::format::check_ports_report(&g, &rep).is_empty());
 }
 
@@ -178,11 +195,19 @@ fn ibsim_extensions_hcaguids_relative_guids_include_and_module() {
     let (_, l) = f.peer(f.by_name("S1").unwrap(), 2).unwrap();
     assert_eq!(f.link(l).rate, LinkRate::ib(IbSpeed::Sdr, IbWidth::X1));
     // an error inside the included file names that file and line
-    std::fs::write(dir.path().join("hosts.net"), "Hca\t1 \"H1\"\n[1]\t\"S1\"[1]\n[2]\t\"S1\"[2]\n").unwrap();
+    std::fs::write(
+        dir.path().join("hosts.net"),
+        "Hca\t1 \"H1\"\n[1]\t\"S1\"[1]\n[2]\t\"S1\"[2]\n",
+    )
+    .unwrap();
     let e = fabric::format::read_file(&dir.path().join("main.net"), None, &fabric::ReadOptions::default()).unwrap_err();
     let s = e.to_string();
     assert!(s.contains("hosts.net:3:"), "{s}");
     // module= prefixes ids
-    let f = super::parse("m", "module=\"rack1\"\nSwitch 2 \"S\"\n[1] \"H\"[1]\n\nHca 1 \"H\"\n[1] \"S\"[1]\n", Format::Ibsim);
+    let f = super::parse(
+        "m",
+        "module=\"rack1\"\nSwitch 2 \"S\"\n[1] \"H\"[1]\n\nHca 1 \"H\"\n[1] \"S\"[1]\n",
+        Format::Ibsim,
+    );
     assert!(f.by_name("rack1#S").is_some() && f.by_name("rack1#H").is_some());
 }

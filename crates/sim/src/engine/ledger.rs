@@ -61,9 +61,7 @@ pub struct Ledger {
 
 /// A ledger that does not balance.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[error(
-    "balance packets: created {created} != delivered {delivered} + dropped {dropped} + in flight {in_flight}"
-)]
+#[error("balance packets: created {created} != delivered {delivered} + dropped {dropped} + in flight {in_flight}")]
 pub struct LedgerError {
     pub created: u64,
     pub delivered: u64,
@@ -89,7 +87,12 @@ impl Ledger {
         if self.created == self.delivered + dropped + in_flight {
             Ok(())
         } else {
-            Err(LedgerError { created: self.created, delivered: self.delivered, dropped, in_flight })
+            Err(LedgerError {
+                created: self.created,
+                delivered: self.delivered,
+                dropped,
+                in_flight,
+            })
         }
     }
 }
@@ -100,7 +103,11 @@ mod tests {
 
     #[test]
     fn balances_and_catches_leaks() {
-        let mut l = Ledger { created: 10, delivered: 7, ..Ledger::default() };
+        let mut l = Ledger {
+            created: 10,
+            delivered: 7,
+            ..Ledger::default()
+        };
         l.drop_one(DropReason::NoRoute);
         assert!(l.check(2).is_ok());
         assert_eq!(l.check(1).unwrap_err().dropped, 1);

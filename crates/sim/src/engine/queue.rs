@@ -72,7 +72,12 @@ impl<E: Packed> Default for PackedQueue<E> {
 impl<E: Packed> PackedQueue<E> {
     /// An empty queue.
     pub fn new() -> PackedQueue<E> {
-        PackedQueue { heap: Vec::with_capacity(4096), seq: 0, pushed: 0, _e: std::marker::PhantomData }
+        PackedQueue {
+            heap: Vec::with_capacity(4096),
+            seq: 0,
+            pushed: 0,
+            _e: std::marker::PhantomData,
+        }
     }
 
     /// Take the next sequence number (for an event parked in a [`Fifo`]).
@@ -246,7 +251,11 @@ impl<E: Copy> Default for EventQueue<E> {
 impl<E: Copy> EventQueue<E> {
     /// An empty queue.
     pub fn new() -> EventQueue<E> {
-        EventQueue { heap: BinaryHeap::with_capacity(4096), seq: 0, pushed: 0 }
+        EventQueue {
+            heap: BinaryHeap::with_capacity(4096),
+            seq: 0,
+            pushed: 0,
+        }
     }
 
     /// Take the next sequence number (for an event parked in a [`Fifo`]).
@@ -268,7 +277,10 @@ impl<E: Copy> EventQueue<E> {
     #[inline]
     pub fn push_seq(&mut self, t: Time, seq: u64, ev: E) {
         self.pushed += 1;
-        self.heap.push(Entry { key: (u128::from(t.0) << 64) | u128::from(seq), ev });
+        self.heap.push(Entry {
+            key: (u128::from(t.0) << 64) | u128::from(seq),
+            ev,
+        });
     }
 
     /// Remove and return the earliest event.
@@ -289,7 +301,10 @@ impl<E: Copy> EventQueue<E> {
     pub fn replace_top(&mut self, t: Time, seq: u64, ev: E) {
         self.pushed += 1;
         if let Some(mut top) = self.heap.peek_mut() {
-            *top = Entry { key: (u128::from(t.0) << 64) | u128::from(seq), ev };
+            *top = Entry {
+                key: (u128::from(t.0) << 64) | u128::from(seq),
+                ev,
+            };
         }
     }
 

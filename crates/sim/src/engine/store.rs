@@ -17,7 +17,12 @@ pub struct Slab<T> {
 impl<T> Slab<T> {
     /// An empty slab with room for `cap` items before it grows.
     pub fn with_capacity(cap: usize) -> Slab<T> {
-        Slab { items: Vec::with_capacity(cap), free: Vec::new(), live: 0, peak: 0 }
+        Slab {
+            items: Vec::with_capacity(cap),
+            free: Vec::new(),
+            live: 0,
+            peak: 0,
+        }
     }
 
     /// Store `v`, returning its id.

@@ -128,7 +128,9 @@ impl Serializer {
     /// For a line of `bps` usable bits per second.
     pub fn new(bps: u64) -> Serializer {
         let num = (8u128 * 1_000_000_000_000) << 32;
-        Serializer { ps_per_byte_fp: num.div_ceil(u128::from(bps.max(1))) as u64 }
+        Serializer {
+            ps_per_byte_fp: num.div_ceil(u128::from(bps.max(1))) as u64,
+        }
     }
 
     /// Time to put `bytes` on the wire.
@@ -144,7 +146,11 @@ mod tests {
 
     #[test]
     fn serializer_is_exact_for_integer_rates() {
-        for (bps, ppb) in [(100_000_000_000u64, 80u64), (200_000_000_000, 40), (400_000_000_000, 20)] {
+        for (bps, ppb) in [
+            (100_000_000_000u64, 80u64),
+            (200_000_000_000, 40),
+            (400_000_000_000, 20),
+        ] {
             let s = Serializer::new(bps);
             for b in [1u32, 30, 64, 4096, 4126, 65_535] {
                 assert_eq!(s.time(b).0, u64::from(b) * ppb);

@@ -96,7 +96,12 @@ pub struct QpOptions {
 
 impl Default for QpOptions {
     fn default() -> Self {
-        QpOptions { port: 1, peer_port: 1, sl: None, mgmt: false }
+        QpOptions {
+            port: 1,
+            peer_port: 1,
+            sl: None,
+            mgmt: false,
+        }
     }
 }
 
@@ -204,7 +209,12 @@ struct QpHead {
 
 impl Qp {
     fn clone_head(&self) -> QpHead {
-        QpHead { slid: self.slid, sl: self.sl, vl: self.vl, cap: self.cap }
+        QpHead {
+            slid: self.slid,
+            sl: self.sl,
+            vl: self.vl,
+            cap: self.cap,
+        }
     }
 }
 
@@ -270,7 +280,9 @@ impl Sim {
                 .get(node)
                 .and_then(|x| x.first())
                 .and_then(|x| x.get(port as usize))
-                .map_or((sl as usize % self.nvl) as u8, |m| m[(sl & 15) as usize].min(self.nvl as u8 - 1)),
+                .map_or((sl as usize % self.nvl) as u8, |m| {
+                    m[(sl & 15) as usize].min(self.nvl as u8 - 1)
+                }),
         }
     }
 
@@ -327,7 +339,10 @@ impl Sim {
     /// `ibv_create_qp` on each side plus the INIT→RTR→RTS transitions).
     pub fn create_rc_pair(&mut self, a: NodeId, b: NodeId, o: &QpOptions) -> Result<(QpId, QpId), SimError> {
         if self.qps.len() + 2 >= crate::sim::MAX_ID {
-            return Err(SimError::BadPost { qp: NONE, why: "too many QPs (2^25 at most)".into() });
+            return Err(SimError::BadPost {
+                qp: NONE,
+                why: "too many QPs (2^25 at most)".into(),
+            });
         }
         let ca = self.ca_port_of(a, o.port)?;
         let cb = self.ca_port_of(b, o.peer_port)?;
@@ -343,7 +358,10 @@ impl Sim {
     /// Create a UD QP on (`node`, `port`).
     pub fn create_ud(&mut self, node: NodeId, o: &QpOptions) -> Result<QpId, SimError> {
         if self.qps.len() + 1 >= crate::sim::MAX_ID {
-            return Err(SimError::BadPost { qp: NONE, why: "too many QPs (2^25 at most)".into() });
+            return Err(SimError::BadPost {
+                qp: NONE,
+                why: "too many QPs (2^25 at most)".into(),
+            });
         }
         let c = self.ca_port_of(node, o.port)?;
         Ok(QpId(self.new_qp(c, QpKind::Ud, NONE, 0, o.sl.unwrap_or(0), o.mgmt)))
@@ -355,28 +373,53 @@ impl Sim {
     }
 
     fn post(&mut self, qp: QpId, op: WrOp, bytes: u64, wr_id: u64) -> Result<(), SimError> {
-        let q = self.qps.get(qp.0 as usize).ok_or(SimError::BadPost { qp: qp.0, why: "no such QP".into() })?;
+        let q = self.qps.get(qp.0 as usize).ok_or(SimError::BadPost {
+            qp: qp.0,
+            why: "no such QP".into(),
+        })?;
         match (q.kind, op) {
             (QpKind::Rc, WrOp::Ud { .. }) => {
-                return Err(SimError::BadPost { qp: qp.0, why: "a UD send needs a UD QP".into() });
+                return Err(SimError::BadPost {
+                    qp: qp.0,
+                    why: "a UD send needs a UD QP".into(),
+                });
             }
             (QpKind::Ud, WrOp::Ud { .. }) => {
-                let max = if q.mgmt { u64::from(hdr::MAD) } else { u64::from(self.ib.mtu) };
+                let max = if q.mgmt {
+                    u64::from(hdr::MAD)
+                } else {
+                    u64::from(self.ib.mtu)
+                };
                 if bytes > max {
-                    return Err(SimError::BadPost { qp: qp.0, why: format!("UD payload {bytes} exceeds {max} bytes") });
+                    return Err(SimError::BadPost {
+                        qp: qp.0,
+                        why: format!("UD payload {bytes} exceeds {max} bytes"),
+                    });
                 }
             }
             (QpKind::Ud, _) => {
-                return Err(SimError::BadPost { qp: qp.0, why: "UD QPs only SEND (post_ud_send)".into() });
+                return Err(SimError::BadPost {
+                    qp: qp.0,
+                    why: "UD QPs only SEND (post_ud_send)".into(),
+                });
             }
             (QpKind::Rc, WrOp::Read) if bytes == u64::MAX || bytes > u64::from(u32::MAX) => {
-                return Err(SimError::BadPost { qp: qp.0, why: "a READ is at most 2^32-1 bytes".into() });
+                return Err(SimError::BadPost {
+                    qp: qp.0,
+                    why: "a READ is at most 2^32-1 bytes".into(),
+                });
             }
             _ => {}
         }
-        let w = Wqe { wr_id, op, bytes, posted: self.now };
+        let w = Wqe {
+            wr_id,
+            op,
+            bytes,
+            posted: self.now,
+        };
         self.qps[qp.0 as usize].pending.push_back(w);
-        self.q.push(self.now + Time(self.ib.hca_tx_latency_ps), Event::QpReady { qp: qp.0 });
+        self.q
+            .push(self.now + Time(self.ib.hca_tx_latency_ps), Event::QpReady { qp: qp.0 });
         Ok(())
     }
 
@@ -397,7 +440,10 @@ impl Sim {
 
     /// Post a UD SEND of `bytes` to UD QP `dst`.
     pub fn post_ud_send(&mut self, qp: QpId, dst: QpId, bytes: u64, wr_id: u64) -> Result<(), SimError> {
-        let d = self.qps.get(dst.0 as usize).ok_or(SimError::BadPost { qp: dst.0, why: "no such QP".into() })?;
+        let d = self.qps.get(dst.0 as usize).ok_or(SimError::BadPost {
+            qp: dst.0,
+            why: "no such QP".into(),
+        })?;
         let dlid = self.caps[d.cap as usize].lid;
         self.post(qp, WrOp::Ud { dst: dst.0, dlid }, bytes, wr_id)
     }
@@ -435,7 +481,9 @@ impl Sim {
     fn qp_has_work(&self, qp: u32) -> bool {
         let q = &self.qps[qp as usize];
         !q.rresp.is_empty()
-            || q.sq.front().is_some_and(|w| w.op != WrOp::Read || q.reads_out < self.ib.max_rd_atomic)
+            || q.sq
+                .front()
+                .is_some_and(|w| w.op != WrOp::Read || q.reads_out < self.ib.max_rd_atomic)
     }
 
     pub(crate) fn hca_has_work(&self, gp: u32) -> bool {
@@ -477,7 +525,11 @@ impl Sim {
                 WrOp::Send | WrOp::Write => {
                     let rem = w.bytes - q.sq_off;
                     // Only a WRITE's first packet carries the RETH.
-                    let op = if w.op == WrOp::Write && q.sq_off == 0 { Opcode::WriteFirst } else { Opcode::SendOnly };
+                    let op = if w.op == WrOp::Write && q.sq_off == 0 {
+                        Opcode::WriteFirst
+                    } else {
+                        Opcode::SendOnly
+                    };
                     op.wire_bytes(rem.min(mtu) as u32, grh)
                 }
             }
@@ -595,7 +647,9 @@ impl Sim {
             }
             return Build::Packet(p);
         }
-        let Some(w) = q.sq.front().copied() else { return Build::Idle };
+        let Some(w) = q.sq.front().copied() else {
+            return Build::Idle;
+        };
         match w.op {
             WrOp::Read => {
                 if q.reads_out >= self.ib.max_rd_atomic {
@@ -620,7 +674,12 @@ impl Sim {
                 q.sq.pop_front();
                 q.next_psn = psn.plus(npk);
                 q.reads_out += 1;
-                q.unacked.push_back(Outstanding { last: psn.plus(npk - 1), wqe: w, npk, got: 0 });
+                q.unacked.push_back(Outstanding {
+                    last: psn.plus(npk - 1),
+                    wqe: w,
+                    npk,
+                    got: 0,
+                });
                 Build::Packet(p)
             }
             WrOp::Ud { dst, dlid } => {
@@ -643,7 +702,14 @@ impl Sim {
                 q.sq.pop_front();
                 q.next_psn = q.next_psn.plus(1);
                 let node = q.node;
-                let cqe = Cqe { wr_id: w.wr_id, qp: QpId(qp), op: CqeOp::UdSend, bytes: w.bytes, posted: w.posted, done: now };
+                let cqe = Cqe {
+                    wr_id: w.wr_id,
+                    qp: QpId(qp),
+                    op: CqeOp::UdSend,
+                    bytes: w.bytes,
+                    posted: w.posted,
+                    done: now,
+                };
                 self.push_cqe(node, cqe);
                 Build::Packet(p)
             }
@@ -680,7 +746,12 @@ impl Sim {
                 if last {
                     q.sq.pop_front();
                     q.sq_off = 0;
-                    q.unacked.push_back(Outstanding { last: psn, wqe: w, npk: 1, got: 0 });
+                    q.unacked.push_back(Outstanding {
+                        last: psn,
+                        wqe: w,
+                        npk: 1,
+                        got: 0,
+                    });
                 } else {
                     q.sq_off += u64::from(payload);
                 }
@@ -750,10 +821,20 @@ impl Sim {
             q.rx_bytes = 0;
             q.rx_first = now;
         }
-        if matches!(pk.opcode, Opcode::SendFirst | Opcode::SendMiddle | Opcode::SendLast | Opcode::SendOnly) {
+        if matches!(
+            pk.opcode,
+            Opcode::SendFirst | Opcode::SendMiddle | Opcode::SendLast | Opcode::SendOnly
+        ) {
             q.rx_bytes += u64::from(pk.payload);
             if pk.opcode.is_last() {
-                recv = Some(Cqe { wr_id: 0, qp: QpId(qp), op: CqeOp::Recv, bytes: q.rx_bytes, posted: q.rx_first, done: now });
+                recv = Some(Cqe {
+                    wr_id: 0,
+                    qp: QpId(qp),
+                    op: CqeOp::Recv,
+                    bytes: q.rx_bytes,
+                    posted: q.rx_first,
+                    done: now,
+                });
             }
         }
         q.since_ack += 1;
@@ -805,7 +886,13 @@ impl Sim {
         let npk = bytes.div_ceil(mtu).max(1) as u32;
         q.epsn = Psn(pk.psn).plus(npk);
         q.since_ack = 0;
-        q.rresp.push_back(ReadJob { psn: Psn(pk.psn), bytes, off: 0, to_qp: pk.src_qp, to_lid: pk.slid });
+        q.rresp.push_back(ReadJob {
+            psn: Psn(pk.psn),
+            bytes,
+            off: 0,
+            to_qp: pk.src_qp,
+            to_lid: pk.slid,
+        });
         self.activate(qp);
     }
 
@@ -821,8 +908,19 @@ impl Sim {
             }
             q.unacked.pop_front();
             let node = q.node;
-            let op = if o.wqe.op == WrOp::Send { CqeOp::Send } else { CqeOp::Write };
-            let cqe = Cqe { wr_id: o.wqe.wr_id, qp: QpId(qp), op, bytes: o.wqe.bytes, posted: o.wqe.posted, done: now };
+            let op = if o.wqe.op == WrOp::Send {
+                CqeOp::Send
+            } else {
+                CqeOp::Write
+            };
+            let cqe = Cqe {
+                wr_id: o.wqe.wr_id,
+                qp: QpId(qp),
+                op,
+                bytes: o.wqe.bytes,
+                posted: o.wqe.posted,
+                done: now,
+            };
             self.push_cqe(node, cqe);
         }
     }
@@ -836,7 +934,11 @@ impl Sim {
         let ticks = (now - q.ccti_at).0 / timer;
         if ticks > 0 {
             q.ccti = q.ccti.saturating_sub(ticks.min(u64::from(u16::MAX)) as u16);
-            q.ccti_at = if q.ccti == 0 { now } else { q.ccti_at + Time(ticks * timer) };
+            q.ccti_at = if q.ccti == 0 {
+                now
+            } else {
+                q.ccti_at + Time(ticks * timer)
+            };
         }
         q.ccti
     }
@@ -934,7 +1036,9 @@ impl Sim {
         self.responder_take(qp, pk);
         loop {
             let q = &mut self.qps[qp as usize];
-            let Some((&k, _)) = q.reorder.first_key_value() else { break };
+            let Some((&k, _)) = q.reorder.first_key_value() else {
+                break;
+            };
             if k != q.epsn_ext {
                 break;
             }

@@ -75,7 +75,12 @@ impl ArTables {
                 }
             }
         }
-        ArTables { sw_idx, lid_sw, dist, nsw }
+        ArTables {
+            sw_idx,
+            lid_sw,
+            dist,
+            nsw,
+        }
     }
 }
 
@@ -86,7 +91,9 @@ impl Sim {
     fn adaptive_port(&self, node: usize, dlid: u16, lft_port: u8) -> u8 {
         let Some(ar) = &self.ar else { return lft_port };
         let me = ar.sw_idx[node];
-        let Some(&ds) = ar.lid_sw.get(dlid as usize) else { return lft_port };
+        let Some(&ds) = ar.lid_sw.get(dlid as usize) else {
+            return lft_port;
+        };
         if me == NONE || ds == NONE || ds == me {
             return lft_port;
         }
@@ -218,7 +225,9 @@ impl Sim {
         }
         match self.arbitrate(gp) {
             Ok(vl) => {
-                let p = self.oq[base + vl].pop_front().expect("arbitration chose a non-empty VL");
+                let p = self.oq[base + vl]
+                    .pop_front()
+                    .expect("arbitration chose a non-empty VL");
                 self.ports[g].oq_len -= 1;
                 Pick::Send(p)
             }

@@ -94,7 +94,12 @@ impl Default for QosMaps {
         tc_to_pg[3] = 3;
         tc_to_pg[4] = 4;
         tc_to_pg[7] = 7;
-        QosMaps { dscp_to_tc, tc_to_pg, tc_to_queue: [0, 1, 2, 3, 4, 5, 6, 7], pfc_enable: 1 << 3 }
+        QosMaps {
+            dscp_to_tc,
+            tc_to_pg,
+            tc_to_queue: [0, 1, 2, 3, 4, 5, 6, 7],
+            pfc_enable: 1 << 3,
+        }
     }
 }
 
@@ -107,14 +112,23 @@ impl QosMaps {
         for (d, tc) in [(3, 3), (4, 4), (8, 0), (5, 2), (46, 5), (48, 6)] {
             dscp_to_tc[d] = tc;
         }
-        QosMaps { dscp_to_tc, tc_to_pg: [0, 0, 0, 3, 4, 0, 0, 7], tc_to_queue: [0, 1, 2, 3, 4, 5, 6, 7], pfc_enable: (1 << 3) | (1 << 4) }
+        QosMaps {
+            dscp_to_tc,
+            tc_to_pg: [0, 0, 0, 3, 4, 0, 0, 7],
+            tc_to_queue: [0, 1, 2, 3, 4, 5, 6, 7],
+            pfc_enable: (1 << 3) | (1 << 4),
+        }
     }
 
     /// (TC, PG, queue) of a packet with `dscp`.
     #[inline]
     pub fn classify(&self, dscp: u8) -> (u8, u8, u8) {
         let tc = self.dscp_to_tc[usize::from(dscp & 63)] & 7;
-        (tc, self.tc_to_pg[usize::from(tc)] & 7, self.tc_to_queue[usize::from(tc)] & 7)
+        (
+            tc,
+            self.tc_to_pg[usize::from(tc)] & 7,
+            self.tc_to_queue[usize::from(tc)] & 7,
+        )
     }
 
     /// Is PG / priority `p` lossless?
@@ -154,14 +168,32 @@ impl Default for Scheduler {
     /// and 4, `qos_config.j2`, §1.6).
     fn default() -> Self {
         use QueueSched::*;
-        Scheduler::new([Dwrr(14), Dwrr(14), Dwrr(14), Dwrr(15), Dwrr(15), Dwrr(14), Strict, Dwrr(14)], 1024)
+        Scheduler::new(
+            [
+                Dwrr(14),
+                Dwrr(14),
+                Dwrr(14),
+                Dwrr(15),
+                Dwrr(15),
+                Dwrr(14),
+                Strict,
+                Dwrr(14),
+            ],
+            1024,
+        )
     }
 }
 
 impl Scheduler {
     /// A scheduler with these disciplines.
     pub fn new(sched: [QueueSched; NPRIO], quantum_unit: u32) -> Scheduler {
-        Scheduler { sched, quantum_unit, deficit: [0; NPRIO], cursor: 0, fresh: true }
+        Scheduler {
+            sched,
+            quantum_unit,
+            deficit: [0; NPRIO],
+            cursor: 0,
+            fresh: true,
+        }
     }
 
     /// Choose the queue to send next. `head(q)` gives the size of queue q's head
@@ -226,7 +258,13 @@ impl MmuConfig {
     /// (reference §1.1.6 / §2.2): `BUFFER_SIZE` MB shared, 4 KB reserve per
     /// (port, queue), headroom 3 × rate × delay per port, α = 1/8 at the NIC rate
     /// and doubled per doubling of the port rate, 3 KB resume offset.
-    pub fn hpcc_ns3(buffer_mb: u64, port_bps: &[u64], port_delay_ps: &[u64], nic_bps: u64, red: Option<Red>) -> MmuConfig {
+    pub fn hpcc_ns3(
+        buffer_mb: u64,
+        port_bps: &[u64],
+        port_delay_ps: &[u64],
+        nic_bps: u64,
+        red: Option<Red>,
+    ) -> MmuConfig {
         let dynamic_th = port_bps
             .iter()
             .map(|&b| {
@@ -239,7 +277,11 @@ impl MmuConfig {
                 -shift
             })
             .collect();
-        let headroom = port_bps.iter().zip(port_delay_ps).map(|(&b, &d)| hpcc_headroom_bytes(b, d)).collect();
+        let headroom = port_bps
+            .iter()
+            .zip(port_delay_ps)
+            .map(|(&b, &d)| hpcc_headroom_bytes(b, d))
+            .collect();
         let maps = QosMaps::default();
         let mut reds = [None; NPRIO];
         reds[3] = red;
@@ -308,7 +350,9 @@ impl Mmu {
     /// An empty MMU for `nports` ports (indices 0..nports).
     pub fn new(cfg: MmuConfig, nports: usize) -> Mmu {
         let lossless = (0..NPRIO).filter(|&p| cfg.maps.lossless(p as u8)).count() as u64;
-        let headroom_total: u64 = (0..nports).map(|p| cfg.headroom.get(p).copied().unwrap_or(0) * lossless).sum();
+        let headroom_total: u64 = (0..nports)
+            .map(|p| cfg.headroom.get(p).copied().unwrap_or(0) * lossless)
+            .sum();
         let reserved_total = cfg.reserved_per_pg * (nports * NPRIO) as u64;
         let shared_size = cfg.buffer_bytes.saturating_sub(headroom_total + reserved_total);
         Mmu {
@@ -380,14 +424,22 @@ impl Mmu {
         let th = self.threshold(in_port);
         let mut xoff = false;
         if rest > 0 {
-            let fits_shared = self.pg_headroom[i] == 0 && self.pg_shared[i] + rest <= th && self.shared_used + rest <= self.shared_size;
+            let fits_shared = self.pg_headroom[i] == 0
+                && self.pg_shared[i] + rest <= th
+                && self.shared_used + rest <= self.shared_size;
             if fits_shared {
                 charge.shared = rest as u32;
             } else if !lossless {
                 self.drops[0] += 1;
                 return Admit::Drop(MmuDrop::LossyOverThreshold);
             } else {
-                let room = self.cfg.headroom.get(in_port).copied().unwrap_or(0).saturating_sub(self.pg_headroom[i]);
+                let room = self
+                    .cfg
+                    .headroom
+                    .get(in_port)
+                    .copied()
+                    .unwrap_or(0)
+                    .saturating_sub(self.pg_headroom[i]);
                 if rest > room {
                     self.drops[1] += 1;
                     return Admit::Drop(MmuDrop::HeadroomOverflow);
@@ -462,7 +514,13 @@ mod tests {
     #[test]
     fn headroom_matches_the_reference_tables() {
         // Shared RoCE reference §3.2, raw IEEE-style bytes with 9216-byte frames.
-        let cases = [(100u64, 5.0, 44_300u64), (100, 40.0, 48_700), (100, 300.0, 81_600), (400, 5.0, 78_900), (400, 300.0, 227_900)];
+        let cases = [
+            (100u64, 5.0, 44_300u64),
+            (100, 40.0, 48_700),
+            (100, 300.0, 81_600),
+            (400, 5.0, 78_900),
+            (400, 300.0, 227_900),
+        ];
         for (g, m, kb) in cases {
             let h = ieee_headroom_bytes(g * 1_000_000_000, m, 9216, sonic_pause_quanta(g as u32).unwrap());
             assert!(h.abs_diff(kb) <= 60, "{g}G {m}m: {h} vs {kb}");
@@ -493,7 +551,16 @@ mod tests {
     #[test]
     fn dwrr_shares_by_weight_and_strict_goes_first() {
         let mut s = Scheduler::new(
-            [QueueSched::Dwrr(1), QueueSched::Dwrr(3), QueueSched::Dwrr(0), QueueSched::Dwrr(0), QueueSched::Dwrr(0), QueueSched::Dwrr(0), QueueSched::Strict, QueueSched::Dwrr(0)],
+            [
+                QueueSched::Dwrr(1),
+                QueueSched::Dwrr(3),
+                QueueSched::Dwrr(0),
+                QueueSched::Dwrr(0),
+                QueueSched::Dwrr(0),
+                QueueSched::Dwrr(0),
+                QueueSched::Strict,
+                QueueSched::Dwrr(0),
+            ],
             1000,
         );
         let mut sent = [0u64; 8];
@@ -561,7 +628,13 @@ mod tests {
         assert!(k > 400);
         // Headroom absorbs 20 packets, then overflows (a bug if it happens).
         for _ in 0..20 {
-            assert!(matches!(m.admit(0, 3, 1, 3, 1000), Admit::Ok { charge: Charge { headroom: 1000, .. }, xoff: false }));
+            assert!(matches!(
+                m.admit(0, 3, 1, 3, 1000),
+                Admit::Ok {
+                    charge: Charge { headroom: 1000, .. },
+                    xoff: false
+                }
+            ));
         }
         assert_eq!(m.admit(0, 3, 1, 3, 1000), Admit::Drop(MmuDrop::HeadroomOverflow));
         // A lossy PG on another port: its threshold is α·free, now small.

@@ -207,7 +207,11 @@ impl Profile {
                 first_cnp_alpha: None,
                 first_cnp_rate_factor: None,
                 cnp_interval: Time::us(50),
-                red: Red { kmin: 5_000, kmax: 200_000, pmax: 0.01 },
+                red: Red {
+                    kmin: 5_000,
+                    kmax: 200_000,
+                    pmax: 0.01,
+                },
             },
             // §2.1 "NVIDIA CX4+ firmware default" column: DCE_TCP_G 1019 ⇒ α ←
             // (1019/1024)α + 5/1024 on a CNP (Mellanox community fixed-point rule),
@@ -237,7 +241,11 @@ impl Profile {
                 first_cnp_alpha: None,
                 first_cnp_rate_factor: None,
                 cnp_interval: Time::us(4),
-                red: Red { kmin: 150_000, kmax: 1_500_000, pmax: 1.0 },
+                red: Red {
+                    kmin: 150_000,
+                    kmax: 1_500_000,
+                    pmax: 1.0,
+                },
             },
             // §2.1 "HPCC ns-3 run.py dcqcn" column and §1.1.5/§1.1.6: g 1/256;
             // ALPHA_RESUME_INTERVAL 1 µs (periodic); RATE_DECREASE_INTERVAL 4 µs
@@ -512,7 +520,11 @@ impl ReactionPoint {
     fn increase(&mut self) {
         let f = self.p.fast_recovery;
         // Without a byte counter the timer alone sets the stage (HPCC ns-3).
-        let b = if self.p.byte_counter.is_some() { self.b_stage } else { self.t_stage };
+        let b = if self.p.byte_counter.is_some() {
+            self.b_stage
+        } else {
+            self.t_stage
+        };
         let (hi, lo) = (self.t_stage.max(b), self.t_stage.min(b));
         if hi < f {
             // Fast recovery: halve the distance to the target.
@@ -562,7 +574,11 @@ mod tests {
 
     #[test]
     fn red_curve_matches_the_formula() {
-        let r = Red { kmin: 100, kmax: 300, pmax: 0.2 };
+        let r = Red {
+            kmin: 100,
+            kmax: 300,
+            pmax: 0.2,
+        };
         assert_eq!(r.probability(50), 0.0);
         assert_eq!(r.probability(100), 0.0);
         assert!((r.probability(200) - 0.1).abs() < 1e-12);
@@ -584,7 +600,14 @@ mod tests {
     #[test]
     fn profiles_carry_the_cited_values() {
         let h = Profile::HpccNs3.params(G100);
-        assert_eq!(h.red, Red { kmin: 400_000, kmax: 1_600_000, pmax: 0.2 });
+        assert_eq!(
+            h.red,
+            Red {
+                kmin: 400_000,
+                kmax: 1_600_000,
+                pmax: 0.2
+            }
+        );
         assert!((h.rate_ai_bps - 20e6).abs() < 1e-3 && (h.rate_hai_bps - 200e6).abs() < 1e-3);
         let h4 = Profile::HpccNs3.params(4 * G100);
         assert_eq!((h4.red.kmin, h4.red.kmax), (1_600_000, 6_400_000));
@@ -787,7 +810,11 @@ mod tests {
     fn fluid_trend() {
         for ms in [20, 40, 80, 160] {
             for pr in Profile::ALL {
-                let line = if pr == Profile::DcqcnPaper { 40_000_000_000 } else { G100 };
+                let line = if pr == Profile::DcqcnPaper {
+                    40_000_000_000
+                } else {
+                    G100
+                };
                 let (j, u, r) = fluid_two_flows(pr, line, ms, 1);
                 eprintln!("{ms} ms {}: jain {j:.4} util {u:.3} B/A {r:.3}", pr.name());
             }

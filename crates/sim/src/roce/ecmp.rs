@@ -91,7 +91,12 @@ impl FlowKey {
 
     /// A RoCEv1 flow: only layer-2 fields exist.
     pub fn rocev1(src: u32, dst: u32, rqpn: u32) -> FlowKey {
-        FlowKey { smac: host_mac(src), dmac: host_mac(dst), dqpn: rqpn, ..FlowKey::default() }
+        FlowKey {
+            smac: host_mac(src),
+            dmac: host_mac(dst),
+            dqpn: rqpn,
+            ..FlowKey::default()
+        }
     }
 }
 
@@ -136,7 +141,11 @@ pub struct HashConfig {
 
 impl Default for HashConfig {
     fn default() -> Self {
-        HashConfig { fields: field::FIVE_TUPLE, seed: 0, func: HashFn::Crc32 }
+        HashConfig {
+            fields: field::FIVE_TUPLE,
+            seed: 0,
+            func: HashFn::Crc32,
+        }
     }
 }
 
@@ -372,13 +381,19 @@ impl EcmpTable {
     #[inline]
     pub fn next_port(&self, switch: NodeId, dst: NodeId, h: u32) -> Option<u8> {
         let g = self.group(switch, dst);
-        if g.is_empty() { None } else { Some(g[(h as usize) % g.len()]) }
+        if g.is_empty() {
+            None
+        } else {
+            Some(g[(h as usize) % g.len()])
+        }
     }
 
     /// Like [`next_port`](Self::next_port) with a named error.
     pub fn route(&self, fab: &Fabric, switch: NodeId, dst: NodeId, h: u32) -> Result<u8, NoRoute> {
-        self.next_port(switch, dst, h)
-            .ok_or_else(|| NoRoute { switch: fab.node(switch).name.clone(), dst: fab.node(dst).name.clone() })
+        self.next_port(switch, dst, h).ok_or_else(|| NoRoute {
+            switch: fab.node(switch).name.clone(),
+            dst: fab.node(dst).name.clone(),
+        })
     }
 
     /// Is `link` down?
@@ -473,10 +488,19 @@ pub fn check_roce_v1(fab: &Fabric, src: NodeId, dst: NodeId, mode: L2Mode) -> Re
     let mut x = src;
     let mut hops = 0;
     while x != dst && hops < 64 {
-        let next = flat.neighbors(x).iter().filter(|a| d[a.peer.idx()] < d[x.idx()]).map(|a| a.peer).next();
+        let next = flat
+            .neighbors(x)
+            .iter()
+            .filter(|a| d[a.peer.idx()] < d[x.idx()])
+            .map(|a| a.peer)
+            .next();
         let Some(nx) = next else { break };
         if nx != dst && !bridges(nx) {
-            return Err(RoceV1Error::NeedsRouter { src: name(src), dst: name(dst), hop: name(nx) });
+            return Err(RoceV1Error::NeedsRouter {
+                src: name(src),
+                dst: name(dst),
+                hop: name(nx),
+            });
         }
         x = nx;
         hops += 1;
@@ -484,10 +508,17 @@ pub fn check_roce_v1(fab: &Fabric, src: NodeId, dst: NodeId, mode: L2Mode) -> Re
     // Routers are not transit nodes for bfs_hops: look for one adjacent to the L2 region.
     for (i, s) in seen.iter().enumerate() {
         if *s && flat.kind(NodeId(i as u32)) == NodeKind::Router {
-            return Err(RoceV1Error::NeedsRouter { src: name(src), dst: name(dst), hop: name(NodeId(i as u32)) });
+            return Err(RoceV1Error::NeedsRouter {
+                src: name(src),
+                dst: name(dst),
+                hop: name(NodeId(i as u32)),
+            });
         }
     }
-    Err(RoceV1Error::NoPath { src: name(src), dst: name(dst) })
+    Err(RoceV1Error::NoPath {
+        src: name(src),
+        dst: name(dst),
+    })
 }
 
 /// Load per member link when `flows` (each `(key, bytes)`) are hashed into `n` links.
@@ -544,12 +575,28 @@ mod tests {
     fn leaf_spine_2x2() -> (Fabric, Vec<NodeId>, Vec<NodeId>, Vec<NodeId>) {
         let mut f = Fabric::new();
         let r = LinkRate::eth(100).unwrap();
-        let leaves: Vec<NodeId> = (0..2).map(|i| f.add_node(NodeSpec::switch(format!("leaf{i}"), Guid(0x10 + i), 4)).unwrap()).collect();
-        let spines: Vec<NodeId> = (0..2).map(|i| f.add_node(NodeSpec::switch(format!("spine{i}"), Guid(0x20 + i), 2)).unwrap()).collect();
+        let leaves: Vec<NodeId> = (0..2)
+            .map(|i| {
+                f.add_node(NodeSpec::switch(format!("leaf{i}"), Guid(0x10 + i), 4))
+                    .unwrap()
+            })
+            .collect();
+        let spines: Vec<NodeId> = (0..2)
+            .map(|i| {
+                f.add_node(NodeSpec::switch(format!("spine{i}"), Guid(0x20 + i), 2))
+                    .unwrap()
+            })
+            .collect();
         let mut hosts = Vec::new();
         for (li, &l) in leaves.iter().enumerate() {
             for k in 0..2u8 {
-                let h = f.add_node(NodeSpec::ca(format!("h{li}{k}"), Guid(0x100 + (li as u64) * 16 + u64::from(k) * 2), 1)).unwrap();
+                let h = f
+                    .add_node(NodeSpec::ca(
+                        format!("h{li}{k}"),
+                        Guid(0x100 + (li as u64) * 16 + u64::from(k) * 2),
+                        1,
+                    ))
+                    .unwrap();
                 f.connect(l, 1 + k, h, 1, r, 2.0).unwrap();
                 hosts.push(h);
             }
@@ -608,7 +655,10 @@ mod tests {
         g.connect(rtr, 2, s2, 1, r, 1.0).unwrap();
         g.connect(s2, 2, b, 1, r, 1.0).unwrap();
         let e = check_roce_v1(&g, a, b, L2Mode::FlatL2).unwrap_err();
-        assert!(matches!(&e, RoceV1Error::NeedsRouter { hop, .. } if hop == "rtr"), "{e}");
+        assert!(
+            matches!(&e, RoceV1Error::NeedsRouter { hop, .. } if hop == "rtr"),
+            "{e}"
+        );
     }
 
     /// Meta SIGCOMM'24 (simulators reference §3.4): 1000 flows over 16 uplinks
@@ -620,20 +670,33 @@ mod tests {
         let mut rng = Pcg64Mcg::seed_from_u64(2024);
         // 1000 connections from 64 hosts on this leaf to 960 remote hosts.
         let conns: Vec<(u32, u32, u32)> = (0..1000)
-            .map(|_| (rng.next_u32() % 64, 64 + rng.next_u32() % 960, 0x100 + rng.next_u32() % 0x10000))
+            .map(|_| {
+                (
+                    rng.next_u32() % 64,
+                    64 + rng.next_u32() % 960,
+                    0x100 + rng.next_u32() % 0x10000,
+                )
+            })
             .collect();
         let bytes = 1u64 << 30;
         let build = |qps: u32, v1: bool| -> Vec<(FlowKey, u64)> {
             let mut v = Vec::new();
             for &(s, d, q) in &conns {
                 for k in 0..qps {
-                    let key = if v1 { FlowKey::rocev1(s, d, q + k) } else { FlowKey::rocev2(s, d, q + k, q + 7 * k + 1) };
+                    let key = if v1 {
+                        FlowKey::rocev1(s, d, q + k)
+                    } else {
+                        FlowKey::rocev2(s, d, q + k, q + 7 * k + 1)
+                    };
                     v.push((key, bytes / u64::from(qps)));
                 }
             }
             v
         };
-        let cfg = HashConfig { seed: 0x5eed, ..HashConfig::default() };
+        let cfg = HashConfig {
+            seed: 0x5eed,
+            ..HashConfig::default()
+        };
         let mut ratios = Vec::new();
         for qps in [1u32, 4, 16] {
             let r = max_over_mean(&spread(&cfg, &build(qps, false), 16));
@@ -643,15 +706,24 @@ mod tests {
         assert!(ratios[1] < ratios[0] && ratios[2] < ratios[1], "{ratios:?}");
         assert!(ratios[2] < 1.1, "{ratios:?}");
         // Murmur3 too.
-        let m = HashConfig { func: HashFn::Murmur3, seed: 7, ..HashConfig::default() };
+        let m = HashConfig {
+            func: HashFn::Murmur3,
+            seed: 7,
+            ..HashConfig::default()
+        };
         let r1 = max_over_mean(&spread(&m, &build(1, false), 16));
         let r16 = max_over_mean(&spread(&m, &build(16, false), 16));
         assert!(r1 >= 1.2 && r16 < r1, "murmur3 {r1:.3} → {r16:.3}");
         // RoCEv1: an L2 hash over MAC pairs; more QPs do not help at all.
-        let l2 = HashConfig { fields: field::L2, ..cfg };
+        let l2 = HashConfig {
+            fields: field::L2,
+            ..cfg
+        };
         let v1_1 = max_over_mean(&spread(&l2, &build(1, true), 16));
         let v1_16 = max_over_mean(&spread(&l2, &build(16, true), 16));
-        eprintln!("ECMP 1000 flows / 16 uplinks, max/mean: RoCEv2 crc32 1/4/16 QPs {ratios:.3?}, murmur3 1/16 QPs {r1:.3}/{r16:.3}, RoCEv1 L2 1/16 QPs {v1_1:.3}/{v1_16:.3}");
+        eprintln!(
+            "ECMP 1000 flows / 16 uplinks, max/mean: RoCEv2 crc32 1/4/16 QPs {ratios:.3?}, murmur3 1/16 QPs {r1:.3}/{r16:.3}, RoCEv1 L2 1/16 QPs {v1_1:.3}/{v1_16:.3}"
+        );
         assert_eq!(v1_1, v1_16, "RoCEv1 hashing ignores QPs");
         assert!(v1_16 > ratios[2] + 0.1, "v1 {v1_16:.3} vs v2 16 QPs {:.3}", ratios[2]);
     }
@@ -662,8 +734,20 @@ mod tests {
         // at the next tier when it uses the same function and seed: half of its
         // 2 choices stay unused.
         let mut rng = Pcg64Mcg::seed_from_u64(11);
-        let cfg = HashConfig { seed: 99, ..HashConfig::default() };
-        let keys: Vec<FlowKey> = (0..2000).map(|_| FlowKey::rocev2(rng.next_u32() % 64, 64 + rng.next_u32() % 64, rng.next_u32() % 65536, 1 + rng.next_u32() % 65536)).collect();
+        let cfg = HashConfig {
+            seed: 99,
+            ..HashConfig::default()
+        };
+        let keys: Vec<FlowKey> = (0..2000)
+            .map(|_| {
+                FlowKey::rocev2(
+                    rng.next_u32() % 64,
+                    64 + rng.next_u32() % 64,
+                    rng.next_u32() % 65536,
+                    1 + rng.next_u32() % 65536,
+                )
+            })
+            .collect();
         let at_leaf: Vec<&FlowKey> = keys.iter().filter(|k| cfg.hash(k) % 2 == 0).collect();
         let mut second = [0u32; 2];
         for k in &at_leaf {
@@ -678,13 +762,23 @@ mod tests {
         for k in &at_leaf {
             second[(other.hash(k) % 2) as usize] += 1;
         }
-        assert!(second[0] == 0 || second[1] == 0, "CRC seed change: still one port {second:?}");
+        assert!(
+            second[0] == 0 || second[1] == 0,
+            "CRC seed change: still one port {second:?}"
+        );
         // A non-linear mix with its own seed per switch does.
-        let mixed = HashConfig { func: HashFn::Murmur3, seed: 100, ..cfg };
+        let mixed = HashConfig {
+            func: HashFn::Murmur3,
+            seed: 100,
+            ..cfg
+        };
         let mut second = [0u32; 2];
         for k in &at_leaf {
             second[(mixed.hash(k) % 2) as usize] += 1;
         }
-        assert!(second[0] > 300 && second[1] > 300, "murmur3 per-switch seed spreads {second:?}");
+        assert!(
+            second[0] > 300 && second[1] > 300,
+            "murmur3 per-switch seed spreads {second:?}"
+        );
     }
 }

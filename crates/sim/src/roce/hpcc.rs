@@ -51,7 +51,11 @@ struct Tok<'a> {
 
 impl<'a> Tok<'a> {
     fn new(file: &'a str, text: &'a str) -> Tok<'a> {
-        let toks = text.lines().enumerate().flat_map(|(n, l)| l.split_whitespace().map(move |t| (n + 1, t))).collect();
+        let toks = text
+            .lines()
+            .enumerate()
+            .flat_map(|(n, l)| l.split_whitespace().map(move |t| (n + 1, t)))
+            .collect();
         Tok { file, toks, i: 0 }
     }
     fn peek(&self) -> Option<(usize, &'a str)> {
@@ -61,16 +65,24 @@ impl<'a> Tok<'a> {
         self.toks.last().map_or(1, |t| t.0)
     }
     fn err(&self, line: usize, what: impl Into<String>) -> HpccError {
-        HpccError { file: self.file.to_string(), line, what: what.into() }
+        HpccError {
+            file: self.file.to_string(),
+            line,
+            what: what.into(),
+        }
     }
     fn next(&mut self, what: &str) -> Result<(usize, &'a str), HpccError> {
-        let t = self.peek().ok_or_else(|| self.err(self.last_line(), format!("expected {what}, found the end of the file")))?;
+        let t = self
+            .peek()
+            .ok_or_else(|| self.err(self.last_line(), format!("expected {what}, found the end of the file")))?;
         self.i += 1;
         Ok(t)
     }
     fn parse<T: std::str::FromStr>(&mut self, what: &str) -> Result<(usize, T), HpccError> {
         let (l, s) = self.next(what)?;
-        s.parse().map(|v| (l, v)).map_err(|_| self.err(l, format!("expected {what}, found {s:?}")))
+        s.parse()
+            .map(|v| (l, v))
+            .map_err(|_| self.err(l, format!("expected {what}, found {s:?}")))
     }
     fn rest_of_line(&mut self, line: usize) -> Vec<&'a str> {
         let mut v = Vec::new();
@@ -88,7 +100,9 @@ impl<'a> Tok<'a> {
 /// Parse an ns-3 DataRate string (`100Gbps`, `50Mb/s`, `1000Mb/s`, `25G`) or a
 /// plain number of bits per second.
 pub fn parse_rate(s: &str) -> Option<u64> {
-    let split = s.find(|c: char| !(c.is_ascii_digit() || c == '.' || c == 'e' || c == 'E' || c == '-' || c == '+')).unwrap_or(s.len());
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == 'e' || c == 'E' || c == '-' || c == '+'))
+        .unwrap_or(s.len());
     // "1e9" is a number; "25G" splits at 'G'.
     let (num, unit) = s.split_at(split);
     let v: f64 = num.parse().ok()?;
@@ -221,7 +235,10 @@ impl HpccConfig {
     /// Parse a config file's text (`file` names it in errors and warnings).
     pub fn parse(file: &str, text: &str) -> Result<HpccConfig, HpccError> {
         let mut t = Tok::new(file, text);
-        let mut c = HpccConfig { file: file.to_string(), ..HpccConfig::default() };
+        let mut c = HpccConfig {
+            file: file.to_string(),
+            ..HpccConfig::default()
+        };
         while let Some((line, key)) = t.peek() {
             t.i += 1;
             macro_rules! num {
@@ -298,7 +315,11 @@ impl HpccConfig {
                         why: format!(
                             "unknown key (ns-3 third.cc ignores it too); its value{} {} skipped",
                             if rest.len() == 1 { " was" } else { "s were" },
-                            if rest.is_empty() { "(none)".to_string() } else { rest.join(" ") }
+                            if rest.is_empty() {
+                                "(none)".to_string()
+                            } else {
+                                rest.join(" ")
+                            }
                         ),
                     });
                     continue;
@@ -319,7 +340,13 @@ impl HpccConfig {
     /// the unknown keys found while parsing.
     pub fn unsupported(&self) -> Vec<Warning> {
         let mut w = self.warnings.clone();
-        let mut add = |key: &str, why: &str| w.push(Warning { at: self.at(key), key: key.to_string(), why: why.to_string() });
+        let mut add = |key: &str, why: &str| {
+            w.push(Warning {
+                at: self.at(key),
+                key: key.to_string(),
+                why: why.to_string(),
+            })
+        };
         match self.cc_mode.unwrap_or(1) {
             1 => {}
             3 => add("CC_MODE", "3 (HPCC) is not modelled; only 1 (DCQCN) is"),
@@ -328,14 +355,23 @@ impl HpccConfig {
             10 => add("CC_MODE", "10 (HPCC-PINT) is not modelled; only 1 (DCQCN) is"),
             _ => add("CC_MODE", "unknown congestion-control mode; only 1 (DCQCN) is modelled"),
         }
-        if self.has_win.unwrap_or(true) && self.cc_mode.unwrap_or(1) == 1 && self.lines.iter().any(|(k, _)| k == "HAS_WIN") {
-            add("HAS_WIN", "the BDP window is not modelled for DCQCN; flows are paced by rate only");
+        if self.has_win.unwrap_or(true)
+            && self.cc_mode.unwrap_or(1) == 1
+            && self.lines.iter().any(|(k, _)| k == "HAS_WIN")
+        {
+            add(
+                "HAS_WIN",
+                "the BDP window is not modelled for DCQCN; flows are paced by rate only",
+            );
         }
         if self.var_win == Some(true) {
             add("VAR_WIN", "variable windows are not modelled");
         }
         if self.enable_trace.unwrap_or(true) {
-            add("ENABLE_TRACE", "the binary packet trace (TRACE_OUTPUT_FILE) is not written; use the pcap capture instead");
+            add(
+                "ENABLE_TRACE",
+                "the binary packet trace (TRACE_OUTPUT_FILE) is not written; use the pcap capture instead",
+            );
         }
         if self.error_rate_per_link.is_some_and(|e| e != 0.0) {
             add("ERROR_RATE_PER_LINK", "random per-link loss is not modelled");
@@ -344,9 +380,21 @@ impl HpccConfig {
             add("QLEN_MON_FILE", "the queue-length histogram file is not written");
         }
         if self.cc_mode.unwrap_or(1) == 1 && self.ewma_gain.is_none() {
-            add("EWMA_GAIN", "absent: third.cc's default `1 / 16` is integer division (g = 0); rdmalab uses 0 as ns-3 does");
+            add(
+                "EWMA_GAIN",
+                "absent: third.cc's default `1 / 16` is integer division (g = 0); rdmalab uses 0 as ns-3 does",
+            );
         }
-        for (k, set) in [("FAST_REACT", self.fast_react.is_some()), ("U_TARGET", self.u_target.is_some()), ("MI_THRESH", self.mi_thresh.is_some()), ("INT_MULTI", self.int_multi.is_some()), ("MULTI_RATE", self.multi_rate.is_some()), ("SAMPLE_FEEDBACK", self.sample_feedback.is_some()), ("PINT_LOG_BASE", self.pint_log_base.is_some()), ("PINT_PROB", self.pint_prob.is_some())] {
+        for (k, set) in [
+            ("FAST_REACT", self.fast_react.is_some()),
+            ("U_TARGET", self.u_target.is_some()),
+            ("MI_THRESH", self.mi_thresh.is_some()),
+            ("INT_MULTI", self.int_multi.is_some()),
+            ("MULTI_RATE", self.multi_rate.is_some()),
+            ("SAMPLE_FEEDBACK", self.sample_feedback.is_some()),
+            ("PINT_LOG_BASE", self.pint_log_base.is_some()),
+            ("PINT_PROB", self.pint_prob.is_some()),
+        ] {
             if set && self.cc_mode.unwrap_or(1) == 1 {
                 add(k, "HPCC/PINT parameter: unused under DCQCN (ns-3 ignores it as well)");
             }
@@ -364,9 +412,17 @@ impl HpccConfig {
             line_bps: line_bps as f64,
             g: self.ewma_gain.unwrap_or(0.0),
             initial_alpha: 1.0,
-            alpha: AlphaUpdate::Periodic { period: us(self.alpha_resume_interval, 55.0) },
-            decrease: Decrease::Periodic { period: us(self.rate_decrease_interval, 4.0) },
-            clamp: if self.clamp_target_rate == Some(true) { Clamp::Always } else { Clamp::AfterIncrease },
+            alpha: AlphaUpdate::Periodic {
+                period: us(self.alpha_resume_interval, 55.0),
+            },
+            decrease: Decrease::Periodic {
+                period: us(self.rate_decrease_interval, 4.0),
+            },
+            clamp: if self.clamp_target_rate == Some(true) {
+                Clamp::Always
+            } else {
+                Clamp::AfterIncrease
+            },
             increase_timer: us(self.rp_timer, 1500.0),
             byte_counter: None,
             fast_recovery: self.fast_recovery_times.unwrap_or(5),
@@ -377,7 +433,11 @@ impl HpccConfig {
             first_cnp_alpha: Some(1.0),
             first_cnp_rate_factor: Some(1.0),
             cnp_interval: Time::ZERO,
-            red: self.red(line_bps).unwrap_or(Red { kmin: u64::MAX, kmax: u64::MAX, pmax: 0.0 }),
+            red: self.red(line_bps).unwrap_or(Red {
+                kmin: u64::MAX,
+                kmax: u64::MAX,
+                pmax: 0.0,
+            }),
         }
     }
 
@@ -386,7 +446,11 @@ impl HpccConfig {
         let kmin = self.kmin_map.as_ref()?.get(bps)?;
         let kmax = self.kmax_map.as_ref()?.get(bps)?;
         let pmax = self.pmax_map.as_ref()?.get(bps)?;
-        Some(Red { kmin: (kmin * 1000.0) as u64, kmax: (kmax * 1000.0) as u64, pmax })
+        Some(Red {
+            kmin: (kmin * 1000.0) as u64,
+            kmax: (kmax * 1000.0) as u64,
+            pmax,
+        })
     }
 
     /// Check that the K/P maps cover every link rate in use (ns-3 asserts).
@@ -400,7 +464,9 @@ impl HpccConfig {
                 return Err(HpccError {
                     file: self.file.clone(),
                     line,
-                    what: format!("KMAX_MAP, KMIN_MAP and PMAX_MAP must each have an entry for every link rate; {r} b/s is missing"),
+                    what: format!(
+                        "KMAX_MAP, KMIN_MAP and PMAX_MAP must each have an entry for every link rate; {r} b/s is missing"
+                    ),
                 });
             }
         }
@@ -456,7 +522,10 @@ pub fn read_flows(file: &str, text: &str, nodes: u32) -> Result<(Vec<HpccFlow>, 
             }
         }
         if src == dst {
-            return Err(t.err(l, format!("expected different source and destination, found {src} → {dst}")));
+            return Err(t.err(
+                l,
+                format!("expected different source and destination, found {src} → {dst}"),
+            ));
         }
         if pg > 7 {
             return Err(t.err(l, format!("expected a priority group 0..7, found {pg}")));
@@ -466,10 +535,21 @@ pub fn read_flows(file: &str, text: &str, nodes: u32) -> Result<(Vec<HpccFlow>, 
         }
         let st = Time((start * 1e12).round() as u64);
         if st < last {
-            return Err(t.err(l, "expected flows sorted by start time (ns-3 schedules them one after another)"));
+            return Err(t.err(
+                l,
+                "expected flows sorted by start time (ns-3 schedules them one after another)",
+            ));
         }
         last = st;
-        flows.push(HpccFlow { src, dst, pg, dport, size, start: st, line: l });
+        flows.push(HpccFlow {
+            src,
+            dst,
+            pg,
+            dport,
+            size,
+            start: st,
+            line: l,
+        });
     }
     let mut warnings = Vec::new();
     if let Some((l, _)) = t.peek() {
@@ -514,7 +594,11 @@ pub struct FctRecord {
 /// ns-3's ideal FCT of a flow alone: base RTT plus the bytes with per-packet
 /// headers at the bottleneck rate (reference §1.1.7).
 pub fn standalone_fct_ns(size: u64, payload: u32, header_bytes: u32, base_rtt_ns: u64, bottleneck_bps: u64) -> u64 {
-    let pkts = if size == 0 { 1 } else { (size - 1) / u64::from(payload.max(1)) + 1 };
+    let pkts = if size == 0 {
+        1
+    } else {
+        (size - 1) / u64::from(payload.max(1)) + 1
+    };
     let bytes = size + pkts * u64::from(header_bytes);
     base_rtt_ns + (u128::from(bytes) * 8 * 1_000_000_000 / u128::from(bottleneck_bps.max(1))) as u64
 }
@@ -523,7 +607,11 @@ pub fn standalone_fct_ns(size: u64, payload: u32, header_bytes: u32, base_rtt_ns
 pub fn write_fct(records: &[FctRecord]) -> String {
     let mut s = String::with_capacity(records.len() * 64);
     for r in records {
-        let _ = writeln!(s, "{:08x} {:08x} {} {} {} {} {} {}", r.sip, r.dip, r.sport, r.dport, r.size, r.start_ns, r.fct_ns, r.standalone_ns);
+        let _ = writeln!(
+            s,
+            "{:08x} {:08x} {} {} {} {} {} {}",
+            r.sip, r.dip, r.sport, r.dport, r.size, r.start_ns, r.fct_ns, r.standalone_ns
+        );
     }
     s
 }
@@ -544,7 +632,15 @@ pub struct PfcRecord {
 pub fn write_pfc(records: &[PfcRecord]) -> String {
     let mut s = String::with_capacity(records.len() * 24);
     for r in records {
-        let _ = writeln!(s, "{} {} {} {} {}", r.time_ns, r.node, r.node_type, r.if_index, u8::from(r.pause));
+        let _ = writeln!(
+            s,
+            "{} {} {} {} {}",
+            r.time_ns,
+            r.node,
+            r.node_type,
+            r.if_index,
+            u8::from(r.pause)
+        );
     }
     s
 }
@@ -555,7 +651,10 @@ mod tests {
 
     /// Copies of `shared/formats/hpcc` (see `testdata/hpcc/SOURCES.md`).
     fn shared(name: &str) -> Option<String> {
-        let dir = std::path::Path::new(file!()).parent().expect("dir").join("testdata/hpcc");
+        let dir = std::path::Path::new(file!())
+            .parent()
+            .expect("dir")
+            .join("testdata/hpcc");
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
         std::fs::read_to_string(root.join(&dir).join(name)).ok()
     }
@@ -582,10 +681,20 @@ mod tests {
         assert_eq!(c.buffer_size_mb, Some(32));
         assert_eq!(c.stop_time(), Time(2_000_500_000_000));
         let red = c.red(100_000_000_000).unwrap();
-        assert_eq!(red, Red { kmin: 400_000, kmax: 1_600_000, pmax: 0.2 });
+        assert_eq!(
+            red,
+            Red {
+                kmin: 400_000,
+                kmax: 1_600_000,
+                pmax: 0.2
+            }
+        );
         c.check_maps(&[100_000_000_000, 400_000_000_000]).unwrap();
         let e = c.check_maps(&[25_000_000_000]).unwrap_err();
-        assert!(e.to_string().contains("config_dcqcn_perm320.txt:") && e.to_string().contains("25000000000"), "{e}");
+        assert!(
+            e.to_string().contains("config_dcqcn_perm320.txt:") && e.to_string().contains("25000000000"),
+            "{e}"
+        );
         let p = c.dcqcn(100_000_000_000);
         assert_eq!(p.increase_timer, Time::us(300));
         assert_eq!(p.fast_recovery, 1);
@@ -596,7 +705,11 @@ mod tests {
         assert!(keys.contains(&"QLEN_MON_FILE"), "{keys:?}");
         assert!(keys.contains(&"U_TARGET"));
         assert!(!keys.contains(&"CC_MODE"));
-        assert!(w.iter().all(|w| w.at.starts_with("config_dcqcn_perm320.txt:") && !w.at.ends_with(":0")), "{w:?}");
+        assert!(
+            w.iter()
+                .all(|w| w.at.starts_with("config_dcqcn_perm320.txt:") && !w.at.ends_with(":0")),
+            "{w:?}"
+        );
         // The HPCC example runs CC_MODE 3: named as unsupported.
         let c = HpccConfig::parse("config.txt", &shared("config.txt").unwrap()).unwrap();
         let w = c.unsupported();
@@ -625,7 +738,18 @@ mod tests {
     fn flow_files_read_with_extra_lines_warned() {
         let (f, w) = read_flows("flow.txt", &shared("flow.txt").unwrap(), 66).unwrap();
         assert_eq!(f.len(), 2);
-        assert_eq!(f[0], HpccFlow { src: 2, dst: 1, pg: 3, dport: 100, size: 200_000_000, start: Time(2_000_000_000_000), line: 2 });
+        assert_eq!(
+            f[0],
+            HpccFlow {
+                src: 2,
+                dst: 1,
+                pg: 3,
+                dport: 100,
+                size: 200_000_000,
+                start: Time(2_000_000_000_000),
+                line: 2
+            }
+        );
         assert_eq!(w.len(), 1, "{w:?}");
         assert_eq!(w[0].at, "flow.txt:4");
         let (f, w) = read_flows("flow_perm320.txt", &shared("flow_perm320.txt").unwrap(), 376).unwrap();
@@ -643,10 +767,31 @@ mod tests {
 
     #[test]
     fn outputs_match_ns3_layout() {
-        let r = FctRecord { sip: 0x0b00_0101, dip: 0x0b00_0201, sport: 10000, dport: 100, size: 1000, start_ns: 2_000_000_000, fct_ns: 13_000, standalone_ns: 12_100 };
-        assert_eq!(write_fct(&[r]), "0b000101 0b000201 10000 100 1000 2000000000 13000 12100\n");
-        let p = PfcRecord { time_ns: 2_000_001_234, node: 320, node_type: 1, if_index: 3, pause: true };
-        assert_eq!(write_pfc(&[p, PfcRecord { pause: false, ..p }]), "2000001234 320 1 3 1\n2000001234 320 1 3 0\n");
+        let r = FctRecord {
+            sip: 0x0b00_0101,
+            dip: 0x0b00_0201,
+            sport: 10000,
+            dport: 100,
+            size: 1000,
+            start_ns: 2_000_000_000,
+            fct_ns: 13_000,
+            standalone_ns: 12_100,
+        };
+        assert_eq!(
+            write_fct(&[r]),
+            "0b000101 0b000201 10000 100 1000 2000000000 13000 12100\n"
+        );
+        let p = PfcRecord {
+            time_ns: 2_000_001_234,
+            node: 320,
+            node_type: 1,
+            if_index: 3,
+            pause: true,
+        };
+        assert_eq!(
+            write_pfc(&[p, PfcRecord { pause: false, ..p }]),
+            "2000001234 320 1 3 1\n2000001234 320 1 3 0\n"
+        );
         // 1000 B, one 1000 B packet with 48 B of headers at 100G over a 12 µs RTT.
         assert_eq!(standalone_fct_ns(1000, 1000, 48, 12_000, 100_000_000_000), 12_000 + 83);
     }

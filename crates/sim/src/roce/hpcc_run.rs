@@ -22,7 +22,12 @@ use crate::roce::transport::Recovery;
 pub enum HpccRunError {
     /// A file could not be read or written.
     #[error("{what} {path}")]
-    Io { what: &'static str, path: String, #[source] source: std::io::Error },
+    Io {
+        what: &'static str,
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
     /// The config, flow or trace file is malformed.
     #[error(transparent)]
     Parse(#[from] HpccError),
@@ -65,7 +70,11 @@ pub struct HpccReport {
 }
 
 fn read(what: &'static str, p: &Path) -> Result<String, HpccRunError> {
-    std::fs::read_to_string(p).map_err(|source| HpccRunError::Io { what, path: p.display().to_string(), source })
+    std::fs::read_to_string(p).map_err(|source| HpccRunError::Io {
+        what,
+        path: p.display().to_string(),
+        source,
+    })
 }
 
 /// A parsed HPCC experiment, ready to run.
@@ -91,12 +100,22 @@ impl HpccExperiment {
         let name = config.display().to_string();
         let c = HpccConfig::parse(&name, &text)?;
         let dir = config.parent().map(Path::to_path_buf).unwrap_or_default();
-        let topo = c.topology_file.clone().ok_or(HpccRunError::Missing { file: name.clone(), key: "TOPOLOGY_FILE" })?;
-        let flowf = c.flow_file.clone().ok_or(HpccRunError::Missing { file: name.clone(), key: "FLOW_FILE" })?;
+        let topo = c.topology_file.clone().ok_or(HpccRunError::Missing {
+            file: name.clone(),
+            key: "TOPOLOGY_FILE",
+        })?;
+        let flowf = c.flow_file.clone().ok_or(HpccRunError::Missing {
+            file: name.clone(),
+            key: "FLOW_FILE",
+        })?;
         let tp = dir.join(&topo);
         let fabric = fabric::format::read_hpcc(&tp.display().to_string(), &read("read topology", &tp)?)?;
         let fp = dir.join(&flowf);
-        let (flows, mut warnings) = read_flows(&fp.display().to_string(), &read("read flows", &fp)?, fabric.nodes.len() as u32)?;
+        let (flows, mut warnings) = read_flows(
+            &fp.display().to_string(),
+            &read("read flows", &fp)?,
+            fabric.nodes.len() as u32,
+        )?;
         let mut rates: Vec<u64> = fabric.links.iter().map(|l| l.rate.data_bps()).collect();
         rates.sort_unstable();
         rates.dedup();
@@ -104,10 +123,18 @@ impl HpccExperiment {
         let mut w = c.unsupported();
         w.append(&mut warnings);
         if c.l2_back_to_zero == Some(true) {
-            w.push(Warning { at: c.at("L2_BACK_TO_ZERO"), key: "L2_BACK_TO_ZERO".into(), why: "1 (go back to the chunk boundary) runs as go-back-0 on whole messages".into() });
+            w.push(Warning {
+                at: c.at("L2_BACK_TO_ZERO"),
+                key: "L2_BACK_TO_ZERO".into(),
+                why: "1 (go back to the chunk boundary) runs as go-back-0 on whole messages".into(),
+            });
         }
         if c.l2_chunk_size.is_some_and(|x| x > 0) {
-            w.push(Warning { at: c.at("L2_CHUNK_SIZE"), key: "L2_CHUNK_SIZE".into(), why: "chunked ACKs are not modelled; ACKs follow L2_ACK_INTERVAL".into() });
+            w.push(Warning {
+                at: c.at("L2_CHUNK_SIZE"),
+                key: "L2_CHUNK_SIZE".into(),
+                why: "chunked ACKs are not modelled; ACKs follow L2_ACK_INTERVAL".into(),
+            });
         }
         let nic_bps = fabric
             .links
@@ -122,15 +149,30 @@ impl HpccExperiment {
             pfc: true,
             ecn: c.enable_qcn.unwrap_or(true),
             red,
-            cc: if c.cc_mode.unwrap_or(1) == 1 { CongestionControl::Dcqcn(c.dcqcn(nic_bps)) } else { CongestionControl::None },
-            recovery: if c.l2_back_to_zero == Some(true) { Recovery::GoBack0 } else { Recovery::GoBackN },
+            cc: if c.cc_mode.unwrap_or(1) == 1 {
+                CongestionControl::Dcqcn(c.dcqcn(nic_bps))
+            } else {
+                CongestionControl::None
+            },
+            recovery: if c.l2_back_to_zero == Some(true) {
+                Recovery::GoBack0
+            } else {
+                Recovery::GoBackN
+            },
             ack_every: c.l2_ack_interval.unwrap_or(1).max(1),
             buffer_bytes: c.buffer_size_mb.unwrap_or(16) << 20,
             pause_mode: PauseMode::UntilXon,
             ack_high_prio: c.ack_high_prio.unwrap_or(false),
             ..RoceConfig::default()
         };
-        Ok(HpccExperiment { config: c, fabric, flows, roce, warnings: w, dir })
+        Ok(HpccExperiment {
+            config: c,
+            fabric,
+            flows,
+            roce,
+            warnings: w,
+            dir,
+        })
     }
 
     /// The flows as RoCE flow specs: source ports per (src, dst) pair start at
@@ -143,7 +185,15 @@ impl HpccExperiment {
                 let p = next.entry((f.src, f.dst)).or_insert(10000);
                 let sport = *p;
                 *p = p.wrapping_add(1);
-                FlowSpec { src: NodeId(f.src), dst: NodeId(f.dst), size: f.size, messages: 1, start: f.start, sport, dport: f.dport }
+                FlowSpec {
+                    src: NodeId(f.src),
+                    dst: NodeId(f.dst),
+                    size: f.size,
+                    messages: 1,
+                    start: f.start,
+                    sport,
+                    dport: f.dport,
+                }
             })
             .collect()
     }
@@ -156,9 +206,23 @@ impl HpccExperiment {
         // LINK_DOWN t a b: the link a–b fails at 2 s + t µs (third.cc), and routes
         // are recomputed after the ECMP convergence delay.
         if let Some((t, a, b)) = self.config.link_down.filter(|l| *l != (0, 0, 0)) {
-            let link = self.fabric.links.iter().position(|l| (l.a.node.0, l.b.node.0) == (a, b) || (l.a.node.0, l.b.node.0) == (b, a));
+            let link = self
+                .fabric
+                .links
+                .iter()
+                .position(|l| (l.a.node.0, l.b.node.0) == (a, b) || (l.a.node.0, l.b.node.0) == (b, a));
             let Some(li) = link else {
-                return Err(HpccRunError::Parse(HpccError { file: self.config.file.clone(), line: self.config.at("LINK_DOWN").rsplit(':').next().and_then(|x| x.parse().ok()).unwrap_or(0), what: format!("LINK_DOWN names nodes {a} and {b}, which no link joins") }));
+                return Err(HpccRunError::Parse(HpccError {
+                    file: self.config.file.clone(),
+                    line: self
+                        .config
+                        .at("LINK_DOWN")
+                        .rsplit(':')
+                        .next()
+                        .and_then(|x| x.parse().ok())
+                        .unwrap_or(0),
+                    what: format!("LINK_DOWN names nodes {a} and {b}, which no link joins"),
+                }));
             };
             sim.fail_link_at(fabric::LinkId(li as u32), Time::ms(2000) + Time::us(t));
         }
@@ -181,14 +245,30 @@ impl HpccExperiment {
             let rel = key.clone().unwrap_or_else(|| default.to_string());
             let p = out.join(rel);
             if let Some(d) = p.parent() {
-                std::fs::create_dir_all(d).map_err(|source| HpccRunError::Io { what: "create directory", path: d.display().to_string(), source })?;
+                std::fs::create_dir_all(d).map_err(|source| HpccRunError::Io {
+                    what: "create directory",
+                    path: d.display().to_string(),
+                    source,
+                })?;
             }
-            std::fs::write(&p, body).map_err(|source| HpccRunError::Io { what: "write", path: p.display().to_string(), source })?;
+            std::fs::write(&p, body).map_err(|source| HpccRunError::Io {
+                what: "write",
+                path: p.display().to_string(),
+                source,
+            })?;
             wrote.push(p.display().to_string());
             Ok(())
         };
-        write(&self.config.fct_output_file, "fct.txt", crate::roce::hpcc::write_fct(&fct))?;
-        write(&self.config.pfc_output_file, "pfc.txt", crate::roce::hpcc::write_pfc(&sim.pfc))?;
+        write(
+            &self.config.fct_output_file,
+            "fct.txt",
+            crate::roce::hpcc::write_fct(&fct),
+        )?;
+        write(
+            &self.config.pfc_output_file,
+            "pfc.txt",
+            crate::roce::hpcc::write_pfc(&sim.pfc),
+        )?;
         let status = match status {
             RoceStatus::Done => "done".to_string(),
             RoceStatus::TimeLimit => "stop time".to_string(),
@@ -203,7 +283,12 @@ impl HpccExperiment {
             events: sim.events,
             simulated_us: sim.now().saturating_sub(first).as_us_f64(),
             wall_s: wall,
-            dropped: crate::roce::net::RoceDrop::ALL.iter().zip(sim.ledger.dropped).filter(|x| x.1 > 0).map(|(r, n)| (format!("{r:?}"), n)).collect(),
+            dropped: crate::roce::net::RoceDrop::ALL
+                .iter()
+                .zip(sim.ledger.dropped)
+                .filter(|x| x.1 > 0)
+                .map(|(r, n)| (format!("{r:?}"), n))
+                .collect(),
             pause_events: sim.pfc.len(),
             status,
             warnings: self.warnings.iter().map(ToString::to_string).collect(),
@@ -223,17 +308,29 @@ impl SizeCdf {
         let mut v: Vec<(f64, f64)> = Vec::new();
         for (i, line) in text.lines().enumerate() {
             let mut it = line.split_whitespace();
-            let (Some(a), Some(b)) = (it.next(), it.next()) else { continue };
-            let err = |what: &str| HpccError { file: file.into(), line: i + 1, what: what.into() };
+            let (Some(a), Some(b)) = (it.next(), it.next()) else {
+                continue;
+            };
+            let err = |what: &str| HpccError {
+                file: file.into(),
+                line: i + 1,
+                what: what.into(),
+            };
             let size: f64 = a.parse().map_err(|_| err("expected a size in bytes"))?;
             let pct: f64 = b.parse().map_err(|_| err("expected a cumulative percent"))?;
             if v.last().is_some_and(|l| pct < l.1 || size < l.0) || !(0.0..=100.0).contains(&pct) {
-                return Err(err("expected sizes and percents that never decrease, percents within 0..=100"));
+                return Err(err(
+                    "expected sizes and percents that never decrease, percents within 0..=100",
+                ));
             }
             v.push((size, pct));
         }
         if v.last().is_none_or(|l| l.1 != 100.0) {
-            return Err(HpccError { file: file.into(), line: text.lines().count().max(1), what: "expected the CDF to end at 100".into() });
+            return Err(HpccError {
+                file: file.into(),
+                line: text.lines().count().max(1),
+                what: "expected the CDF to end at 100".into(),
+            });
         }
         Ok(SizeCdf(v))
     }
@@ -272,7 +369,15 @@ impl SizeCdf {
 /// to a uniformly random other host, sizes from `cdf`, from `start` for
 /// `duration`. Deterministic in `seed`; sorted by start time; source ports per
 /// (src, dst) pair count up from 10000.
-pub fn poisson_flows(hosts: &[NodeId], cdf: &SizeCdf, load: f64, host_bps: u64, start: Time, duration: Time, seed: u64) -> Vec<FlowSpec> {
+pub fn poisson_flows(
+    hosts: &[NodeId],
+    cdf: &SizeCdf,
+    load: f64,
+    host_bps: u64,
+    start: Time,
+    duration: Time,
+    seed: u64,
+) -> Vec<FlowSpec> {
     use rand::{RngCore, SeedableRng};
     let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(seed);
     let mean_gap_s = cdf.mean() * 8.0 / (load * host_bps as f64);
@@ -291,7 +396,15 @@ pub fn poisson_flows(hosts: &[NodeId], cdf: &SizeCdf, load: f64, host_bps: u64, 
                 j += 1;
             }
             let size = cdf.sample(crate::roce::dcqcn::unit(&mut rng));
-            flows.push(FlowSpec { src, dst: hosts[j], size, messages: 1, start: start + at, sport: 0, dport: 100 });
+            flows.push(FlowSpec {
+                src,
+                dst: hosts[j],
+                size,
+                messages: 1,
+                start: start + at,
+                sport: 0,
+                dport: 100,
+            });
         }
     }
     flows.sort_by_key(|f| (f.start, f.src, f.dst));
@@ -332,11 +445,15 @@ fn path_props(fab: &Fabric, flat: &fabric::FlatFabric, s: u32, d: u32, mtu: u32)
     let mut guard = 0;
     while x.0 != d && guard < 64 {
         guard += 1;
-        let Some(a) = flat.neighbors(x).iter().find(|a| dist[a.peer.idx()] < dist[x.idx()]) else { break };
+        let Some(a) = flat.neighbors(x).iter().find(|a| dist[a.peer.idx()] < dist[x.idx()]) else {
+            break;
+        };
         let l = fab.link(a.link);
         let bps = l.rate.data_bps();
         bottleneck = bottleneck.min(bps);
-        rtt_ps += 2 * l.delay_ps + crate::engine::time::serialization_ps(u64::from(mtu + ROCEV2_HEADERS), bps) + crate::engine::time::serialization_ps(u64::from(crate::roce::net::ACK_BYTES), bps);
+        rtt_ps += 2 * l.delay_ps
+            + crate::engine::time::serialization_ps(u64::from(mtu + ROCEV2_HEADERS), bps)
+            + crate::engine::time::serialization_ps(u64::from(crate::roce::net::ACK_BYTES), bps);
         x = a.peer;
     }
     (rtt_ps / 1000, if bottleneck == u64::MAX { 1 } else { bottleneck })
@@ -391,7 +508,9 @@ mod tests {
         assert!(r.hops > 100_000, "{r:?}");
         assert!(sim.ledger_balances());
         assert_eq!(sim.ledger.lossless_faults(), 0);
-        assert!(r.wrote.iter().any(|p| p.ends_with("out_fct.txt")) && r.wrote.iter().any(|p| p.ends_with("out_pfc.txt")));
+        assert!(
+            r.wrote.iter().any(|p| p.ends_with("out_fct.txt")) && r.wrote.iter().any(|p| p.ends_with("out_pfc.txt"))
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 
@@ -403,17 +522,31 @@ mod tests {
         for f in ["topology.txt", "flow.txt"] {
             std::fs::copy(testdata(f), dir.join("mix").join(f)).unwrap();
         }
-        let base = std::fs::read_to_string(testdata("config.txt")).unwrap().replace("CC_MODE 3", "CC_MODE 1");
+        let base = std::fs::read_to_string(testdata("config.txt"))
+            .unwrap()
+            .replace("CC_MODE 3", "CC_MODE 1");
         // Node 1 (the receiver) hangs off switch 0 by link 0–1: fail it 100 µs in.
-        std::fs::write(dir.join("config.txt"), base.replace("LINK_DOWN 0 0 0", "LINK_DOWN 100 0 1").replace("SIMULATOR_STOP_TIME 4.00", "SIMULATOR_STOP_TIME 2.001")).unwrap();
+        std::fs::write(
+            dir.join("config.txt"),
+            base.replace("LINK_DOWN 0 0 0", "LINK_DOWN 100 0 1")
+                .replace("SIMULATOR_STOP_TIME 4.00", "SIMULATOR_STOP_TIME 2.001"),
+        )
+        .unwrap();
         let e = HpccExperiment::load(&dir.join("config.txt")).unwrap();
         let (r, sim) = e.run(None, None).unwrap();
         assert!(r.dropped.iter().any(|(k, n)| k == "LinkDown" && *n > 0), "{r:?}");
         assert!(sim.ledger_balances());
-        std::fs::write(dir.join("config.txt"), base.replace("LINK_DOWN 0 0 0", "LINK_DOWN 100 2 3")).unwrap();
+        std::fs::write(
+            dir.join("config.txt"),
+            base.replace("LINK_DOWN 0 0 0", "LINK_DOWN 100 2 3"),
+        )
+        .unwrap();
         let e = HpccExperiment::load(&dir.join("config.txt")).unwrap();
         let err = e.run(None, None).unwrap_err().to_string();
-        assert!(err.contains("LINK_DOWN names nodes 2 and 3") && err.contains("config.txt:"), "{err}");
+        assert!(
+            err.contains("LINK_DOWN names nodes 2 and 3") && err.contains("config.txt:"),
+            "{err}"
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 
@@ -430,7 +563,9 @@ mod tests {
         for f in ["topology.txt", "flow.txt"] {
             std::fs::copy(testdata(f), dir.join("mix").join(f)).unwrap();
         }
-        let cfg = std::fs::read_to_string(testdata("config.txt")).unwrap().replace("CC_MODE 3", "CC_MODE 1");
+        let cfg = std::fs::read_to_string(testdata("config.txt"))
+            .unwrap()
+            .replace("CC_MODE 3", "CC_MODE 1");
         std::fs::write(dir.join("config.txt"), cfg).unwrap();
         let e = HpccExperiment::load(&dir.join("config.txt")).unwrap();
         assert!(e.warnings.iter().any(|w| w.key == "flow count"), "{:?}", e.warnings);

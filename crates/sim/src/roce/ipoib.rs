@@ -116,7 +116,11 @@ impl IpoibConfig {
             IpoibMode::Connected => {
                 let full = bytes / mss;
                 let rest = bytes % mss;
-                let tail = if rest > 0 { (rest + u64::from(IP_TCP_HEADERS) + 4).div_ceil(u64::from(self.ib_mtu)) } else { 0 };
+                let tail = if rest > 0 {
+                    (rest + u64::from(IP_TCP_HEADERS) + 4).div_ceil(u64::from(self.ib_mtu))
+                } else {
+                    0
+                };
                 (full * wire_per_seg.div_ceil(u64::from(self.ib_mtu)) + tail).max(1)
             }
         };
@@ -175,7 +179,14 @@ impl Cwnd {
     /// A window for `cfg`.
     pub fn new(cfg: &IpoibConfig) -> Cwnd {
         let mss = u64::from(cfg.mss());
-        Cwnd { mss, cwnd: mss * u64::from(cfg.initial_window), ssthresh: u64::MAX, cap: cfg.rwnd_max, acked: 0, losses: 0 }
+        Cwnd {
+            mss,
+            cwnd: mss * u64::from(cfg.initial_window),
+            ssthresh: u64::MAX,
+            cap: cfg.rwnd_max,
+            acked: 0,
+            losses: 0,
+        }
     }
 
     /// Bytes that may be in flight.
@@ -212,7 +223,11 @@ mod tests {
 
     #[test]
     fn mtus_follow_rfc4391_and_the_kernel() {
-        let d = IpoibConfig { mode: IpoibMode::Datagram, ib_mtu: 2048, ..IpoibConfig::default() };
+        let d = IpoibConfig {
+            mode: IpoibMode::Datagram,
+            ib_mtu: 2048,
+            ..IpoibConfig::default()
+        };
         assert_eq!(d.ip_mtu(), 2044);
         assert_eq!(IpoibConfig { ib_mtu: 4096, ..d }.ip_mtu(), 4092);
         assert_eq!(IpoibConfig::default().ip_mtu(), 65_520);
@@ -224,7 +239,10 @@ mod tests {
         // One 1 MiB write: the receiver pays 0.768 ns/B plus a syscall and a few interrupts.
         let w = c.write_cost(1 << 20);
         assert_eq!(w.segments, (1u64 << 20).div_ceil(65_468));
-        assert!((w.recv_ns - (300.0 + 1048576.0 * 0.768 + 1.0 * 2000.0)).abs() < 1e-6, "{w:?}");
+        assert!(
+            (w.recv_ns - (300.0 + 1048576.0 * 0.768 + 1.0 * 2000.0)).abs() < 1e-6,
+            "{w:?}"
+        );
         let ceiling = c.cpu_ceiling_bps(1 << 20);
         // ≈ 8 bits / 0.77 ns ≈ 10.4 Gb/s: a core per side, not the link, limits it.
         assert!(ceiling > 9e9 && ceiling < 11e9, "{ceiling}");
@@ -233,7 +251,10 @@ mod tests {
         // Small writes are worse: the syscall dominates.
         assert!(c.cpu_ceiling_bps(64) < 1e9);
         // Datagram mode: many more segments and interrupts per byte.
-        let d = IpoibConfig { mode: IpoibMode::Datagram, ..c };
+        let d = IpoibConfig {
+            mode: IpoibMode::Datagram,
+            ..c
+        };
         assert!(d.write_cost(1 << 20).segments > 200);
         assert!(d.cpu_ceiling_bps(1 << 20) < ceiling);
         // A long RTT makes the window the limit: 6 MiB / 10 ms ≈ 5 Gb/s.
@@ -251,7 +272,10 @@ mod tests {
 
     #[test]
     fn window_slow_starts_then_grows_linearly_and_halves_on_loss() {
-        let c = IpoibConfig { rwnd_max: u64::MAX, ..IpoibConfig::default() };
+        let c = IpoibConfig {
+            rwnd_max: u64::MAX,
+            ..IpoibConfig::default()
+        };
         let mut w = Cwnd::new(&c);
         let mss = u64::from(c.mss());
         assert_eq!(w.window(), 10 * mss);

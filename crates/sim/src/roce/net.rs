@@ -41,15 +41,15 @@ use rand::SeedableRng;
 use rand_pcg::Pcg64Mcg;
 use wire::Psn;
 
-use crate::engine::time::Serializer;
 use crate::engine::queue::EV_BITS;
-use crate::engine::{Packed, PackedQueue};
+use crate::engine::time::Serializer;
 use crate::engine::{Fifo, Time, TraceHash};
-use crate::roce::buffer::{Admit, MmuConfig, MmuDrop, Mmu, QosMaps, Scheduler, NPRIO, hpcc_headroom_bytes};
-use crate::roce::dcqcn::{CnpPacer, DcqcnParams, Red, ReactionPoint};
+use crate::engine::{Packed, PackedQueue};
+use crate::roce::buffer::{Admit, Mmu, MmuConfig, MmuDrop, NPRIO, QosMaps, Scheduler, hpcc_headroom_bytes};
+use crate::roce::dcqcn::{CnpPacer, DcqcnParams, ReactionPoint, Red};
 use crate::roce::ecmp::{EcmpTable, FlowKey, HashConfig, HashFn, field, host_ip};
 use crate::roce::hpcc::{FctRecord, PfcRecord};
-use crate::roce::pfc::{PauseFrame, PauseGen, PauseMode, PausedTx, QueueSample, WdAction, WdConfig, WdEvent, Watchdog};
+use crate::roce::pfc::{PauseFrame, PauseGen, PauseMode, PausedTx, QueueSample, Watchdog, WdAction, WdConfig, WdEvent};
 use crate::roce::transport::{Completion, NicRx, Recovery, Requester, RequesterConfig, Responder, RxVerdict};
 
 const NONE: u32 = u32::MAX;
@@ -128,7 +128,17 @@ impl RoceLedger {
     /// Drops on lossless priorities that are not the watchdog's or injected:
     /// each one is a fault of the model or the configuration.
     pub fn lossless_faults(&self) -> u64 {
-        self.dropped_lossless.iter().enumerate().filter(|(i, _)| !matches!(RoceDrop::ALL[*i], RoceDrop::Watchdog | RoceDrop::Injected | RoceDrop::FaultyNic)).map(|x| x.1).sum()
+        self.dropped_lossless
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| {
+                !matches!(
+                    RoceDrop::ALL[*i],
+                    RoceDrop::Watchdog | RoceDrop::Injected | RoceDrop::FaultyNic
+                )
+            })
+            .map(|x| x.1)
+            .sum()
     }
 }
 
@@ -229,7 +239,11 @@ impl Default for RoceConfig {
             faulty_nics: Vec::new(),
             nic_stall_prevention: None,
             loss_every: Vec::new(),
-            hash: HashConfig { fields: field::FIVE_TUPLE, seed: 0, func: HashFn::Murmur3 },
+            hash: HashConfig {
+                fields: field::FIVE_TUPLE,
+                seed: 0,
+                func: HashFn::Murmur3,
+            },
             ecmp_convergence: Time::us(100),
             route_overrides: Vec::new(),
             deadlock_check: Time::us(500),
@@ -262,7 +276,12 @@ impl Default for NicRxConfig {
     /// NIC never pauses; set `drain_bps` below the line rate for a slow receiver
     /// (Guo et al. §4.4).
     fn default() -> Self {
-        NicRxConfig { size: 1 << 20, xoff_at: 768 << 10, xon_at: 512 << 10, drain_bps: 0 }
+        NicRxConfig {
+            size: 1 << 20,
+            xoff_at: 768 << 10,
+            xon_at: 512 << 10,
+            drain_bps: 0,
+        }
     }
 }
 
@@ -296,7 +315,11 @@ impl FlowSpec {
             .map(|k| {
                 let size = self.size / n + u64::from(k < self.size % n);
                 let lqpn = first_qpn + 2 * k as u32;
-                FlowSpec { size, sport: crate::roce::ecmp::roce_udp_sport(lqpn, lqpn + 1), ..*self }
+                FlowSpec {
+                    size,
+                    sport: crate::roce::ecmp::roce_udp_sport(lqpn, lqpn + 1),
+                    ..*self
+                }
             })
             .collect()
     }
@@ -616,7 +639,10 @@ impl RoceSim {
     /// port 1) with `flows`.
     pub fn new(fabric: &Fabric, cfg: RoceConfig, flows: &[FlowSpec]) -> Result<RoceSim, RoceError> {
         if cfg.mtu == 0 || cfg.mtu > 9000 {
-            return Err(RoceError::Config { field: "mtu", why: format!("{} is not a payload size of 1..=9000 bytes", cfg.mtu) });
+            return Err(RoceError::Config {
+                field: "mtu",
+                why: format!("{} is not a payload size of 1..=9000 bytes", cfg.mtu),
+            });
         }
         let n = fabric.nodes.len();
         let mut port_base = Vec::with_capacity(n + 1);
@@ -657,7 +683,11 @@ impl RoceSim {
                 p.peer = pg;
                 p.ser = Serializer::new(bps);
                 p.bps = bps;
-                let pipeline = if fabric.node(node).kind == NodeKind::Switch { cfg.switch_latency } else { Time::ZERO };
+                let pipeline = if fabric.node(node).kind == NodeKind::Switch {
+                    cfg.switch_latency
+                } else {
+                    Time::ZERO
+                };
                 p.prop = Time(l.delay_ps) + pipeline;
                 p.link = li as u32;
                 p.loss_every = every;
@@ -670,7 +700,13 @@ impl RoceSim {
         let mut role = vec![(false, NONE); n];
         let mut switches = Vec::new();
         let mut nics = Vec::new();
-        let nic_bps = fabric.links.iter().filter(|l| fabric.node(l.a.node).kind == NodeKind::Ca || fabric.node(l.b.node).kind == NodeKind::Ca).map(|l| l.rate.data_bps()).min().unwrap_or(100_000_000_000);
+        let nic_bps = fabric
+            .links
+            .iter()
+            .filter(|l| fabric.node(l.a.node).kind == NodeKind::Ca || fabric.node(l.b.node).kind == NodeKind::Ca)
+            .map(|l| l.rate.data_bps())
+            .min()
+            .unwrap_or(100_000_000_000);
         for (i, node) in fabric.nodes.iter().enumerate() {
             let base = port_base[i] as usize;
             let np = node.ports.len();
@@ -694,7 +730,8 @@ impl RoceSim {
                         // the port's speed and cable (mlx5 `calculate_xoff`,
                         // simulators-and-cc.md §2.2): 400G, 20 m → about 146 KB.
                         let mlx5 = if bps[p] > 0 {
-                            let cable_m = (delay[p] / fabric::model::DEFAULT_PS_PER_METRE).min(u64::from(u32::MAX)) as u32;
+                            let cable_m =
+                                (delay[p] / fabric::model::DEFAULT_PS_PER_METRE).min(u64::from(u32::MAX)) as u32;
                             crate::roce::buffer::mlx5_nic_xoff_bytes((bps[p] / 1_000_000_000) as u32, cable_m, cfg.mtu)
                         } else {
                             0
@@ -738,7 +775,10 @@ impl RoceSim {
                         sched: vec![Scheduler::default(); np],
                         wd: vec![Watchdog::new(wd); np * NPRIO],
                         wd_stormed: vec![false; np * NPRIO],
-                        hash: HashConfig { seed: cfg.hash.seed ^ (i as u32), ..cfg.hash },
+                        hash: HashConfig {
+                            seed: cfg.hash.seed ^ (i as u32),
+                            ..cfg.hash
+                        },
                         red,
                         queued: vec![0; np],
                         xoff: Vec::new(),
@@ -746,29 +786,52 @@ impl RoceSim {
                 }
                 NodeKind::Ca => {
                     let gp = port_base[i] + 1;
-                    let NicRxConfig { size, xoff_at: xoff, xon_at: xon, drain_bps: drain } = cfg.nic_rx;
+                    let NicRxConfig {
+                        size,
+                        xoff_at: xoff,
+                        xon_at: xon,
+                        drain_bps: drain,
+                    } = cfg.nic_rx;
                     let mut rx = NicRx::new(size, xoff, xon);
                     rx.faulty = cfg.faulty_nics.contains(&NodeId(i as u32));
                     rx.stall_prevention = cfg.nic_stall_prevention;
                     role[i] = (false, nics.len() as u32);
-                    nics.push(Nic { node: i as u32, gp, flows: Vec::new(), rr: 0, ctrl: VecDeque::new(), rx, last_drain: Time::ZERO, drain_bps: drain, timer_at: Time::NEVER });
+                    nics.push(Nic {
+                        node: i as u32,
+                        gp,
+                        flows: Vec::new(),
+                        rr: 0,
+                        ctrl: VecDeque::new(),
+                        rx,
+                        last_drain: Time::ZERO,
+                        drain_bps: drain,
+                        timer_at: Time::NEVER,
+                    });
                 }
             }
         }
         if let Some(mode) = cfg.rocev1 {
             for (k, f) in flows.iter().enumerate() {
-                crate::roce::ecmp::check_roce_v1(fabric, f.src, f.dst, mode).map_err(|why| RoceError::RoceV1 { flow: k, why })?;
+                crate::roce::ecmp::check_roce_v1(fabric, f.src, f.dst, mode)
+                    .map_err(|why| RoceError::RoceV1 { flow: k, why })?;
             }
         }
         // Event ids are packed into 24 bits (engine `PackedQueue`).
         if flows.len() >= 1 << ID_BITS || ports.len() >= 1 << ID_BITS || fabric.links.len() >= 1 << ID_BITS {
-            return Err(RoceError::Config { field: "flows", why: format!("at most {} flows, ports and links each", (1u32 << ID_BITS) - 1) });
+            return Err(RoceError::Config {
+                field: "flows",
+                why: format!("at most {} flows, ports and links each", (1u32 << ID_BITS) - 1),
+            });
         }
         let mut fl = Vec::with_capacity(flows.len());
         for (k, f) in flows.iter().enumerate() {
             for node in [f.src, f.dst] {
                 if node.idx() >= n || fabric.node(node).kind != NodeKind::Ca {
-                    let name = if node.idx() < n { fabric.node(node).name.clone() } else { format!("#{}", node.0) };
+                    let name = if node.idx() < n {
+                        fabric.node(node).name.clone()
+                    } else {
+                        format!("#{}", node.0)
+                    };
                     return Err(RoceError::NotNic { flow: k, node: name });
                 }
             }
@@ -789,7 +852,11 @@ impl RoceSim {
                     Some(ReactionPoint::new(p))
                 }
             };
-            let rc = RequesterConfig { mtu: cfg.mtu, recovery: cfg.recovery, rto: cfg.rto };
+            let rc = RequesterConfig {
+                mtu: cfg.mtu,
+                recovery: cfg.recovery,
+                rto: cfg.rto,
+            };
             fl.push(Flow {
                 spec: *f,
                 req: Requester::new(rc, Psn::new(0)),
@@ -849,7 +916,10 @@ impl RoceSim {
         }
         if let Some((node, port)) = sim.cfg.capture {
             if node.idx() >= n || usize::from(port) >= fabric.node(node).ports.len() {
-                return Err(RoceError::Config { field: "capture", why: format!("node {} has no port {port}", node.0) });
+                return Err(RoceError::Config {
+                    field: "capture",
+                    why: format!("node {} has no port {port}", node.0),
+                });
             }
             sim.capture_gp = sim.port_base[node.idx()] + u32::from(port);
         }
@@ -922,7 +992,10 @@ impl RoceSim {
     /// PFC frames (XOFF, XON) sent from port `port` of `node`.
     pub fn pause_sent(&self, node: NodeId, port: u8, prio: u8) -> (u64, u64) {
         let p = &self.ports[(self.port_base[node.idx()] + u32::from(port)) as usize];
-        (p.pausegen.xoff_sent[usize::from(prio)], p.pausegen.xon_sent[usize::from(prio)])
+        (
+            p.pausegen.xoff_sent[usize::from(prio)],
+            p.pausegen.xon_sent[usize::from(prio)],
+        )
     }
 
     /// Time port `port` of `node` spent paused on `prio` so far.
@@ -973,8 +1046,20 @@ impl RoceSim {
                 Kind::Pause => {
                     let mut quanta = [0u16; 8];
                     quanta[usize::from(pk.prio & 7)] = pk.quanta;
-                    let eth = ethernet::Repr { dst: [0x01, 0x80, 0xc2, 0, 0, 1], src: mac(pk.src), vlan: None, ethertype: ethernet::ETHERTYPE_MAC_CONTROL };
-                    emit_mac_control(&eth, &pfc::Repr::Pfc { enable: 1 << (pk.prio & 7), quanta }, &mut buf)
+                    let eth = ethernet::Repr {
+                        dst: [0x01, 0x80, 0xc2, 0, 0, 1],
+                        src: mac(pk.src),
+                        vlan: None,
+                        ethertype: ethernet::ETHERTYPE_MAC_CONTROL,
+                    };
+                    emit_mac_control(
+                        &eth,
+                        &pfc::Repr::Pfc {
+                            enable: 1 << (pk.prio & 7),
+                            quanta,
+                        },
+                        &mut buf,
+                    )
                 }
                 _ => {
                     let (op, ext, payload): (Opcode, ExtHeaders, &[u8]) = match pk.kind {
@@ -988,20 +1073,57 @@ impl RoceSim {
                             (op, ExtHeaders::default(), &zeros[..pk.payload as usize])
                         }
                         Kind::Ack | Kind::Nak => {
-                            let syndrome = if pk.kind == Kind::Ack { Syndrome::Ack { credits: 31 } } else { Syndrome::Nak(NakCode::PsnSequenceError) };
-                            (Opcode::RcAcknowledge, ExtHeaders { aeth: Some(aeth::Repr { syndrome, msn: 0 }), ..ExtHeaders::default() }, &[][..])
+                            let syndrome = if pk.kind == Kind::Ack {
+                                Syndrome::Ack { credits: 31 }
+                            } else {
+                                Syndrome::Nak(NakCode::PsnSequenceError)
+                            };
+                            (
+                                Opcode::RcAcknowledge,
+                                ExtHeaders {
+                                    aeth: Some(aeth::Repr { syndrome, msn: 0 }),
+                                    ..ExtHeaders::default()
+                                },
+                                &[][..],
+                            )
                         }
-                        _ => (Opcode::Cnp, ExtHeaders { cnp_reserved: Some([0; 16]), ..ExtHeaders::default() }, &[][..]),
+                        _ => (
+                            Opcode::Cnp,
+                            ExtHeaders {
+                                cnp_reserved: Some([0; 16]),
+                                ..ExtHeaders::default()
+                            },
+                            &[][..],
+                        ),
                     };
                     let qpn = 0x100 + pk.flow;
                     let sport = self.flows.get(pk.flow as usize).map_or(0xc000, |f| f.spec.sport);
-                    let ecn = if pk.kind == Kind::Data { if pk.ce { 3 } else { 2 } } else { 0 };
+                    let ecn = if pk.kind == Kind::Data {
+                        if pk.ce { 3 } else { 2 }
+                    } else {
+                        0
+                    };
                     let b = bth::Repr::new(op, qpn, Psn::new(pk.psn));
                     let ip = |n: u32| crate::roce::ecmp::host_ip(n).to_be_bytes();
-                    IbPacket::roce_v2_ipv4(mac(pk.src), mac(pk.dst), ip(pk.src), ip(pk.dst), pk.dscp, ecn, sport, b, ext, payload).emit(&mut buf)
+                    IbPacket::roce_v2_ipv4(
+                        mac(pk.src),
+                        mac(pk.dst),
+                        ip(pk.src),
+                        ip(pk.dst),
+                        pk.dscp,
+                        ecn,
+                        sport,
+                        b,
+                        ext,
+                        payload,
+                    )
+                    .emit(&mut buf)
                 }
             };
-            let n = n.map_err(|e| wire::pcap::CaptureError::Write { path: path.into(), what: e.to_string() })?;
+            let n = n.map_err(|e| wire::pcap::CaptureError::Write {
+                path: path.into(),
+                what: e.to_string(),
+            })?;
             w.write(t.0 / 1000, &buf[..n])?;
         }
         w.finish()?;
@@ -1013,23 +1135,55 @@ impl RoceSim {
     pub fn state_summary(&self) -> String {
         use std::fmt::Write as _;
         let mut s = String::new();
-        let _ = writeln!(s, "t={} in_flight={} flows_left={}", self.now, self.live, self.flows_left);
+        let _ = writeln!(
+            s,
+            "t={} in_flight={} flows_left={}",
+            self.now, self.live, self.flows_left
+        );
         for sw in &self.switches {
             let name = &self.fabric.nodes[sw.node as usize].name;
-            let _ = writeln!(s, "{name}: shared {}/{} xoff {:?}", sw.mmu.shared_used(), sw.mmu.shared_size(), sw.xoff);
+            let _ = writeln!(
+                s,
+                "{name}: shared {}/{} xoff {:?}",
+                sw.mmu.shared_used(),
+                sw.mmu.shared_size(),
+                sw.xoff
+            );
             for &(p, pg) in &sw.xoff {
-                let _ = writeln!(s, "  xoff port {p} pg {pg}: use {:?} paused {} threshold {}", sw.mmu.pg_use(usize::from(p), pg), sw.mmu.pg_paused(usize::from(p), pg), sw.mmu.threshold(usize::from(p)));
+                let _ = writeln!(
+                    s,
+                    "  xoff port {p} pg {pg}: use {:?} paused {} threshold {}",
+                    sw.mmu.pg_use(usize::from(p), pg),
+                    sw.mmu.pg_paused(usize::from(p), pg),
+                    sw.mmu.threshold(usize::from(p))
+                );
             }
             for (qi, q) in sw.q.iter().enumerate() {
                 if !q.is_empty() {
                     let gp = self.port_base[sw.node as usize] + (qi / NPRIO) as u32;
-                    let _ = writeln!(s, "  port {} q{}: {} pkts, paused {}", qi / NPRIO, qi % NPRIO, q.len(), self.ports[gp as usize].paused.is_paused(self.now, (qi % NPRIO) as u8));
+                    let _ = writeln!(
+                        s,
+                        "  port {} q{}: {} pkts, paused {}",
+                        qi / NPRIO,
+                        qi % NPRIO,
+                        q.len(),
+                        self.ports[gp as usize].paused.is_paused(self.now, (qi % NPRIO) as u8)
+                    );
                 }
             }
         }
         for n in &self.nics {
             let p = &self.ports[n.gp as usize];
-            let _ = writeln!(s, "{}: ctrl {} paused3 {} busy_until {} wake {} rx {}", self.fabric.nodes[n.node as usize].name, n.ctrl.len(), p.paused.is_paused(self.now, 3), p.busy_until, p.wake_at, n.rx.used());
+            let _ = writeln!(
+                s,
+                "{}: ctrl {} paused3 {} busy_until {} wake {} rx {}",
+                self.fabric.nodes[n.node as usize].name,
+                n.ctrl.len(),
+                p.paused.is_paused(self.now, 3),
+                p.busy_until,
+                p.wake_at,
+                n.rx.used()
+            );
         }
         s
     }
@@ -1042,18 +1196,34 @@ impl RoceSim {
         let k = self.flows.len();
         for node in [src, dst] {
             if node.idx() >= self.role.len() || self.role[node.idx()].0 || self.fabric.node(node).kind != NodeKind::Ca {
-                let name = if node.idx() < self.role.len() { self.fabric.node(node).name.clone() } else { format!("#{}", node.0) };
+                let name = if node.idx() < self.role.len() {
+                    self.fabric.node(node).name.clone()
+                } else {
+                    format!("#{}", node.0)
+                };
                 return Err(RoceError::NotNic { flow: k, node: name });
             }
         }
         if k + 1 >= 1 << ID_BITS {
-            return Err(RoceError::Config { field: "flows", why: format!("at most {} QPs", (1u32 << ID_BITS) - 1) });
+            return Err(RoceError::Config {
+                field: "flows",
+                why: format!("at most {} QPs", (1u32 << ID_BITS) - 1),
+            });
         }
         if let Some(mode) = self.cfg.rocev1 {
-            crate::roce::ecmp::check_roce_v1(&self.fabric, src, dst, mode).map_err(|why| RoceError::RoceV1 { flow: k, why })?;
+            crate::roce::ecmp::check_roce_v1(&self.fabric, src, dst, mode)
+                .map_err(|why| RoceError::RoceV1 { flow: k, why })?;
         }
         let qpn = 0x100 + 2 * k as u32;
-        let spec = FlowSpec { src, dst, size: 0, messages: 0, start: self.now, sport: crate::roce::ecmp::roce_udp_sport(qpn, qpn + 1), dport: 0 };
+        let spec = FlowSpec {
+            src,
+            dst,
+            size: 0,
+            messages: 0,
+            start: self.now,
+            sport: crate::roce::ecmp::roce_udp_sport(qpn, qpn + 1),
+            dport: 0,
+        };
         let nic = self.role[src.idx()].1;
         let gp = self.nics[nic as usize].gp;
         let line = self.ports[gp as usize].bps.max(1);
@@ -1070,7 +1240,11 @@ impl RoceSim {
                 Some(ReactionPoint::new(p))
             }
         };
-        let rc = RequesterConfig { mtu: self.cfg.mtu, recovery: self.cfg.recovery, rto: self.cfg.rto };
+        let rc = RequesterConfig {
+            mtu: self.cfg.mtu,
+            recovery: self.cfg.recovery,
+            rto: self.cfg.rto,
+        };
         self.flows.push(Flow {
             spec,
             req: Requester::new(rc, Psn::new(0)),
@@ -1098,7 +1272,10 @@ impl RoceSim {
     /// Post a message of `bytes` on QP `qp` now (SEND; delivered in posting order).
     pub fn post(&mut self, qp: u32, bytes: u64, tag: u64) -> Result<(), RoceError> {
         let Some(f) = self.flows.get_mut(qp as usize).filter(|f| f.dynamic) else {
-            return Err(RoceError::Config { field: "qp", why: format!("{qp} is not a QP opened with open_qp") });
+            return Err(RoceError::Config {
+                field: "qp",
+                why: format!("{qp} is not a QP opened with open_qp"),
+            });
         };
         f.req.post(tag, bytes, self.now);
         f.rx_tags.push_back((tag, self.now));
@@ -1145,7 +1322,11 @@ impl RoceSim {
                     self.now = until.max(self.now);
                     return RoceStatus::TimeLimit;
                 }
-                return if self.flows_left == 0 { RoceStatus::Done } else { RoceStatus::Stuck };
+                return if self.flows_left == 0 {
+                    RoceStatus::Done
+                } else {
+                    RoceStatus::Stuck
+                };
             };
             if t > until {
                 self.now = until.max(self.now);
@@ -1278,7 +1459,11 @@ impl RoceSim {
             return;
         }
         let (is_sw, idx) = self.role[self.ports[g].node as usize];
-        let pick = if is_sw { self.switch_pick(idx, gp) } else { self.nic_pick(idx) };
+        let pick = if is_sw {
+            self.switch_pick(idx, gp)
+        } else {
+            self.nic_pick(idx)
+        };
         match pick {
             Ok(p) => self.transmit(gp, p),
             Err(t) => {
@@ -1299,7 +1484,10 @@ impl RoceSim {
             self.switches[idx as usize].queued[usize::from(port.num)] > 0
         } else {
             let n = &self.nics[idx as usize];
-            !n.ctrl.is_empty() || n.flows.iter().any(|&f| self.flows[f as usize].started && self.flows[f as usize].req.has_data())
+            !n.ctrl.is_empty()
+                || n.flows
+                    .iter()
+                    .any(|&f| self.flows[f as usize].started && self.flows[f as usize].req.has_data())
         }
     }
 
@@ -1352,7 +1540,11 @@ impl RoceSim {
         }
         let node = self.ports[gp as usize].node;
         let (is_sw, idx) = self.role[node as usize];
-        if is_sw { self.switch_arrive(idx, gp, p) } else { self.nic_arrive(idx, p) }
+        if is_sw {
+            self.switch_arrive(idx, gp, p)
+        } else {
+            self.nic_arrive(idx, p)
+        }
     }
 
     fn on_pause_frame(&mut self, gp: u32, prio: u8, quanta: u16) {
@@ -1371,7 +1563,13 @@ impl RoceSim {
         if self.cfg.record_pfc && was != is {
             let node = port.node;
             let is_sw = self.role[node as usize].0;
-            self.pfc.push(PfcRecord { time_ns: now.0 / 1000, node, node_type: u8::from(is_sw), if_index: u32::from(port.num), pause: is });
+            self.pfc.push(PfcRecord {
+                time_ns: now.0 / 1000,
+                node,
+                node_type: u8::from(is_sw),
+                if_index: u32::from(port.num),
+                pause: is,
+            });
         }
         if !is {
             self.kick(gp);
@@ -1450,9 +1648,26 @@ impl RoceSim {
             // RoCEv1 has no IP/UDP header: a switch hashes MAC addresses only.
             FlowKey::rocev1(pk.src, pk.dst, pk.flow)
         } else {
-            FlowKey { sip: host_ip(pk.src), dip: host_ip(pk.dst), sport: f.sport, dport: 4791, proto: 17, smac: 0, dmac: 0, dqpn: pk.flow }
+            FlowKey {
+                sip: host_ip(pk.src),
+                dip: host_ip(pk.dst),
+                sport: f.sport,
+                dport: 4791,
+                proto: 17,
+                smac: 0,
+                dmac: 0,
+                dqpn: pk.flow,
+            }
         };
-        let h = if self.cfg.rocev1.is_some() { HashConfig { fields: field::L2, ..sw.hash }.hash(&key) } else { sw.hash.hash(&key) };
+        let h = if self.cfg.rocev1.is_some() {
+            HashConfig {
+                fields: field::L2,
+                ..sw.hash
+            }
+            .hash(&key)
+        } else {
+            sw.hash.hash(&key)
+        };
         self.ecmp.next_port(NodeId(sw.node), NodeId(pk.dst), h)
     }
 
@@ -1642,7 +1857,9 @@ impl RoceSim {
             let f = &mut self.flows[fi];
             let tx = f.req.next_packet(now).expect("has data");
             let wire = tx.payload + ROCEV2_HEADERS;
-            let rate = f.rp.as_ref().map_or(self.ports[gp as usize].bps, ReactionPoint::rate_bps);
+            let rate =
+                f.rp.as_ref()
+                    .map_or(self.ports[gp as usize].bps, ReactionPoint::rate_bps);
             if let Some(rp) = f.rp.as_mut() {
                 rp.on_sent(now, u64::from(wire));
             }
@@ -1675,7 +1892,10 @@ impl RoceSim {
 
     fn arm_flow_timers(&mut self, nic: u32, fi: usize) {
         let f = &self.flows[fi];
-        let t = f.req.next_deadline().min(f.rp.as_ref().map_or(Time::NEVER, ReactionPoint::next_deadline));
+        let t = f
+            .req
+            .next_deadline()
+            .min(f.rp.as_ref().map_or(Time::NEVER, ReactionPoint::next_deadline));
         self.arm_nic(nic, t);
     }
 
@@ -1748,7 +1968,11 @@ impl RoceSim {
         let prio = self.maps.classify(DSCP_ROCE).1;
         let want = self.nics[nic as usize].rx.wants_pause();
         let bps = self.ports[gp as usize].bps;
-        let f = if want { self.ports[gp as usize].pausegen.xoff(self.now, prio, bps) } else { self.ports[gp as usize].pausegen.xon(prio) };
+        let f = if want {
+            self.ports[gp as usize].pausegen.xoff(self.now, prio, bps)
+        } else {
+            self.ports[gp as usize].pausegen.xon(prio)
+        };
         if let Some(f) = f {
             self.send_pause(gp, f);
         }
@@ -1767,7 +1991,11 @@ impl RoceSim {
                 let ok = self.nics[nic as usize].rx.on_arrive(now, pk.wire);
                 if !ok {
                     self.nic_pause_update(nic);
-                    let why = if self.nics[nic as usize].rx.faulty { RoceDrop::FaultyNic } else { RoceDrop::NicRxDiscard };
+                    let why = if self.nics[nic as usize].rx.faulty {
+                        RoceDrop::FaultyNic
+                    } else {
+                        RoceDrop::NicRxDiscard
+                    };
                     self.drop_pkt(p, why);
                     return;
                 }
@@ -1779,7 +2007,9 @@ impl RoceSim {
                 }
                 self.nic_pause_update(nic);
                 let fi = pk.flow as usize;
-                let verdict = self.flows[fi].resp.on_packet(Psn::new(pk.psn), pk.payload, pk.first, pk.last);
+                let verdict = self.flows[fi]
+                    .resp
+                    .on_packet(Psn::new(pk.psn), pk.payload, pk.first, pk.last);
                 let reply = |kind: Kind, psn: u32| Pkt {
                     kind,
                     src: pk.dst,
@@ -1844,7 +2074,11 @@ impl RoceSim {
                     self.completions.push((fi as u32, c));
                 }
                 let f = &self.flows[fi];
-                if !f.dynamic && f.done.is_none() && !f.req.outstanding() && f.req.counters.completed >= u64::from(f.spec.messages.max(1)) {
+                if !f.dynamic
+                    && f.done.is_none()
+                    && !f.req.outstanding()
+                    && f.req.counters.completed >= u64::from(f.spec.messages.max(1))
+                {
                     let f = &mut self.flows[fi];
                     f.done = Some(now);
                     self.flows_left -= 1;
@@ -1902,8 +2136,16 @@ impl RoceSim {
                         pfc_rx_frames: pt.paused.frames[q],
                         paused_ps: pt.paused.paused_total(now, q as u8),
                     };
-                    let Some(ev) = self.switches[si].wd[qi].poll(sample) else { continue };
-                    self.wd_log.push((now, self.fabric.nodes[node as usize].name.clone(), port as u8, q as u8, ev));
+                    let Some(ev) = self.switches[si].wd[qi].poll(sample) else {
+                        continue;
+                    };
+                    self.wd_log.push((
+                        now,
+                        self.fabric.nodes[node as usize].name.clone(),
+                        port as u8,
+                        q as u8,
+                        ev,
+                    ));
                     match ev {
                         WdEvent::Stormed => {
                             self.switches[si].wd_stormed[qi] = true;
@@ -1913,7 +2155,13 @@ impl RoceSim {
                                     while let Some(p) = self.switches[si].q[qi].pop_front() {
                                         self.switches[si].queued[port] -= 1;
                                         let pk = p;
-                                        self.switches[si].mmu.release(usize::from(pk.in_port), pk.pg, port, q as u8, pk.wire);
+                                        self.switches[si].mmu.release(
+                                            usize::from(pk.in_port),
+                                            pk.pg,
+                                            port,
+                                            q as u8,
+                                            pk.wire,
+                                        );
                                         self.drop_pkt(p, RoceDrop::Watchdog);
                                     }
                                     self.resume_check(si as u32);
@@ -1946,7 +2194,10 @@ impl RoceSim {
             for port in 0..nports {
                 let gp = base + port as u32;
                 for q in 0..NPRIO {
-                    if !self.maps.lossless(q as u8) || s.q[port * NPRIO + q].is_empty() || !self.ports[gp as usize].paused.is_paused(now, q as u8) {
+                    if !self.maps.lossless(q as u8)
+                        || s.q[port * NPRIO + q].is_empty()
+                        || !self.ports[gp as usize].paused.is_paused(now, q as u8)
+                    {
                         continue;
                     }
                     // The peer switch's ingress (peer port) is paused; which of its
@@ -1976,11 +2227,18 @@ impl RoceSim {
             let mut path = vec![start];
             let mut cur = start;
             for _ in 0..=blocked.len() {
-                let Some(&(_, nxt)) = edges.iter().find(|e| e.0 == cur && blocked.contains(&e.1)) else { break };
+                let Some(&(_, nxt)) = edges.iter().find(|e| e.0 == cur && blocked.contains(&e.1)) else {
+                    break;
+                };
                 if let Some(pos) = path.iter().position(|&x| x == nxt) {
                     let cycle = path[pos..]
                         .iter()
-                        .map(|&g| (self.fabric.nodes[self.ports[g as usize].node as usize].name.clone(), self.ports[g as usize].num))
+                        .map(|&g| {
+                            (
+                                self.fabric.nodes[self.ports[g as usize].node as usize].name.clone(),
+                                self.ports[g as usize].num,
+                            )
+                        })
                         .collect();
                     return Some(PfcDeadlock { at: now, cycle });
                 }
@@ -1994,6 +2252,10 @@ impl RoceSim {
 
 impl std::fmt::Debug for RoceSim {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RoceSim").field("now", &self.now).field("nodes", &self.role.len()).field("in_flight", &self.live).finish()
+        f.debug_struct("RoceSim")
+            .field("now", &self.now)
+            .field("nodes", &self.role.len())
+            .field("in_flight", &self.live)
+            .finish()
     }
 }

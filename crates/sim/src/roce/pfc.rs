@@ -54,7 +54,12 @@ pub struct PausedTx {
 
 impl Default for PausedTx {
     fn default() -> Self {
-        PausedTx { until: [Time::ZERO; 8], frames: [0; 8], paused_ps: [0; 8], since: [Time::NEVER; 8] }
+        PausedTx {
+            until: [Time::ZERO; 8],
+            frames: [0; 8],
+            paused_ps: [0; 8],
+            since: [Time::NEVER; 8],
+        }
     }
 }
 
@@ -122,7 +127,11 @@ impl PausedTx {
     /// Pause time of `prio` up to `now`, including a pause still running.
     pub fn paused_total(&self, now: Time, prio: u8) -> u64 {
         let i = usize::from(prio & 7);
-        let open = if self.since[i] != Time::NEVER { now.min(self.until[i]).saturating_sub(self.since[i]).0 } else { 0 };
+        let open = if self.since[i] != Time::NEVER {
+            now.min(self.until[i]).saturating_sub(self.since[i]).0
+        } else {
+            0
+        };
         self.paused_ps[i] + open
     }
 }
@@ -152,7 +161,13 @@ pub struct PauseGen {
 impl PauseGen {
     /// A generator writing `quanta` into its XOFF frames.
     pub fn new(quanta: u16) -> PauseGen {
-        PauseGen { quanta: quanta.max(1), asserted: 0, next_refresh: [Time::NEVER; 8], xoff_sent: [0; 8], xon_sent: [0; 8] }
+        PauseGen {
+            quanta: quanta.max(1),
+            asserted: 0,
+            next_refresh: [Time::NEVER; 8],
+            xoff_sent: [0; 8],
+            xon_sent: [0; 8],
+        }
     }
 
     /// Is XOFF asserted for `prio`?
@@ -175,7 +190,10 @@ impl PauseGen {
         self.xoff_sent[i] += 1;
         let half = Time(quanta_to_time(self.quanta, bps).0 / 2).max(Time(1));
         self.next_refresh[i] = now + half;
-        PauseFrame::Xoff { prio, quanta: self.quanta }
+        PauseFrame::Xoff {
+            prio,
+            quanta: self.quanta,
+        }
     }
 
     /// Release `prio`: the XON frame to send if it was asserted.
@@ -233,7 +251,12 @@ pub struct WdConfig {
 impl Default for WdConfig {
     /// sonic-utilities `pfcwd/main.py` defaults: 200 / 200 / 200 ms, drop.
     fn default() -> Self {
-        WdConfig { poll: Time::ms(200), detection: Time::ms(200), restoration: Time::ms(200), action: WdAction::Drop }
+        WdConfig {
+            poll: Time::ms(200),
+            detection: Time::ms(200),
+            restoration: Time::ms(200),
+            action: WdAction::Drop,
+        }
     }
 }
 
@@ -277,7 +300,15 @@ pub struct Watchdog {
 impl Watchdog {
     /// A watchdog with `cfg`.
     pub fn new(cfg: WdConfig) -> Watchdog {
-        Watchdog { cfg, last: None, stalled_ps: 0, stormed: false, quiet_ps: 0, storms: 0, restores: 0 }
+        Watchdog {
+            cfg,
+            last: None,
+            stalled_ps: 0,
+            stormed: false,
+            quiet_ps: 0,
+            storms: 0,
+            restores: 0,
+        }
     }
 
     /// Is the queue stormed (action in force)?
@@ -367,13 +398,29 @@ mod tests {
     fn generator_refreshes_before_expiry() {
         let bps = 100_000_000_000;
         let mut g = PauseGen::new(0xffff);
-        assert_eq!(g.xoff(Time::ZERO, 3, bps), Some(PauseFrame::Xoff { prio: 3, quanta: 0xffff }));
+        assert_eq!(
+            g.xoff(Time::ZERO, 3, bps),
+            Some(PauseFrame::Xoff {
+                prio: 3,
+                quanta: 0xffff
+            })
+        );
         assert_eq!(g.xoff(Time::ns(10), 3, bps), None);
         let full = quanta_to_time(0xffff, bps);
-        assert!(g.next_deadline() < full, "refresh {} before expiry {full}", g.next_deadline());
+        assert!(
+            g.next_deadline() < full,
+            "refresh {} before expiry {full}",
+            g.next_deadline()
+        );
         let mut out = Vec::new();
         g.poll(g.next_deadline(), bps, &mut out);
-        assert_eq!(out, vec![PauseFrame::Xoff { prio: 3, quanta: 0xffff }]);
+        assert_eq!(
+            out,
+            vec![PauseFrame::Xoff {
+                prio: 3,
+                quanta: 0xffff
+            }]
+        );
         assert_eq!(g.xon(3), Some(PauseFrame::Xon { prio: 3 }));
         assert_eq!(g.xon(3), None);
         assert_eq!(g.next_deadline(), Time::NEVER);
@@ -381,12 +428,22 @@ mod tests {
     }
 
     fn stalled(tx: u64, frames: u64, paused: u64) -> QueueSample {
-        QueueSample { occupancy_bytes: 5000, tx_pkts: tx, pfc_rx_frames: frames, paused_ps: paused }
+        QueueSample {
+            occupancy_bytes: 5000,
+            tx_pkts: tx,
+            pfc_rx_frames: frames,
+            paused_ps: paused,
+        }
     }
 
     #[test]
     fn watchdog_detects_and_restores_like_sonic() {
-        let cfg = WdConfig { poll: Time::ms(100), detection: Time::ms(300), restoration: Time::ms(200), action: WdAction::Drop };
+        let cfg = WdConfig {
+            poll: Time::ms(100),
+            detection: Time::ms(300),
+            restoration: Time::ms(200),
+            action: WdAction::Drop,
+        };
         let mut wd = Watchdog::new(cfg);
         let p = Time::ms(100).0;
         assert_eq!(wd.poll(stalled(10, 0, 0)), None);
@@ -407,7 +464,11 @@ mod tests {
 
     #[test]
     fn watchdog_ignores_a_queue_that_drains_or_is_barely_paused() {
-        let cfg = WdConfig { poll: Time::ms(100), detection: Time::ms(200), ..WdConfig::default() };
+        let cfg = WdConfig {
+            poll: Time::ms(100),
+            detection: Time::ms(200),
+            ..WdConfig::default()
+        };
         let p = Time::ms(100).0;
         let mut wd = Watchdog::new(cfg);
         wd.poll(stalled(0, 0, 0));

@@ -14,11 +14,16 @@ const G: u16 = 100;
 pub fn star(n: usize) -> (Fabric, NodeId, Vec<NodeId>) {
     let mut f = Fabric::new();
     let r = LinkRate::eth(G).expect("100G");
-    let sw = f.add_node(NodeSpec::switch("sw0", Guid(0x1000), n as u8)).expect("switch");
+    let sw = f
+        .add_node(NodeSpec::switch("sw0", Guid(0x1000), n as u8))
+        .expect("switch");
     let hosts: Vec<NodeId> = (0..n)
         .map(|i| {
-            let h = f.add_node(NodeSpec::ca(format!("h{i}"), Guid(0x10_0000 + 16 * i as u64), 1)).expect("host");
-            f.connect_with_delay(sw, 1 + i as u8, h, 1, r, 200.0, 1_000_000).expect("cable");
+            let h = f
+                .add_node(NodeSpec::ca(format!("h{i}"), Guid(0x10_0000 + 16 * i as u64), 1))
+                .expect("host");
+            f.connect_with_delay(sw, 1 + i as u8, h, 1, r, 200.0, 1_000_000)
+                .expect("cable");
             h
         })
         .collect();
@@ -29,17 +34,39 @@ pub fn star(n: usize) -> (Fabric, NodeId, Vec<NodeId>) {
 pub fn leaf_spine_2x2(per_leaf: usize) -> (Fabric, Vec<NodeId>, Vec<NodeId>, Vec<Vec<NodeId>>) {
     let mut f = Fabric::new();
     let r = LinkRate::eth(G).expect("100G");
-    let leaves: Vec<NodeId> = (0..2).map(|i| f.add_node(NodeSpec::switch(format!("leaf{i}"), Guid(0x1000 + i), (per_leaf + 2) as u8)).expect("leaf")).collect();
-    let spines: Vec<NodeId> = (0..2).map(|i| f.add_node(NodeSpec::switch(format!("spine{i}"), Guid(0x2000 + i), 2)).expect("spine")).collect();
+    let leaves: Vec<NodeId> = (0..2)
+        .map(|i| {
+            f.add_node(NodeSpec::switch(
+                format!("leaf{i}"),
+                Guid(0x1000 + i),
+                (per_leaf + 2) as u8,
+            ))
+            .expect("leaf")
+        })
+        .collect();
+    let spines: Vec<NodeId> = (0..2)
+        .map(|i| {
+            f.add_node(NodeSpec::switch(format!("spine{i}"), Guid(0x2000 + i), 2))
+                .expect("spine")
+        })
+        .collect();
     let mut hosts = vec![Vec::new(); 2];
     for (li, &l) in leaves.iter().enumerate() {
         for k in 0..per_leaf {
-            let h = f.add_node(NodeSpec::ca(format!("h{li}_{k}"), Guid(0x10_0000 + 256 * li as u64 + 16 * k as u64), 1)).expect("host");
-            f.connect_with_delay(l, 1 + k as u8, h, 1, r, 200.0, 1_000_000).expect("cable");
+            let h = f
+                .add_node(NodeSpec::ca(
+                    format!("h{li}_{k}"),
+                    Guid(0x10_0000 + 256 * li as u64 + 16 * k as u64),
+                    1,
+                ))
+                .expect("host");
+            f.connect_with_delay(l, 1 + k as u8, h, 1, r, 200.0, 1_000_000)
+                .expect("cable");
             hosts[li].push(h);
         }
         for (si, &s) in spines.iter().enumerate() {
-            f.connect_with_delay(l, (per_leaf + 1 + si) as u8, s, 1 + li as u8, r, 200.0, 1_000_000).expect("cable");
+            f.connect_with_delay(l, (per_leaf + 1 + si) as u8, s, 1 + li as u8, r, 200.0, 1_000_000)
+                .expect("cable");
         }
     }
     (f, leaves, spines, hosts)
@@ -55,17 +82,28 @@ pub fn ring4() -> (Fabric, Vec<NodeId>, Vec<NodeId>, Vec<Route>) {
     let mut f = Fabric::new();
     let r = LinkRate::eth(G).expect("100G");
     let names = ["leaf0", "spine0", "leaf1", "spine1"];
-    let sw: Vec<NodeId> = names.iter().enumerate().map(|(i, n)| f.add_node(NodeSpec::switch(*n, Guid(0x3000 + i as u64), 3)).expect("switch")).collect();
+    let sw: Vec<NodeId> = names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            f.add_node(NodeSpec::switch(*n, Guid(0x3000 + i as u64), 3))
+                .expect("switch")
+        })
+        .collect();
     let hosts: Vec<NodeId> = (0..4)
         .map(|i| {
-            let h = f.add_node(NodeSpec::ca(format!("h{i}"), Guid(0x30_0000 + 16 * i as u64), 1)).expect("host");
-            f.connect_with_delay(sw[i], 1, h, 1, r, 200.0, 1_000_000).expect("cable");
+            let h = f
+                .add_node(NodeSpec::ca(format!("h{i}"), Guid(0x30_0000 + 16 * i as u64), 1))
+                .expect("host");
+            f.connect_with_delay(sw[i], 1, h, 1, r, 200.0, 1_000_000)
+                .expect("cable");
             h
         })
         .collect();
     // Port 2 = clockwise neighbour, port 3 = counter-clockwise.
     for i in 0..4 {
-        f.connect_with_delay(sw[i], 2, sw[(i + 1) % 4], 3, r, 200.0, 1_000_000).expect("cable");
+        f.connect_with_delay(sw[i], 2, sw[(i + 1) % 4], 3, r, 200.0, 1_000_000)
+            .expect("cable");
     }
     let mut routes = Vec::new();
     for i in 0..4 {
@@ -76,7 +114,15 @@ pub fn ring4() -> (Fabric, Vec<NodeId>, Vec<NodeId>, Vec<Route>) {
 
 /// A one-message-or-more flow with HPCC's dport 100.
 pub fn flow(src: NodeId, dst: NodeId, size: u64, messages: u32, start: Time, sport: u16) -> FlowSpec {
-    FlowSpec { src, dst, size, messages, start, sport, dport: 100 }
+    FlowSpec {
+        src,
+        dst,
+        size,
+        messages,
+        start,
+        sport,
+        dport: 100,
+    }
 }
 
 #[cfg(test)]
@@ -88,7 +134,10 @@ mod tests {
     use crate::roce::transport::Recovery;
 
     fn hpcc_cfg() -> RoceConfig {
-        RoceConfig { cc: CongestionControl::Dcqcn(Profile::HpccNs3.params(100_000_000_000)), ..RoceConfig::default() }
+        RoceConfig {
+            cc: CongestionControl::Dcqcn(Profile::HpccNs3.params(100_000_000_000)),
+            ..RoceConfig::default()
+        }
     }
 
     /// DCQCN paper §3.1 target (a): two flows on one bottleneck converge to a
@@ -97,7 +146,10 @@ mod tests {
     #[test]
     fn two_dcqcn_flows_converge_to_fair_share() {
         let (f, _, h) = star(3);
-        let flows = [flow(h[0], h[2], 1 << 30, 1, Time::ZERO, 10000), flow(h[1], h[2], 1 << 30, 1, Time::ms(2), 10001)];
+        let flows = [
+            flow(h[0], h[2], 1 << 30, 1, Time::ZERO, 10000),
+            flow(h[1], h[2], 1 << 30, 1, Time::ms(2), 10001),
+        ];
         let mut sim = RoceSim::new(&f, hpcc_cfg(), &flows).unwrap();
         assert_eq!(sim.run(Time::ms(20)), RoceStatus::TimeLimit);
         let (a0, b0) = (sim.flow_delivered(0), sim.flow_delivered(1));
@@ -122,7 +174,9 @@ mod tests {
 
     fn incast(pfc: bool, seed: u64) -> RoceSim {
         let (f, _, h) = star(17);
-        let flows: Vec<FlowSpec> = (0..16).map(|i| flow(h[i], h[16], 1 << 20, 1, Time::ZERO, 10000 + i as u16)).collect();
+        let flows: Vec<FlowSpec> = (0..16)
+            .map(|i| flow(h[i], h[16], 1 << 20, 1, Time::ZERO, 10000 + i as u16))
+            .collect();
         let cfg = RoceConfig {
             pfc,
             // Shallow shared buffer (2 MiB) so a 16 MB burst cannot hide in it;
@@ -137,7 +191,12 @@ mod tests {
         };
         let mut sim = RoceSim::new(&f, cfg, &flows).unwrap();
         let st = sim.run(Time::ms(50));
-        assert_eq!(st, RoceStatus::Done, "seed {seed}: incast pfc={pfc} did not finish\n{}", sim.state_summary());
+        assert_eq!(
+            st,
+            RoceStatus::Done,
+            "seed {seed}: incast pfc={pfc} did not finish\n{}",
+            sim.state_summary()
+        );
         assert!(sim.ledger_balances());
         sim
     }
@@ -164,7 +223,13 @@ mod tests {
         assert_eq!(with.ledger.total_dropped(), 0);
         assert_eq!(retx(&with), 0);
         assert!(pauses > 0);
-        assert!(without.ledger.dropped[RoceDrop::ALL.iter().position(|r| *r == RoceDrop::LossyOverThreshold).unwrap()] > 0);
+        assert!(
+            without.ledger.dropped[RoceDrop::ALL
+                .iter()
+                .position(|r| *r == RoceDrop::LossyOverThreshold)
+                .unwrap()]
+                > 0
+        );
         assert!(retx(&without) > 0);
         assert!(last(&without) > last(&with), "losses cost time");
     }
@@ -176,7 +241,13 @@ mod tests {
         let run = |rec: Recovery| {
             let (f, _, h) = star(2);
             let link = f.peer(h[0], 1).unwrap().1;
-            let cfg = RoceConfig { recovery: rec, loss_every: vec![(link, 256)], cc: CongestionControl::None, rto: Time::us(100), ..RoceConfig::default() };
+            let cfg = RoceConfig {
+                recovery: rec,
+                loss_every: vec![(link, 256)],
+                cc: CongestionControl::None,
+                rto: Time::us(100),
+                ..RoceConfig::default()
+            };
             let mut sim = RoceSim::new(&f, cfg, &[flow(h[0], h[1], 4 << 20, 100, Time::ZERO, 10000)]).unwrap();
             sim.run(Time::ms(10));
             let done: u64 = sim.completions.iter().map(|c| c.1.bytes).sum();
@@ -184,7 +255,9 @@ mod tests {
         };
         let (g0, c0) = run(Recovery::GoBack0);
         let (gn, cn) = run(Recovery::GoBackN);
-        eprintln!("1/256 loss, 4 MiB messages, 100G, 10 ms: goodput go-back-0 {g0:.3} of line ({c0:?}); go-back-N {gn:.3} ({cn:?})");
+        eprintln!(
+            "1/256 loss, 4 MiB messages, 100G, 10 ms: goodput go-back-0 {g0:.3} of line ({c0:?}); go-back-N {gn:.3} ({cn:?})"
+        );
         assert_eq!(c0.completed, 0);
         assert!(gn > 0.6, "{gn}");
     }
@@ -206,7 +279,9 @@ mod tests {
     fn bounce_routes_give_a_pfc_deadlock_only_when_the_cycle_closes() {
         let run = |n: usize| {
             let (f, _, h, routes) = ring4();
-            let flows: Vec<FlowSpec> = (0..n).map(|i| flow(h[i], h[(i + 2) % 4], 4 << 20, 1, Time::ZERO, 10000 + i as u16)).collect();
+            let flows: Vec<FlowSpec> = (0..n)
+                .map(|i| flow(h[i], h[(i + 2) % 4], 4 << 20, 1, Time::ZERO, 10000 + i as u16))
+                .collect();
             let cfg = RoceConfig {
                 route_overrides: routes,
                 cc: CongestionControl::None,
@@ -221,10 +296,15 @@ mod tests {
         };
         let (st3, s3) = run(3);
         let (st4, s4) = run(4);
-        eprintln!("ring of 4 with clockwise bounce routes: 3 flows → {st3:?} at {}; 4 flows → {st4:?}", s3.now());
+        eprintln!(
+            "ring of 4 with clockwise bounce routes: 3 flows → {st3:?} at {}; 4 flows → {st4:?}",
+            s3.now()
+        );
         assert_eq!(st3, RoceStatus::Done);
         assert_eq!(s3.ledger.total_dropped(), 0);
-        let RoceStatus::Deadlock(d) = st4 else { panic!("4 flows: {st4:?}\n{}", s4.state_summary()) };
+        let RoceStatus::Deadlock(d) = st4 else {
+            panic!("4 flows: {st4:?}\n{}", s4.state_summary())
+        };
         assert_eq!(d.cycle.len(), 4, "{d}");
         let names: std::collections::BTreeSet<&str> = d.cycle.iter().map(|c| c.0.as_str()).collect();
         assert_eq!(names.len(), 4, "{d}");
@@ -238,11 +318,22 @@ mod tests {
     #[test]
     fn tshark_decodes_captured_pfc_and_rocev2_frames() {
         let (f, sw, h) = star(17);
-        let flows: Vec<FlowSpec> = (0..16).map(|i| flow(h[i], h[16], 256 << 10, 1, Time::ZERO, 10000 + i as u16)).collect();
-        let too_small = RoceConfig { buffer_bytes: 1 << 20, ..RoceConfig::default() };
+        let flows: Vec<FlowSpec> = (0..16)
+            .map(|i| flow(h[i], h[16], 256 << 10, 1, Time::ZERO, 10000 + i as u16))
+            .collect();
+        let too_small = RoceConfig {
+            buffer_bytes: 1 << 20,
+            ..RoceConfig::default()
+        };
         let e = RoceSim::new(&f, too_small, &flows).unwrap_err();
         assert!(e.to_string().contains("leaves no shared pool"), "{e}");
-        let cfg = RoceConfig { buffer_bytes: 2 << 20, cc: CongestionControl::None, ecn: false, capture: Some((sw, 1)), ..RoceConfig::default() };
+        let cfg = RoceConfig {
+            buffer_bytes: 2 << 20,
+            cc: CongestionControl::None,
+            ecn: false,
+            capture: Some((sw, 1)),
+            ..RoceConfig::default()
+        };
         let mut sim = RoceSim::new(&f, cfg, &flows).unwrap();
         let st = sim.run(Time::ms(20));
         assert_eq!(st, RoceStatus::Done, "{}", sim.state_summary());
@@ -264,9 +355,16 @@ mod tests {
         }
         eprintln!("captured {n} frames on sw0/1: {pfc} PFC, {acks} RoCEv2");
         assert!(pfc >= 2 && acks > 100);
-        if let Ok(out) = std::process::Command::new("tshark").args(["-r", path.to_str().unwrap(), "-T", "fields", "-e", "frame.protocols"]).output() {
+        if let Ok(out) = std::process::Command::new("tshark")
+            .args(["-r", path.to_str().unwrap(), "-T", "fields", "-e", "frame.protocols"])
+            .output()
+        {
             let text = String::from_utf8_lossy(&out.stdout);
-            assert!(text.lines().any(|l| l.contains("pfc") || l.contains("macc")), "tshark sees PFC: {}", &text[..text.len().min(300)]);
+            assert!(
+                text.lines().any(|l| l.contains("pfc") || l.contains("macc")),
+                "tshark sees PFC: {}",
+                &text[..text.len().min(300)]
+            );
             assert!(text.lines().any(|l| l.contains("infiniband")), "tshark sees RoCEv2");
         }
         let _ = std::fs::remove_file(&path);
@@ -288,7 +386,9 @@ mod tests {
         let f = fabric::leaf_spine(&p).unwrap();
         let hosts: Vec<NodeId> = f.nodes_of(fabric::NodeKind::Ca).collect();
         assert_eq!(hosts.len(), 32);
-        let flows: Vec<FlowSpec> = (0..32).map(|i| flow(hosts[i], hosts[(i + 5) % 32], 1 << 20, 1, Time::ZERO, 10000)).collect();
+        let flows: Vec<FlowSpec> = (0..32)
+            .map(|i| flow(hosts[i], hosts[(i + 5) % 32], 1 << 20, 1, Time::ZERO, 10000))
+            .collect();
         let mut sim = RoceSim::new(&f, RoceConfig::default(), &flows).unwrap();
         assert_eq!(sim.run(Time::ms(50)), RoceStatus::Done, "{}", sim.state_summary());
         assert_eq!(sim.ledger.total_dropped(), 0);
@@ -304,7 +404,10 @@ mod tests {
     fn slow_receiver_nic_pauses_its_switch() {
         let (f, sw, h) = star(2);
         let cfg = RoceConfig {
-            nic_rx: crate::roce::net::NicRxConfig { drain_bps: 40_000_000_000, ..Default::default() },
+            nic_rx: crate::roce::net::NicRxConfig {
+                drain_bps: 40_000_000_000,
+                ..Default::default()
+            },
             cc: CongestionControl::None,
             ecn: false,
             ..RoceConfig::default()
@@ -314,7 +417,10 @@ mod tests {
         let (xoff, xon) = sim.pause_sent(h[1], 1, 3);
         let done = sim.flow_done(0).unwrap();
         let gbps = (8u64 << 20) as f64 * 8.0 / done.as_secs_f64() / 1e9;
-        eprintln!("slow receiver: NIC sent {xoff} XOFF / {xon} XON; the switch port was paused {}; flow at {gbps:.1} Gb/s", sim.paused_time(sw, 2, 3));
+        eprintln!(
+            "slow receiver: NIC sent {xoff} XOFF / {xon} XON; the switch port was paused {}; flow at {gbps:.1} Gb/s",
+            sim.paused_time(sw, 2, 3)
+        );
         assert!(xoff > 0 && xon > 0);
         assert_eq!(sim.ledger.total_dropped(), 0);
         assert!(gbps < 45.0 && gbps > 30.0, "{gbps}");
@@ -328,9 +434,15 @@ mod tests {
     fn victim_flow_pfc_only_vs_pfc_with_dcqcn() {
         let run = |cc: CongestionControl| {
             let (f, _, h) = star(18);
-            let mut flows: Vec<FlowSpec> = (0..16).map(|i| flow(h[i], h[16], 64 << 20, 1, Time::ZERO, 10000 + i as u16)).collect();
+            let mut flows: Vec<FlowSpec> = (0..16)
+                .map(|i| flow(h[i], h[16], 64 << 20, 1, Time::ZERO, 10000 + i as u16))
+                .collect();
             flows.push(flow(h[0], h[17], 64 << 20, 1, Time::ZERO, 20000));
-            let cfg = RoceConfig { cc, buffer_bytes: 4 << 20, ..RoceConfig::default() };
+            let cfg = RoceConfig {
+                cc,
+                buffer_bytes: 4 << 20,
+                ..RoceConfig::default()
+            };
             let mut sim = RoceSim::new(&f, cfg, &flows).unwrap();
             sim.run(Time::ms(10));
             let victim = sim.flow_delivered(16) as f64 * 8.0 / 10e-3 / 1e9;
@@ -339,7 +451,9 @@ mod tests {
         };
         let (v_pfc, p_pfc, d_pfc) = run(CongestionControl::None);
         let (v_dcqcn, p_dcqcn, d_dcqcn) = run(CongestionControl::Dcqcn(Profile::HpccNs3.params(100_000_000_000)));
-        eprintln!("16:1 incast + victim from sender 0: PFC only: victim {v_pfc:.1} Gb/s, {p_pfc} pauses; PFC + DCQCN: victim {v_dcqcn:.1} Gb/s, {p_dcqcn} pauses");
+        eprintln!(
+            "16:1 incast + victim from sender 0: PFC only: victim {v_pfc:.1} Gb/s, {p_pfc} pauses; PFC + DCQCN: victim {v_dcqcn:.1} Gb/s, {p_dcqcn} pauses"
+        );
         assert_eq!((d_pfc, d_dcqcn), (0, 0));
         assert!(v_dcqcn > 2.0 * v_pfc, "victim {v_pfc:.1} → {v_dcqcn:.1} Gb/s");
         assert!(p_dcqcn < p_pfc, "pauses {p_pfc} → {p_dcqcn}");
@@ -350,10 +464,16 @@ mod tests {
     #[test]
     fn rocev1_flows_are_refused_across_leaves_and_run_within_one() {
         let (f, _, _, h) = leaf_spine_2x2(2);
-        let v1 = RoceConfig { rocev1: Some(crate::roce::ecmp::L2Mode::RoutedAtLeaf), ..RoceConfig::default() };
+        let v1 = RoceConfig {
+            rocev1: Some(crate::roce::ecmp::L2Mode::RoutedAtLeaf),
+            ..RoceConfig::default()
+        };
         let e = RoceSim::new(&f, v1.clone(), &[flow(h[0][0], h[1][0], 1 << 20, 1, Time::ZERO, 10000)]).unwrap_err();
         let chain = format!("{e}: {}", std::error::Error::source(&e).unwrap());
-        assert!(chain.contains("add flow 0") && chain.contains("cannot be routed"), "{chain}");
+        assert!(
+            chain.contains("add flow 0") && chain.contains("cannot be routed"),
+            "{chain}"
+        );
         let mut sim = RoceSim::new(&f, v1, &[flow(h[0][0], h[0][1], 1 << 20, 1, Time::ZERO, 10000)]).unwrap();
         assert_eq!(sim.run(Time::ms(5)), RoceStatus::Done);
     }
@@ -417,7 +537,11 @@ mod tests {
         assert_eq!(parts.iter().map(|p| p.size).sum::<u64>(), 1_000_003);
         let ports: std::collections::BTreeSet<u16> = parts.iter().map(|p| p.sport).collect();
         assert_eq!(ports.len(), 4);
-        assert!(parts.iter().all(|p| p.messages == 2 && p.src == f.src && p.sport >= 0xc000));
+        assert!(
+            parts
+                .iter()
+                .all(|p| p.messages == 2 && p.src == f.src && p.sport >= 0xc000)
+        );
     }
 
     /// A spine link fails mid-run: packets hashed onto it are lost until ECMP
@@ -426,15 +550,25 @@ mod tests {
     #[test]
     fn link_failure_loses_packets_until_ecmp_converges() {
         let (f, leaves, _, h) = leaf_spine_2x2(4);
-        let flows: Vec<FlowSpec> = (0..4).map(|i| flow(h[0][i], h[1][i], 2 << 20, 1, Time::ZERO, 10000 + i as u16)).collect();
-        let cfg = RoceConfig { cc: CongestionControl::None, ecn: false, rto: Time::us(300), ..RoceConfig::default() };
+        let flows: Vec<FlowSpec> = (0..4)
+            .map(|i| flow(h[0][i], h[1][i], 2 << 20, 1, Time::ZERO, 10000 + i as u16))
+            .collect();
+        let cfg = RoceConfig {
+            cc: CongestionControl::None,
+            ecn: false,
+            rto: Time::us(300),
+            ..RoceConfig::default()
+        };
         let mut sim = RoceSim::new(&f, cfg, &flows).unwrap();
         let up = f.peer(leaves[0], 5).unwrap().1; // leaf0 → spine0
         sim.fail_link_at(up, Time::us(100));
         let st = sim.run(Time::ms(50));
         let down = sim.ledger.dropped[RoceDrop::ALL.iter().position(|r| *r == RoceDrop::LinkDown).unwrap()];
         let retx: u64 = (0..4).map(|k| sim.flow_counters(k).retransmitted).sum();
-        eprintln!("link failure at 100 µs, 100 µs convergence: {down} packets lost on the dead link, {retx} retransmitted, all done by {}", sim.now());
+        eprintln!(
+            "link failure at 100 µs, 100 µs convergence: {down} packets lost on the dead link, {retx} retransmitted, all done by {}",
+            sim.now()
+        );
         assert_eq!(st, RoceStatus::Done);
         assert!(down > 0 && retx > 0);
         assert_eq!(sim.ledger.total_dropped(), down);
@@ -473,20 +607,39 @@ mod tests {
         };
         let storm = run(None, None);
         // The pause reached the spines and the far leaf's host links.
-        let spine_paused = storm.pfc.iter().filter(|r| r.pause && r.node_type == 1).map(|r| r.node).collect::<std::collections::BTreeSet<_>>();
-        let wd = WdConfig { poll: Time::ms(1), detection: Time::ms(2), restoration: Time::ms(4), action: WdAction::Drop };
+        let spine_paused = storm
+            .pfc
+            .iter()
+            .filter(|r| r.pause && r.node_type == 1)
+            .map(|r| r.node)
+            .collect::<std::collections::BTreeSet<_>>();
+        let wd = WdConfig {
+            poll: Time::ms(1),
+            detection: Time::ms(2),
+            restoration: Time::ms(4),
+            action: WdAction::Drop,
+        };
         let contained = run(Some(wd), None);
         // Action `forward`: the stormed queues ignore pauses (lossy for the
         // storm's duration); the victim finishes and packets that reach the
         // faulty NIC are dropped there.
-        let forward = run(Some(WdConfig { action: WdAction::Forward, ..wd }), None);
+        let forward = run(
+            Some(WdConfig {
+                action: WdAction::Forward,
+                ..wd
+            }),
+            None,
+        );
         assert!(forward.flow_done(2).is_some(), "forward: victim done");
         assert_eq!(forward.ledger.lossless_faults(), 0);
         assert!(forward.ledger.dropped[RoceDrop::ALL.iter().position(|r| *r == RoceDrop::FaultyNic).unwrap()] > 0);
         // The NIC's own guard (mlx5 PFC stall prevention, scaled to 2 ms) ends the
         // storm at its source instead: the NIC stops pausing and drops what comes.
         let guarded = run(None, Some(Time::ms(2)));
-        assert!(guarded.flow_done(2).is_some(), "NIC stall prevention lets the victim finish");
+        assert!(
+            guarded.flow_done(2).is_some(),
+            "NIC stall prevention lets the victim finish"
+        );
         assert!(guarded.ledger.dropped[RoceDrop::ALL.iter().position(|r| *r == RoceDrop::FaultyNic).unwrap()] > 0);
         assert_eq!(guarded.ledger.lossless_faults(), 0);
         eprintln!(

@@ -129,7 +129,16 @@ pub struct Requester {
 impl Requester {
     /// A requester starting at `psn`.
     pub fn new(cfg: RequesterConfig, psn: Psn) -> Requester {
-        Requester { cfg, msgs: VecDeque::new(), tail: psn, una: psn, nxt: psn, high: psn, rto_due: Time::NEVER, counters: RequesterCounters::default() }
+        Requester {
+            cfg,
+            msgs: VecDeque::new(),
+            tail: psn,
+            una: psn,
+            nxt: psn,
+            high: psn,
+            rto_due: Time::NEVER,
+            counters: RequesterCounters::default(),
+        }
     }
 
     /// The configuration.
@@ -140,7 +149,13 @@ impl Requester {
     /// Queue a message of `bytes` (at least one packet, even when empty).
     pub fn post(&mut self, msg: u64, bytes: u64, now: Time) {
         let npkts = bytes.div_ceil(u64::from(self.cfg.mtu)).max(1) as u32;
-        self.msgs.push_back(Msg { id: msg, first: self.tail, npkts, bytes, posted: now });
+        self.msgs.push_back(Msg {
+            id: msg,
+            first: self.tail,
+            npkts,
+            bytes,
+            posted: now,
+        });
         self.tail = self.tail.add(npkts);
     }
 
@@ -174,9 +189,20 @@ impl Requester {
         let m = *self.msg_of(self.nxt)?;
         let k = m.first.distance_to(self.nxt) as u32;
         let mtu = u64::from(self.cfg.mtu);
-        let payload = if k + 1 == m.npkts { (m.bytes - u64::from(k) * mtu) as u32 } else { self.cfg.mtu };
+        let payload = if k + 1 == m.npkts {
+            (m.bytes - u64::from(k) * mtu) as u32
+        } else {
+            self.cfg.mtu
+        };
         let retransmit = self.nxt.distance_to(self.high) > 0;
-        let p = TxPacket { psn: self.nxt, payload, msg: m.id, first: k == 0, last: k + 1 == m.npkts, retransmit };
+        let p = TxPacket {
+            psn: self.nxt,
+            payload,
+            msg: m.id,
+            first: k == 0,
+            last: k + 1 == m.npkts,
+            retransmit,
+        };
         self.nxt = self.nxt.next();
         if retransmit {
             self.counters.retransmitted += 1;
@@ -203,7 +229,12 @@ impl Requester {
         while let Some(m) = self.msgs.front() {
             let last = m.first.add(m.npkts - 1);
             if last.distance_to(self.una) > 0 {
-                done.push(Completion { msg: m.id, bytes: m.bytes, posted: m.posted, done: now });
+                done.push(Completion {
+                    msg: m.id,
+                    bytes: m.bytes,
+                    posted: m.posted,
+                    done: now,
+                });
                 self.counters.completed += 1;
                 self.counters.completed_bytes += m.bytes;
                 self.msgs.pop_front();
@@ -211,7 +242,11 @@ impl Requester {
                 break;
             }
         }
-        self.rto_due = if self.outstanding() && self.una != self.nxt { now + self.cfg.rto } else { Time::NEVER };
+        self.rto_due = if self.outstanding() && self.una != self.nxt {
+            now + self.cfg.rto
+        } else {
+            Time::NEVER
+        };
     }
 
     fn go_back(&mut self, to: Psn) {
@@ -297,7 +332,15 @@ pub struct Responder {
 impl Responder {
     /// A responder expecting `psn` first.
     pub fn new(psn: Psn, ack_every: u32, recovery: Recovery) -> Responder {
-        Responder { expected: psn, msg_start: psn, recovery, nak_sent: false, ack_every: ack_every.max(1), since_ack: 0, counters: ResponderCounters::default() }
+        Responder {
+            expected: psn,
+            msg_start: psn,
+            recovery,
+            nak_sent: false,
+            ack_every: ack_every.max(1),
+            since_ack: 0,
+            counters: ResponderCounters::default(),
+        }
     }
 
     /// The next PSN it expects.
@@ -325,7 +368,9 @@ impl Responder {
             RxVerdict::Accept { ack: None }
         } else if d < 0 {
             self.counters.duplicates += 1;
-            RxVerdict::Duplicate { ack: self.expected.sub(1) }
+            RxVerdict::Duplicate {
+                ack: self.expected.sub(1),
+            }
         } else {
             self.counters.out_of_sequence += 1;
             if self.nak_sent {
@@ -337,7 +382,9 @@ impl Responder {
                     self.expected = self.msg_start;
                 }
                 self.counters.naks += 1;
-                RxVerdict::OutOfOrder { nak: Some(self.expected) }
+                RxVerdict::OutOfOrder {
+                    nak: Some(self.expected),
+                }
             }
         }
     }
@@ -370,7 +417,19 @@ pub struct NicRx {
 impl NicRx {
     /// A receive buffer of `size` with thresholds.
     pub fn new(size: u64, xoff_at: u64, xon_at: u64) -> NicRx {
-        NicRx { size, xoff_at, xon_at, faulty: false, stall_prevention: None, used: 0, pausing: false, stalled_since: None, disabled: false, discards: 0, storm_errors: 0 }
+        NicRx {
+            size,
+            xoff_at,
+            xon_at,
+            faulty: false,
+            stall_prevention: None,
+            used: 0,
+            pausing: false,
+            stalled_since: None,
+            disabled: false,
+            discards: 0,
+            storm_errors: 0,
+        }
     }
 
     /// Bytes held.
@@ -421,7 +480,9 @@ impl NicRx {
     /// Run the stall-prevention watchdog at `now`; returns true when it just
     /// disabled pause generation.
     pub fn poll(&mut self, now: Time) -> bool {
-        let (Some(tout), Some(since)) = (self.stall_prevention, self.stalled_since) else { return false };
+        let (Some(tout), Some(since)) = (self.stall_prevention, self.stalled_since) else {
+            return false;
+        };
         if !self.disabled && self.pausing && now >= since + tout {
             self.disabled = true;
             self.storm_errors += 1;
@@ -444,7 +505,11 @@ mod tests {
     use super::*;
 
     fn cfg(rec: Recovery) -> RequesterConfig {
-        RequesterConfig { mtu: 1000, recovery: rec, rto: Time::us(100) }
+        RequesterConfig {
+            mtu: 1000,
+            recovery: rec,
+            rto: Time::us(100),
+        }
     }
 
     #[test]
@@ -454,7 +519,10 @@ mod tests {
         r.post(2, 0, Time::ZERO);
         let pk: Vec<TxPacket> = std::iter::from_fn(|| r.next_packet(Time::ZERO)).collect();
         assert_eq!(pk.len(), 4);
-        assert_eq!(pk.iter().map(|p| p.payload).collect::<Vec<_>>(), vec![1000, 1000, 500, 0]);
+        assert_eq!(
+            pk.iter().map(|p| p.payload).collect::<Vec<_>>(),
+            vec![1000, 1000, 500, 0]
+        );
         assert_eq!(pk[2].psn, Psn::new(0)); // wrapped
         assert!(pk[0].first && pk[2].last && pk[3].first && pk[3].last);
         let mut done = Vec::new();
@@ -469,18 +537,40 @@ mod tests {
     #[test]
     fn responder_naks_once_per_gap_and_reacks_duplicates() {
         let mut s = Responder::new(Psn::new(10), 4, Recovery::GoBackN);
-        assert_eq!(s.on_packet(Psn::new(10), 100, true, false), RxVerdict::Accept { ack: None });
-        assert_eq!(s.on_packet(Psn::new(12), 100, false, false), RxVerdict::OutOfOrder { nak: Some(Psn::new(11)) });
-        assert_eq!(s.on_packet(Psn::new(13), 100, false, false), RxVerdict::OutOfOrder { nak: None });
-        assert_eq!(s.on_packet(Psn::new(9), 100, false, false), RxVerdict::Duplicate { ack: Psn::new(10) });
-        assert_eq!(s.on_packet(Psn::new(11), 100, false, true), RxVerdict::Accept { ack: Some(Psn::new(11)) });
+        assert_eq!(
+            s.on_packet(Psn::new(10), 100, true, false),
+            RxVerdict::Accept { ack: None }
+        );
+        assert_eq!(
+            s.on_packet(Psn::new(12), 100, false, false),
+            RxVerdict::OutOfOrder {
+                nak: Some(Psn::new(11))
+            }
+        );
+        assert_eq!(
+            s.on_packet(Psn::new(13), 100, false, false),
+            RxVerdict::OutOfOrder { nak: None }
+        );
+        assert_eq!(
+            s.on_packet(Psn::new(9), 100, false, false),
+            RxVerdict::Duplicate { ack: Psn::new(10) }
+        );
+        assert_eq!(
+            s.on_packet(Psn::new(11), 100, false, true),
+            RxVerdict::Accept {
+                ack: Some(Psn::new(11))
+            }
+        );
         assert_eq!(s.counters.naks, 1);
         assert_eq!(s.counters.out_of_sequence, 2);
         // Go-back-0: the gap sends the responder back to the message's first PSN.
         let mut s = Responder::new(Psn::new(0), 1, Recovery::GoBack0);
         s.on_packet(Psn::new(0), 100, true, false);
         s.on_packet(Psn::new(1), 100, false, false);
-        assert_eq!(s.on_packet(Psn::new(3), 100, false, false), RxVerdict::OutOfOrder { nak: Some(Psn::new(0)) });
+        assert_eq!(
+            s.on_packet(Psn::new(3), 100, false, false),
+            RxVerdict::OutOfOrder { nak: Some(Psn::new(0)) }
+        );
         assert_eq!(s.expected(), Psn::new(0));
     }
 
@@ -519,7 +609,14 @@ mod tests {
     fn lossy_link(rec: Recovery, msg: u64, drop_every: u64, horizon: Time) -> (f64, RequesterCounters) {
         let pkt_time = Time::ns(200); // 1000 B at 40 Gb/s
         let one_way = Time::us(2);
-        let mut r = Requester::new(RequesterConfig { mtu: 1000, recovery: rec, rto: Time::us(200) }, Psn::new(0));
+        let mut r = Requester::new(
+            RequesterConfig {
+                mtu: 1000,
+                recovery: rec,
+                rto: Time::us(200),
+            },
+            Psn::new(0),
+        );
         let mut s = Responder::new(Psn::new(0), 1, rec);
         // Packets (and ACK/NAKs) in flight: (arrival time, psn, payload, last) / (time, ack?, psn).
         let mut data: VecDeque<(Time, Psn, u32, bool, bool)> = VecDeque::new();
@@ -538,7 +635,11 @@ mod tests {
             r.poll(now);
             while back.front().is_some_and(|b| b.0 <= now) {
                 let (_, ack, psn) = back.pop_front().unwrap();
-                if ack { r.on_ack(now, psn, &mut done) } else { r.on_nak(now, psn, &mut done) }
+                if ack {
+                    r.on_ack(now, psn, &mut done)
+                } else {
+                    r.on_nak(now, psn, &mut done)
+                }
             }
             for c in done.drain(..) {
                 good_bytes += c.bytes;
@@ -546,7 +647,9 @@ mod tests {
             while data.front().is_some_and(|d| d.0 <= now) {
                 let (_, psn, payload, first, last) = data.pop_front().unwrap();
                 match s.on_packet(psn, payload, first, last) {
-                    RxVerdict::Accept { ack: Some(a) } | RxVerdict::Duplicate { ack: a } => back.push_back((now + one_way, true, a)),
+                    RxVerdict::Accept { ack: Some(a) } | RxVerdict::Duplicate { ack: a } => {
+                        back.push_back((now + one_way, true, a))
+                    }
                     RxVerdict::OutOfOrder { nak: Some(e) } => back.push_back((now + one_way, false, e)),
                     _ => {}
                 }

@@ -32,7 +32,11 @@ pub struct CmError {
 
 /// Parse a connection matrix; `file` names it in errors.
 pub fn parse_connection_matrix(text: &str, file: &str) -> Result<Matrix, CmError> {
-    let err = |line: usize, msg: String| CmError { file: file.to_string(), line, msg };
+    let err = |line: usize, msg: String| CmError {
+        file: file.to_string(),
+        line,
+        msg,
+    };
     let mut nodes: Option<u32> = None;
     let mut conns: Option<usize> = None;
     let mut declared_triggers: Option<usize> = None;
@@ -57,13 +61,24 @@ pub fn parse_connection_matrix(text: &str, file: &str) -> Result<Matrix, CmError
             "Triggers" => declared_triggers = Some(num(1, "the trigger count")? as usize),
             "Failures" => {
                 if num(1, "the failure count")? > 0 {
-                    return Err(err(ln, "link failures in a connection matrix are not supported; use the scenario's faults".into()));
+                    return Err(err(
+                        ln,
+                        "link failures in a connection matrix are not supported; use the scenario's faults".into(),
+                    ));
                 }
             }
-            "failure" => return Err(err(ln, "link failures are not supported; use the scenario's faults".into())),
+            "failure" => {
+                return Err(err(
+                    ln,
+                    "link failures are not supported; use the scenario's faults".into(),
+                ));
+            }
             "trigger" => {
                 if toks.get(1) != Some(&"id") {
-                    return Err(err(ln, "expected `trigger id <tid> (oneshot|multishot|barrier)`".into()));
+                    return Err(err(
+                        ln,
+                        "expected `trigger id <tid> (oneshot|multishot|barrier)`".into(),
+                    ));
                 }
                 let id = num(2, "a trigger id")? as u32;
                 let kind = match toks.get(3).copied() {
@@ -71,7 +86,10 @@ pub fn parse_connection_matrix(text: &str, file: &str) -> Result<Matrix, CmError
                     Some("multishot") => TriggerKind::Multishot,
                     Some("barrier") => TriggerKind::Barrier,
                     other => {
-                        return Err(err(ln, format!("expected oneshot, multishot or barrier, got {other:?}")));
+                        return Err(err(
+                            ln,
+                            format!("expected oneshot, multishot or barrier, got {other:?}"),
+                        ));
                     }
                 };
                 let mut count = 1;
@@ -87,8 +105,12 @@ pub fn parse_connection_matrix(text: &str, file: &str) -> Result<Matrix, CmError
             }
             t if t.contains("->") => {
                 let (s, d) = t.split_once("->").expect("contains");
-                let src = s.parse::<u32>().map_err(|_| err(ln, format!("expected `<src>-><dst>`, got `{t}`")))?;
-                let dst = d.parse::<u32>().map_err(|_| err(ln, format!("expected `<src>-><dst>`, got `{t}`")))?;
+                let src = s
+                    .parse::<u32>()
+                    .map_err(|_| err(ln, format!("expected `<src>-><dst>`, got `{t}`")))?;
+                let dst = d
+                    .parse::<u32>()
+                    .map_err(|_| err(ln, format!("expected `<src>-><dst>`, got `{t}`")))?;
                 let mut f = Flow {
                     id: flows.len() as u32 + 1,
                     src,
@@ -119,7 +141,8 @@ pub fn parse_connection_matrix(text: &str, file: &str) -> Result<Matrix, CmError
                     }
                     k += 2;
                 }
-                f.start = Some(start.ok_or_else(|| err(ln, "a connection needs `start <t>` or `trigger <tid>`".into()))?);
+                f.start =
+                    Some(start.ok_or_else(|| err(ln, "a connection needs `start <t>` or `trigger <tid>`".into()))?);
                 flows.push(f);
             }
             other => return Err(err(ln, format!("unknown line starting `{other}`"))),
@@ -128,19 +151,38 @@ pub fn parse_connection_matrix(text: &str, file: &str) -> Result<Matrix, CmError
     let hosts = nodes.ok_or_else(|| err(0, "missing `Nodes <N>`".into()))?;
     if let Some(c) = conns {
         if c != flows.len() {
-            return Err(err(0, format!("`Connections {c}` but {} connections listed", flows.len())));
+            return Err(err(
+                0,
+                format!("`Connections {c}` but {} connections listed", flows.len()),
+            ));
         }
     }
     if let Some(t) = declared_triggers {
         if t != triggers.len() {
-            return Err(err(0, format!("`Triggers {t}` but {} triggers defined", triggers.len())));
+            return Err(err(
+                0,
+                format!("`Triggers {t}` but {} triggers defined", triggers.len()),
+            ));
         }
     }
     for f in &flows {
         if f.src >= hosts || f.dst >= hosts {
-            return Err(err(0, format!("connection {} names host {}->{} but Nodes is {hosts}", f.id, f.src, f.dst)));
+            return Err(err(
+                0,
+                format!(
+                    "connection {} names host {}->{} but Nodes is {hosts}",
+                    f.id, f.src, f.dst
+                ),
+            ));
         }
-        for t in [f.send_done_trigger, f.recv_done_trigger, f.start.and_then(|s| s.trigger())].into_iter().flatten() {
+        for t in [
+            f.send_done_trigger,
+            f.recv_done_trigger,
+            f.start.and_then(|s| s.trigger()),
+        ]
+        .into_iter()
+        .flatten()
+        {
             if !triggers.iter().any(|x| x.id == t) {
                 return Err(err(0, format!("connection {} uses undefined trigger {t}", f.id)));
             }

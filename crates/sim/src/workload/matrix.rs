@@ -101,7 +101,11 @@ impl Matrix {
                 prio: 0,
             })
             .collect();
-        Matrix { hosts, flows, triggers: Vec::new() }
+        Matrix {
+            hosts,
+            flows,
+            triggers: Vec::new(),
+        }
     }
 
     /// A random permutation without fixed points (every host sends to exactly one
@@ -116,12 +120,22 @@ impl Matrix {
                 }
             }
         }
-        Matrix::simple(hosts, (0..hosts).filter(|&s| hosts > 1 || s != dst[s as usize]).map(|s| (s, dst[s as usize])), bytes)
+        Matrix::simple(
+            hosts,
+            (0..hosts)
+                .filter(|&s| hosts > 1 || s != dst[s as usize])
+                .map(|s| (s, dst[s as usize])),
+            bytes,
+        )
     }
 
     /// Every host sends `bytes` to every other host.
     pub fn all_to_all(hosts: u32, bytes: u64) -> Matrix {
-        Matrix::simple(hosts, (0..hosts).flat_map(|s| (0..hosts).filter(move |&d| d != s).map(move |d| (s, d))), bytes)
+        Matrix::simple(
+            hosts,
+            (0..hosts).flat_map(|s| (0..hosts).filter(move |&d| d != s).map(move |d| (s, d))),
+            bytes,
+        )
     }
 
     /// `senders` hosts (1..=senders) each send `bytes` to host 0.
@@ -174,10 +188,17 @@ pub fn run_matrix(
     for f in &m.flows {
         for h in [f.src, f.dst] {
             if h as usize >= hosts.len() {
-                return Err(WorkloadError::NoHost { flow: f.id, host: h, hosts: hosts.len() });
+                return Err(WorkloadError::NoHost {
+                    flow: f.id,
+                    host: h,
+                    hosts: hosts.len(),
+                });
             }
         }
-        let o = QpOptions { sl: if f.prio > 0 { Some(f.prio & 15) } else { None }, ..QpOptions::default() };
+        let o = QpOptions {
+            sl: if f.prio > 0 { Some(f.prio & 15) } else { None },
+            ..QpOptions::default()
+        };
         qps.push(sim.create_rc_pair(hosts[f.src as usize], hosts[f.dst as usize], &o)?);
     }
     // Timed starts in (time, flow order); triggered starts by trigger id.
@@ -202,7 +223,12 @@ pub fn run_matrix(
     let chunk = Time((end.0 / 200).max(1_000_000));
     let mut done_flows = 0usize;
 
-    let post = |sim: &mut Sim, i: usize, start: &mut Vec<Option<Time>>, finite_out: &mut u64, endless: &mut u64| -> Result<(), WorkloadError> {
+    let post = |sim: &mut Sim,
+                i: usize,
+                start: &mut Vec<Option<Time>>,
+                finite_out: &mut u64,
+                endless: &mut u64|
+     -> Result<(), WorkloadError> {
         let f = &m.flows[i];
         start[i] = Some(sim.now());
         if f.bytes == u64::MAX {
@@ -275,7 +301,9 @@ pub fn run_matrix(
         while k < fire.len() {
             let tid = fire[k];
             k += 1;
-            let Some(tr) = m.triggers.iter().find(|t| t.id == tid) else { continue };
+            let Some(tr) = m.triggers.iter().find(|t| t.id == tid) else {
+                continue;
+            };
             let n = activations.entry(tid).or_insert(0);
             *n += 1;
             let goes = match tr.kind {
@@ -320,7 +348,13 @@ pub fn run_matrix(
             goodput_bps: goodput,
         });
     }
-    Ok(MatrixReport { flows, completed: done_flows, fct: fct.stats(), aggregate_goodput_bps: agg, end_ps: end_t.0 })
+    Ok(MatrixReport {
+        flows,
+        completed: done_flows,
+        fct: fct.stats(),
+        aggregate_goodput_bps: agg,
+        end_ps: end_t.0,
+    })
 }
 
 impl MatrixReport {

@@ -46,7 +46,14 @@ fn drive(sim: &mut Sim) -> Result<(), WorkloadError> {
 
 /// `ib_write_bw`: keep `tx_depth` RDMA WRITEs of `size` bytes outstanding from `a`
 /// to `b` until `iters` have completed.
-pub fn write_bw(sim: &mut Sim, a: NodeId, b: NodeId, size: u64, iters: u64, tx_depth: u64) -> Result<BwReport, WorkloadError> {
+pub fn write_bw(
+    sim: &mut Sim,
+    a: NodeId,
+    b: NodeId,
+    size: u64,
+    iters: u64,
+    tx_depth: u64,
+) -> Result<BwReport, WorkloadError> {
     let (qa, _) = sim.create_rc_pair(a, b, &QpOptions::default())?;
     let t0 = sim.now();
     let mut posted = 0;
@@ -124,7 +131,12 @@ pub fn send_lat(sim: &mut Sim, a: NodeId, b: NodeId, size: u64, iters: u64) -> R
         // Let the ACKs drain so every iteration starts from an idle fabric.
         settle(sim)?;
     }
-    Ok(LatReport { test: "Send Latency Test".into(), msg_bytes: size, iterations: iters, latency: rec.stats() })
+    Ok(LatReport {
+        test: "Send Latency Test".into(),
+        msg_bytes: size,
+        iterations: iters,
+        latency: rec.stats(),
+    })
 }
 
 /// `ib_read_lat`: one RDMA READ of `size` bytes at a time; each sample is the full
@@ -148,7 +160,12 @@ pub fn read_lat(sim: &mut Sim, a: NodeId, b: NodeId, size: u64, iters: u64) -> R
         }
         settle(sim)?;
     }
-    Ok(LatReport { test: "RDMA_Read Latency Test".into(), msg_bytes: size, iterations: iters, latency: rec.stats() })
+    Ok(LatReport {
+        test: "RDMA_Read Latency Test".into(),
+        msg_bytes: size,
+        iterations: iters,
+        latency: rec.stats(),
+    })
 }
 
 /// Run until nothing is left in flight, discarding completions.

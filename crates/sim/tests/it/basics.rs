@@ -32,7 +32,12 @@ fn write_bandwidth_matches_link_rate_mtu_and_headers() {
     let wire = size + pkts * (LRH + BTH + ICRC + VCRC) + RETH;
     let predicted = 100e9 * size as f64 / wire as f64;
     let err = (r.bw_avg_bps - predicted).abs() / predicted;
-    assert!(err < 0.01, "measured {:.4} Gb/s, predicted {:.4} Gb/s", r.bw_avg_bps / 1e9, predicted / 1e9);
+    assert!(
+        err < 0.01,
+        "measured {:.4} Gb/s, predicted {:.4} Gb/s",
+        r.bw_avg_bps / 1e9,
+        predicted / 1e9
+    );
     sim.check_ledger().unwrap();
     assert_eq!(sim.ledger().total_dropped(), 0);
     assert_eq!(sim.stats().psn_errors, 0);
@@ -42,7 +47,10 @@ fn write_bandwidth_matches_link_rate_mtu_and_headers() {
 #[test]
 fn send_latency_is_serialization_plus_propagation_plus_switch_latency() {
     for fwd in [Forwarding::CutThrough, Forwarding::StoreAndForward] {
-        let ib = IbConfig { forwarding: fwd, ..IbConfig::default() };
+        let ib = IbConfig {
+            forwarding: fwd,
+            ..IbConfig::default()
+        };
         let lat = ib.switch_latency_ps;
         let (mut sim, a, b) = two_hosts(ib);
         let size = 64u64;
@@ -79,7 +87,10 @@ fn read_latency_covers_request_and_response() {
 
 #[test]
 fn multi_packet_read_and_send_complete() {
-    let (mut sim, a, b) = two_hosts(IbConfig { mtu: 1024, ..IbConfig::default() });
+    let (mut sim, a, b) = two_hosts(IbConfig {
+        mtu: 1024,
+        ..IbConfig::default()
+    });
     let (qa, qb) = sim.create_rc_pair(a, b, &sim::QpOptions::default()).unwrap();
     sim.post_read(qa, 10_000, 1).unwrap();
     sim.post_send(qa, 5_000, 2).unwrap();
@@ -112,7 +123,10 @@ fn multi_packet_read_and_send_complete() {
 #[test]
 fn ud_and_vl15_management_datagrams_arrive() {
     let (mut sim, a, b) = two_hosts(IbConfig::default());
-    let o = sim::QpOptions { mgmt: true, ..sim::QpOptions::default() };
+    let o = sim::QpOptions {
+        mgmt: true,
+        ..sim::QpOptions::default()
+    };
     let ua = sim.create_ud(a, &o).unwrap();
     let ub = sim.create_ud(b, &o).unwrap();
     sim.post_ud_send(ua, ub, 256, 9).unwrap();
@@ -136,19 +150,48 @@ fn vl_arbitration_shares_a_port_by_weight() {
     let f = one_switch(3, LinkRate::EDR_4X, 2.0);
     let mut t = bfs_routes(&f, Tie::LowestPort);
     let ident: [u8; 16] = std::array::from_fn(|i| (i % 2) as u8);
-    t.sl2vl = Some(f.nodes.iter().map(|n| vec![vec![ident; n.ports.len()]; n.ports.len()]).collect());
+    t.sl2vl = Some(
+        f.nodes
+            .iter()
+            .map(|n| vec![vec![ident; n.ports.len()]; n.ports.len()])
+            .collect(),
+    );
     t.vls_used = 2;
     let arb = sim::VlArbConfig {
         high: vec![],
-        low: vec![sim::config::ArbEntry { vl: 0, weight: 192 }, sim::config::ArbEntry { vl: 1, weight: 64 }],
+        low: vec![
+            sim::config::ArbEntry { vl: 0, weight: 192 },
+            sim::config::ArbEntry { vl: 1, weight: 64 },
+        ],
         high_limit: 0,
     };
-    let ib = IbConfig { vl_arb: Some(arb), ..IbConfig::default() };
+    let ib = IbConfig {
+        vl_arb: Some(arb),
+        ..IbConfig::default()
+    };
     let h = cas(&f);
     let mut sim = Sim::new(&f, &t, ib, EngineConfig::default()).unwrap();
     assert_eq!(sim.num_vls(), 2);
-    let (q0, r0) = sim.create_rc_pair(h[0], h[2], &sim::QpOptions { sl: Some(0), ..Default::default() }).unwrap();
-    let (q1, r1) = sim.create_rc_pair(h[1], h[2], &sim::QpOptions { sl: Some(1), ..Default::default() }).unwrap();
+    let (q0, r0) = sim
+        .create_rc_pair(
+            h[0],
+            h[2],
+            &sim::QpOptions {
+                sl: Some(0),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    let (q1, r1) = sim
+        .create_rc_pair(
+            h[1],
+            h[2],
+            &sim::QpOptions {
+                sl: Some(1),
+                ..Default::default()
+            },
+        )
+        .unwrap();
     sim.post_write(q0, u64::MAX, 0).unwrap();
     sim.post_write(q1, u64::MAX, 1).unwrap();
     assert_eq!(sim.run(Time::ms(1)), sim::RunStatus::TimeLimit);
@@ -171,7 +214,10 @@ fn samples_show_a_saturated_link_and_its_buffer() {
     let f = one_switch(3, LinkRate::EDR_4X, 2.0);
     let t = bfs_routes(&f, Tie::LowestPort);
     let h = cas(&f);
-    let eng = EngineConfig { sample_interval_ps: 10_000_000, ..EngineConfig::default() };
+    let eng = EngineConfig {
+        sample_interval_ps: 10_000_000,
+        ..EngineConfig::default()
+    };
     let mut sim = Sim::new(&f, &t, IbConfig::default(), eng).unwrap();
     let (q0, _) = sim.create_rc_pair(h[0], h[2], &sim::QpOptions::default()).unwrap();
     let (q1, _) = sim.create_rc_pair(h[1], h[2], &sim::QpOptions::default()).unwrap();
@@ -188,15 +234,31 @@ fn samples_show_a_saturated_link_and_its_buffer() {
     for row in &s.utilisation[1..] {
         assert!(row[col] > 0.98, "{row:?}");
     }
-    let r = sim.port_reports().into_iter().find(|p| p.node == "sw0" && p.port == 3).unwrap();
+    let r = sim
+        .port_reports()
+        .into_iter()
+        .find(|p| p.node == "sw0" && p.port == 3)
+        .unwrap();
     assert!(r.utilisation > 0.99, "{r:?}");
     let csv = sim.port_csv();
     assert!(csv.lines().next().unwrap().contains("stall_ps_vl0"));
-    let sw_in: Vec<_> = sim.port_reports().into_iter().filter(|p| p.node == "sw0" && p.port <= 2).collect();
+    let sw_in: Vec<_> = sim
+        .port_reports()
+        .into_iter()
+        .filter(|p| p.node == "sw0" && p.port <= 2)
+        .collect();
     // Both senders are held back by credits; their input buffers at the switch fill up.
-    let stalled: Vec<u64> = sim.port_reports().iter().filter(|p| p.node.starts_with('h') && p.node != "h2").map(|p| p.credit_stall_ps[0]).collect();
+    let stalled: Vec<u64> = sim
+        .port_reports()
+        .iter()
+        .filter(|p| p.node.starts_with('h') && p.node != "h2")
+        .map(|p| p.credit_stall_ps[0])
+        .collect();
     // Each gets half the link, so it waits for credits about half of the 200 us.
-    assert!(stalled.iter().all(|&s| s > 80_000_000 && s < 110_000_000), "{stalled:?}");
+    assert!(
+        stalled.iter().all(|&s| s > 80_000_000 && s < 110_000_000),
+        "{stalled:?}"
+    );
     assert!(sw_in.iter().all(|p| p.peak_buffer_bytes[0] >= 60_000), "{sw_in:?}");
 }
 
@@ -209,8 +271,13 @@ fn victim_fabric() -> (fabric::Fabric, Vec<NodeId>) {
     let s0 = f.add_node(NodeSpec::switch("sw0", Guid(0x1000), 8)).unwrap();
     let s1 = f.add_node(NodeSpec::switch("sw1", Guid(0x1001), 8)).unwrap();
     let mut hosts = Vec::new();
-    for (i, (sw, port)) in [(s0, 1), (s0, 2), (s0, 3), (s0, 4), (s1, 1), (s1, 2), (s1, 3), (s1, 4)].into_iter().enumerate() {
-        let c = f.add_node(NodeSpec::ca(format!("c{i}"), Guid(0x10_0000 + 16 * i as u64), 1)).unwrap();
+    for (i, (sw, port)) in [(s0, 1), (s0, 2), (s0, 3), (s0, 4), (s1, 1), (s1, 2), (s1, 3), (s1, 4)]
+        .into_iter()
+        .enumerate()
+    {
+        let c = f
+            .add_node(NodeSpec::ca(format!("c{i}"), Guid(0x10_0000 + 16 * i as u64), 1))
+            .unwrap();
         f.connect(sw, port, c, 1, LinkRate::EDR_4X, 2.0).unwrap();
         hosts.push(c);
     }
@@ -221,7 +288,10 @@ fn victim_fabric() -> (fabric::Fabric, Vec<NodeId>) {
 fn victim_goodput(cc: Option<sim::config::CcConfig>) -> (f64, f64, sim::metrics::RunSummary) {
     let (f, h) = victim_fabric();
     let t = bfs_routes(&f, Tie::LowestPort);
-    let ib = IbConfig { cc, ..IbConfig::default() };
+    let ib = IbConfig {
+        cc,
+        ..IbConfig::default()
+    };
     let mut sim = Sim::new(&f, &t, ib, EngineConfig::default()).unwrap();
     let (hot, victim) = (h[4], h[5]);
     let mut hot_rx = Vec::new();
@@ -244,7 +314,10 @@ fn victim_goodput(cc: Option<sim::config::CcConfig>) -> (f64, f64, sim::metrics:
 fn ib_congestion_control_frees_the_victim_flow() {
     let (v0, hot0, s0) = victim_goodput(None);
     let (v1, hot1, s1) = victim_goodput(Some(sim::config::CcConfig::default()));
-    eprintln!("without CC: victim {v0:.1} Gb/s, hot {hot0:.1} Gb/s; with CC: victim {v1:.1} Gb/s, hot {hot1:.1} Gb/s; FECN {} BECN {}", s1.fecn_marked, s1.becn_received);
+    eprintln!(
+        "without CC: victim {v0:.1} Gb/s, hot {hot0:.1} Gb/s; with CC: victim {v1:.1} Gb/s, hot {hot1:.1} Gb/s; FECN {} BECN {}",
+        s1.fecn_marked, s1.becn_received
+    );
     assert_eq!(s0.fecn_marked, 0);
     assert!(s1.fecn_marked > 0 && s1.becn_received > 0);
     // Without CC the cable's input buffer at sw1 fills with packets for H and the

@@ -10,7 +10,16 @@ fn tshark_decodes_a_captured_port() {
     let f = one_switch(2, LinkRate::EDR_4X, 2.0);
     let t = bfs_routes(&f, Tie::LowestPort);
     let h = cas(&f);
-    let mut sim = Sim::new(&f, &t, IbConfig { mtu: 1024, ..IbConfig::default() }, EngineConfig::default()).unwrap();
+    let mut sim = Sim::new(
+        &f,
+        &t,
+        IbConfig {
+            mtu: 1024,
+            ..IbConfig::default()
+        },
+        EngineConfig::default(),
+    )
+    .unwrap();
     sim.capture_port(h[0], 1).unwrap();
     perftest::write_bw(&mut sim, h[0], h[1], 3000, 4, 2).unwrap();
     // 4 WRITEs of 3 packets (First, Middle, Last) leave host 0.
@@ -20,7 +29,16 @@ fn tshark_decodes_a_captured_port() {
     let path = dir.join("h0.pcap");
     assert_eq!(sim::capture::write_pcap(&path, sim.captured()).unwrap(), 12);
     let out = std::process::Command::new("tshark")
-        .args(["-r", path.to_str().unwrap(), "-T", "fields", "-e", "infiniband.bth.opcode", "-e", "infiniband.bth.psn"])
+        .args([
+            "-r",
+            path.to_str().unwrap(),
+            "-T",
+            "fields",
+            "-e",
+            "infiniband.bth.opcode",
+            "-e",
+            "infiniband.bth.psn",
+        ])
         .output()
         .expect("tshark is installed (scripts/test installs it)");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -29,7 +47,10 @@ fn tshark_decodes_a_captured_port() {
         .lines()
         .map(|l| {
             let mut it = l.split('\t');
-            (it.next().unwrap().trim().parse().unwrap(), it.next().unwrap().trim().parse().unwrap())
+            (
+                it.next().unwrap().trim().parse().unwrap(),
+                it.next().unwrap().trim().parse().unwrap(),
+            )
         })
         .collect();
     // RDMA WRITE First (6), Middle (7), Last (8), PSNs 0..12 in order.

@@ -27,7 +27,10 @@ fn ring_traffic() -> Matrix {
 }
 
 fn small_buffers() -> IbConfig {
-    IbConfig { switch_buffer_bytes_per_vl: 16_384, ..IbConfig::default() }
+    IbConfig {
+        switch_buffer_bytes_per_vl: 16_384,
+        ..IbConfig::default()
+    }
 }
 
 #[test]
@@ -37,12 +40,17 @@ fn clockwise_shortest_paths_deadlock_and_the_cycle_is_reported() {
     let hosts = cas(&f);
     let mut sim = Sim::new(&f, &t, small_buffers(), EngineConfig::default()).unwrap();
     let err = run_matrix(&mut sim, &hosts, &ring_traffic(), Time::ms(50), &mut |_| {}).unwrap_err();
-    let WorkloadError::Deadlock(rep) = err else { panic!("expected a deadlock, got {err}") };
+    let WorkloadError::Deadlock(rep) = err else {
+        panic!("expected a deadlock, got {err}")
+    };
     // The cycle is the four clockwise ring ports (port 2 of each switch), VL 0.
     let mut sw: Vec<&str> = rep.cycle.iter().map(|q| q.switch.as_str()).collect();
     sw.sort();
     assert_eq!(sw, vec!["sw0", "sw1", "sw2", "sw3"], "{rep}");
-    assert!(rep.cycle.iter().all(|q| q.port == 2 && q.vl == 0 && q.queued > 0), "{rep}");
+    assert!(
+        rep.cycle.iter().all(|q| q.port == 2 && q.vl == 0 && q.queued > 0),
+        "{rep}"
+    );
     assert!(rep.packets_stuck > 0);
     // Stuck is not lost: the ledger still balances with the packets in flight.
     sim.check_ledger().unwrap();
@@ -73,14 +81,23 @@ fn routes_that_break_the_ring_complete() {
 /// switches, 16 HCAs. OpenSM's minhop routes on it have credit loops (ibdmchk
 /// says so); updn and ftree routes do not.
 fn credit_loops() -> fabric::Fabric {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/formats/ibsim-net/credit-loops.converted.net");
-    fabric::format::read_file(&path, Some(fabric::format::Format::Ibsim), &fabric::format::ReadOptions::default())
-        .expect("credit-loops net file")
-        .0
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/formats/ibsim-net/credit-loops.converted.net");
+    fabric::format::read_file(
+        &path,
+        Some(fabric::format::Format::Ibsim),
+        &fabric::format::ReadOptions::default(),
+    )
+    .expect("credit-loops net file")
+    .0
 }
 
 fn route(f: &fabric::Fabric, engine: sm::routing::EngineKind) -> sm::RoutingTables {
-    let o = sm::run::RunOptions { engines: vec![engine], validate: false, ..sm::run::RunOptions::default() };
+    let o = sm::run::RunOptions {
+        engines: vec![engine],
+        validate: false,
+        ..sm::run::RunOptions::default()
+    };
     sm::run::run(f, &o).expect("routing").0
 }
 
@@ -133,9 +150,16 @@ fn loop_traffic(f: &fabric::Fabric, t: &sm::RoutingTables) -> Matrix {
 }
 
 /// Run `m` with 2-packet switch buffers.
-fn run_on(f: &fabric::Fabric, t: &sm::RoutingTables, m: &Matrix) -> Result<sim::workload::MatrixReport, (WorkloadError, Sim)> {
+fn run_on(
+    f: &fabric::Fabric,
+    t: &sm::RoutingTables,
+    m: &Matrix,
+) -> Result<sim::workload::MatrixReport, (WorkloadError, Sim)> {
     let hosts = cas(f);
-    let ib = IbConfig { switch_buffer_bytes_per_vl: 8_448, ..IbConfig::default() };
+    let ib = IbConfig {
+        switch_buffer_bytes_per_vl: 8_448,
+        ..IbConfig::default()
+    };
     let mut sim = Sim::new(f, t, ib, EngineConfig::default()).unwrap();
     match run_matrix(&mut sim, &hosts, m, Time::ms(200), &mut |_| {}) {
         Ok(r) => {
@@ -153,8 +177,12 @@ fn minhop_on_credit_loops_deadlocks_and_reports_the_cycle() {
     let f = credit_loops();
     let t = route(&f, sm::routing::EngineKind::MinHop);
     let m = loop_traffic(&f, &t);
-    let (e, sim) = run_on(&f, &t, &m).err().expect("minhop routes must deadlock under the loop's traffic");
-    let WorkloadError::Deadlock(rep) = e else { panic!("expected a deadlock, got {e}") };
+    let (e, sim) = run_on(&f, &t, &m)
+        .err()
+        .expect("minhop routes must deadlock under the loop's traffic");
+    let WorkloadError::Deadlock(rep) = e else {
+        panic!("expected a deadlock, got {e}")
+    };
     assert!(rep.cycle.len() >= 2, "{rep}");
     for q in &rep.cycle {
         assert!(q.switch.starts_with("SW_"), "{rep}");
@@ -169,7 +197,11 @@ fn minhop_on_credit_loops_deadlocks_and_reports_the_cycle() {
 fn updn_ftree_and_dfsssp_on_credit_loops_complete_the_same_traffic() {
     let f = credit_loops();
     let m = loop_traffic(&f, &route(&f, sm::routing::EngineKind::MinHop));
-    for engine in [sm::routing::EngineKind::UpDn, sm::routing::EngineKind::Ftree, sm::routing::EngineKind::Dfsssp] {
+    for engine in [
+        sm::routing::EngineKind::UpDn,
+        sm::routing::EngineKind::Ftree,
+        sm::routing::EngineKind::Dfsssp,
+    ] {
         let t = route(&f, engine);
         if engine == sm::routing::EngineKind::Dfsssp {
             // DFSSSP breaks the loop with VL layers: paths get SLs, SL2VL maps them.

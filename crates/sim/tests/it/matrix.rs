@@ -7,14 +7,22 @@ use sim::workload::{Matrix, parse_connection_matrix, run_matrix};
 use sim::{EngineConfig, IbConfig, Sim, Time};
 
 fn ft16() -> fabric::Fabric {
-    fat_tree3(&FatTree3Params { radix: 4, rate: LinkRate::EDR_4X, ..FatTree3Params::default() }).unwrap()
+    fat_tree3(&FatTree3Params {
+        radix: 4,
+        rate: LinkRate::EDR_4X,
+        ..FatTree3Params::default()
+    })
+    .unwrap()
 }
 
 fn run_perm(seed: u64) -> (u64, sim::workload::MatrixReport, Sim) {
     let f = ft16();
     let t = bfs_routes(&f, Tie::SpreadByLid);
     let hosts = cas(&f);
-    let eng = EngineConfig { seed, ..EngineConfig::default() };
+    let eng = EngineConfig {
+        seed,
+        ..EngineConfig::default()
+    };
     let mut sim = Sim::new(&f, &t, IbConfig::default(), eng).unwrap();
     let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(seed);
     let m = Matrix::permutation(hosts.len() as u32, 1 << 20, &mut rng);
@@ -26,7 +34,11 @@ fn run_perm(seed: u64) -> (u64, sim::workload::MatrixReport, Sim) {
 fn permutation_completes_without_drops() {
     let (_, r, sim) = run_perm(7);
     assert_eq!(r.completed, 16);
-    assert!(r.flows.iter().all(|f| f.delivered_bytes == 1 << 20 && f.fct_ps.is_some()));
+    assert!(
+        r.flows
+            .iter()
+            .all(|f| f.delivered_bytes == 1 << 20 && f.fct_ps.is_some())
+    );
     sim.check_ledger().unwrap();
     assert_eq!(sim.ledger().total_dropped(), 0);
     assert_eq!(sim.in_flight(), 0);
@@ -110,7 +122,12 @@ fn permutation_through_one_switch_runs_at_line_rate() {
     let pkts = (8u64 << 20) / 4096;
     let eff = (8u64 << 20) as f64 / ((8u64 << 20) + pkts * 26 + 16) as f64;
     for fl in &r.flows {
-        assert!(fl.goodput_bps > 0.99 * 100e9 * eff, "flow {}: {:.2} Gb/s", fl.id, fl.goodput_bps / 1e9);
+        assert!(
+            fl.goodput_bps > 0.99 * 100e9 * eff,
+            "flow {}: {:.2} Gb/s",
+            fl.id,
+            fl.goodput_bps / 1e9
+        );
     }
 }
 
@@ -122,7 +139,10 @@ fn adaptive_routing_spreads_a_permutation_over_equal_cost_paths() {
     let t = bfs_routes(&f, Tie::LowestPort);
     let hosts = cas(&f);
     let run = |ar: bool| {
-        let ib = IbConfig { adaptive_routing: ar, ..IbConfig::default() };
+        let ib = IbConfig {
+            adaptive_routing: ar,
+            ..IbConfig::default()
+        };
         let mut sim = Sim::new(&f, &t, ib, EngineConfig::default()).unwrap();
         let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(5);
         let m = Matrix::permutation(16, 4 << 20, &mut rng);
@@ -139,8 +159,14 @@ fn adaptive_routing_spreads_a_permutation_over_equal_cost_paths() {
     let (t_ar, s_ar) = run(true);
     assert_eq!(s_static.rerouted, 0);
     assert!(s_ar.rerouted > 0);
-    eprintln!("static {t_static} ps, adaptive {t_ar} ps, rerouted {}, reordered {}", s_ar.rerouted, s_ar.reordered);
-    assert!((t_ar as f64) < 0.7 * t_static as f64, "adaptive {t_ar} ps vs static {t_static} ps");
+    eprintln!(
+        "static {t_static} ps, adaptive {t_ar} ps, rerouted {}, reordered {}",
+        s_ar.rerouted, s_ar.reordered
+    );
+    assert!(
+        (t_ar as f64) < 0.7 * t_static as f64,
+        "adaptive {t_ar} ps vs static {t_static} ps"
+    );
 }
 
 #[test]
@@ -148,13 +174,18 @@ fn reads_complete_when_adaptive_routing_reorders_their_responses() {
     let f = ft16();
     let t = bfs_routes(&f, Tie::LowestPort);
     let hosts = cas(&f);
-    let ib = IbConfig { adaptive_routing: true, ..IbConfig::default() };
+    let ib = IbConfig {
+        adaptive_routing: true,
+        ..IbConfig::default()
+    };
     let mut sim = Sim::new(&f, &t, ib, EngineConfig::default()).unwrap();
     let mut qps = Vec::new();
     for i in 0..8 {
         // Host i reads from host 15 - i (across the core), and host 8 + i reads from host i.
         for (a, b) in [(i, 15 - i), (8 + i, i)] {
-            let (q, _) = sim.create_rc_pair(hosts[a], hosts[b], &sim::QpOptions::default()).unwrap();
+            let (q, _) = sim
+                .create_rc_pair(hosts[a], hosts[b], &sim::QpOptions::default())
+                .unwrap();
             sim.post_read(q, 1 << 20, a as u64).unwrap();
             sim.post_read(q, 300_000, a as u64).unwrap();
             qps.push(q);

@@ -314,7 +314,8 @@ impl RoutingEngine for Dfsssp {
         }
         // The source switch of each LID's owner (for path SLs).
         self.lid_src.clear();
-        self.lid_src.extend(self.lids.iter().map(|&(_, sw)| src_index[sw as usize]));
+        self.lid_src
+            .extend(self.lids.iter().map(|&(_, sw)| src_index[sw as usize]));
         self.layer.clear();
         self.layer.resize(self.srcs.len() * self.lids.len(), 0);
         let max_slots = g.slots.iter().copied().max().unwrap_or(1) as usize;
@@ -344,7 +345,11 @@ impl RoutingEngine for Dfsssp {
                     break;
                 }
                 if layer + 1 >= max_vls {
-                    return Err(RouteError::NotEnoughVls { engine: "dfsssp", needed: layer + 2, available: max_vls });
+                    return Err(RouteError::NotEnoughVls {
+                        engine: "dfsssp",
+                        needed: layer + 2,
+                        available: max_vls,
+                    });
                 }
                 for &u in &best_users {
                     self.layer[u] = layer + 1;
@@ -379,7 +384,10 @@ impl RoutingEngine for Dfsssp {
                 let li = src_sw as usize;
                 sl[a_idx * n..(a_idx + 1) * n].copy_from_slice(&self.layer[li * nl..(li + 1) * nl]);
             }
-            t.path_sl = Some(PathSl { lids: self.lids.iter().map(|&(l, _)| Lid(l)).collect(), sl });
+            t.path_sl = Some(PathSl {
+                lids: self.lids.iter().map(|&(l, _)| Lid(l)).collect(),
+                sl,
+            });
             let mut ident: Sl2Vl = [0; 16];
             for (i, v) in ident.iter_mut().enumerate() {
                 *v = (i % self.layers as usize) as u8;

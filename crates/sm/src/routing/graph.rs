@@ -94,7 +94,11 @@ impl SwitchGraph {
             for a in flat.neighbors(node) {
                 let ps = node_sw[a.peer.idx()];
                 if ps != NONE {
-                    adj.push(IslPort { port: a.port, peer: ps, peer_port: a.peer_port });
+                    adj.push(IslPort {
+                        port: a.port,
+                        peer: ps,
+                        peer_port: a.peer_port,
+                    });
                 }
             }
             adj_off.push(adj.len() as u32);
@@ -153,9 +157,25 @@ impl SwitchGraph {
         for s in 0..s_count {
             dest_off[s + 1] += dest_off[s];
         }
-        let lid_space = t.lid_owner.len().max(dests.iter().map(|d| (d.base + d.count) as usize).max().unwrap_or(1));
+        let lid_space = t
+            .lid_owner
+            .len()
+            .max(dests.iter().map(|d| (d.base + d.count) as usize).max().unwrap_or(1));
         let guid = sw_node.iter().map(|n| f.nodes[n.idx()].node_guid).collect();
-        SwitchGraph { sw_node, node_sw, guid, adj_off, adj, slots, port_base, dests, dest_off, ends_at, lid_space, unattached }
+        SwitchGraph {
+            sw_node,
+            node_sw,
+            guid,
+            adj_off,
+            adj,
+            slots,
+            port_base,
+            dests,
+            dest_off,
+            ends_at,
+            lid_space,
+            unattached,
+        }
     }
 
     /// Number of switches.
@@ -202,7 +222,10 @@ impl SwitchGraph {
 
     /// The switch an end port (by port or node GUID) is cabled to.
     pub fn end_guid_switch(&self, guid: Guid) -> Option<u32> {
-        self.dests.iter().find(|d| d.is_end && (d.port_guid == guid || d.node_guid == guid)).map(|d| d.sw)
+        self.dests
+            .iter()
+            .find(|d| d.is_end && (d.port_guid == guid || d.node_guid == guid))
+            .map(|d| d.sw)
     }
 
     /// Switches that have end ports cabled to them.

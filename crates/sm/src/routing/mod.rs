@@ -32,13 +32,21 @@ use crate::tables::{NO_ROUTE, RoutingTables};
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
 pub enum RouteError {
     #[error("{engine}: not enough virtual lanes: the routes need {needed} VL layers, {available} are available")]
-    NotEnoughVls { engine: &'static str, needed: u8, available: u8 },
+    NotEnoughVls {
+        engine: &'static str,
+        needed: u8,
+        available: u8,
+    },
     #[error("{engine}: root GUID {guid} is not a switch or CA port of this fabric")]
     UnknownRoot { engine: &'static str, guid: Guid },
     #[error("{engine}: the fabric is not a fat tree: {why}")]
     NotAFatTree { engine: &'static str, why: String },
     #[error("{engine}: no route from switch {from} to LID {lid}")]
-    NoRoute { engine: &'static str, from: String, lid: u16 },
+    NoRoute {
+        engine: &'static str,
+        from: String,
+        lid: u16,
+    },
     #[error("{engine}: {what}")]
     Unsupported { engine: &'static str, what: String },
     #[error("every routing engine failed: {}", .0.iter().map(|(e, why)| format!("{e}: {why}")).collect::<Vec<_>>().join("; "))]
@@ -62,7 +70,12 @@ pub enum EngineKind {
 
 impl EngineKind {
     /// Every engine.
-    pub const ALL: [EngineKind; 4] = [EngineKind::MinHop, EngineKind::UpDn, EngineKind::Ftree, EngineKind::Dfsssp];
+    pub const ALL: [EngineKind; 4] = [
+        EngineKind::MinHop,
+        EngineKind::UpDn,
+        EngineKind::Ftree,
+        EngineKind::Dfsssp,
+    ];
 
     /// Name as on the command line.
     pub fn name(self) -> &'static str {
@@ -120,7 +133,11 @@ pub struct RouteOptions {
 
 impl Default for RouteOptions {
     fn default() -> Self {
-        RouteOptions { root_guids: Vec::new(), cn_guids: Vec::new(), max_vls: 8 }
+        RouteOptions {
+            root_guids: Vec::new(),
+            cn_guids: Vec::new(),
+            max_vls: 8,
+        }
     }
 }
 

@@ -242,7 +242,11 @@ impl Ranked {
             let mut bw = u32::MAX;
             for a in g.isls(s) {
                 let p = a.peer as usize;
-                let ok = if down { self.key[p] > ks && self.down[p] == want } else { self.key[p] < ks && self.reach[p] == want };
+                let ok = if down {
+                    self.key[p] > ks && self.down[p] == want
+                } else {
+                    self.key[p] < ks && self.reach[p] == want
+                };
                 if ok {
                     let w = self.weight[base + a.port as usize];
                     if w < bw {
@@ -264,7 +268,11 @@ impl Ranked {
         for s in g.leaves() {
             if self.reach[s as usize] == INF {
                 let lid = g.dests_at(d).first().map(|x| x.base).unwrap_or(0);
-                return Err(RouteError::NoRoute { engine, from: format!("{}", g.guid[s as usize]), lid });
+                return Err(RouteError::NoRoute {
+                    engine,
+                    from: format!("{}", g.guid[s as usize]),
+                    lid,
+                });
             }
         }
         Ok(())
@@ -276,13 +284,22 @@ impl Ranked {
 fn detect_roots(g: &SwitchGraph, scratch: &mut Ranked) -> Vec<u32> {
     let leaves: Vec<u32> = g.leaves().collect();
     if leaves.is_empty() {
-        return (0..g.len() as u32).min_by_key(|&s| g.guid[s as usize].0).into_iter().collect();
+        return (0..g.len() as u32)
+            .min_by_key(|&s| g.guid[s as usize].0)
+            .into_iter()
+            .collect();
     }
     g.bfs(&leaves, &mut scratch.rank, &mut scratch.queue);
     let maxd = scratch.rank.iter().copied().filter(|&d| d != INF).max().unwrap_or(0);
-    let far: Vec<u32> = (0..g.len() as u32).filter(|&s| scratch.rank[s as usize] == maxd).collect();
+    let far: Vec<u32> = (0..g.len() as u32)
+        .filter(|&s| scratch.rank[s as usize] == maxd)
+        .collect();
     if maxd == 0 {
-        return far.into_iter().min_by_key(|&s| g.guid[s as usize].0).into_iter().collect();
+        return far
+            .into_iter()
+            .min_by_key(|&s| g.guid[s as usize].0)
+            .into_iter()
+            .collect();
     }
     far
 }
@@ -313,7 +330,12 @@ impl RoutingEngine for UpDn {
         let roots = detect_roots(g, &mut self.r);
         match self.route_with(g, t, roots.clone()) {
             Err(RouteError::NoRoute { .. }) if roots.len() > 1 => {
-                let one = roots.iter().copied().min_by_key(|&s| g.guid[s as usize].0).into_iter().collect();
+                let one = roots
+                    .iter()
+                    .copied()
+                    .min_by_key(|&s| g.guid[s as usize].0)
+                    .into_iter()
+                    .collect();
                 self.route_with(g, t, one)
             }
             other => other,
@@ -467,7 +489,11 @@ impl Ftree {
     }
 
     fn max_isl_weight(&self, g: &SwitchGraph) -> u32 {
-        (0..g.port_slots()).filter(|&i| self.r.peer_sw[i] != INF).map(|i| self.r.weight[i]).max().unwrap_or(0)
+        (0..g.port_slots())
+            .filter(|&i| self.r.peer_sw[i] != INF)
+            .map(|i| self.r.weight[i])
+            .max()
+            .unwrap_or(0)
     }
 
     /// True when every switch-to-switch port between the same two heights carries the
@@ -496,10 +522,7 @@ impl Ftree {
         if let Some(&l) = leaves.iter().find(|&&l| rank[l as usize] != lr) {
             return Err(bad(format!(
                 "leaf switches sit at different ranks ({} at {}, {} at {})",
-                g.guid[leaves[0] as usize],
-                lr,
-                g.guid[l as usize],
-                rank[l as usize]
+                g.guid[leaves[0] as usize], lr, g.guid[l as usize], rank[l as usize]
             )));
         }
         if lr == 0 {
@@ -531,16 +554,24 @@ impl RoutingEngine for Ftree {
     fn route(&mut self, g: &SwitchGraph, opts: &RouteOptions, t: &mut RoutingTables) -> Result<(), RouteError> {
         if t.lmc > 0 {
             // As OpenSM's ftree (osm_ucast_ftree.c:4074): LMC > 0 is not supported.
-            return Err(RouteError::Unsupported { engine: "ftree", what: format!("LMC {} > 0 is not supported", t.lmc) });
+            return Err(RouteError::Unsupported {
+                engine: "ftree",
+                what: format!("LMC {} > 0 is not supported", t.lmc),
+            });
         }
         // Compute nodes: the listed ports, else every end port.
         let is_cn = |d: &super::Dest| -> bool {
             d.is_end && (opts.cn_guids.is_empty() || opts.cn_guids.iter().any(|&x| g.end_guid(d) == Some(x)))
         };
-        let mut leaves: Vec<u32> = (0..g.len() as u32).filter(|&s| g.dests_at(s).iter().any(is_cn)).collect();
+        let mut leaves: Vec<u32> = (0..g.len() as u32)
+            .filter(|&s| g.dests_at(s).iter().any(is_cn))
+            .collect();
         leaves.dedup();
         if leaves.is_empty() {
-            return Err(RouteError::NotAFatTree { engine: "ftree", why: "no compute-node ports".into() });
+            return Err(RouteError::NotAFatTree {
+                engine: "ftree",
+                why: "no compute-node ports".into(),
+            });
         }
         let roots = if opts.root_guids.is_empty() {
             // The top of the tree: furthest from every switch with end ports (I/O
@@ -548,7 +579,9 @@ impl RoutingEngine for Ftree {
             let all_leaves: Vec<u32> = g.leaves().collect();
             g.bfs(&all_leaves, &mut self.r.rank, &mut self.r.queue);
             let maxd = self.r.rank.iter().copied().filter(|&d| d != INF).max().unwrap_or(0);
-            (0..g.len() as u32).filter(|&s| self.r.rank[s as usize] == maxd).collect()
+            (0..g.len() as u32)
+                .filter(|&s| self.r.rank[s as usize] == maxd)
+                .collect()
         } else {
             root_switches(g, t, &opts.root_guids, "ftree")?
         };
@@ -557,7 +590,8 @@ impl RoutingEngine for Ftree {
         self.roots = roots;
         // Height above the leaves, and the up-arity of each height for d-mod-k.
         self.height.clear();
-        self.height.extend(self.r.rank.iter().map(|&r| leaf_rank.saturating_sub(r)));
+        self.height
+            .extend(self.r.rank.iter().map(|&r| leaf_rank.saturating_sub(r)));
         let levels = leaf_rank as usize + 1;
         let mut upk = vec![1u64; levels];
         for s in 0..g.len() as u32 {

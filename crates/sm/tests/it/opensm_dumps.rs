@@ -15,7 +15,10 @@ fn opensm_tables(net: &str, dumpfile: &str) -> (fabric::Fabric, sm::RoutingTable
 
 #[test]
 fn opensm_tables_read_back_and_validate_like_ibdmchk() {
-    for (dumpfile, lmc) in [("sim-2sw4hca.lmc0.opensm-lfts.dump", 0), ("sim-2sw4hca.lmc2.opensm-lfts.dump", 2)] {
+    for (dumpfile, lmc) in [
+        ("sim-2sw4hca.lmc0.opensm-lfts.dump", 0),
+        ("sim-2sw4hca.lmc2.opensm-lfts.dump", 2),
+    ] {
         let (f, t) = opensm_tables("net.2sw2path4hca", dumpfile);
         assert_eq!(t.lmc, lmc);
         let v = sm::validate(&f.freeze(), &t);
@@ -44,10 +47,18 @@ fn our_busiest_port_is_no_busier_than_opensms() {
     };
     let osm_updn = theirs("credit-loops.updn.opensm-lfts.dump");
     let osm_minhop = theirs("credit-loops.minhop.opensm-lfts.dump");
-    for (e, osm) in [(EngineKind::UpDn, osm_updn), (EngineKind::Ftree, osm_updn), (EngineKind::MinHop, osm_minhop)] {
+    for (e, osm) in [
+        (EngineKind::UpDn, osm_updn),
+        (EngineKind::Ftree, osm_updn),
+        (EngineKind::MinHop, osm_minhop),
+    ] {
         let (_, v) = routed(&f, e);
         eprintln!("{e}: ours {} opensm {osm}", v.loads.max_routes_isl);
-        assert!(v.loads.max_routes_isl <= osm, "{e}: ours {} > OpenSM's {osm}", v.loads.max_routes_isl);
+        assert!(
+            v.loads.max_routes_isl <= osm,
+            "{e}: ours {} > OpenSM's {osm}",
+            v.loads.max_routes_isl
+        );
     }
 }
 

@@ -56,7 +56,11 @@ fn opensm_lfts(net: &Path, engine: &str, dir: &Path) -> String {
             return std::fs::read_to_string(&dump).unwrap();
         }
     }
-    panic!("OpenSM produced no {} (see {})", dump.display(), dir.join("osm.log").display());
+    panic!(
+        "OpenSM produced no {} (see {})",
+        dump.display(),
+        dir.join("osm.log").display()
+    );
 }
 
 #[test]
@@ -75,7 +79,10 @@ fn opensm_over_ibsim_ftree_and_updn_busiest_port_vs_ours() {
         let v_theirs = sm::validate(&f.freeze(), &theirs);
         assert_eq!(v_theirs.routes.unreachable, 0, "OpenSM {engine}");
         let (_, v_ours) = crate::support::routed(&f, ours);
-        eprintln!("{engine}: ours {} OpenSM {}", v_ours.loads.max_routes_isl, v_theirs.loads.max_routes_isl);
+        eprintln!(
+            "{engine}: ours {} OpenSM {}",
+            v_ours.loads.max_routes_isl, v_theirs.loads.max_routes_isl
+        );
         assert!(v_ours.loads.max_routes_isl <= v_theirs.loads.max_routes_isl, "{engine}");
         assert!(v_ours.credit_loops.cycle.is_none());
     }

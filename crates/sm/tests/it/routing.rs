@@ -9,7 +9,13 @@ const ALL: [EngineKind; 4] = EngineKind::ALL;
 
 #[test]
 fn every_engine_reaches_every_ca_on_the_ibsim_samples() {
-    for net in ["net", "net.2sw2path", "net.2sw2path4hca", "net.2sw2path4hca2port", "credit-loops.converted.net"] {
+    for net in [
+        "net",
+        "net.2sw2path",
+        "net.2sw2path4hca",
+        "net.2sw2path4hca2port",
+        "credit-loops.converted.net",
+    ] {
         let f = read_net(net);
         for e in ALL {
             let r = route(&f, &[e], 0, &RouteOptions::default());
@@ -23,7 +29,12 @@ fn every_engine_reaches_every_ca_on_the_ibsim_samples() {
             };
             let v = sm::validate(&r.flat, &r.t);
             assert!(v.routes.pairs > 0, "{net}");
-            assert_eq!(v.routes.unreachable, 0, "{net} {e}: {:?}", v.routes.failures.iter().map(|x| x.describe(&f)).collect::<Vec<_>>());
+            assert_eq!(
+                v.routes.unreachable,
+                0,
+                "{net} {e}: {:?}",
+                v.routes.failures.iter().map(|x| x.describe(&f)).collect::<Vec<_>>()
+            );
             if e == EngineKind::MinHop || e == EngineKind::Dfsssp {
                 assert_eq!(v.routes.non_minimal, 0, "{net} {e} promises shortest paths");
             }
@@ -35,7 +46,10 @@ fn every_engine_reaches_every_ca_on_the_ibsim_samples() {
 fn minhop_has_a_credit_loop_on_the_credit_loops_topology_and_the_others_do_not() {
     let f = read_net("credit-loops.converted.net");
     let (_, v) = routed(&f, EngineKind::MinHop);
-    let c = v.credit_loops.describe(&f).expect("minhop credit loop (reference §3.4)");
+    let c = v
+        .credit_loops
+        .describe(&f)
+        .expect("minhop credit loop (reference §3.4)");
     assert!(c.contains("SW_"), "{c}");
     for e in [EngineKind::UpDn, EngineKind::Ftree, EngineKind::Dfsssp] {
         let r = route(&f, &[e], 0, &RouteOptions::default());
@@ -74,9 +88,14 @@ fn dfsssp_breaks_minhop_style_cycles_with_vl_layers_and_programs_sl2vl() {
         assert!(v.credit_loops.vls_used <= r.t.vls_used && v.credit_loops.vls_used > 1);
     }
     // With a single VL the same routes must be refused, naming the numbers.
-    let opts = RouteOptions { max_vls: 1, ..Default::default() };
+    let opts = RouteOptions {
+        max_vls: 1,
+        ..Default::default()
+    };
     if r.t.vls_used > 1 {
-        let err = route(&f, &[EngineKind::Dfsssp], 0, &opts).err().expect("1 VL is not enough");
+        let err = route(&f, &[EngineKind::Dfsssp], 0, &opts)
+            .err()
+            .expect("1 VL is not enough");
         assert!(err.to_string().contains("not enough virtual lanes"), "{err}");
         // ... and the engine list falls back visibly.
         let r2 = route(&f, &[EngineKind::Dfsssp, EngineKind::UpDn], 0, &opts).unwrap();
@@ -98,17 +117,29 @@ fn updn_on_a_torus_needs_no_roots_file_and_stays_loop_free() {
     assert_eq!(r.outcome.engine, EngineKind::Dfsssp, "{:?}", r.outcome.fallbacks);
     assert!(r.t.vls_used > 1 && r.t.vls_used <= 8, "{}", r.t.vls_used);
     // With 4 VLs it cannot, and the list falls back visibly to updn.
-    let opts = RouteOptions { max_vls: 4, ..Default::default() };
+    let opts = RouteOptions {
+        max_vls: 4,
+        ..Default::default()
+    };
     let r2 = route(&f, &[EngineKind::Dfsssp, EngineKind::UpDn], 0, &opts).unwrap();
     assert_eq!(r2.outcome.engine, EngineKind::UpDn);
-    assert!(r2.outcome.fallbacks[0].1.contains("not enough virtual lanes"), "{:?}", r2.outcome.fallbacks);
+    assert!(
+        r2.outcome.fallbacks[0].1.contains("not enough virtual lanes"),
+        "{:?}",
+        r2.outcome.fallbacks
+    );
     let v = sm::validate(&r.flat, &r.t);
     assert_eq!(v.routes.unreachable, 0);
     assert_eq!(v.routes.non_minimal, 0);
     assert!(v.credit_loops.cycle.is_none(), "{:?}", v.credit_loops.describe(&f));
     let (_, v) = routed(&f, EngineKind::MinHop);
-    assert!(v.credit_loops.cycle.is_some(), "minhop loops on a torus (reference §3.4)");
-    let err = route(&f, &[EngineKind::Ftree], 0, &RouteOptions::default()).err().unwrap();
+    assert!(
+        v.credit_loops.cycle.is_some(),
+        "minhop loops on a torus (reference §3.4)"
+    );
+    let err = route(&f, &[EngineKind::Ftree], 0, &RouteOptions::default())
+        .err()
+        .unwrap();
     assert!(err.to_string().contains("not a fat tree"), "{err}");
 }
 
@@ -127,7 +158,11 @@ fn per_tier(f: &fabric::Fabric, v: &sm::Validation) -> std::collections::BTreeMa
 
 #[test]
 fn ftree_and_updn_spread_routes_evenly_on_complete_fat_trees() {
-    for f in [testkit::fat_tree_2(8, 4, 4, 1), testkit::fat_tree_3(4, 4, 4, 4, 2), testkit::fat_tree_3(4, 6, 6, 6, 3)] {
+    for f in [
+        testkit::fat_tree_2(8, 4, 4, 1),
+        testkit::fat_tree_3(4, 4, 4, 4, 2),
+        testkit::fat_tree_3(4, 6, 6, 6, 3),
+    ] {
         for e in [EngineKind::Ftree, EngineKind::UpDn] {
             let (_, v) = routed(&f, e);
             for (tier, (lo, hi)) in per_tier(&f, &v) {
@@ -140,7 +175,11 @@ fn ftree_and_updn_spread_routes_evenly_on_complete_fat_trees() {
 #[test]
 fn generated_648_and_2592_host_fat_trees_route_fully_loop_free_and_even() {
     let ft2 = fabric::leaf_spine(&fabric::LeafSpineParams::default()).unwrap();
-    let ft3 = fabric::fat_tree3(&fabric::FatTree3Params { pods: Some(8), ..Default::default() }).unwrap();
+    let ft3 = fabric::fat_tree3(&fabric::FatTree3Params {
+        pods: Some(8),
+        ..Default::default()
+    })
+    .unwrap();
     assert_eq!(ft2.count(fabric::NodeKind::Ca), 648);
     assert_eq!(ft3.count(fabric::NodeKind::Ca), 2592);
     for f in [&ft2, &ft3] {
@@ -161,7 +200,12 @@ fn generated_648_and_2592_host_fat_trees_route_fully_loop_free_and_even() {
             .map(|p| p.routes)
             .collect();
         assert!(!up.is_empty());
-        assert_eq!(up.iter().min(), up.iter().max(), "leaf up-links: {:?}", &up[..up.len().min(8)]);
+        assert_eq!(
+            up.iter().min(),
+            up.iter().max(),
+            "leaf up-links: {:?}",
+            &up[..up.len().min(8)]
+        );
     }
 }
 
@@ -169,20 +213,33 @@ fn generated_648_and_2592_host_fat_trees_route_fully_loop_free_and_even() {
 fn root_and_compute_node_guid_lists_steer_updn_and_ftree() {
     let f = read_net("credit-loops.converted.net");
     let guid = |n: &str| f.nodes[f.by_name(n).unwrap().idx()].node_guid;
-    let roots: Vec<fabric::Guid> = ["SW_L0_1", "SW_L0_2", "SW_L0_3", "SW_L0_4"].iter().map(|n| guid(n)).collect();
+    let roots: Vec<fabric::Guid> = ["SW_L0_1", "SW_L0_2", "SW_L0_3", "SW_L0_4"]
+        .iter()
+        .map(|n| guid(n))
+        .collect();
     let text: String = roots.iter().map(|g| format!("0x{:016x}\n", g.0)).collect();
     let parsed = sm::run::parse_guid_list(&format!("# roots\n{text}"), "roots.txt").unwrap();
     assert_eq!(parsed, roots);
-    assert!(sm::run::parse_guid_list("0x12\nnot-a-guid\n", "roots.txt").unwrap_err().starts_with("roots.txt:2:"));
+    assert!(
+        sm::run::parse_guid_list("0x12\nnot-a-guid\n", "roots.txt")
+            .unwrap_err()
+            .starts_with("roots.txt:2:")
+    );
     for e in [EngineKind::UpDn, EngineKind::Ftree] {
-        let opts = RouteOptions { root_guids: roots.clone(), ..Default::default() };
+        let opts = RouteOptions {
+            root_guids: roots.clone(),
+            ..Default::default()
+        };
         let r = route(&f, &[e], 0, &opts).unwrap();
         let v = sm::validate(&r.flat, &r.t);
         assert_eq!(v.routes.unreachable, 0, "{e}");
         assert!(v.credit_loops.cycle.is_none(), "{e}");
     }
     // A GUID that is not in the fabric is an error naming it, not a silent default.
-    let opts = RouteOptions { root_guids: vec![fabric::Guid(0xdead)], ..Default::default() };
+    let opts = RouteOptions {
+        root_guids: vec![fabric::Guid(0xdead)],
+        ..Default::default()
+    };
     let err = route(&f, &[EngineKind::UpDn], 0, &opts).err().unwrap();
     assert!(err.to_string().contains("000000000000dead"), "{err}");
     // Compute nodes: only the hosts under SW_L2_1..4 count; ftree still routes everyone.
@@ -190,7 +247,10 @@ fn root_and_compute_node_guid_lists_steer_updn_and_ftree() {
         .iter()
         .map(|n| f.nodes[f.by_name(n).unwrap().idx()].port_guid(1))
         .collect();
-    let opts = RouteOptions { cn_guids: cns, ..Default::default() };
+    let opts = RouteOptions {
+        cn_guids: cns,
+        ..Default::default()
+    };
     let r = route(&f, &[EngineKind::Ftree], 0, &opts).unwrap();
     let v = sm::validate(&r.flat, &r.t);
     assert_eq!(v.routes.unreachable, 0);

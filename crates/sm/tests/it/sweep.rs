@@ -9,7 +9,13 @@ use sm::sweep::{Issue, SubnetManager, SweepOptions};
 use crate::support::read_net;
 
 fn sm_for(engines: &[EngineKind]) -> SubnetManager {
-    SubnetManager::new(SweepOptions { engines: engines.to_vec(), ..Default::default() }, 1)
+    SubnetManager::new(
+        SweepOptions {
+            engines: engines.to_vec(),
+            ..Default::default()
+        },
+        1,
+    )
 }
 
 #[test]
@@ -21,7 +27,12 @@ fn heavy_sweep_discovers_programs_and_brings_the_subnet_up() {
     assert!(r.issues.is_empty(), "{:?}", r.issues);
     assert!(r.subnet_up);
     assert_eq!((r.switches, r.cas, r.links), (2, 4, 6));
-    assert!(r.smps_sent > 20 && r.smps_sent == r.smps_received, "{} {}", r.smps_sent, r.smps_received);
+    assert!(
+        r.smps_sent > 20 && r.smps_sent == r.smps_received,
+        "{} {}",
+        r.smps_sent,
+        r.smps_received
+    );
     let v = r.validation.as_ref().unwrap();
     assert_eq!(v.routes.unreachable, 0);
     assert_eq!(v.routes.pairs, 12);
@@ -65,7 +76,9 @@ fn unplugging_a_cable_raises_trap_128_and_reroutes_around_it() {
     let r = sm.heavy_sweep(&mut fab);
     assert!(r.subnet_up);
     assert!(fab.unlink(s1, 3));
-    let r = sm.poll(&mut fab).expect("trap 128 / PortStateChange forces a heavy sweep");
+    let r = sm
+        .poll(&mut fab)
+        .expect("trap 128 / PortStateChange forces a heavy sweep");
     assert!(r.traps.contains(&128), "{:?}", r.traps);
     assert!(r.changes.iter().any(|c| c.contains("went down")), "{:?}", r.changes);
     assert!(r.lft_blocks_sent > 0 && r.lft_entries_changed > 0);
@@ -90,9 +103,15 @@ fn bad_replies_are_reported_and_the_sweep_carries_on() {
     let guid = |name: &str| f.nodes[f.by_name(name).unwrap().idx()].node_guid;
     let cases: Vec<(&str, Fault, fn(&Issue) -> bool)> = vec![
         ("H-5", Fault::Silent, |i| matches!(i, Issue::NoAnswer { .. })),
-        ("SW_L2_3", Fault::BadStatus(0x001c), |i| matches!(i, Issue::BadStatus { status: 0x1c, .. })),
-        ("H-7", Fault::WrongAttribute, |i| matches!(i, Issue::WrongAttribute { .. })),
-        ("H-9", Fault::Truncated, |i| matches!(i, Issue::Truncated { len: 100, .. })),
+        ("SW_L2_3", Fault::BadStatus(0x001c), |i| {
+            matches!(i, Issue::BadStatus { status: 0x1c, .. })
+        }),
+        ("H-7", Fault::WrongAttribute, |i| {
+            matches!(i, Issue::WrongAttribute { .. })
+        }),
+        ("H-9", Fault::Truncated, |i| {
+            matches!(i, Issue::Truncated { len: 100, .. })
+        }),
     ];
     for (name, fault, want) in cases {
         let mut fab = InProcess::new(f.clone(), (fabric::NodeId(0), 0));
@@ -100,17 +119,28 @@ fn bad_replies_are_reported_and_the_sweep_carries_on() {
         let mut sm = sm_for(&[EngineKind::UpDn]);
         let r = sm.heavy_sweep(&mut fab);
         assert!(r.issues.iter().any(want), "{name} {fault:?}: {:?}", r.issues);
-        assert!(r.subnet_up, "{name}: the rest of the fabric still comes up: {:?}", r.issues);
+        assert!(
+            r.subnet_up,
+            "{name}: the rest of the fabric still comes up: {:?}",
+            r.issues
+        );
         assert!(r.switches >= 19, "{name}: {}", r.switches);
         let v = r.validation.unwrap();
-        assert_eq!(v.routes.unreachable, 0, "{name}: the CAs that were found reach each other");
+        assert_eq!(
+            v.routes.unreachable, 0,
+            "{name}: the CAs that were found reach each other"
+        );
     }
     // A CA that claims another CA's GUID: reported once, not followed.
     let mut fab = InProcess::new(f.clone(), (fabric::NodeId(0), 0));
     fab.set_fault(guid("H-16"), Some(Fault::Guid(guid("H-1"))));
     let mut sm = sm_for(&[EngineKind::UpDn]);
     let r = sm.heavy_sweep(&mut fab);
-    let dups: Vec<_> = r.issues.iter().filter(|i| matches!(i, Issue::DuplicateGuid { .. })).collect();
+    let dups: Vec<_> = r
+        .issues
+        .iter()
+        .filter(|i| matches!(i, Issue::DuplicateGuid { .. }))
+        .collect();
     assert_eq!(dups.len(), 1, "{:?}", r.issues);
     assert!(dups[0].to_string().contains("duplicate node GUID"));
     assert_eq!(r.cas, 15);
@@ -140,7 +170,13 @@ fn a_fabric_too_big_for_the_lid_space_is_refused_with_the_numbers() {
     let mut prev = None;
     let mut ca = 0u64;
     for s in 0..600u64 {
-        let sw = f.add_node(fabric::NodeSpec::switch(format!("s{s}"), fabric::Guid(0x200000 + s), 84)).unwrap();
+        let sw = f
+            .add_node(fabric::NodeSpec::switch(
+                format!("s{s}"),
+                fabric::Guid(0x200000 + s),
+                84,
+            ))
+            .unwrap();
         for p in 1..=83u8 {
             if p == 83 {
                 if let Some(pr) = prev {
@@ -148,7 +184,13 @@ fn a_fabric_too_big_for_the_lid_space_is_refused_with_the_numbers() {
                 }
                 continue;
             }
-            let c = f.add_node(fabric::NodeSpec::ca(format!("h{ca}"), fabric::Guid(0x1_0000_0000 + 2 * ca), 1)).unwrap();
+            let c = f
+                .add_node(fabric::NodeSpec::ca(
+                    format!("h{ca}"),
+                    fabric::Guid(0x1_0000_0000 + 2 * ca),
+                    1,
+                ))
+                .unwrap();
             ca += 1;
             f.connect(sw, p, c, 1, fabric::LinkRate::NDR_4X, 1.0).unwrap();
         }
@@ -156,5 +198,8 @@ fn a_fabric_too_big_for_the_lid_space_is_refused_with_the_numbers() {
     }
     let err = sm::lids::assign(&f, (fabric::NodeId(0), 0), 0, None).unwrap_err();
     let msg = err.to_string();
-    assert!(msg.contains("cannot hold 49800 LIDs") && msg.contains("600 switches"), "{msg}");
+    assert!(
+        msg.contains("cannot hold 49800 LIDs") && msg.contains("600 switches"),
+        "{msg}"
+    );
 }

@@ -116,7 +116,11 @@ impl Repr {
     pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(&self, p: &mut Packet<T>) -> Result<()> {
         let b = p.buffer.as_mut();
         room("GRH", b, HEADER_LEN)?;
-        put32(b, field::VER_TC_FL, ((self.ipver as u32 & 0xf) << 28) | ((self.tclass as u32) << 20) | (self.flow_label & 0xfffff));
+        put32(
+            b,
+            field::VER_TC_FL,
+            ((self.ipver as u32 & 0xf) << 28) | ((self.tclass as u32) << 20) | (self.flow_label & 0xfffff),
+        );
         put16(b, field::PAYLEN, self.payload_len);
         b[field::NXTHDR] = self.next_header;
         b[field::HOPLMT] = self.hop_limit;

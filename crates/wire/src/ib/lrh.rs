@@ -160,7 +160,15 @@ impl Repr {
     /// Parse; reserved bits are ignored, as IBA §7.7 tells receivers to.
     pub fn parse<T: AsRef<[u8]>>(p: &Packet<T>) -> Result<Repr> {
         p.check_len()?;
-        Ok(Repr { vl: p.vl(), lver: p.lver(), sl: p.sl(), lnh: p.lnh(), dlid: p.dlid(), slid: p.slid(), pkt_len: p.pkt_len() })
+        Ok(Repr {
+            vl: p.vl(),
+            lver: p.lver(),
+            sl: p.sl(),
+            lnh: p.lnh(),
+            dlid: p.dlid(),
+            slid: p.slid(),
+            pkt_len: p.pkt_len(),
+        })
     }
     /// Bytes [`Repr::emit`] writes.
     pub const fn buffer_len(&self) -> usize {

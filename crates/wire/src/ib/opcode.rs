@@ -164,7 +164,10 @@ impl Opcode {
     /// The extended headers this opcode carries, or `None` for unknown opcodes.
     pub fn layout(self) -> Option<Layout> {
         use Opcode::*;
-        let mut l = Layout { payload: true, ..Layout::default() };
+        let mut l = Layout {
+            payload: true,
+            ..Layout::default()
+        };
         match self {
             RcSendFirst | RcSendMiddle | RcSendLast | RcSendOnly | UcSendFirst | UcSendMiddle | UcSendLast
             | UcSendOnly | RcWriteMiddle | RcWriteLast | UcWriteMiddle | UcWriteLast | RcReadResponseMiddle => {}
@@ -230,8 +233,7 @@ impl Opcode {
     /// for responses (read responses, ACK/NAK, atomic ACK), CNPs and unknown codes.
     pub fn is_request(self) -> bool {
         let c: u8 = self.into();
-        !matches!(self, Opcode::Unknown(_) | Opcode::Cnp)
-            && !(0x0d..=0x12).contains(&(c & 0x1f))
+        !matches!(self, Opcode::Unknown(_) | Opcode::Cnp) && !(0x0d..=0x12).contains(&(c & 0x1f))
             || matches!(self, Opcode::UdSendOnly | Opcode::UdSendOnlyImm)
     }
 }

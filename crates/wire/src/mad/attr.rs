@@ -453,7 +453,11 @@ pub mod notice {
             need("Notice DataDetails", d, 54)?;
             Ok(match (is_generic, trap) {
                 (true, 128) => TrapDetails::LinkStateChange { lid: Lid(be16(d, 0)) },
-                (true, 129..=131) => TrapDetails::PortError { trap, lid: Lid(be16(d, 2)), port: d[4] },
+                (true, 129..=131) => TrapDetails::PortError {
+                    trap,
+                    lid: Lid(be16(d, 2)),
+                    port: d[4],
+                },
                 (true, 144) => TrapDetails::CapabilityMaskChange {
                     lid: Lid(be16(d, 2)),
                     local_changes: d[5] & 1 != 0,
@@ -478,7 +482,13 @@ pub mod notice {
                     put16(d, 2, lid.0);
                     d[4] = port;
                 }
-                TrapDetails::CapabilityMaskChange { lid, local_changes, cap_mask, change_flags, cap_mask2 } => {
+                TrapDetails::CapabilityMaskChange {
+                    lid,
+                    local_changes,
+                    cap_mask,
+                    change_flags,
+                    cap_mask2,
+                } => {
                     put16(d, 2, lid.0);
                     d[5] = local_changes as u8;
                     crate::bytes::put32(d, 6, cap_mask);
@@ -557,7 +567,12 @@ pub mod node_description {
         /// From text; errors if longer than 64 bytes.
         pub fn new(text: &str) -> Result<Repr> {
             if text.len() > LEN {
-                return Err(Error::Unrepresentable { header: "NodeDescription", field: "text", value: text.len() as u64, expected: "at most 64 bytes" });
+                return Err(Error::Unrepresentable {
+                    header: "NodeDescription",
+                    field: "text",
+                    value: text.len() as u64,
+                    expected: "at most 64 bytes",
+                });
             }
             let mut b = [0u8; 64];
             b[..text.len()].copy_from_slice(text.as_bytes());
@@ -711,7 +726,10 @@ pub mod vl_arb {
             need("VLArbitrationTable", b, 64)?;
             let mut entries = [Entry::default(); 32];
             for (i, e) in entries.iter_mut().enumerate() {
-                *e = Entry { vl: b[2 * i] & 0xf, weight: b[2 * i + 1] };
+                *e = Entry {
+                    vl: b[2 * i] & 0xf,
+                    weight: b[2 * i + 1],
+                };
             }
             Ok(Repr { entries })
         }
@@ -773,8 +791,18 @@ mod tests {
     fn notice_traps_round_trip() {
         for d in [
             notice::TrapDetails::LinkStateChange { lid: Lid(7) },
-            notice::TrapDetails::PortError { trap: 130, lid: Lid(9), port: 4 },
-            notice::TrapDetails::CapabilityMaskChange { lid: Lid(3), local_changes: true, cap_mask: 0x0251_0a6a, change_flags: 4, cap_mask2: 0x20 },
+            notice::TrapDetails::PortError {
+                trap: 130,
+                lid: Lid(9),
+                port: 4,
+            },
+            notice::TrapDetails::CapabilityMaskChange {
+                lid: Lid(3),
+                local_changes: true,
+                cap_mask: 0x0251_0a6a,
+                change_flags: 4,
+                cap_mask2: 0x20,
+            },
         ] {
             let n = notice::Notice::trap(2, Lid(12), d);
             let mut b = [0xa5u8; 64];
@@ -787,7 +815,9 @@ mod tests {
     #[test]
     fn tables_round_trip() {
         let mut b = [0xa5u8; 64];
-        let s = sl2vl::Repr { vl: [0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 14] };
+        let s = sl2vl::Repr {
+            vl: [0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 14],
+        };
         s.to_bytes(&mut b).unwrap();
         assert_eq!(b[0], 0x01);
         assert_eq!(sl2vl::Repr::from_bytes(&b).unwrap(), s);

@@ -43,20 +43,42 @@ impl Wire<u64> for Guid {
 
 /// Read one field spec from a byte slice.
 macro_rules! fget {
-    ($b:expr, u8 $o:literal) => { $b[$o] };
-    ($b:expr, u16 $o:literal) => { crate::bytes::be16($b, $o) };
-    ($b:expr, u24 $o:literal) => { crate::bytes::be24($b, $o) };
-    ($b:expr, u32 $o:literal) => { crate::bytes::be32($b, $o) };
-    ($b:expr, u64 $o:literal) => { crate::bytes::be64($b, $o) };
-    ($b:expr, bits $o:literal $sh:literal $w:literal) => { ($b[$o] >> $sh) & (((1u16 << $w) - 1) as u8) };
+    ($b:expr, u8 $o:literal) => {
+        $b[$o]
+    };
+    ($b:expr, u16 $o:literal) => {
+        crate::bytes::be16($b, $o)
+    };
+    ($b:expr, u24 $o:literal) => {
+        crate::bytes::be24($b, $o)
+    };
+    ($b:expr, u32 $o:literal) => {
+        crate::bytes::be32($b, $o)
+    };
+    ($b:expr, u64 $o:literal) => {
+        crate::bytes::be64($b, $o)
+    };
+    ($b:expr, bits $o:literal $sh:literal $w:literal) => {
+        ($b[$o] >> $sh) & (((1u16 << $w) - 1) as u8)
+    };
 }
 /// Write one field spec (read-modify-write for sub-byte fields).
 macro_rules! fput {
-    ($b:expr, $v:expr, u8 $o:literal) => { $b[$o] = $v };
-    ($b:expr, $v:expr, u16 $o:literal) => { crate::bytes::put16($b, $o, $v) };
-    ($b:expr, $v:expr, u24 $o:literal) => { crate::bytes::put24($b, $o, $v & 0xff_ffff) };
-    ($b:expr, $v:expr, u32 $o:literal) => { crate::bytes::put32($b, $o, $v) };
-    ($b:expr, $v:expr, u64 $o:literal) => { crate::bytes::put64($b, $o, $v) };
+    ($b:expr, $v:expr, u8 $o:literal) => {
+        $b[$o] = $v
+    };
+    ($b:expr, $v:expr, u16 $o:literal) => {
+        crate::bytes::put16($b, $o, $v)
+    };
+    ($b:expr, $v:expr, u24 $o:literal) => {
+        crate::bytes::put24($b, $o, $v & 0xff_ffff)
+    };
+    ($b:expr, $v:expr, u32 $o:literal) => {
+        crate::bytes::put32($b, $o, $v)
+    };
+    ($b:expr, $v:expr, u64 $o:literal) => {
+        crate::bytes::put64($b, $o, $v)
+    };
     ($b:expr, $v:expr, bits $o:literal $sh:literal $w:literal) => {{
         let m: u8 = (((1u16 << $w) - 1) as u8) << $sh;
         $b[$o] = ($b[$o] & !m) | (($v << $sh) & m);
@@ -64,12 +86,24 @@ macro_rules! fput {
 }
 /// The raw integer type of a field spec.
 macro_rules! fraw {
-    (u8 $($r:tt)*) => { u8 };
-    (u16 $($r:tt)*) => { u16 };
-    (u24 $($r:tt)*) => { u32 };
-    (u32 $($r:tt)*) => { u32 };
-    (u64 $($r:tt)*) => { u64 };
-    (bits $($r:tt)*) => { u8 };
+    (u8 $($r:tt)*) => {
+        u8
+    };
+    (u16 $($r:tt)*) => {
+        u16
+    };
+    (u24 $($r:tt)*) => {
+        u32
+    };
+    (u32 $($r:tt)*) => {
+        u32
+    };
+    (u64 $($r:tt)*) => {
+        u64
+    };
+    (bits $($r:tt)*) => {
+        u8
+    };
 }
 
 /// Generate `Packet<T>` (getters `f()`, setters `set_f()`) and `Repr` for a

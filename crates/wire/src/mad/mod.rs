@@ -16,7 +16,7 @@ pub use smp::{DrRoute, DrStep, Route, Smp};
 /// Size of every MAD (IBA §13.4.1).
 pub const MAD_LEN: usize = 256;
 
-use crate::ib::{bth, deth, lrh, Opcode};
+use crate::ib::{Opcode, bth, deth, lrh};
 use crate::ids::Lid;
 use crate::packet::{Encap, ExtHeaders, IbPacket};
 use crate::psn::Psn;
@@ -31,7 +31,15 @@ pub const QP1_QKEY: u32 = 0x8001_0000;
 pub fn mad_packet(slid: Lid, dlid: Lid, qp: u32, sl: u8, mad: &[u8; MAD_LEN]) -> IbPacket<'_> {
     IbPacket {
         encap: Encap::Ib {
-            lrh: lrh::Repr { vl: if qp == 0 { 15 } else { 0 }, lver: 0, sl, lnh: lrh::Lnh::IbaLocal, dlid, slid, pkt_len: 0 },
+            lrh: lrh::Repr {
+                vl: if qp == 0 { 15 } else { 0 },
+                lver: 0,
+                sl,
+                lnh: lrh::Lnh::IbaLocal,
+                dlid,
+                slid,
+                pkt_len: 0,
+            },
             grh: None,
         },
         bth: bth::Repr {
@@ -48,7 +56,10 @@ pub fn mad_packet(slid: Lid, dlid: Lid, qp: u32, sl: u8, mad: &[u8; MAD_LEN]) ->
             psn: Psn::new(0),
         },
         ext: ExtHeaders {
-            deth: Some(deth::Repr { qkey: if qp == 0 { 0 } else { QP1_QKEY }, src_qp: qp }),
+            deth: Some(deth::Repr {
+                qkey: if qp == 0 { 0 } else { QP1_QKEY },
+                src_qp: qp,
+            }),
             ..ExtHeaders::default()
         },
         payload: mad,

@@ -11,8 +11,8 @@
 //! 128..192 InitialPath[64]   192..256 ReturnPath[64]   (DR; reserved when LID-routed)
 //! ```
 
-use super::header::{self, AttrId, Method, MgmtClass};
 use super::MAD_LEN;
+use super::header::{self, AttrId, Method, MgmtClass};
 use crate::bytes::{be16, be64, put16, put64};
 use crate::error::{Error, Result, need, room};
 use crate::ids::Lid;
@@ -46,7 +46,12 @@ impl DrRoute {
     /// Errors if there are more than 63 hops.
     pub fn new(ports: &[u8]) -> Result<DrRoute> {
         if ports.len() > MAX_HOPS as usize {
-            return Err(Error::Unrepresentable { header: "DR SMP", field: "hop count", value: ports.len() as u64, expected: "at most 63 hops" });
+            return Err(Error::Unrepresentable {
+                header: "DR SMP",
+                field: "hop count",
+                value: ports.len() as u64,
+                expected: "at most 63 hops",
+            });
         }
         let mut initial_path = [0u8; 64];
         initial_path[1..=ports.len()].copy_from_slice(ports);
@@ -99,10 +104,17 @@ pub enum DrStep {
 
 impl DrRoute {
     fn bad(&self) -> DrStep {
-        DrStep::Discard(DrDiscard::BadHopPointer { hop_ptr: self.hop_ptr, hop_cnt: self.hop_cnt })
+        DrStep::Discard(DrDiscard::BadHopPointer {
+            hop_ptr: self.hop_ptr,
+            hop_cnt: self.hop_cnt,
+        })
     }
     fn port(&self, p: u8, num_ports: u8) -> DrStep {
-        if p == 0 || p > num_ports { DrStep::Discard(DrDiscard::NoSuchPort(p)) } else { DrStep::Forward(p) }
+        if p == 0 || p > num_ports {
+            DrStep::Discard(DrDiscard::NoSuchPort(p))
+        } else {
+            DrStep::Forward(p)
+        }
     }
 
     /// The SM sends an outgoing request (C14-9:1): hop pointer 0 → 1, out of
@@ -116,7 +128,11 @@ impl DrRoute {
             return self.bad();
         }
         self.hop_ptr = 1;
-        if self.hop_cnt == 0 { DrStep::Deliver } else { self.port(self.initial_path[1], num_ports) }
+        if self.hop_cnt == 0 {
+            DrStep::Deliver
+        } else {
+            self.port(self.initial_path[1], num_ports)
+        }
     }
 
     /// A node received an SMP on `in_port` (dispatches on the D bit).
@@ -124,7 +140,11 @@ impl DrRoute {
         if self.hop_cnt > MAX_HOPS {
             return DrStep::Discard(DrDiscard::HopCountTooLarge(self.hop_cnt));
         }
-        if self.returning { self.receive_returning(is_switch, num_ports) } else { self.receive_outgoing(in_port, is_switch, num_ports) }
+        if self.returning {
+            self.receive_returning(is_switch, num_ports)
+        } else {
+            self.receive_outgoing(in_port, is_switch, num_ports)
+        }
     }
 
     /// Outgoing SMP arrives at a node through `in_port` (C14-9:2, C14-9:3).
@@ -145,7 +165,11 @@ impl DrRoute {
         } else if p == c && p != 0 {
             self.return_path[p as usize] = in_port;
             self.hop_ptr = p + 1;
-            if self.dr_dlid == Lid::PERMISSIVE { DrStep::Deliver } else { DrStep::LidRoute(self.dr_dlid) }
+            if self.dr_dlid == Lid::PERMISSIVE {
+                DrStep::Deliver
+            } else {
+                DrStep::LidRoute(self.dr_dlid)
+            }
         } else {
             self.bad()
         }
@@ -188,7 +212,11 @@ impl DrRoute {
             self.port(self.return_path[self.hop_ptr as usize], num_ports)
         } else if p == 1 {
             self.hop_ptr = 0;
-            if self.dr_slid == Lid::PERMISSIVE { DrStep::Deliver } else { DrStep::LidRoute(self.dr_slid) }
+            if self.dr_slid == Lid::PERMISSIVE {
+                DrStep::Deliver
+            } else {
+                DrStep::LidRoute(self.dr_slid)
+            }
         } else {
             self.bad()
         }
@@ -301,11 +329,29 @@ pub type Repr = Smp;
 impl Smp {
     /// A Get request with zero data.
     pub fn get(attr_id: AttrId, attr_mod: u32, tid: u64, route: Route) -> Smp {
-        Smp { method: Method::Get, status: 0, tid, attr_id, attr_mod, m_key: 0, route, data: [0; 64] }
+        Smp {
+            method: Method::Get,
+            status: 0,
+            tid,
+            attr_id,
+            attr_mod,
+            m_key: 0,
+            route,
+            data: [0; 64],
+        }
     }
     /// A Set request carrying `data`.
     pub fn set(attr_id: AttrId, attr_mod: u32, tid: u64, route: Route, data: [u8; 64]) -> Smp {
-        Smp { method: Method::Set, status: 0, tid, attr_id, attr_mod, m_key: 0, route, data }
+        Smp {
+            method: Method::Set,
+            status: 0,
+            tid,
+            attr_id,
+            attr_mod,
+            m_key: 0,
+            route,
+            data,
+        }
     }
     /// The management class this SMP uses.
     pub fn mgmt_class(&self) -> MgmtClass {
@@ -332,17 +378,32 @@ impl Smp {
         p.check_len()?;
         let h = header::Repr::parse(&p.header())?;
         if h.base_version != 1 {
-            return Err(Error::BadField { header: "SMP", field: "BaseVersion", value: h.base_version as u64, expected: "1" });
+            return Err(Error::BadField {
+                header: "SMP",
+                field: "BaseVersion",
+                value: h.base_version as u64,
+                expected: "1",
+            });
         }
         if h.class_version != 1 {
-            return Err(Error::BadField { header: "SMP", field: "ClassVersion", value: h.class_version as u64, expected: "1" });
+            return Err(Error::BadField {
+                header: "SMP",
+                field: "ClassVersion",
+                value: h.class_version as u64,
+                expected: "1",
+            });
         }
         let (route, status) = match h.mgmt_class {
             MgmtClass::SubnLid => (Route::Lid, h.status),
             MgmtClass::SubnDirected => {
                 let hop_cnt = p.hop_cnt();
                 if hop_cnt > MAX_HOPS {
-                    return Err(Error::BadField { header: "DR SMP", field: "HopCount", value: hop_cnt as u64, expected: "at most 63" });
+                    return Err(Error::BadField {
+                        header: "DR SMP",
+                        field: "HopCount",
+                        value: hop_cnt as u64,
+                        expected: "at most 63",
+                    });
                 }
                 let mut initial_path = [0u8; 64];
                 initial_path.copy_from_slice(p.initial_path());
@@ -370,7 +431,16 @@ impl Smp {
         };
         let mut data = [0u8; 64];
         data.copy_from_slice(p.data());
-        Ok(Smp { method: h.method, status, tid: h.tid, attr_id: h.attr_id, attr_mod: h.attr_mod, m_key: p.m_key(), route, data })
+        Ok(Smp {
+            method: h.method,
+            status,
+            tid: h.tid,
+            attr_id: h.attr_id,
+            attr_mod: h.attr_mod,
+            m_key: p.m_key(),
+            route,
+            data,
+        })
     }
 
     /// Parse from raw bytes.
@@ -393,9 +463,17 @@ impl Smp {
             Route::Lid => (self.status, 0),
             Route::Directed(dr) => {
                 if dr.hop_cnt > MAX_HOPS {
-                    return Err(Error::Unrepresentable { header: "DR SMP", field: "hop count", value: dr.hop_cnt as u64, expected: "at most 63" });
+                    return Err(Error::Unrepresentable {
+                        header: "DR SMP",
+                        field: "hop count",
+                        value: dr.hop_cnt as u64,
+                        expected: "at most 63",
+                    });
                 }
-                ((self.status & 0x7fff) | ((dr.returning as u16) << 15), ((dr.hop_ptr as u16) << 8) | dr.hop_cnt as u16)
+                (
+                    (self.status & 0x7fff) | ((dr.returning as u16) << 15),
+                    ((dr.hop_ptr as u16) << 8) | dr.hop_cnt as u16,
+                )
             }
         };
         header::Repr {
@@ -469,8 +547,12 @@ mod tests {
         let mut dr = DrRoute::new(&[1, 3, 4]).unwrap();
         dr.hop_ptr = 2;
         dr.return_path[1] = 9;
-        let s = Smp { status: 0x1c, m_key: 0x1122, ..Smp::get(AttrId::PortInfo, 3, 0xdead_beef, Route::Directed(dr)) }
-            .into_response(0x1c, [7; 64]);
+        let s = Smp {
+            status: 0x1c,
+            m_key: 0x1122,
+            ..Smp::get(AttrId::PortInfo, 3, 0xdead_beef, Route::Directed(dr))
+        }
+        .into_response(0x1c, [7; 64]);
         let mut buf = [0xa5u8; 256];
         s.to_bytes(&mut buf).unwrap();
         assert_eq!(buf[1], 0x81);

@@ -49,7 +49,11 @@ impl<T: AsRef<[u8]>> Packet<T> {
     pub fn check_len(&self) -> Result<()> {
         let b = self.buffer.as_ref();
         need("Ethernet", b, 14)?;
-        if be16(b, 12) == TPID_8021Q { need("802.1Q", b, 18) } else { Ok(()) }
+        if be16(b, 12) == TPID_8021Q {
+            need("802.1Q", b, 18)
+        } else {
+            Ok(())
+        }
     }
     /// Destination MAC.
     pub fn dst(&self) -> [u8; 6] {
@@ -64,12 +68,20 @@ impl<T: AsRef<[u8]>> Packet<T> {
         let b = self.buffer.as_ref();
         (be16(b, 12) == TPID_8021Q).then(|| {
             let tci = be16(b, 14);
-            VlanTag { pcp: (tci >> 13) as u8, dei: tci & 0x1000 != 0, vid: tci & 0x0fff }
+            VlanTag {
+                pcp: (tci >> 13) as u8,
+                dei: tci & 0x1000 != 0,
+                vid: tci & 0x0fff,
+            }
         })
     }
     /// Header length: 14, or 18 with a tag.
     pub fn header_len(&self) -> usize {
-        if be16(self.buffer.as_ref(), 12) == TPID_8021Q { 18 } else { 14 }
+        if be16(self.buffer.as_ref(), 12) == TPID_8021Q {
+            18
+        } else {
+            14
+        }
     }
     /// The EtherType after any tag.
     pub fn ethertype(&self) -> u16 {
@@ -98,7 +110,12 @@ impl Repr {
     /// Parse.
     pub fn parse<T: AsRef<[u8]>>(p: &Packet<T>) -> Result<Repr> {
         p.check_len()?;
-        Ok(Repr { dst: p.dst(), src: p.src(), vlan: p.vlan(), ethertype: p.ethertype() })
+        Ok(Repr {
+            dst: p.dst(),
+            src: p.src(),
+            vlan: p.vlan(),
+            ethertype: p.ethertype(),
+        })
     }
     /// Bytes [`Repr::emit`] writes.
     pub const fn buffer_len(&self) -> usize {
@@ -113,7 +130,11 @@ impl Repr {
         let mut at = 12;
         if let Some(t) = self.vlan {
             put16(b, 12, TPID_8021Q);
-            put16(b, 14, ((t.pcp as u16 & 7) << 13) | ((t.dei as u16) << 12) | (t.vid & 0x0fff));
+            put16(
+                b,
+                14,
+                ((t.pcp as u16 & 7) << 13) | ((t.dei as u16) << 12) | (t.vid & 0x0fff),
+            );
             at = 16;
         }
         put16(b, at, self.ethertype);

@@ -61,14 +61,29 @@ impl<T: AsRef<[u8]>> Packet<T> {
         let b = self.buffer.as_ref();
         need("IPv4", b, HEADER_LEN)?;
         if b[0] >> 4 != 4 {
-            return Err(Error::BadField { header: "IPv4", field: "version", value: (b[0] >> 4) as u64, expected: "4" });
+            return Err(Error::BadField {
+                header: "IPv4",
+                field: "version",
+                value: (b[0] >> 4) as u64,
+                expected: "4",
+            });
         }
         if b[0] & 0xf != 5 {
-            return Err(Error::BadField { header: "IPv4", field: "IHL", value: (b[0] & 0xf) as u64, expected: "5 (no options)" });
+            return Err(Error::BadField {
+                header: "IPv4",
+                field: "IHL",
+                value: (b[0] & 0xf) as u64,
+                expected: "5 (no options)",
+            });
         }
         let tl = be16(b, 2) as usize;
         if tl < HEADER_LEN || tl > b.len() {
-            return Err(Error::BadLength { header: "IPv4", field: "total length", claimed: tl, actual: b.len() });
+            return Err(Error::BadLength {
+                header: "IPv4",
+                field: "total length",
+                claimed: tl,
+                actual: b.len(),
+            });
         }
         Ok(())
     }
@@ -187,7 +202,12 @@ impl Repr {
         room("IPv4", b, HEADER_LEN)?;
         let total = self.payload_len as usize + HEADER_LEN;
         if total > 0xffff {
-            return Err(Error::Unrepresentable { header: "IPv4", field: "total length", value: total as u64, expected: "at most 65535" });
+            return Err(Error::Unrepresentable {
+                header: "IPv4",
+                field: "total length",
+                value: total as u64,
+                expected: "at most 65535",
+            });
         }
         b[0] = 0x45;
         b[1] = (self.dscp << 2) | (self.ecn & 3);

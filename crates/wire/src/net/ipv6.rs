@@ -28,11 +28,21 @@ impl<T: AsRef<[u8]>> Packet<T> {
         let b = self.buffer.as_ref();
         need("IPv6", b, HEADER_LEN)?;
         if b[0] >> 4 != 6 {
-            return Err(Error::BadField { header: "IPv6", field: "version", value: (b[0] >> 4) as u64, expected: "6" });
+            return Err(Error::BadField {
+                header: "IPv6",
+                field: "version",
+                value: (b[0] >> 4) as u64,
+                expected: "6",
+            });
         }
         let pl = be16(b, 4) as usize;
         if HEADER_LEN + pl > b.len() {
-            return Err(Error::BadLength { header: "IPv6", field: "payload length", claimed: pl, actual: b.len() - HEADER_LEN });
+            return Err(Error::BadLength {
+                header: "IPv6",
+                field: "payload length",
+                claimed: pl,
+                actual: b.len() - HEADER_LEN,
+            });
         }
         Ok(())
     }
@@ -122,7 +132,11 @@ impl Repr {
     pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(&self, p: &mut Packet<T>) -> Result<()> {
         let b = p.buffer.as_mut();
         room("IPv6", b, HEADER_LEN)?;
-        put32(b, 0, (6 << 28) | ((self.traffic_class as u32) << 20) | (self.flow_label & 0xfffff));
+        put32(
+            b,
+            0,
+            (6 << 28) | ((self.traffic_class as u32) << 20) | (self.flow_label & 0xfffff),
+        );
         put16(b, 4, self.payload_len);
         b[6] = self.next_header;
         b[7] = self.hop_limit;

@@ -74,15 +74,28 @@ impl Repr {
             OPCODE_PFC => {
                 let cev = be16(b, 2);
                 if cev > 0xff {
-                    return Err(Error::BadField { header: "PFC", field: "class-enable vector", value: cev as u64, expected: "high byte zero" });
+                    return Err(Error::BadField {
+                        header: "PFC",
+                        field: "class-enable vector",
+                        value: cev as u64,
+                        expected: "high byte zero",
+                    });
                 }
                 let mut quanta = [0u16; 8];
                 for (i, q) in quanta.iter_mut().enumerate() {
                     *q = be16(b, 4 + 2 * i);
                 }
-                Ok(Repr::Pfc { enable: cev as u8, quanta })
+                Ok(Repr::Pfc {
+                    enable: cev as u8,
+                    quanta,
+                })
             }
-            x => Err(Error::BadField { header: "MAC control", field: "opcode", value: x as u64, expected: "0x0001 (PAUSE) or 0x0101 (PFC)" }),
+            x => Err(Error::BadField {
+                header: "MAC control",
+                field: "opcode",
+                value: x as u64,
+                expected: "0x0001 (PAUSE) or 0x0101 (PFC)",
+            }),
         }
     }
     /// Bytes [`Repr::emit`] writes (the parameters plus zero padding to 46 bytes).
@@ -113,7 +126,10 @@ impl Repr {
     pub fn total_quanta(&self) -> u64 {
         match *self {
             Repr::Pause { quanta } => quanta as u64,
-            Repr::Pfc { enable, quanta } => (0..8).filter(|i| enable & (1 << i) != 0).map(|i| quanta[i] as u64).sum(),
+            Repr::Pfc { enable, quanta } => (0..8)
+                .filter(|i| enable & (1 << i) != 0)
+                .map(|i| quanta[i] as u64)
+                .sum(),
         }
     }
 }

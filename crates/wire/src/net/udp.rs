@@ -57,7 +57,12 @@ impl<T: AsRef<[u8]>> Packet<T> {
         need("UDP", b, HEADER_LEN)?;
         let l = be16(b, 4) as usize;
         if l < HEADER_LEN || l > b.len() {
-            return Err(Error::BadLength { header: "UDP", field: "length", claimed: l, actual: b.len() });
+            return Err(Error::BadLength {
+                header: "UDP",
+                field: "length",
+                claimed: l,
+                actual: b.len(),
+            });
         }
         Ok(())
     }
@@ -128,7 +133,12 @@ impl Repr {
     /// Parse.
     pub fn parse<T: AsRef<[u8]>>(p: &Packet<T>) -> Result<Repr> {
         p.check_len()?;
-        Ok(Repr { src_port: p.src_port(), dst_port: p.dst_port(), payload_len: p.len() - 8, checksum: p.checksum() })
+        Ok(Repr {
+            src_port: p.src_port(),
+            dst_port: p.dst_port(),
+            payload_len: p.len() - 8,
+            checksum: p.checksum(),
+        })
     }
     /// Bytes [`Repr::emit`] writes.
     pub const fn buffer_len(&self) -> usize {
@@ -140,7 +150,12 @@ impl Repr {
         room("UDP", b, HEADER_LEN)?;
         let len = self.payload_len as usize + HEADER_LEN;
         if len > 0xffff {
-            return Err(Error::Unrepresentable { header: "UDP", field: "length", value: len as u64, expected: "at most 65535" });
+            return Err(Error::Unrepresentable {
+                header: "UDP",
+                field: "length",
+                value: len as u64,
+                expected: "at most 65535",
+            });
         }
         put16(b, 0, self.src_port);
         put16(b, 2, self.dst_port);

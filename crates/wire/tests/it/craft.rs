@@ -17,7 +17,14 @@ fn every_example_crafts_and_decodes_clean() {
         assert!(!c.frames.is_empty());
         for (i, (ts, f)) in c.frames.iter().enumerate() {
             let o = describe_record(i + 1, *ts, f, c.link.frame_link());
-            assert_eq!(o.get("ok"), Some(&Val::B(true)), "{}: packet {}: {}", p.display(), i + 1, wire::dump::to_json(&o));
+            assert_eq!(
+                o.get("ok"),
+                Some(&Val::B(true)),
+                "{}: packet {}: {}",
+                p.display(),
+                i + 1,
+                wire::dump::to_json(&o)
+            );
         }
     }
 }
@@ -87,13 +94,28 @@ fn stats_find_gaps_retransmissions_naks_cnps_and_pauses() {
 
 #[test]
 fn spec_errors_name_packet_and_field() {
-    let e = craft("[[packet]]\nencap = \"roce_v2_ipv4\"\nopcode = \"RC RDMA_WRITE_FIRST\"\n", "t.toml").unwrap_err();
-    assert!(matches!(&e, CraftError::Field { packet: 1, field, .. } if field == "reth"), "{e}");
-    let e = craft("[[packet]]\nencap = \"roce_v2_ipv4\"\nopcode = \"RC SEND_ONLY\"\nbogus = 1\n", "t.toml").unwrap_err();
+    let e = craft(
+        "[[packet]]\nencap = \"roce_v2_ipv4\"\nopcode = \"RC RDMA_WRITE_FIRST\"\n",
+        "t.toml",
+    )
+    .unwrap_err();
+    assert!(
+        matches!(&e, CraftError::Field { packet: 1, field, .. } if field == "reth"),
+        "{e}"
+    );
+    let e = craft(
+        "[[packet]]\nencap = \"roce_v2_ipv4\"\nopcode = \"RC SEND_ONLY\"\nbogus = 1\n",
+        "t.toml",
+    )
+    .unwrap_err();
     assert!(e.to_string().contains("bogus") && e.to_string().contains("line"), "{e}");
     let e = craft("[[packet]]\nencap = \"roce_v3\"\nopcode = 4\n", "t.toml").unwrap_err();
     assert!(e.to_string().contains("encap"), "{e}");
-    let e = craft("[[packet]]\nencap = \"roce_v2_ipv4\"\nopcode = \"RC ACKNOWLEDGE\"\naeth = { syndrome = \"nope\" }\n", "t.toml").unwrap_err();
+    let e = craft(
+        "[[packet]]\nencap = \"roce_v2_ipv4\"\nopcode = \"RC ACKNOWLEDGE\"\naeth = { syndrome = \"nope\" }\n",
+        "t.toml",
+    )
+    .unwrap_err();
     assert!(e.to_string().contains("aeth.syndrome"), "{e}");
     let mixed = "[[packet]]\nencap = \"ib_local\"\nopcode = 4\n[[packet]]\nencap = \"roce_v1\"\nopcode = 4\n";
     assert!(craft(mixed, "t.toml").unwrap_err().to_string().contains("not both"));

@@ -1,8 +1,8 @@
 //! Truncated, overlong and lying-length inputs give typed errors, never panics;
 //! the fuzz corpus replays clean.
 
-use wire::packet::{Decoded, LinkType, decode};
 use wire::Error;
+use wire::packet::{Decoded, LinkType, decode};
 
 use crate::support::{unhex, vectors};
 
@@ -12,8 +12,16 @@ fn frames() -> Vec<(String, LinkType, Vec<u8>)> {
         .unwrap()
         .iter()
         .map(|v| {
-            let link = if v["linktype"].as_u64() == Some(1) { LinkType::Ethernet } else { LinkType::Infiniband };
-            (v["name"].as_str().unwrap().to_string(), link, unhex(v["hex"].as_str().unwrap()))
+            let link = if v["linktype"].as_u64() == Some(1) {
+                LinkType::Ethernet
+            } else {
+                LinkType::Infiniband
+            };
+            (
+                v["name"].as_str().unwrap().to_string(),
+                link,
+                unhex(v["hex"].as_str().unwrap()),
+            )
         })
         .collect()
 }
@@ -43,7 +51,11 @@ fn overlong_frames_are_typed_errors() {
 }
 
 fn find(name: &str) -> (LinkType, Vec<u8>) {
-    frames().into_iter().find(|(n, _, _)| n == name).map(|(_, l, f)| (l, f)).unwrap()
+    frames()
+        .into_iter()
+        .find(|(n, _, _)| n == name)
+        .map(|(_, l, f)| (l, f))
+        .unwrap()
 }
 
 #[test]
@@ -51,43 +63,99 @@ fn lying_lengths_are_typed_errors() {
     // IPv4 Total Length larger than the frame.
     let (l, mut f) = find("v4_rc_send_only");
     f[16] = 0x05; // total length 0x053c
-    assert!(matches!(decode(&f, l), Err(Error::BadLength { header: "IPv4", .. })), "{:?}", decode(&f, l));
+    assert!(
+        matches!(decode(&f, l), Err(Error::BadLength { header: "IPv4", .. })),
+        "{:?}",
+        decode(&f, l)
+    );
     // IPv4 Total Length shorter than the frame: the rest is trailing.
     let (l, mut f) = find("v4_rc_send_only");
     f[17] -= 4;
-    assert!(matches!(decode(&f, l), Err(Error::TrailingBytes { .. } | Error::BadLength { .. })), "{:?}", decode(&f, l));
+    assert!(
+        matches!(
+            decode(&f, l),
+            Err(Error::TrailingBytes { .. } | Error::BadLength { .. })
+        ),
+        "{:?}",
+        decode(&f, l)
+    );
     // UDP Length disagrees with the IP payload.
     let (l, mut f) = find("v4_rc_send_only");
     f[39] -= 4;
-    assert!(matches!(decode(&f, l), Err(Error::BadLength { header: "UDP", .. })), "{:?}", decode(&f, l));
+    assert!(
+        matches!(decode(&f, l), Err(Error::BadLength { header: "UDP", .. })),
+        "{:?}",
+        decode(&f, l)
+    );
     // IPv6 Payload Length too large.
     let (l, mut f) = find("v6_rc_send_only");
     f[18] = 0x40;
-    assert!(matches!(decode(&f, l), Err(Error::BadLength { header: "IPv6", .. })), "{:?}", decode(&f, l));
+    assert!(
+        matches!(decode(&f, l), Err(Error::BadLength { header: "IPv6", .. })),
+        "{:?}",
+        decode(&f, l)
+    );
     // GRH PayLen of RoCEv1 too large / too small.
     let (l, mut f) = find("v1_rc_send_only");
     f[19] += 8;
-    assert!(matches!(decode(&f, l), Err(Error::BadLength { header: "GRH", .. })), "{:?}", decode(&f, l));
+    assert!(
+        matches!(decode(&f, l), Err(Error::BadLength { header: "GRH", .. })),
+        "{:?}",
+        decode(&f, l)
+    );
     // LRH PktLen.
     let (l, mut f) = find("ib_local_rc_send_only");
     f[5] += 1;
-    assert!(matches!(decode(&f, l), Err(Error::BadLength { header: "LRH", .. })), "{:?}", decode(&f, l));
+    assert!(
+        matches!(decode(&f, l), Err(Error::BadLength { header: "LRH", .. })),
+        "{:?}",
+        decode(&f, l)
+    );
     // GRH PayLen inside a native IB global packet.
     let (l, mut f) = find("ib_global_rc_send_only");
     f[13] += 4;
-    assert!(matches!(decode(&f, l), Err(Error::BadLength { header: "GRH", .. })), "{:?}", decode(&f, l));
+    assert!(
+        matches!(decode(&f, l), Err(Error::BadLength { header: "GRH", .. })),
+        "{:?}",
+        decode(&f, l)
+    );
     // PadCnt larger than the payload (ACK carries none).
     let (l, mut f) = find("v4_rc_acknowledge");
     f[43] |= 0x30;
-    assert!(matches!(decode(&f, l), Err(Error::BadLength { .. })), "{:?}", decode(&f, l));
+    assert!(
+        matches!(decode(&f, l), Err(Error::BadLength { .. })),
+        "{:?}",
+        decode(&f, l)
+    );
     // IHL claiming options.
     let (l, mut f) = find("v4_rc_send_only");
     f[14] = 0x46;
-    assert!(matches!(decode(&f, l), Err(Error::BadField { header: "IPv4", field: "IHL", .. })), "{:?}", decode(&f, l));
+    assert!(
+        matches!(
+            decode(&f, l),
+            Err(Error::BadField {
+                header: "IPv4",
+                field: "IHL",
+                ..
+            })
+        ),
+        "{:?}",
+        decode(&f, l)
+    );
     // An opcode whose headers do not fit: READ_REQUEST needs a 16-byte RETH.
     let (l, mut f) = find("v4_rc_acknowledge");
     f[42] = 0x0c;
-    assert!(matches!(decode(&f, l), Err(Error::Truncated { header: "extended headers", .. })), "{:?}", decode(&f, l));
+    assert!(
+        matches!(
+            decode(&f, l),
+            Err(Error::Truncated {
+                header: "extended headers",
+                ..
+            })
+        ),
+        "{:?}",
+        decode(&f, l)
+    );
     // Errors read as sentences.
     let e = decode(&f, l).unwrap_err().to_string();
     assert!(e.starts_with("parse extended headers: truncated"), "{e}");

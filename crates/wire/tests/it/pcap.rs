@@ -3,8 +3,8 @@
 
 use std::borrow::Cow;
 
-use wire::pcap::{CaptureLink, CaptureReader, CaptureWriter, erf_header, erf_unwrap};
 use wire::LinkType;
+use wire::pcap::{CaptureLink, CaptureReader, CaptureWriter, erf_header, erf_unwrap};
 
 use crate::support::{hex, unhex, vectors, vectors_dir};
 
@@ -21,16 +21,30 @@ fn reference_pcaps_hold_the_vector_frames() {
             .unwrap();
         assert_eq!(rec.index, n);
         assert_eq!(hex(&rec.data), v["hex"].as_str().unwrap(), "{file} frame {n}");
-        let want = if v["linktype"].as_u64() == Some(1) { LinkType::Ethernet } else { LinkType::Infiniband };
+        let want = if v["linktype"].as_u64() == Some(1) {
+            LinkType::Ethernet
+        } else {
+            LinkType::Infiniband
+        };
         assert_eq!(rec.link, want);
         if let Some(e) = v.get("erf_header_hex") {
             // Our ERF header for the same timestamp and length is byte-identical.
-            assert_eq!(hex(&erf_header(rec.ts_ns, rec.data.len())), e.as_str().unwrap(), "{file} frame {n}");
+            assert_eq!(
+                hex(&erf_header(rec.ts_ns, rec.data.len())),
+                e.as_str().unwrap(),
+                "{file} frame {n}"
+            );
         }
     }
     // The DLT 247 copy holds the same frames as the ERF one.
-    let a: Vec<_> = CaptureReader::open(&vectors_dir().join("ib_native.pcap")).unwrap().map(|r| r.unwrap().data).collect();
-    let b: Vec<_> = CaptureReader::open(&vectors_dir().join("ib_native_linktype247.pcap")).unwrap().map(|r| r.unwrap().data).collect();
+    let a: Vec<_> = CaptureReader::open(&vectors_dir().join("ib_native.pcap"))
+        .unwrap()
+        .map(|r| r.unwrap().data)
+        .collect();
+    let b: Vec<_> = CaptureReader::open(&vectors_dir().join("ib_native_linktype247.pcap"))
+        .unwrap()
+        .map(|r| r.unwrap().data)
+        .collect();
     assert_eq!(a.len(), 6);
     assert_eq!(a, b);
 }
@@ -40,7 +54,12 @@ fn written_captures_read_back_for_every_link_type() {
     let dir = std::env::temp_dir().join(format!("wire-pcap-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let ib = unhex("10120001000700051100ffff00000011001234560d000007a2a6cbf7c74e");
-    for link in [CaptureLink::Ethernet, CaptureLink::IbErf, CaptureLink::IbUser0, CaptureLink::IbRaw] {
+    for link in [
+        CaptureLink::Ethernet,
+        CaptureLink::IbErf,
+        CaptureLink::IbUser0,
+        CaptureLink::IbRaw,
+    ] {
         let path = dir.join(format!("t{}.pcap", link.dlt()));
         let mut w = CaptureWriter::create(&path, link).unwrap();
         w.write(1_700_000_000_123_456_789, &ib).unwrap();
@@ -58,10 +77,10 @@ fn written_captures_read_back_for_every_link_type() {
 
 #[test]
 fn pcapng_is_read_with_per_interface_link_types() {
+    use pcap_file::DataLink;
+    use pcap_file::pcapng::PcapNgWriter;
     use pcap_file::pcapng::blocks::enhanced_packet::EnhancedPacketBlock;
     use pcap_file::pcapng::blocks::interface_description::InterfaceDescriptionBlock;
-    use pcap_file::pcapng::PcapNgWriter;
-    use pcap_file::DataLink;
 
     let dir = std::env::temp_dir().join(format!("wire-pcapng-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -74,7 +93,12 @@ fn pcapng_is_read_with_per_interface_link_types() {
         let f = std::fs::File::create(&path).unwrap();
         let mut w = PcapNgWriter::new(f).unwrap();
         for dl in [DataLink::ETHERNET, DataLink::ERF] {
-            w.write_pcapng_block(InterfaceDescriptionBlock { linktype: dl, snaplen: 65535, options: vec![] }).unwrap();
+            w.write_pcapng_block(InterfaceDescriptionBlock {
+                linktype: dl,
+                snaplen: 65535,
+                options: vec![],
+            })
+            .unwrap();
         }
         for (iface, data) in [(0u32, &eth), (1, &erf)] {
             w.write_pcapng_block(EnhancedPacketBlock {
@@ -105,5 +129,10 @@ fn bad_erf_records_are_typed_errors() {
     h.extend_from_slice(&[1, 2, 3, 4]);
     assert!(erf_unwrap(&h).unwrap_err().contains("type 7"));
     let missing = std::path::Path::new("/nonexistent/x.pcap");
-    assert!(CaptureReader::open(missing).unwrap_err().to_string().contains("/nonexistent/x.pcap"));
+    assert!(
+        CaptureReader::open(missing)
+            .unwrap_err()
+            .to_string()
+            .contains("/nonexistent/x.pcap")
+    );
 }

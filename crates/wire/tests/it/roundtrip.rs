@@ -5,7 +5,7 @@
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use wire::ib::aeth::Syndrome;
-use wire::ib::{aeth, atomic_ack_eth, atomic_eth, bth, deth, grh, ieth, immdt, lrh, reth, Opcode};
+use wire::ib::{Opcode, aeth, atomic_ack_eth, atomic_eth, bth, deth, grh, ieth, immdt, lrh, reth};
 use wire::mad::attr::{self, node_info, notice, port_info, sm_info, switch_info};
 use wire::mad::header::{self as madh, AttrId, Method, MgmtClass};
 use wire::mad::smp::{DrRoute, Route, Smp};
@@ -24,35 +24,61 @@ macro_rules! rt {
 }
 
 fn arb_lrh() -> impl Strategy<Value = lrh::Repr> {
-    (0u8..16, 0u8..16, 0u8..16, 0u8..4, any::<u16>(), any::<u16>(), 0u16..0x800).prop_map(|(vl, lver, sl, lnh, d, s, len)| lrh::Repr {
-        vl,
-        lver,
-        sl,
-        lnh: lrh::Lnh::from_bits(lnh),
-        dlid: Lid(d),
-        slid: Lid(s),
-        pkt_len: len,
-    })
+    (
+        0u8..16,
+        0u8..16,
+        0u8..16,
+        0u8..4,
+        any::<u16>(),
+        any::<u16>(),
+        0u16..0x800,
+    )
+        .prop_map(|(vl, lver, sl, lnh, d, s, len)| lrh::Repr {
+            vl,
+            lver,
+            sl,
+            lnh: lrh::Lnh::from_bits(lnh),
+            dlid: Lid(d),
+            slid: Lid(s),
+            pkt_len: len,
+        })
 }
 
 fn arb_grh() -> impl Strategy<Value = grh::Repr> {
-    (any::<u8>(), 0u32..0x100000, any::<u16>(), any::<u8>(), any::<u8>(), any::<[u8; 16]>(), any::<[u8; 16]>()).prop_map(
-        |(tclass, flow_label, payload_len, next_header, hop_limit, sgid, dgid)| grh::Repr {
-            ipver: 6,
-            tclass,
-            flow_label,
-            payload_len,
-            next_header,
-            hop_limit,
-            sgid,
-            dgid,
-        },
+    (
+        any::<u8>(),
+        0u32..0x100000,
+        any::<u16>(),
+        any::<u8>(),
+        any::<u8>(),
+        any::<[u8; 16]>(),
+        any::<[u8; 16]>(),
     )
+        .prop_map(
+            |(tclass, flow_label, payload_len, next_header, hop_limit, sgid, dgid)| grh::Repr {
+                ipver: 6,
+                tclass,
+                flow_label,
+                payload_len,
+                next_header,
+                hop_limit,
+                sgid,
+                dgid,
+            },
+        )
 }
 
 fn arb_bth() -> impl Strategy<Value = bth::Repr> {
-    (any::<u8>(), any::<[bool; 5]>(), 0u8..4, 0u8..16, any::<u16>(), 0u32..0x100_0000, 0u32..0x100_0000).prop_map(
-        |(op, f, pad_count, tver, pkey, dqpn, psn)| bth::Repr {
+    (
+        any::<u8>(),
+        any::<[bool; 5]>(),
+        0u8..4,
+        0u8..16,
+        any::<u16>(),
+        0u32..0x100_0000,
+        0u32..0x100_0000,
+    )
+        .prop_map(|(op, f, pad_count, tver, pkey, dqpn, psn)| bth::Repr {
             opcode: Opcode::from(op),
             se: f[0],
             migreq: f[1],
@@ -64,25 +90,37 @@ fn arb_bth() -> impl Strategy<Value = bth::Repr> {
             dqpn,
             ack_req: f[4],
             psn: Psn::new(psn),
-        },
-    )
+        })
 }
 
 fn arb_eth() -> impl Strategy<Value = ethernet::Repr> {
-    (any::<[u8; 6]>(), any::<[u8; 6]>(), proptest::option::of((0u8..8, any::<bool>(), 0u16..4096)), any::<u16>()).prop_map(
-        |(dst, src, vlan, et)| ethernet::Repr {
+    (
+        any::<[u8; 6]>(),
+        any::<[u8; 6]>(),
+        proptest::option::of((0u8..8, any::<bool>(), 0u16..4096)),
+        any::<u16>(),
+    )
+        .prop_map(|(dst, src, vlan, et)| ethernet::Repr {
             dst,
             src,
             vlan: vlan.map(|(pcp, dei, vid)| ethernet::VlanTag { pcp, dei, vid }),
             // 0x8100 as the inner EtherType would read back as a second tag.
             ethertype: if et == 0x8100 { 0x0800 } else { et },
-        },
-    )
+        })
 }
 
 fn arb_ipv4() -> impl Strategy<Value = ipv4::Repr> {
-    (0u8..64, 0u8..4, any::<u16>(), any::<bool>(), any::<u8>(), any::<u8>(), any::<[u8; 4]>(), any::<[u8; 4]>()).prop_map(
-        |(dscp, ecn, ident, dont_frag, ttl, protocol, src, dst)| ipv4::Repr {
+    (
+        0u8..64,
+        0u8..4,
+        any::<u16>(),
+        any::<bool>(),
+        any::<u8>(),
+        any::<u8>(),
+        any::<[u8; 4]>(),
+        any::<[u8; 4]>(),
+    )
+        .prop_map(|(dscp, ecn, ident, dont_frag, ttl, protocol, src, dst)| ipv4::Repr {
             dscp,
             ecn,
             ident,
@@ -92,32 +130,63 @@ fn arb_ipv4() -> impl Strategy<Value = ipv4::Repr> {
             src,
             dst,
             payload_len: 0,
-        },
-    )
+        })
 }
 
 fn arb_ipv6() -> impl Strategy<Value = ipv6::Repr> {
-    (any::<u8>(), 0u32..0x100000, any::<u8>(), any::<u8>(), any::<[u8; 16]>(), any::<[u8; 16]>()).prop_map(
-        |(traffic_class, flow_label, next_header, hop_limit, src, dst)| ipv6::Repr {
-            traffic_class,
-            flow_label,
-            next_header,
-            hop_limit,
-            src,
-            dst,
-            payload_len: 0,
-        },
+    (
+        any::<u8>(),
+        0u32..0x100000,
+        any::<u8>(),
+        any::<u8>(),
+        any::<[u8; 16]>(),
+        any::<[u8; 16]>(),
     )
+        .prop_map(
+            |(traffic_class, flow_label, next_header, hop_limit, src, dst)| ipv6::Repr {
+                traffic_class,
+                flow_label,
+                next_header,
+                hop_limit,
+                src,
+                dst,
+                payload_len: 0,
+            },
+        )
 }
 
 fn arb_ext(op: Opcode) -> impl Strategy<Value = ExtHeaders> {
     let l = op.layout().unwrap_or_default();
-    (any::<(u64, u32, u32)>(), any::<(u32, u32)>(), any::<(u64, u32, u64, u64)>(), any::<(u8, u32)>(), any::<u64>(), any::<u32>(), any::<u32>(), any::<[u8; 16]>())
+    (
+        any::<(u64, u32, u32)>(),
+        any::<(u32, u32)>(),
+        any::<(u64, u32, u64, u64)>(),
+        any::<(u8, u32)>(),
+        any::<u64>(),
+        any::<u32>(),
+        any::<u32>(),
+        any::<[u8; 16]>(),
+    )
         .prop_map(move |(r, d, a, ae, aa, im, ie, cnp)| ExtHeaders {
-            reth: l.reth.then_some(reth::Repr { va: r.0, rkey: r.1, dma_len: r.2 }),
-            deth: l.deth.then_some(deth::Repr { qkey: d.0, src_qp: d.1 & 0xff_ffff }),
-            atomic_eth: l.atomic_eth.then_some(atomic_eth::Repr { va: a.0, rkey: a.1, swap_add: a.2, compare: a.3 }),
-            aeth: l.aeth.then_some(aeth::Repr { syndrome: Syndrome::from_byte(ae.0), msn: ae.1 & 0xff_ffff }),
+            reth: l.reth.then_some(reth::Repr {
+                va: r.0,
+                rkey: r.1,
+                dma_len: r.2,
+            }),
+            deth: l.deth.then_some(deth::Repr {
+                qkey: d.0,
+                src_qp: d.1 & 0xff_ffff,
+            }),
+            atomic_eth: l.atomic_eth.then_some(atomic_eth::Repr {
+                va: a.0,
+                rkey: a.1,
+                swap_add: a.2,
+                compare: a.3,
+            }),
+            aeth: l.aeth.then_some(aeth::Repr {
+                syndrome: Syndrome::from_byte(ae.0),
+                msn: ae.1 & 0xff_ffff,
+            }),
             atomic_ack_eth: l.atomic_ack_eth.then_some(atomic_ack_eth::Repr { orig: aa }),
             immdt: l.immdt.then_some(immdt::Repr { imm: im }),
             ieth: l.ieth.then_some(ieth::Repr { rkey: ie }),
@@ -129,11 +198,21 @@ fn arb_encap() -> impl Strategy<Value = Encap> {
     prop_oneof![
         (arb_lrh(), proptest::option::of(arb_grh())).prop_map(|(lrh, grh)| Encap::Ib { lrh, grh }),
         (arb_eth(), arb_grh()).prop_map(|(eth, grh)| Encap::RoceV1 { eth, grh }),
-        (arb_eth(), prop_oneof![arb_ipv4().prop_map(IpRepr::V4), arb_ipv6().prop_map(IpRepr::V6)], any::<u16>(), any::<bool>())
+        (
+            arb_eth(),
+            prop_oneof![arb_ipv4().prop_map(IpRepr::V4), arb_ipv6().prop_map(IpRepr::V6)],
+            any::<u16>(),
+            any::<bool>()
+        )
             .prop_map(|(eth, ip, sport, csum)| Encap::RoceV2 {
                 eth,
                 ip,
-                udp: udp::Repr { src_port: sport, dst_port: 4791, payload_len: 0, checksum: csum as u16 },
+                udp: udp::Repr {
+                    src_port: sport,
+                    dst_port: 4791,
+                    payload_len: 0,
+                    checksum: csum as u16
+                },
             }),
     ]
 }
@@ -155,7 +234,14 @@ fn normalise(mut p: IbPacket<'_>, got: &IbPacket<'_>) -> bool {
             grh.payload_len = g2.payload_len;
             grh.next_header = g2.next_header;
         }
-        (Encap::RoceV2 { eth, ip, udp }, Encap::RoceV2 { eth: e2, ip: i2, udp: u2 }) => {
+        (
+            Encap::RoceV2 { eth, ip, udp },
+            Encap::RoceV2 {
+                eth: e2,
+                ip: i2,
+                udp: u2,
+            },
+        ) => {
             eth.ethertype = e2.ethertype;
             udp.payload_len = u2.payload_len;
             if udp.checksum != 0 {

@@ -9,8 +9,8 @@
 use wire::ib::Opcode;
 use wire::mad::attr::{NodeType, node_info};
 use wire::mad::header::{AttrId, Method};
-use wire::mad::smp::{DrRoute, DrStep, Route, Smp};
 use wire::mad::mad_packet;
+use wire::mad::smp::{DrRoute, DrStep, Route, Smp};
 use wire::packet::{Decoded, Encap, LinkType, decode};
 use wire::{Guid, Lid};
 
@@ -24,10 +24,30 @@ struct Node {
 
 fn fabric() -> Vec<Node> {
     vec![
-        Node { is_switch: false, ports: 1, guid: 0x10, links: vec![(1, 1, 1)] },
-        Node { is_switch: true, ports: 36, guid: 0x20, links: vec![(1, 0, 1), (5, 2, 2)] },
-        Node { is_switch: true, ports: 36, guid: 0x30, links: vec![(2, 1, 5), (7, 3, 1)] },
-        Node { is_switch: false, ports: 1, guid: 0x40, links: vec![(1, 2, 7)] },
+        Node {
+            is_switch: false,
+            ports: 1,
+            guid: 0x10,
+            links: vec![(1, 1, 1)],
+        },
+        Node {
+            is_switch: true,
+            ports: 36,
+            guid: 0x20,
+            links: vec![(1, 0, 1), (5, 2, 2)],
+        },
+        Node {
+            is_switch: true,
+            ports: 36,
+            guid: 0x30,
+            links: vec![(2, 1, 5), (7, 3, 1)],
+        },
+        Node {
+            is_switch: false,
+            ports: 1,
+            guid: 0x40,
+            links: vec![(1, 2, 7)],
+        },
     ]
 }
 
@@ -60,7 +80,9 @@ fn dr_get_node_info_crosses_two_switches_and_returns() {
     let f = fabric();
     let dr = DrRoute::new(&[1, 5, 7]).unwrap();
     let mut smp = Smp::get(AttrId::NodeInfo, 0, 0x42, Route::Directed(dr));
-    let Route::Directed(r) = &mut smp.route else { unreachable!() };
+    let Route::Directed(r) = &mut smp.route else {
+        unreachable!()
+    };
     let mut at = 0usize;
     let mut step = r.originate(f[0].ports);
     let mut hops = 0;
@@ -75,7 +97,9 @@ fn dr_get_node_info_crosses_two_switches_and_returns() {
                 at = next;
                 in_port = next_port;
                 hops += 1;
-                let Route::Directed(r) = &mut smp.route else { unreachable!() };
+                let Route::Directed(r) = &mut smp.route else {
+                    unreachable!()
+                };
                 step = r.receive(in_port, f[at].is_switch, f[at].ports);
             }
             DrStep::Deliver => break,
@@ -98,7 +122,9 @@ fn dr_get_node_info_crosses_two_switches_and_returns() {
     ni.to_bytes(&mut data).unwrap();
     smp = smp.into_response(0, data);
     assert_eq!(smp.method, Method::GetResp);
-    let Route::Directed(r) = &mut smp.route else { unreachable!() };
+    let Route::Directed(r) = &mut smp.route else {
+        unreachable!()
+    };
     step = r.respond(f[at].ports);
     loop {
         match step {
@@ -106,7 +132,9 @@ fn dr_get_node_info_crosses_two_switches_and_returns() {
                 let (_, next, next_port) = *f[at].links.iter().find(|l| l.0 == p).expect("cabled port");
                 smp = unwire(&wire_hop(&smp));
                 at = next;
-                let Route::Directed(r) = &mut smp.route else { unreachable!() };
+                let Route::Directed(r) = &mut smp.route else {
+                    unreachable!()
+                };
                 step = r.receive(next_port, f[at].is_switch, f[at].ports);
             }
             DrStep::Deliver => break,
@@ -128,5 +156,8 @@ fn dr_smp_through_a_ca_is_discarded() {
     let mut r = DrRoute::new(&[1, 1, 1]).unwrap();
     assert_eq!(r.originate(f[0].ports), DrStep::Forward(1));
     assert_eq!(r.receive(1, true, 36), DrStep::Forward(1)); // S1 sends back to the SM CA
-    assert!(matches!(r.receive(1, false, 1), DrStep::Discard(_)), "a CA does not forward");
+    assert!(
+        matches!(r.receive(1, false, 1), DrStep::Discard(_)),
+        "a CA does not forward"
+    );
 }

@@ -17,9 +17,17 @@ const USER0_UAT: &str = r#"uat:user_dlts:"User 0 (DLT=147)","infiniband","0","",
 
 fn tshark(pcap: &Path, extra: &[&str]) -> std::process::Output {
     let mut c = Command::new("tshark");
-    c.arg("-r").arg(pcap).args(["--disable-protocol", "rpcordma", "-o", "ip.check_checksum:TRUE", "-o", "udp.check_checksum:TRUE"]);
+    c.arg("-r").arg(pcap).args([
+        "--disable-protocol",
+        "rpcordma",
+        "-o",
+        "ip.check_checksum:TRUE",
+        "-o",
+        "udp.check_checksum:TRUE",
+    ]);
     c.args(extra);
-    c.output().expect("tshark runs (Debian package tshark; installed by scripts/test)")
+    c.output()
+        .expect("tshark runs (Debian package tshark; installed by scripts/test)")
 }
 
 fn flatten(v: &Value, out: &mut BTreeMap<String, Value>) {
@@ -71,8 +79,12 @@ impl Cmp<'_> {
     }
     /// Our value must equal tshark's field (which must exist).
     fn eq(&mut self, field: &str, ours: Option<&Val>) {
-        let Some(ours) = ours else { panic!("{}: we have no value to compare with {field}", self.what) };
-        let t = self.tstr(field).unwrap_or_else(|| panic!("{}: tshark shows no {field}", self.what));
+        let Some(ours) = ours else {
+            panic!("{}: we have no value to compare with {field}", self.what)
+        };
+        let t = self
+            .tstr(field)
+            .unwrap_or_else(|| panic!("{}: tshark shows no {field}", self.what));
         match ours {
             Val::S(s) => assert_eq!(t.to_lowercase(), s.to_lowercase(), "{}: {field}", self.what),
             v => assert_eq!(num(&t), our_num(v), "{}: {field}: tshark {t:?}, ours {v:?}", self.what),
@@ -80,7 +92,9 @@ impl Cmp<'_> {
         self.checked += 1;
     }
     fn eq_num(&mut self, field: &str, ours: u128) {
-        let t = self.tstr(field).unwrap_or_else(|| panic!("{}: tshark shows no {field}", self.what));
+        let t = self
+            .tstr(field)
+            .unwrap_or_else(|| panic!("{}: tshark shows no {field}", self.what));
         assert_eq!(num(&t), Some(ours), "{}: {field}: tshark {t:?}", self.what);
         self.checked += 1;
     }
@@ -156,7 +170,12 @@ fn compare(c: &mut Cmp<'_>, o: &Obj) {
         }
     }
     if let Some(u) = Cmp::obj(o, "udp") {
-        for (t, k) in [("udp.srcport", "srcport"), ("udp.dstport", "dstport"), ("udp.length", "length"), ("udp.checksum", "checksum")] {
+        for (t, k) in [
+            ("udp.srcport", "srcport"),
+            ("udp.dstport", "dstport"),
+            ("udp.length", "length"),
+            ("udp.checksum", "checksum"),
+        ] {
             c.eq(t, u.get(k));
         }
         let want = match u.get("checksum_status") {
@@ -174,7 +193,16 @@ fn compare(c: &mut Cmp<'_>, o: &Obj) {
         }
     }
     if let Some(g) = Cmp::obj(o, "grh") {
-        for k in ["ipver", "tclass", "flowlabel", "paylen", "nxthdr", "hoplmt", "sgid", "dgid"] {
+        for k in [
+            "ipver",
+            "tclass",
+            "flowlabel",
+            "paylen",
+            "nxthdr",
+            "hoplmt",
+            "sgid",
+            "dgid",
+        ] {
             c.eq(&format!("infiniband.grh.{k}"), g.get(k));
         }
     }
@@ -187,8 +215,18 @@ fn compare(c: &mut Cmp<'_>, o: &Obj) {
         if r.len() == 2 {
             let byte = num(&format!("0x{r}")).unwrap();
             c.checked += 1;
-            assert_eq!((byte >> 7) & 1, our_num(b.get("fecn").unwrap()).unwrap(), "{}: fecn", c.what);
-            assert_eq!((byte >> 6) & 1, our_num(b.get("becn").unwrap()).unwrap(), "{}: becn", c.what);
+            assert_eq!(
+                (byte >> 7) & 1,
+                our_num(b.get("fecn").unwrap()).unwrap(),
+                "{}: fecn",
+                c.what
+            );
+            assert_eq!(
+                (byte >> 6) & 1,
+                our_num(b.get("becn").unwrap()).unwrap(),
+                "{}: becn",
+                c.what
+            );
         }
     }
     if let Some(x) = Cmp::obj(o, "reth") {
@@ -227,9 +265,17 @@ fn compare(c: &mut Cmp<'_>, o: &Obj) {
         if let (Some(Val::S(p)), Some(Val::S(pad))) = (o.get("payload"), o.get("pad")) {
             if !p.is_empty() {
                 // data.data includes the pad bytes.
-                c.eq("data.data", Some(&Val::S(
-                    format!("{p}{pad}").as_bytes().chunks(2).map(|x| std::str::from_utf8(x).unwrap()).collect::<Vec<_>>().join(":"),
-                )));
+                c.eq(
+                    "data.data",
+                    Some(&Val::S(
+                        format!("{p}{pad}")
+                            .as_bytes()
+                            .chunks(2)
+                            .map(|x| std::str::from_utf8(x).unwrap())
+                            .collect::<Vec<_>>()
+                            .join(":"),
+                    )),
+                );
             }
         }
     }
@@ -247,8 +293,14 @@ fn compare(c: &mut Cmp<'_>, o: &Obj) {
 }
 
 /// PortInfo/SwitchInfo fields tshark 4.0 does not show (IBA 1.2+ additions).
-const TSHARK_LACKS: &[&str] =
-    &["mcast_pkey_trap_suppression", "capability_mask2", "link_speed_ext_active", "link_speed_ext_supported", "link_speed_ext_enabled", "multicast_fdb_top"];
+const TSHARK_LACKS: &[&str] = &[
+    "mcast_pkey_trap_suppression",
+    "capability_mask2",
+    "link_speed_ext_active",
+    "link_speed_ext_supported",
+    "link_speed_ext_enabled",
+    "multicast_fdb_top",
+];
 
 fn tshark_attr_name(ours: &str) -> String {
     match ours {
@@ -288,10 +340,16 @@ fn compare_mad(c: &mut Cmp<'_>, m: &Obj) {
         c.eq("infiniband.smpdirected.hopcount", d.get("hop_cnt"));
         c.eq("infiniband.smpdirected.drslid", d.get("dr_slid"));
         c.eq("infiniband.smpdirected.drdlid", d.get("dr_dlid"));
-        for (t, k) in [("infiniband.smpdirected.initialpath", "initial_path"), ("infiniband.smpdirected.returnpath", "return_path")] {
+        for (t, k) in [
+            ("infiniband.smpdirected.initialpath", "initial_path"),
+            ("infiniband.smpdirected.returnpath", "return_path"),
+        ] {
             let ours = ulist(d.get(k));
             let theirs = c.tstr(t).unwrap();
-            let bytes: Vec<u128> = theirs.split(':').map(|x| u128::from_str_radix(x, 16).unwrap()).collect();
+            let bytes: Vec<u128> = theirs
+                .split(':')
+                .map(|x| u128::from_str_radix(x, 16).unwrap())
+                .collect();
             assert_eq!(&bytes[..ours.len()], &ours[..], "{}: {t}", c.what);
             c.checked += 1;
         }
@@ -309,27 +367,58 @@ fn compare_mad(c: &mut Cmp<'_>, m: &Obj) {
                 return;
             }
             "LinearForwardingTable" => {
-                assert_eq!(c.list("infiniband.linearforwardingtable.port"), ulist(a.get("ports")), "{}", c.what);
+                assert_eq!(
+                    c.list("infiniband.linearforwardingtable.port"),
+                    ulist(a.get("ports")),
+                    "{}",
+                    c.what
+                );
                 c.checked += 64;
                 return;
             }
             "P_KeyTable" => {
                 let ours = ulist(a.get("pkeys"));
-                assert_eq!(c.list("infiniband.p_keytable.p_keybase"), ours.iter().map(|p| p & 0x7fff).collect::<Vec<_>>(), "{}", c.what);
-                assert_eq!(c.list("infiniband.p_keytable.membershiptype"), ours.iter().map(|p| p >> 15).collect::<Vec<_>>(), "{}", c.what);
+                assert_eq!(
+                    c.list("infiniband.p_keytable.p_keybase"),
+                    ours.iter().map(|p| p & 0x7fff).collect::<Vec<_>>(),
+                    "{}",
+                    c.what
+                );
+                assert_eq!(
+                    c.list("infiniband.p_keytable.membershiptype"),
+                    ours.iter().map(|p| p >> 15).collect::<Vec<_>>(),
+                    "{}",
+                    c.what
+                );
                 c.checked += 64;
                 return;
             }
             "SLtoVLMappingTable" => {
                 let ours = ulist(a.get("vl"));
-                assert_eq!(c.list("infiniband.sltovlmappingtable.sltovlhighbits"), ours.iter().step_by(2).copied().collect::<Vec<_>>());
-                assert_eq!(c.list("infiniband.sltovlmappingtable.sltovllowbits"), ours.iter().skip(1).step_by(2).copied().collect::<Vec<_>>());
+                assert_eq!(
+                    c.list("infiniband.sltovlmappingtable.sltovlhighbits"),
+                    ours.iter().step_by(2).copied().collect::<Vec<_>>()
+                );
+                assert_eq!(
+                    c.list("infiniband.sltovlmappingtable.sltovllowbits"),
+                    ours.iter().skip(1).step_by(2).copied().collect::<Vec<_>>()
+                );
                 c.checked += 16;
                 return;
             }
             "VLArbitrationTable" => {
-                assert_eq!(c.list("infiniband.vlarbitrationtable.vl"), ulist(a.get("vl")), "{}", c.what);
-                assert_eq!(c.list("infiniband.vlarbitrationtable.weight"), ulist(a.get("weight")), "{}", c.what);
+                assert_eq!(
+                    c.list("infiniband.vlarbitrationtable.vl"),
+                    ulist(a.get("vl")),
+                    "{}",
+                    c.what
+                );
+                assert_eq!(
+                    c.list("infiniband.vlarbitrationtable.weight"),
+                    ulist(a.get("weight")),
+                    "{}",
+                    c.what
+                );
                 c.checked += 64;
                 return;
             }
@@ -400,9 +489,18 @@ fn check_spec(spec: &Path, out: &Path, link: Option<CaptureLink>, extra: &[&str]
     let mut args = extra.to_vec();
     args.extend(["-q", "-z", "expert"]);
     let e = tshark(out, &args);
-    assert!(e.status.success(), "{}: tshark failed: {}", spec.display(), String::from_utf8_lossy(&e.stderr));
+    assert!(
+        e.status.success(),
+        "{}: tshark failed: {}",
+        spec.display(),
+        String::from_utf8_lossy(&e.stderr)
+    );
     let expert = String::from_utf8_lossy(&e.stdout);
-    assert!(expert.trim().is_empty(), "{}: tshark expert info:\n{expert}", spec.display());
+    assert!(
+        expert.trim().is_empty(),
+        "{}: tshark expert info:\n{expert}",
+        spec.display()
+    );
     let mut args = extra.to_vec();
     args.extend(["-T", "json", "--no-duplicate-keys"]);
     let j = tshark(out, &args);
@@ -415,10 +513,17 @@ fn check_spec(spec: &Path, out: &Path, link: Option<CaptureLink>, extra: &[&str]
         let mut t = BTreeMap::new();
         flatten(&p["_source"]["layers"], &mut t);
         let what = format!("{} packet {}", spec.display(), i + 1);
-        assert!(!t.contains_key("_ws.malformed") && !t.contains_key("_ws.expert"), "{what}: tshark flags it");
+        assert!(
+            !t.contains_key("_ws.malformed") && !t.contains_key("_ws.expert"),
+            "{what}: tshark flags it"
+        );
         let d = wire::decode(frame, crafted.link.frame_link()).unwrap();
         let o = describe(&d);
-        let mut c = Cmp { t: &t, what, checked: 0 };
+        let mut c = Cmp {
+            t: &t,
+            what,
+            checked: 0,
+        };
         let protos = c.tstr("frame.protocols").unwrap();
         match o.get("kind") {
             Some(Val::S(k)) if k == "mac_control" => {
@@ -479,7 +584,12 @@ tshark_examples! {
 fn tshark_decodes_native_ib_written_as_dlt_147() {
     for name in ["ib_native.toml", "ib_smp.toml"] {
         let out = tmp(&format!("user0-{name}.pcap"));
-        let (n, _) = check_spec(&examples_dir().join(name), &out, Some(CaptureLink::IbUser0), &["-o", USER0_UAT]);
+        let (n, _) = check_spec(
+            &examples_dir().join(name),
+            &out,
+            Some(CaptureLink::IbUser0),
+            &["-o", USER0_UAT],
+        );
         assert!(n >= 6);
     }
 }
@@ -497,14 +607,21 @@ fn tshark_reads_the_reference_vectors_like_we_do() {
         let path = crate::support::vectors_dir().join(file);
         let j = tshark(&path, &["-T", "json", "--no-duplicate-keys"]);
         let json: Value = serde_json::from_slice(&j.stdout).unwrap();
-        let recs: Vec<_> = wire::pcap::CaptureReader::open(&path).unwrap().map(|r| r.unwrap()).collect();
+        let recs: Vec<_> = wire::pcap::CaptureReader::open(&path)
+            .unwrap()
+            .map(|r| r.unwrap())
+            .collect();
         assert_eq!(json.as_array().unwrap().len(), recs.len());
         for (p, r) in json.as_array().unwrap().iter().zip(&recs) {
             let mut t = BTreeMap::new();
             flatten(&p["_source"]["layers"], &mut t);
             let d = wire::decode(&r.data, link.frame_link()).unwrap();
             let o = describe(&d);
-            let mut c = Cmp { t: &t, what: format!("{file} frame {}", r.index), checked: 0 };
+            let mut c = Cmp {
+                t: &t,
+                what: format!("{file} frame {}", r.index),
+                checked: 0,
+            };
             compare(&mut c, &o);
             assert!(c.checked >= 10);
         }

@@ -31,17 +31,34 @@ fn every_vector_decodes_checks_and_reemits() {
             x => panic!("{name}: linktype {x}"),
         };
         let d = decode(&frame, link).unwrap_or_else(|e| panic!("{name}: {e}"));
-        let Decoded::Ib { packet, pad, checks } = d else { panic!("{name}: not IB: {d:?}") };
+        let Decoded::Ib { packet, pad, checks } = d else {
+            panic!("{name}: not IB: {d:?}")
+        };
         // ICRC verdict and value.
         let icrc = &v["icrc"];
-        assert_eq!(checks.icrc.computed as u64, hexint(&icrc["value"]), "{name}: icrc value");
-        assert_eq!(checks.icrc.ok(), icrc["valid"].as_bool().unwrap(), "{name}: icrc verdict");
+        assert_eq!(
+            checks.icrc.computed as u64,
+            hexint(&icrc["value"]),
+            "{name}: icrc value"
+        );
+        assert_eq!(
+            checks.icrc.ok(),
+            icrc["valid"].as_bool().unwrap(),
+            "{name}: icrc verdict"
+        );
         if !checks.icrc.ok() {
             bad_seen += 1;
-            assert_eq!(hex(&checks.icrc.found.to_le_bytes()), icrc["found_on_wire_hex"].as_str().unwrap());
+            assert_eq!(
+                hex(&checks.icrc.found.to_le_bytes()),
+                icrc["found_on_wire_hex"].as_str().unwrap()
+            );
             continue;
         }
-        assert_eq!(hex(&checks.icrc.found.to_le_bytes()), icrc["wire_hex"].as_str().unwrap(), "{name}");
+        assert_eq!(
+            hex(&checks.icrc.found.to_le_bytes()),
+            icrc["wire_hex"].as_str().unwrap(),
+            "{name}"
+        );
         if let Some(vc) = v.get("vcrc") {
             let c = checks.vcrc.expect("vcrc");
             assert!(c.ok(), "{name}: vcrc");
@@ -50,12 +67,20 @@ fn every_vector_decodes_checks_and_reemits() {
             assert!(checks.vcrc.is_none());
         }
         assert!(checks.all_ok(), "{name}: {checks:?}");
-        assert_eq!(packet.encap.name(), v["encapsulation"].as_str().unwrap(), "{name}: encapsulation");
+        assert_eq!(
+            packet.encap.name(),
+            v["encapsulation"].as_str().unwrap(),
+            "{name}: encapsulation"
+        );
         // Transport fields.
         let e = &v["expected"];
         let b = &packet.bth;
         assert_eq!(u8::from(b.opcode) as u64, u(&e["opcode"]), "{name}: opcode");
-        assert_eq!(b.opcode.name(), e["opcode_name"].as_str().unwrap(), "{name}: opcode name");
+        assert_eq!(
+            b.opcode.name(),
+            e["opcode_name"].as_str().unwrap(),
+            "{name}: opcode name"
+        );
         assert_eq!(b.se as u64, u(&e["se"]), "{name}: se");
         assert_eq!(b.migreq as u64, u(&e["migreq"]), "{name}: migreq");
         assert_eq!(b.pad_count as u64, u(&e["padcnt"]), "{name}: padcnt");
@@ -66,27 +91,43 @@ fn every_vector_decodes_checks_and_reemits() {
         assert_eq!(b.dqpn as u64, u(&e["dqpn"]), "{name}: dqpn");
         assert_eq!(b.ack_req as u64, u(&e["ackreq"]), "{name}");
         assert_eq!(b.psn.value() as u64, u(&e["psn"]), "{name}: psn");
-        assert_eq!(hex(packet.payload), e["payload_hex"].as_str().unwrap(), "{name}: payload");
+        assert_eq!(
+            hex(packet.payload),
+            e["payload_hex"].as_str().unwrap(),
+            "{name}: payload"
+        );
         assert_eq!(pad.len() as u64, u(&e["pad_bytes"]), "{name}: pad");
         let x = &packet.ext;
         match e.get("reth") {
             Some(r) => {
                 let h = x.reth.expect("reth");
-                assert_eq!((h.va, h.rkey as u64, h.dma_len as u64), (u(&r["va"]), u(&r["rkey"]), u(&r["dmalen"])), "{name}");
+                assert_eq!(
+                    (h.va, h.rkey as u64, h.dma_len as u64),
+                    (u(&r["va"]), u(&r["rkey"]), u(&r["dmalen"])),
+                    "{name}"
+                );
             }
             None => assert!(x.reth.is_none(), "{name}"),
         }
         match e.get("aeth") {
             Some(r) => {
                 let h = x.aeth.expect("aeth");
-                assert_eq!((h.syndrome.to_byte() as u64, h.msn as u64), (u(&r["syndrome"]), u(&r["msn"])), "{name}");
+                assert_eq!(
+                    (h.syndrome.to_byte() as u64, h.msn as u64),
+                    (u(&r["syndrome"]), u(&r["msn"])),
+                    "{name}"
+                );
             }
             None => assert!(x.aeth.is_none(), "{name}"),
         }
         match e.get("deth") {
             Some(r) => {
                 let h = x.deth.expect("deth");
-                assert_eq!((h.qkey as u64, h.src_qp as u64), (u(&r["qkey"]), u(&r["srcqp"])), "{name}");
+                assert_eq!(
+                    (h.qkey as u64, h.src_qp as u64),
+                    (u(&r["qkey"]), u(&r["srcqp"])),
+                    "{name}"
+                );
             }
             None => assert!(x.deth.is_none(), "{name}"),
         }
@@ -109,7 +150,11 @@ fn every_vector_decodes_checks_and_reemits() {
             Some(r) => assert_eq!(x.atomic_ack_eth.expect("atomicacketh").orig, u(&r["orig"]), "{name}"),
             None => assert!(x.atomic_ack_eth.is_none(), "{name}"),
         }
-        assert_eq!(x.cnp_reserved.is_some(), e.get("cnp_reserved_16_bytes").is_some(), "{name}");
+        assert_eq!(
+            x.cnp_reserved.is_some(),
+            e.get("cnp_reserved_16_bytes").is_some(),
+            "{name}"
+        );
         // Outer fields.
         let o = &v["outer"];
         match &packet.encap {
@@ -117,7 +162,9 @@ fn every_vector_decodes_checks_and_reemits() {
                 assert_eq!(udp.src_port as u64, u(&o["udp_sport"]), "{name}");
                 assert_eq!(udp.dst_port, 4791);
                 match &o["udp_checksum"] {
-                    Value::String(s) if s == "computed" => assert_eq!(checks.udp_checksum, wire::packet::UdpChecksum::Valid, "{name}"),
+                    Value::String(s) if s == "computed" => {
+                        assert_eq!(checks.udp_checksum, wire::packet::UdpChecksum::Valid, "{name}")
+                    }
                     z => {
                         assert_eq!(u(z), 0);
                         assert_eq!(checks.udp_checksum, wire::packet::UdpChecksum::Absent, "{name}")
@@ -164,7 +211,11 @@ fn every_vector_decodes_checks_and_reemits() {
         // The ICRC input the recipe lists equals our masked input (checked through the CRC
         // of that input, which must equal our computed value).
         let input = unhex(icrc["crc_input_hex"].as_str().unwrap());
-        assert_eq!(crc32fast::hash(&input), checks.icrc.computed, "{name}: crc of listed input");
+        assert_eq!(
+            crc32fast::hash(&input),
+            checks.icrc.computed,
+            "{name}: crc of listed input"
+        );
         // Re-emit byte-identical.
         let mut out = vec![0xa5u8; packet.buffer_len()];
         let n = packet.emit(&mut out).unwrap_or_else(|e| panic!("{name}: emit: {e}"));
