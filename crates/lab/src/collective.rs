@@ -391,20 +391,6 @@ impl Schedule {
         Ok(())
     }
 
-    /// Total ranks.
-    pub fn nranks(&self) -> u32 {
-        self.nodes * self.gpus
-    }
-
-    /// Bytes that cross the network.
-    pub fn network_bytes(&self) -> u64 {
-        self.transfers
-            .iter()
-            .filter(|t| matches!(t.via, Via::Rail(_)))
-            .map(|t| t.bytes)
-            .sum()
-    }
-
     /// Contention-free completion time: every transfer starts when its dependencies
     /// are delivered and its sender's port for that hop kind is free, and takes
     /// `latency + bytes / bandwidth`, ports serving in order of readiness. The fabric

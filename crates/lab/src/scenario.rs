@@ -224,7 +224,7 @@ impl Scenario {
                     senders: 16,
                     bytes: 4 << 20,
                 }),
-                background_tcp_load: 0.1,
+                background_tcp_load: 0.0,
             },
             variants: vec![
                 Variant {
@@ -376,6 +376,16 @@ impl Scenario {
                 format!("{} is outside [0, 1)", w.background_tcp_load),
             );
         }
+        // Refuse rather than ignore: a load the run would not apply must not look applied.
+        if w.background_tcp_load != 0.0 {
+            return bad(
+                "workload.background_tcp_load",
+                format!(
+                    "{}: background TCP is not modelled yet; set 0 (the default)",
+                    w.background_tcp_load
+                ),
+            );
+        }
         if let Some(i) = &w.incast {
             if i.senders < 1 || i.bytes == 0 {
                 return bad(
@@ -483,8 +493,8 @@ pub const FIELDS: &[(&str, &str, &str)] = &[
     ("workload.incast.bytes", "bytes", "bytes each incast sender writes"),
     (
         "workload.background_tcp_load",
-        "fraction 0–1, default 0",
-        "lossy TCP load per NIC on converged Ethernet variants",
+        "0 (only value accepted so far)",
+        "lossy TCP load per NIC on converged Ethernet variants; not modelled yet, so non-zero is refused",
     ),
     ("variants[].id", "string", "short unique id used in results.json"),
     ("variants[].label", "string", "human label"),
@@ -559,6 +569,14 @@ mod tests {
         let text = s.to_toml().replace("dcqcn = \"nvidia-cx\"", "dcqcn = \"nvidia\"");
         let e = Scenario::from_toml(&text, "bad.toml").unwrap_err().to_string();
         assert!(e.contains("fabric.dcqcn") && e.contains("unknown profile"), "{e}");
+        let text = s
+            .to_toml()
+            .replace("background_tcp_load = 0.0", "background_tcp_load = 0.1");
+        let e = Scenario::from_toml(&text, "bad.toml").unwrap_err().to_string();
+        assert!(
+            e.contains("workload.background_tcp_load") && e.contains("not modelled"),
+            "{e}"
+        );
         let e = Scenario::from_toml("\u{0}\u{1}garbage", "g.toml")
             .unwrap_err()
             .to_string();
