@@ -520,6 +520,21 @@ fn run_workload(
     })
 }
 
+/// Close an InfiniBand run (stalls accounted, the ledger checked) and count it.
+fn ib_world_stats(sim: &mut Sim) -> Result<WorldStats, RunError> {
+    sim.finish();
+    sim.check_ledger()?;
+    let st = sim.stats();
+    Ok(WorldStats {
+        delivered: sim.ledger().delivered,
+        drops: sim.ledger().total_dropped(),
+        events: st.events,
+        hops: st.hops,
+        sim_us: sim.now().0 as f64 / 1e6,
+        ..WorldStats::default()
+    })
+}
+
 /// Sampling period of the incast's time series.
 const SAMPLE_PS: u64 = 2_000_000;
 
@@ -660,29 +675,19 @@ fn run_ib(
             },
         )?;
         let out = run_job(&mut IbNet::new(&mut sim), &nics, job, nvl)?;
-        sim.finish();
-        sim.check_ledger()?;
-        let st = sim.stats();
-        let w = WorldStats {
-            delivered: sim.ledger().delivered,
-            drops: sim.ledger().total_dropped(),
-            events: st.events,
-            hops: st.hops,
-            sim_us: sim.now().0 as f64 / 1e6,
-            // InfiniBand has no PFC: its pause series is flat, which is the point
-            series: if incast {
-                vec![
-                    ib_buffer_series(&sim, f),
-                    TimeSeries {
-                        name: PAUSE_SERIES.into(),
-                        unit: "ports paused".into(),
-                        points: vec![(0.0, 0.0), (sim.now().0 as f64 / 1e6, 0.0)],
-                    },
-                ]
-            } else {
-                Vec::new()
-            },
-            ..WorldStats::default()
+        let mut w = ib_world_stats(&mut sim)?;
+        // InfiniBand has no PFC: its pause series is flat, which is the point
+        w.series = if incast {
+            vec![
+                ib_buffer_series(&sim, f),
+                TimeSeries {
+                    name: PAUSE_SERIES.into(),
+                    unit: "ports paused".into(),
+                    points: vec![(0.0, 0.0), (sim.now().0 as f64 / 1e6, 0.0)],
+                },
+            ]
+        } else {
+            Vec::new()
         };
         Ok((out, w))
     };
@@ -736,18 +741,7 @@ fn run_ipoib(
             },
         )?;
         let out = run_job(&mut crate::runner::IpoibNet::new(&mut sim, cfg), &nics, job, nvl)?;
-        sim.finish();
-        sim.check_ledger()?;
-        let st = sim.stats();
-        let w = WorldStats {
-            delivered: sim.ledger().delivered,
-            drops: sim.ledger().total_dropped(),
-            events: st.events,
-            hops: st.hops,
-            sim_us: sim.now().0 as f64 / 1e6,
-            ..WorldStats::default()
-        };
-        Ok((out, w))
+        Ok((out, ib_world_stats(&mut sim)?))
     };
     let bring_up = format!(
         "SM: engine {}; IPoIB connected mode (IP MTU {}), TCP through the kernel: {:.3} ns/B to send, {:.3} ns/B to receive, {} ns per system call",
