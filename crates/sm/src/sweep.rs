@@ -879,9 +879,11 @@ impl SubnetManager {
                 }
             }
         }
-        // 2. LFT blocks that changed since this SM's last sweep, block-major across
-        // switches as OpenSM does, then SL2VL tables when several VLs are in use; both
-        // produced as the window opens (millions of blocks on a large fabric).
+        // 2. LFT blocks that changed since this SM's last sweep, then SL2VL tables when
+        // several VLs are in use, produced as the window opens (millions of blocks on a
+        // large fabric). Blocks go block-major across groups of `max_in_flight`
+        // switches: like OpenSM's block-major pipelining no switch has two blocks in
+        // flight, and a group's tables stay in cache while they are read.
         let switches: Vec<usize> = (0..nodes.len())
             .filter(|&i| nodes[i].kind == NodeKind::Switch)
             .collect();
@@ -908,14 +910,16 @@ impl SubnetManager {
             d
         };
         let blocks = (max_lid as usize / attr::lft::BLOCK) + 1;
-        let (mut b, mut k) = (0usize, 0usize);
+        let group = self.opts.max_in_flight.max(1);
+        // Cursor: group start, block, switch (index into `switches`).
+        let (mut g0, mut b, mut k) = (0usize, 0usize, 0usize);
         let (mut sent, mut unchanged, mut changed) = (0u64, 0u64, 0u64);
         // SL2VL cursor: (switch, input port, output port).
         let (mut sk, mut si, mut so) = (0usize, 0usize, 0usize);
         let mut sl2vl_sent = 0u64;
         let mut feed = |sm: &mut SubnetManager, x: &mut Exchange| {
             let mut queued = 0;
-            while b < blocks && !switches.is_empty() && queued < FEED_BATCH {
+            while g0 < switches.len() && queued < FEED_BATCH {
                 let i = switches[k];
                 let lo = b * attr::lft::BLOCK;
                 let d = block_of(&t.lft[i].ports, lo);
@@ -936,9 +940,13 @@ impl SubnetManager {
                     sm.enqueue(x, Req::Set, path, Method::Set, AttrId::LinearFwdTable, b as u32, d);
                 }
                 k += 1;
-                if k == switches.len() {
-                    k = 0;
+                if k == switches.len().min(g0 + group) {
+                    k = g0;
                     b += 1;
+                    if b == blocks {
+                        (g0, b) = (g0 + group, 0);
+                        k = g0;
+                    }
                 }
             }
             let Some(s2v) = &t.sl2vl else { return };

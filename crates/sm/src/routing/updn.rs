@@ -72,21 +72,41 @@ struct Ranked {
     up: Vec<Hop>,
     dn_off: Vec<u32>,
     dn: Vec<Hop>,
+    /// Switches with the same sequence of up (down) neighbours share a class: towards
+    /// any d they get the same distance and their candidates sit at the same places in
+    /// their up (down) lists, so both are worked out once per class and destination.
+    ucls: Vec<u32>,
+    dcls: Vec<u32>,
+    /// Per up class: the destination pass its reach and candidates are for,
+    /// the reach, and its candidates as positions `cpos[at..at + len]` in the up list.
+    u_pass: Vec<u32>,
+    u_reach: Vec<u32>,
+    u_cpass: Vec<u32>,
+    u_cand: Vec<(u32, u32)>,
+    /// Per down class: the pass its candidates are for, and their positions.
+    d_cpass: Vec<u32>,
+    d_cand: Vec<(u32, u32)>,
+    cpos: Vec<u16>,
+    pass: u32,
     down: Vec<u32>,
     reach: Vec<u32>,
     queue: Vec<u32>,
-    /// Per port slot: peer switch (u32::MAX = none).
-    peer_sw: Vec<u32>,
+    /// Routes (source end port → destination end LID) on each entry of `up` / `dn`
+    /// so far: the route weights, kept beside the ISL lists the routes are chosen from.
+    up_w: Vec<u32>,
+    dn_w: Vec<u32>,
     /// Switches that reach d, farthest first.
     order: Vec<u32>,
     bucket: Vec<u32>,
-    /// Routes towards each LID of the chunk entering each switch: `cnt[s * m + j]`.
-    cnt: Vec<u32>,
-    /// Routes (source end port → destination LID) per port slot so far.
+    /// Routes towards each LID of the chunk entering each switch: `cnt[s * m + j]`
+    /// (at most the number of end ports with a LID, < 49,152, so 16 bits suffice).
+    cnt: Vec<u16>,
+    /// Route weight per port slot, gathered from `up_w`/`dn_w` after a pass.
     weight: Vec<u32>,
     jobs: Vec<Job>,
-    /// Candidate ports of one switch and their weights (contiguous, for [`argmin`]).
-    cbuf: Vec<u8>,
+    /// Candidate weights of one switch (contiguous, for [`argmin`]).
+    classes: std::collections::HashMap<Vec<u32>, u32>,
+    seq: Vec<u32>,
     cw: Vec<u32>,
     /// d-mod-k candidate index per LID of the chunk, per (height, up-arity) met.
     memo_key: Vec<(u32, u32)>,
@@ -94,16 +114,32 @@ struct Ranked {
 }
 
 impl Ranked {
-    fn index_ports(&mut self, g: &SwitchGraph) {
-        self.peer_sw.clear();
-        self.peer_sw.resize(g.port_slots(), INF);
-        for s in 0..g.len() as u32 {
-            for a in g.isls(s) {
-                self.peer_sw[g.pidx(s, a.port)] = a.peer;
-            }
-        }
+    /// Zero the route weights for a new pass.
+    fn index_ports(&mut self) {
+        self.up_w.clear();
+        self.up_w.resize(self.up.len(), 0);
+        self.dn_w.clear();
+        self.dn_w.resize(self.dn.len(), 0);
+    }
+
+    /// The route weight of every port slot (ISL ports; 0 elsewhere) after a pass.
+    fn gather_weights(&mut self, g: &SwitchGraph) {
         self.weight.clear();
         self.weight.resize(g.port_slots(), 0);
+        for s in 0..g.len() {
+            let b = g.port_base[s] as usize;
+            for k in self.up_off[s] as usize..self.up_off[s + 1] as usize {
+                self.weight[b + self.up[k].port as usize] = self.up_w[k];
+            }
+            for k in self.dn_off[s] as usize..self.dn_off[s + 1] as usize {
+                self.weight[b + self.dn[k].port as usize] = self.dn_w[k];
+            }
+        }
+    }
+
+    /// The heaviest ISL port after a pass.
+    fn max_isl_weight(&self) -> u32 {
+        self.up_w.iter().chain(&self.dn_w).copied().max().unwrap_or(0)
     }
 
     /// Order the switches that reach d by decreasing distance (counting sort).
@@ -166,11 +202,50 @@ impl Ranked {
             self.up_off.push(self.up.len() as u32);
             self.dn_off.push(self.dn.len() as u32);
         }
+        let n = g.len();
+        let (ucls, un) = self.classify(n, true);
+        let (dcls, dn) = self.classify(n, false);
+        (self.ucls, self.dcls) = (ucls, dcls);
+        self.u_pass.clear();
+        self.u_pass.resize(un, 0);
+        self.u_reach.clear();
+        self.u_reach.resize(un, INF);
+        self.u_cpass.clear();
+        self.u_cpass.resize(un, 0);
+        self.u_cand.clear();
+        self.u_cand.resize(un, (0, 0));
+        self.d_cpass.clear();
+        self.d_cpass.resize(dn, 0);
+        self.d_cand.clear();
+        self.d_cand.resize(dn, (0, 0));
+        self.pass = 0;
     }
 
-    #[inline]
-    fn ups(&self, s: u32) -> &[Hop] {
-        &self.up[self.up_off[s as usize] as usize..self.up_off[s as usize + 1] as usize]
+    /// Class of every switch by its sequence of up (or down) peers; returns the classes
+    /// and their number.
+    fn classify(&mut self, n: usize, up: bool) -> (Vec<u32>, usize) {
+        self.classes.clear();
+        let mut cls = Vec::with_capacity(n);
+        for s in 0..n {
+            let (off, list) = if up {
+                (&self.up_off, &self.up)
+            } else {
+                (&self.dn_off, &self.dn)
+            };
+            self.seq.clear();
+            self.seq
+                .extend(list[off[s] as usize..off[s + 1] as usize].iter().map(|h| h.peer));
+            let next = self.classes.len() as u32;
+            let c = match self.classes.get(&self.seq) {
+                Some(&c) => c,
+                None => {
+                    self.classes.insert(self.seq.clone(), next);
+                    next
+                }
+            };
+            cls.push(c);
+        }
+        (cls, self.classes.len())
     }
 
     /// `down` and `reach` towards destination switch d:
@@ -201,20 +276,35 @@ impl Ranked {
         }
         self.reach.clear();
         self.reach.resize(n, INF);
+        // A new pass: every class's reach and candidates are stale.
+        self.pass = self.pass.wrapping_add(1);
+        if self.pass == 0 {
+            self.u_pass.fill(0);
+            self.u_cpass.fill(0);
+            self.d_cpass.fill(0);
+            self.pass = 1;
+        }
+        let pass = self.pass;
         for &s in &self.by_key {
             let su = s as usize;
             if self.down[su] != INF {
                 self.reach[su] = self.down[su];
                 continue;
             }
-            let mut best = INF;
-            for a in self.ups(s) {
-                best = best.min(self.reach[a.peer as usize]);
+            // The class's up neighbours all have smaller keys than its first member
+            // met in key order, so their reach is final when it is worked out.
+            let c = self.ucls[su] as usize;
+            if self.u_pass[c] != pass {
+                self.u_pass[c] = pass;
+                let mut best = INF;
+                for a in &self.up[self.up_off[su] as usize..self.up_off[su + 1] as usize] {
+                    best = best.min(self.reach[a.peer as usize]);
+                }
+                self.u_reach[c] = if best == INF { INF } else { best + 1 };
             }
-            if best != INF {
-                self.reach[su] = best + 1;
-            }
+            self.reach[su] = self.u_reach[c];
         }
+        self.cpos.clear();
     }
 
     /// Every switch with end ports reaches d (else the engine cannot serve the fabric).
@@ -246,7 +336,7 @@ impl Ranked {
     /// choices only change its own ports' weights, and the routes entering it come
     /// from farther switches, already done. That gives the same tables as routing one
     /// LID at a time over all switches, with each switch's state in cache.
-    fn fill(&mut self, g: &SwitchGraph, t: &mut RoutingTables, d: u32, dm: Option<DModK<'_>>) {
+    fn fill(&mut self, g: &SwitchGraph, rows: &mut [Vec<u8>], d: u32, dm: Option<DModK<'_>>) {
         self.order_by_reach();
         self.jobs.clear();
         let first = g.dest_off[d as usize] as usize;
@@ -262,25 +352,32 @@ impl Ranked {
         }
         let jobs = std::mem::take(&mut self.jobs);
         for chunk in jobs.chunks(CHUNK) {
-            self.fill_chunk(g, t, d, chunk, dm);
+            self.fill_chunk(g, rows, d, chunk, dm);
         }
         self.jobs = jobs;
     }
 
-    fn fill_chunk(&mut self, g: &SwitchGraph, t: &mut RoutingTables, d: u32, chunk: &[Job], dm: Option<DModK<'_>>) {
+    fn fill_chunk(&mut self, g: &SwitchGraph, rows: &mut [Vec<u8>], d: u32, chunk: &[Job], dm: Option<DModK<'_>>) {
         let m = chunk.len();
         let Ranked {
             dn_off,
             dn,
             up_off,
             up,
+            ucls,
+            dcls,
+            u_cpass,
+            u_cand,
+            d_cpass,
+            d_cand,
+            cpos,
+            pass,
             down,
             reach,
-            peer_sw,
+            up_w,
+            dn_w,
             order,
             cnt,
-            weight,
-            cbuf,
             cw,
             memo_key,
             memo,
@@ -289,70 +386,99 @@ impl Ranked {
         if cnt.len() < g.len() * m {
             cnt.resize(g.len() * m, 0);
         }
-        for &s in order.iter() {
-            let e = g.ends_at[s as usize];
-            let row = &mut cnt[s as usize * m..(s as usize + 1) * m];
-            for (c, j) in row.iter_mut().zip(chunk) {
-                *c = if j.end { e } else { 0 };
+        let any_end = chunk.iter().any(|j| j.end);
+        if any_end {
+            for &s in order.iter() {
+                let e = g.ends_at[s as usize] as u16;
+                let row = &mut cnt[s as usize * m..(s as usize + 1) * m];
+                for (c, j) in row.iter_mut().zip(chunk) {
+                    *c = if j.end { e } else { 0 };
+                }
             }
         }
         memo_key.clear();
         memo.clear();
         for &s in order.iter() {
             let su = s as usize;
-            let lft = &mut t.lft[g.sw_node[su].idx()].ports;
+            let lft = &mut rows[su][..];
             if s == d {
                 for j in chunk {
                     lft[j.lid as usize] = j.port;
                 }
                 continue;
             }
+            // Candidates: positions in this switch's down (up) list, shared by its class.
             let goes_down = down[su] != INF;
-            cbuf.clear();
-            if goes_down {
-                let want = down[su] - 1;
-                for h in &dn[dn_off[su] as usize..dn_off[su + 1] as usize] {
-                    if down[h.peer as usize] == want {
-                        cbuf.push(h.port);
+            let (lo, hops, (at, nc)) = if goes_down {
+                let lo = dn_off[su] as usize;
+                let hops = &dn[lo..dn_off[su + 1] as usize];
+                let c = dcls[su] as usize;
+                if d_cpass[c] != *pass {
+                    d_cpass[c] = *pass;
+                    let want = down[su] - 1;
+                    let at = cpos.len();
+                    for (k, h) in hops.iter().enumerate() {
+                        if down[h.peer as usize] == want {
+                            cpos.push(k as u16);
+                        }
                     }
+                    d_cand[c] = (at as u32, (cpos.len() - at) as u32);
                 }
+                (lo, hops, d_cand[c])
             } else {
-                let want = reach[su] - 1;
-                for h in &up[up_off[su] as usize..up_off[su + 1] as usize] {
-                    if reach[h.peer as usize] == want {
-                        cbuf.push(h.port);
+                let lo = up_off[su] as usize;
+                let hops = &up[lo..up_off[su + 1] as usize];
+                let c = ucls[su] as usize;
+                if u_cpass[c] != *pass {
+                    u_cpass[c] = *pass;
+                    let want = reach[su] - 1;
+                    let at = cpos.len();
+                    for (k, h) in hops.iter().enumerate() {
+                        if reach[h.peer as usize] == want {
+                            cpos.push(k as u16);
+                        }
                     }
+                    u_cand[c] = (at as u32, (cpos.len() - at) as u32);
                 }
-            }
-            let nc = cbuf.len();
+                (lo, hops, u_cand[c])
+            };
+            let (at, nc) = (at as usize, nc as usize);
             if nc == 0 {
                 continue;
             }
-            let base = g.port_base[su] as usize;
+            let pos = &cpos[at..at + nc];
+            // Route weights of this switch's candidate list (up or down entries).
+            let w = if goes_down {
+                &mut dn_w[lo..lo + hops.len()]
+            } else {
+                &mut up_w[lo..lo + hops.len()]
+            };
             let row = su * m;
             if nc == 1 {
-                let p = cbuf[0];
-                let i = base + p as usize;
-                let nx = peer_sw[i];
-                let mut sum = 0u64;
-                for (j, job) in chunk.iter().enumerate() {
-                    lft[job.lid as usize] = p;
-                    if job.end {
-                        let c = cnt[row + j];
-                        sum += c as u64;
-                        if nx != INF && c != 0 {
-                            cnt[nx as usize * m + j] += c;
+                let k = pos[0] as usize;
+                let h = hops[k];
+                for j in chunk {
+                    lft[j.lid as usize] = h.port;
+                }
+                if any_end {
+                    let nx = h.peer as usize * m;
+                    let mut sum = 0u64;
+                    for (j, job) in chunk.iter().enumerate() {
+                        if job.end {
+                            let c = cnt[row + j];
+                            sum += c as u64;
+                            cnt[nx + j] += c;
                         }
                     }
+                    w[k] = (w[k] as u64 + sum).min(u32::MAX as u64) as u32;
                 }
-                weight[i] = (weight[i] as u64 + sum).min(u32::MAX as u64) as u32;
                 continue;
             }
             match dm {
                 Some(dm) if !goes_down => {
                     // d-mod-k: the index depends on the LID, the height and the arity.
                     let h = dm.height[su];
-                    let at = match memo_key.iter().position(|&k| k == (h, nc as u32)) {
+                    let mat = match memo_key.iter().position(|&k| k == (h, nc as u32)) {
                         Some(k) => k * m,
                         None => {
                             memo_key.push((h, nc as u32));
@@ -366,17 +492,14 @@ impl Ranked {
                         }
                     };
                     for (j, job) in chunk.iter().enumerate() {
-                        let p = cbuf[memo[at + j] as usize];
-                        lft[job.lid as usize] = p;
+                        let k = pos[memo[mat + j] as usize] as usize;
+                        let h = hops[k];
+                        lft[job.lid as usize] = h.port;
                         if job.end {
                             let c = cnt[row + j];
                             if c != 0 {
-                                let i = base + p as usize;
-                                weight[i] = weight[i].saturating_add(c);
-                                let nx = peer_sw[i];
-                                if nx != INF {
-                                    cnt[nx as usize * m + j] += c;
-                                }
+                                w[k] = w[k].saturating_add(c as u32);
+                                cnt[h.peer as usize * m + j] += c;
                             }
                         }
                     }
@@ -384,28 +507,41 @@ impl Ranked {
                 _ => {
                     // Lightest candidate: weights gathered, updated locally, written back.
                     cw.clear();
-                    cw.extend(cbuf.iter().map(|&p| weight[base + p as usize]));
+                    cw.extend(pos.iter().map(|&k| w[k as usize]));
                     for (j, job) in chunk.iter().enumerate() {
-                        let k = argmin(cw);
-                        let p = cbuf[k];
-                        lft[job.lid as usize] = p;
+                        let i = argmin(cw);
+                        let h = hops[pos[i] as usize];
+                        lft[job.lid as usize] = h.port;
                         if job.end {
                             let c = cnt[row + j];
                             if c != 0 {
-                                cw[k] = cw[k].saturating_add(c);
-                                let nx = peer_sw[base + p as usize];
-                                if nx != INF {
-                                    cnt[nx as usize * m + j] += c;
-                                }
+                                cw[i] = cw[i].saturating_add(c as u32);
+                                cnt[h.peer as usize * m + j] += c;
                             }
                         }
                     }
-                    for (k, &p) in cbuf.iter().enumerate() {
-                        weight[base + p as usize] = cw[k];
+                    for (i, &k) in pos.iter().enumerate() {
+                        w[k as usize] = cw[i];
                     }
                 }
             }
         }
+    }
+}
+
+/// Move the switches' LFTs out of `t` into a dense vector indexed by switch (the
+/// engines write one switch row after another; the rows' headers stay in cache).
+fn take_rows(g: &SwitchGraph, t: &mut RoutingTables) -> Vec<Vec<u8>> {
+    g.sw_node
+        .iter()
+        .map(|n| std::mem::take(&mut t.lft[n.idx()].ports))
+        .collect()
+}
+
+/// Put the rows of [`take_rows`] back.
+fn put_rows(g: &SwitchGraph, t: &mut RoutingTables, rows: Vec<Vec<u8>>) {
+    for (n, r) in g.sw_node.iter().zip(rows) {
+        t.lft[n.idx()].ports = r;
     }
 }
 
@@ -492,21 +628,25 @@ impl UpDn {
         self.r.rank_from(g, &roots);
         self.roots = roots;
         alloc_lfts(g, t);
-        self.r.index_ports(g);
-        for d in 0..g.len() as u32 {
+        self.r.index_ports();
+        let mut rows = take_rows(g, t);
+        let r = &mut self.r;
+        let routed = (0..g.len() as u32).try_for_each(|d| {
             let dests = g.dests_at(d);
             if dests.is_empty() {
-                continue;
+                return Ok(());
             }
-            self.r.distances(d);
+            r.distances(d);
             // A switch's own LID is management traffic: routed on the lightest legal
             // port but not counted in the weights, and no source needs to reach it.
             if dests.iter().any(|x| x.is_end) {
-                self.r.check_sources(g, d, "updn")?;
+                r.check_sources(g, d, "updn")?;
             }
-            self.r.fill(g, t, d, None);
-        }
-        Ok(())
+            r.fill(g, &mut rows, d, None);
+            Ok(())
+        });
+        put_rows(g, t, rows);
+        routed
     }
 }
 
@@ -564,32 +704,30 @@ impl Ftree {
     /// One routing pass; returns the most routes on one switch-to-switch port.
     fn pass(&mut self, g: &SwitchGraph, t: &mut RoutingTables, dmodk: bool) -> Result<u32, RouteError> {
         alloc_lfts(g, t);
-        self.r.index_ports(g);
-        for d in 0..g.len() as u32 {
+        self.r.index_ports();
+        let mut rows = take_rows(g, t);
+        let dm = DModK {
+            height: &self.height,
+            div: &self.div,
+            dest_index: &self.dest_index,
+        };
+        let r = &mut self.r;
+        let routed = (0..g.len() as u32).try_for_each(|d| {
             let dests = g.dests_at(d);
             if dests.is_empty() {
-                continue;
+                return Ok(());
             }
-            self.r.distances(d);
+            r.distances(d);
             if dests.iter().any(|x| x.is_end) {
-                self.r.check_sources(g, d, "ftree")?;
+                r.check_sources(g, d, "ftree")?;
             }
-            let dm = DModK {
-                height: &self.height,
-                div: &self.div,
-                dest_index: &self.dest_index,
-            };
-            self.r.fill(g, t, d, dmodk.then_some(dm));
-        }
-        Ok(self.max_isl_weight(g))
-    }
-
-    fn max_isl_weight(&self, g: &SwitchGraph) -> u32 {
-        (0..g.port_slots())
-            .filter(|&i| self.r.peer_sw[i] != INF)
-            .map(|i| self.r.weight[i])
-            .max()
-            .unwrap_or(0)
+            r.fill(g, &mut rows, d, dmodk.then_some(dm));
+            Ok(())
+        });
+        put_rows(g, t, rows);
+        routed?;
+        self.r.gather_weights(g);
+        Ok(self.r.max_isl_weight())
     }
 
     /// True when every switch-to-switch port between the same two heights carries the
