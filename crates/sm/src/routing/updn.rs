@@ -44,11 +44,26 @@ struct Job {
     end: bool,
 }
 
-/// An ISL seen from one end: peer switch and local port.
+/// An ISL seen from one end: peer switch (low 24 bits) and local port (high 8 bits),
+/// packed so a switch's up list is 4 bytes an entry (switch counts stay far below 2^24:
+/// a subnet has at most 49,151 LIDs).
 #[derive(Clone, Copy, Debug)]
-struct Hop {
-    peer: u32,
-    port: u8,
+struct Hop(u32);
+
+impl Hop {
+    #[inline]
+    fn new(peer: u32, port: u8) -> Hop {
+        debug_assert!(peer < 1 << 24);
+        Hop(peer | (port as u32) << 24)
+    }
+    #[inline]
+    fn peer(self) -> u32 {
+        self.0 & 0x00ff_ffff
+    }
+    #[inline]
+    fn port(self) -> u8 {
+        (self.0 >> 24) as u8
+    }
 }
 
 /// d-mod-k inputs of [`Ftree`]: height of each switch above the leaves, the divisor per
@@ -129,10 +144,10 @@ impl Ranked {
         for s in 0..g.len() {
             let b = g.port_base[s] as usize;
             for k in self.up_off[s] as usize..self.up_off[s + 1] as usize {
-                self.weight[b + self.up[k].port as usize] = self.up_w[k];
+                self.weight[b + self.up[k].port() as usize] = self.up_w[k];
             }
             for k in self.dn_off[s] as usize..self.dn_off[s + 1] as usize {
-                self.weight[b + self.dn[k].port as usize] = self.dn_w[k];
+                self.weight[b + self.dn[k].port() as usize] = self.dn_w[k];
             }
         }
     }
@@ -189,10 +204,7 @@ impl Ranked {
             let ks = self.key[s as usize];
             for a in g.isls(s) {
                 let kp = self.key[a.peer as usize];
-                let h = Hop {
-                    peer: a.peer,
-                    port: a.port,
-                };
+                let h = Hop::new(a.peer, a.port);
                 if kp < ks {
                     self.up.push(h);
                 } else if kp > ks {
@@ -234,7 +246,7 @@ impl Ranked {
             };
             self.seq.clear();
             self.seq
-                .extend(list[off[s] as usize..off[s + 1] as usize].iter().map(|h| h.peer));
+                .extend(list[off[s] as usize..off[s + 1] as usize].iter().map(|h| h.peer()));
             let next = self.classes.len() as u32;
             let c = match self.classes.get(&self.seq) {
                 Some(&c) => c,
@@ -267,10 +279,10 @@ impl Ranked {
             let dx = self.down[x as usize] + 1;
             let (lo, hi) = (self.up_off[x as usize] as usize, self.up_off[x as usize + 1] as usize);
             for a in &self.up[lo..hi] {
-                let s = a.peer as usize;
+                let s = a.peer() as usize;
                 if self.down[s] == INF {
                     self.down[s] = dx;
-                    self.queue.push(a.peer);
+                    self.queue.push(a.peer());
                 }
             }
         }
@@ -298,7 +310,7 @@ impl Ranked {
                 self.u_pass[c] = pass;
                 let mut best = INF;
                 for a in &self.up[self.up_off[su] as usize..self.up_off[su + 1] as usize] {
-                    best = best.min(self.reach[a.peer as usize]);
+                    best = best.min(self.reach[a.peer() as usize]);
                 }
                 self.u_reach[c] = if best == INF { INF } else { best + 1 };
             }
@@ -418,7 +430,7 @@ impl Ranked {
                     let want = down[su] - 1;
                     let at = cpos.len();
                     for (k, h) in hops.iter().enumerate() {
-                        if down[h.peer as usize] == want {
+                        if down[h.peer() as usize] == want {
                             cpos.push(k as u16);
                         }
                     }
@@ -434,7 +446,7 @@ impl Ranked {
                     let want = reach[su] - 1;
                     let at = cpos.len();
                     for (k, h) in hops.iter().enumerate() {
-                        if reach[h.peer as usize] == want {
+                        if reach[h.peer() as usize] == want {
                             cpos.push(k as u16);
                         }
                     }
@@ -458,10 +470,10 @@ impl Ranked {
                 let k = pos[0] as usize;
                 let h = hops[k];
                 for j in chunk {
-                    lft[j.lid as usize] = h.port;
+                    lft[j.lid as usize] = h.port();
                 }
                 if any_end {
-                    let nx = h.peer as usize * m;
+                    let nx = h.peer() as usize * m;
                     let mut sum = 0u64;
                     for (j, job) in chunk.iter().enumerate() {
                         if job.end {
@@ -494,12 +506,12 @@ impl Ranked {
                     for (j, job) in chunk.iter().enumerate() {
                         let k = pos[memo[mat + j] as usize] as usize;
                         let h = hops[k];
-                        lft[job.lid as usize] = h.port;
+                        lft[job.lid as usize] = h.port();
                         if job.end {
                             let c = cnt[row + j];
                             if c != 0 {
                                 w[k] = w[k].saturating_add(c as u32);
-                                cnt[h.peer as usize * m + j] += c;
+                                cnt[h.peer() as usize * m + j] += c;
                             }
                         }
                     }
@@ -511,12 +523,12 @@ impl Ranked {
                     for (j, job) in chunk.iter().enumerate() {
                         let i = argmin(cw);
                         let h = hops[pos[i] as usize];
-                        lft[job.lid as usize] = h.port;
+                        lft[job.lid as usize] = h.port();
                         if job.end {
                             let c = cnt[row + j];
                             if c != 0 {
                                 cw[i] = cw[i].saturating_add(c as u32);
-                                cnt[h.peer as usize * m + j] += c;
+                                cnt[h.peer() as usize * m + j] += c;
                             }
                         }
                     }
