@@ -917,9 +917,12 @@ impl SubnetManager {
         // SL2VL cursor: (switch, input port, output port).
         let (mut sk, mut si, mut so) = (0usize, 0usize, 0usize);
         let mut sl2vl_sent = 0u64;
+        let mut staged: Vec<(usize, u32, [u8; 64])> = Vec::with_capacity(FEED_BATCH);
         let mut feed = |sm: &mut SubnetManager, x: &mut Exchange| {
-            let mut queued = 0;
-            while g0 < switches.len() && queued < FEED_BATCH {
+            // Copy the next blocks out first (independent loads of tables that are not in
+            // cache), then encode them.
+            staged.clear();
+            while g0 < switches.len() && staged.len() < FEED_BATCH {
                 let i = switches[k];
                 let lo = b * attr::lft::BLOCK;
                 let d = block_of(&t.lft[i].ports, lo);
@@ -934,10 +937,7 @@ impl SubnetManager {
                 if same {
                     unchanged += 1;
                 } else {
-                    sent += 1;
-                    queued += 1;
-                    let path = &nodes[i].path;
-                    sm.enqueue(x, Req::Set, path, Method::Set, AttrId::LinearFwdTable, b as u32, d);
+                    staged.push((i, b as u32, d));
                 }
                 k += 1;
                 if k == switches.len().min(g0 + group) {
@@ -948,6 +948,12 @@ impl SubnetManager {
                         k = g0;
                     }
                 }
+            }
+            let mut queued = staged.len();
+            sent += queued as u64;
+            for (i, blk, d) in staged.drain(..) {
+                let path = &nodes[i].path;
+                sm.enqueue(x, Req::Set, path, Method::Set, AttrId::LinearFwdTable, blk, d);
             }
             let Some(s2v) = &t.sl2vl else { return };
             while sk < switches.len() && queued < FEED_BATCH {

@@ -24,9 +24,14 @@
 use fabric::Guid;
 
 use super::{RouteError, RouteOptions, RoutingEngine, SwitchGraph, alloc_lfts};
-use crate::tables::RoutingTables;
+use crate::tables::{NO_ROUTE, RoutingTables};
 
 const INF: u32 = u32::MAX;
+
+/// LIDs in the LFT write stage (two 64-entry LFT blocks).
+const STAGE: usize = 128;
+/// "Not staged: write the LFT directly" in `Ranked::dst`.
+const DIRECT: u16 = u16::MAX;
 
 /// LIDs routed together, switch by switch (bounds the per-LID route counters to
 /// switches × CHUNK).
@@ -119,6 +124,16 @@ struct Ranked {
     /// Route weight per port slot, gathered from `up_w`/`dn_w` after a pass.
     weight: Vec<u32>,
     jobs: Vec<Job>,
+    /// LFT writes for a window of [`STAGE`] LIDs, staged for every switch:
+    /// `stage[s * STAGE + lid - stage_lo]`. Routing one destination switch writes a few
+    /// bytes into every switch's LFT, each in a different cache line that is usually
+    /// evicted before the next destination (whose LIDs are often next to these) comes;
+    /// the stage keeps those bytes dense and writes each LFT line once per window.
+    stage: Vec<u8>,
+    stage_lo: u32,
+    stage_dirty: u128,
+    /// Per LID of the chunk: its offset in the stage, or [`DIRECT`].
+    dst: Vec<u16>,
     /// Candidate weights of one switch (contiguous, for [`argmin`]).
     classes: std::collections::HashMap<Vec<u32>, u32>,
     seq: Vec<u32>,
@@ -155,6 +170,55 @@ impl Ranked {
     /// The heaviest ISL port after a pass.
     fn max_isl_weight(&self) -> u32 {
         self.up_w.iter().chain(&self.dn_w).copied().max().unwrap_or(0)
+    }
+
+    /// An empty stage for a pass over `n` switches.
+    fn stage_reset(&mut self, n: usize) {
+        self.stage.clear();
+        self.stage.resize(n * STAGE, NO_ROUTE);
+        self.stage_lo = INF;
+        self.stage_dirty = 0;
+    }
+
+    /// Write the staged LIDs into the LFT rows and empty the stage.
+    fn stage_flush(&mut self, rows: &mut [Vec<u8>]) {
+        let mut dirty = self.stage_dirty;
+        while dirty != 0 {
+            let a = dirty.trailing_zeros() as usize;
+            let b = a + (dirty >> a).trailing_ones() as usize;
+            let lo = self.stage_lo as usize;
+            for (s, row) in rows.iter_mut().enumerate() {
+                row[lo + a..lo + b].copy_from_slice(&self.stage[s * STAGE + a..s * STAGE + b]);
+            }
+            dirty &= if b == 128 { 0 } else { !0u128 << b };
+        }
+        if self.stage_dirty != 0 {
+            self.stage.fill(NO_ROUTE);
+        }
+        self.stage_dirty = 0;
+    }
+
+    /// Place the chunk's LIDs: in the stage when they fall in its window, moving the
+    /// window (after a flush) to a chunk of end-port LIDs that does not fit.
+    fn stage_place(&mut self, rows: &mut [Vec<u8>], chunk: &[Job]) {
+        let anchor = chunk.iter().find(|j| j.end).map(|j| j.lid);
+        let inside = |lo: u32, lid: u32| lo != INF && lid >= lo && lid < lo + STAGE as u32;
+        if let Some(a) = anchor {
+            if !inside(self.stage_lo, a) {
+                self.stage_flush(rows);
+                self.stage_lo = a & !63;
+            }
+        }
+        self.dst.clear();
+        for j in chunk {
+            if inside(self.stage_lo, j.lid) {
+                let o = j.lid - self.stage_lo;
+                self.stage_dirty |= 1u128 << o;
+                self.dst.push(o as u16);
+            } else {
+                self.dst.push(DIRECT);
+            }
+        }
     }
 
     /// Order the switches that reach d by decreasing distance (counting sort).
@@ -364,6 +428,7 @@ impl Ranked {
         }
         let jobs = std::mem::take(&mut self.jobs);
         for chunk in jobs.chunks(CHUNK) {
+            self.stage_place(rows, chunk);
             self.fill_chunk(g, rows, d, chunk, dm);
         }
         self.jobs = jobs;
@@ -393,6 +458,8 @@ impl Ranked {
             cw,
             memo_key,
             memo,
+            stage,
+            dst,
             ..
         } = self;
         if cnt.len() < g.len() * m {
@@ -410,12 +477,19 @@ impl Ranked {
         }
         memo_key.clear();
         memo.clear();
+        let dst = &dst[..];
         for &s in order.iter() {
             let su = s as usize;
             let lft = &mut rows[su][..];
+            let srow = &mut stage[su * STAGE..(su + 1) * STAGE];
+            // Output port `p` for the chunk's LID number `j`.
+            let mut put = |j: usize, lid: u32, p: u8| match dst[j] {
+                DIRECT => lft[lid as usize] = p,
+                o => srow[o as usize] = p,
+            };
             if s == d {
-                for j in chunk {
-                    lft[j.lid as usize] = j.port;
+                for (i, j) in chunk.iter().enumerate() {
+                    put(i, j.lid, j.port);
                 }
                 continue;
             }
@@ -469,8 +543,8 @@ impl Ranked {
             if nc == 1 {
                 let k = pos[0] as usize;
                 let h = hops[k];
-                for j in chunk {
-                    lft[j.lid as usize] = h.port();
+                for (i, j) in chunk.iter().enumerate() {
+                    put(i, j.lid, h.port());
                 }
                 if any_end {
                     let nx = h.peer() as usize * m;
@@ -506,7 +580,7 @@ impl Ranked {
                     for (j, job) in chunk.iter().enumerate() {
                         let k = pos[memo[mat + j] as usize] as usize;
                         let h = hops[k];
-                        lft[job.lid as usize] = h.port();
+                        put(j, job.lid, h.port());
                         if job.end {
                             let c = cnt[row + j];
                             if c != 0 {
@@ -523,7 +597,7 @@ impl Ranked {
                     for (j, job) in chunk.iter().enumerate() {
                         let i = argmin(cw);
                         let h = hops[pos[i] as usize];
-                        lft[job.lid as usize] = h.port();
+                        put(j, job.lid, h.port());
                         if job.end {
                             let c = cnt[row + j];
                             if c != 0 {
@@ -641,6 +715,7 @@ impl UpDn {
         self.roots = roots;
         alloc_lfts(g, t);
         self.r.index_ports();
+        self.r.stage_reset(g.len());
         let mut rows = take_rows(g, t);
         let r = &mut self.r;
         let routed = (0..g.len() as u32).try_for_each(|d| {
@@ -657,6 +732,7 @@ impl UpDn {
             r.fill(g, &mut rows, d, None);
             Ok(())
         });
+        self.r.stage_flush(&mut rows);
         put_rows(g, t, rows);
         routed
     }
@@ -717,6 +793,7 @@ impl Ftree {
     fn pass(&mut self, g: &SwitchGraph, t: &mut RoutingTables, dmodk: bool) -> Result<u32, RouteError> {
         alloc_lfts(g, t);
         self.r.index_ports();
+        self.r.stage_reset(g.len());
         let mut rows = take_rows(g, t);
         let dm = DModK {
             height: &self.height,
@@ -736,6 +813,7 @@ impl Ftree {
             r.fill(g, &mut rows, d, dmodk.then_some(dm));
             Ok(())
         });
+        self.r.stage_flush(&mut rows);
         put_rows(g, t, rows);
         routed?;
         self.r.gather_weights(g);
