@@ -615,6 +615,17 @@ impl Ranked {
     }
 }
 
+/// The packed ISL lists ([`Hop`]) number switches in 24 bits.
+fn too_many_switches(g: &SwitchGraph, engine: &'static str) -> Result<(), RouteError> {
+    if g.len() >= 1 << 24 {
+        return Err(RouteError::Unsupported {
+            engine,
+            what: format!("{} switches (at most {} are supported)", g.len(), (1u32 << 24) - 1),
+        });
+    }
+    Ok(())
+}
+
 /// Move the switches' LFTs out of `t` into a dense vector indexed by switch (the
 /// engines write one switch row after another; the rows' headers stay in cache).
 fn take_rows(g: &SwitchGraph, t: &mut RoutingTables) -> Vec<Vec<u8>> {
@@ -684,6 +695,7 @@ impl RoutingEngine for UpDn {
     }
 
     fn route(&mut self, g: &SwitchGraph, opts: &RouteOptions, t: &mut RoutingTables) -> Result<(), RouteError> {
+        too_many_switches(g, "updn")?;
         if !opts.root_guids.is_empty() {
             let roots = root_switches(g, t, &opts.root_guids, "updn")?;
             return self.route_with(g, t, roots);
@@ -876,6 +888,7 @@ impl RoutingEngine for Ftree {
     }
 
     fn route(&mut self, g: &SwitchGraph, opts: &RouteOptions, t: &mut RoutingTables) -> Result<(), RouteError> {
+        too_many_switches(g, "ftree")?;
         if t.lmc > 0 {
             // As OpenSM's ftree (osm_ucast_ftree.c:4074): LMC > 0 is not supported.
             return Err(RouteError::Unsupported {
