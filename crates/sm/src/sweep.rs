@@ -315,13 +315,18 @@ impl Exchange {
     }
 }
 
-/// Hasher for transaction ids (distinct small integers): one multiply, no SipHash.
+/// Hasher for transaction ids and GUIDs (single u64 keys): the splitmix64 finaliser,
+/// a few instructions instead of SipHash, and every key bit reaches the low bits the
+/// table indexes with.
 #[derive(Default)]
 struct TidHasher(u64);
 
 impl std::hash::Hasher for TidHasher {
     fn finish(&self) -> u64 {
-        self.0
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
     }
     fn write(&mut self, bytes: &[u8]) {
         for &b in bytes {
@@ -329,7 +334,7 @@ impl std::hash::Hasher for TidHasher {
         }
     }
     fn write_u64(&mut self, v: u64) {
-        self.0 = v.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        self.0 = self.0.rotate_left(29) ^ v;
     }
 }
 
@@ -557,7 +562,7 @@ impl SubnetManager {
     /// Discover the fabric; returns the nodes found.
     fn discover(&mut self, tr: &mut dyn Transport, x: &mut Exchange) -> Vec<DNode> {
         let mut nodes: Vec<DNode> = Vec::new();
-        let mut by_guid: HashMap<Guid, u32> = HashMap::new();
+        let mut by_guid: HashMap<Guid, u32, BuildHasherDefault<TidHasher>> = HashMap::default();
         self.get(
             x,
             Req::NodeInfo {
