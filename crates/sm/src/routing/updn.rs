@@ -141,6 +141,9 @@ struct Ranked {
     /// d-mod-k candidate index per LID of the chunk, per (height, up-arity) met.
     memo_key: Vec<(u32, u32)>,
     memo: Vec<u16>,
+    /// Per memo entry: the index every end-port LID of the chunk gets, when it is the
+    /// same for all (above the leaves d-mod-k sends a whole leaf's CAs one way).
+    memo_uni: Vec<Option<u16>>,
 }
 
 impl Ranked {
@@ -458,6 +461,7 @@ impl Ranked {
             cw,
             memo_key,
             memo,
+            memo_uni,
             stage,
             dst,
             ..
@@ -477,6 +481,7 @@ impl Ranked {
         }
         memo_key.clear();
         memo.clear();
+        memo_uni.clear();
         let dst = &dst[..];
         for &s in order.iter() {
             let su = s as usize;
@@ -547,16 +552,7 @@ impl Ranked {
                     put(i, j.lid, h.port());
                 }
                 if any_end {
-                    let nx = h.peer() as usize * m;
-                    let mut sum = 0u64;
-                    for (j, job) in chunk.iter().enumerate() {
-                        if job.end {
-                            let c = cnt[row + j];
-                            sum += c as u64;
-                            cnt[nx + j] += c;
-                        }
-                    }
-                    w[k] = (w[k] as u64 + sum).min(u32::MAX as u64) as u32;
+                    flow_all(cnt, m, su, h.peer() as usize, &mut w[k]);
                 }
                 continue;
             }
@@ -564,19 +560,40 @@ impl Ranked {
                 Some(dm) if !goes_down => {
                     // d-mod-k: the index depends on the LID, the height and the arity.
                     let h = dm.height[su];
-                    let mat = match memo_key.iter().position(|&k| k == (h, nc as u32)) {
-                        Some(k) => k * m,
+                    let mk = match memo_key.iter().position(|&k| k == (h, nc as u32)) {
+                        Some(k) => k,
                         None => {
                             memo_key.push((h, nc as u32));
                             let dv = dm.div[h as usize];
+                            let at = memo.len();
                             memo.extend(
                                 chunk
                                     .iter()
                                     .map(|j| ((dm.dest_index[j.di as usize] / dv) % nc as u64) as u16),
                             );
-                            memo.len() - m
+                            let mut ends = chunk.iter().zip(&memo[at..]).filter(|(j, _)| j.end).map(|(_, &x)| x);
+                            let first = ends.next();
+                            memo_uni.push(first.filter(|&u| ends.all(|x| x == u)));
+                            memo_key.len() - 1
                         }
                     };
+                    let mat = mk * m;
+                    if let Some(u) = memo_uni[mk] {
+                        // Every end-port LID takes the same port: one row of route counts
+                        // moves on at once.
+                        let k = pos[u as usize] as usize;
+                        let h = hops[k];
+                        for (j, job) in chunk.iter().enumerate() {
+                            let kj = if job.end {
+                                k
+                            } else {
+                                pos[memo[mat + j] as usize] as usize
+                            };
+                            put(j, job.lid, hops[kj].port());
+                        }
+                        flow_all(cnt, m, su, h.peer() as usize, &mut w[k]);
+                        continue;
+                    }
                     for (j, job) in chunk.iter().enumerate() {
                         let k = pos[memo[mat + j] as usize] as usize;
                         let h = hops[k];
@@ -624,6 +641,26 @@ fn too_many_switches(g: &SwitchGraph, engine: &'static str) -> Result<(), RouteE
         });
     }
     Ok(())
+}
+
+/// Move all of switch `s`'s route counts (the chunk's `m` LIDs) on to switch `nx` and
+/// add them to the weight `w` of the port between them. Non-end LIDs count 0.
+#[inline]
+fn flow_all(cnt: &mut [u16], m: usize, s: usize, nx: usize, w: &mut u32) {
+    debug_assert_ne!(s, nx);
+    let (src, dst) = if s < nx {
+        let (a, b) = cnt.split_at_mut(nx * m);
+        (&a[s * m..(s + 1) * m], &mut b[..m])
+    } else {
+        let (a, b) = cnt.split_at_mut(s * m);
+        (&b[..m], &mut a[nx * m..(nx + 1) * m])
+    };
+    let mut sum = 0u64;
+    for (d, &c) in dst.iter_mut().zip(src) {
+        *d += c;
+        sum += c as u64;
+    }
+    *w = (*w as u64 + sum).min(u32::MAX as u64) as u32;
 }
 
 /// Move the switches' LFTs out of `t` into a dense vector indexed by switch (the
