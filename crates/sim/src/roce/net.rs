@@ -50,6 +50,7 @@ use crate::roce::dcqcn::{CnpPacer, DcqcnParams, ReactionPoint, Red};
 use crate::roce::ecmp::{EcmpTable, FlowKey, HashConfig, HashFn, field, host_ip};
 use crate::roce::hpcc::{FctRecord, PfcRecord};
 use crate::roce::pfc::{PauseFrame, PauseGen, PauseMode, PausedTx, QueueSample, Watchdog, WdAction, WdConfig, WdEvent};
+use crate::roce::tcp::{TcpConfig, TcpFlowSpec, TcpWorld};
 use crate::roce::transport::{Completion, NicRx, Recovery, Requester, RequesterConfig, Responder, RxVerdict};
 
 const NONE: u32 = u32::MAX;
@@ -333,6 +334,18 @@ enum Kind {
     Nak,
     Cnp,
     Pause,
+    /// A TCP segment ([`crate::roce::tcp`]): `flow` indexes the TCP flows,
+    /// `psn` is the segment number.
+    TcpData,
+    /// A TCP cumulative ACK: `psn` is the next segment expected, `ce` the ECE echo.
+    TcpAck,
+}
+
+impl Kind {
+    #[inline]
+    fn is_tcp(self) -> bool {
+        matches!(self, Kind::TcpData | Kind::TcpAck)
+    }
 }
 
 /// A packet in flight.
@@ -632,6 +645,8 @@ pub struct RoceSim {
     progress: u64,
     flows_left: usize,
     wd_period: Time,
+    /// Background TCP on the lossy class (empty unless [`RoceSim::add_tcp_flow`]).
+    tcp: TcpWorld,
 }
 
 impl RoceSim {
@@ -874,6 +889,7 @@ impl RoceSim {
         let ecmp = EcmpTable::build(fabric, cfg.ecmp_convergence);
         let overrides = cfg.route_overrides.iter().map(|(s, d, p)| (s.0, d.0, *p)).collect();
         let wd_period = cfg.watchdog.map_or(Time::NEVER, |w| w.poll);
+        let nics_len = nics.len();
         let mut sim = RoceSim {
             now: Time::ZERO,
             q: PackedQueue::new(),
@@ -908,6 +924,7 @@ impl RoceSim {
             last_progress: 0,
             progress: 0,
             wd_period,
+            tcp: TcpWorld::new(nics_len),
             fabric: fabric.clone(),
             cfg,
         };
@@ -1041,7 +1058,13 @@ impl RoceSim {
         let mut w = wire::pcap::CaptureWriter::create(path, wire::pcap::CaptureLink::Ethernet)?;
         let zeros = vec![0u8; 9216];
         let mut buf = vec![0u8; 10_240];
+        let mut written = 0;
         for (t, pk) in &self.captured {
+            if pk.kind.is_tcp() {
+                // TCP frames are not written (the capture is of the RoCE stream).
+                continue;
+            }
+            written += 1;
             let n = match pk.kind {
                 Kind::Pause => {
                     let mut quanta = [0u16; 8];
@@ -1127,7 +1150,7 @@ impl RoceSim {
             w.write(t.0 / 1000, &buf[..n])?;
         }
         w.finish()?;
-        Ok(self.captured.len())
+        Ok(written)
     }
 
     /// A human-readable dump of queued packets, asserted XOFFs and paused ports
@@ -1267,6 +1290,60 @@ impl RoceSim {
     /// world lets the clock run to `until` (the driver's next instant).
     pub fn drive(&mut self) {
         self.driven = true;
+    }
+
+    /// Set the TCP parameters (before the first [`add_tcp_flow`](Self::add_tcp_flow)).
+    pub fn set_tcp_config(&mut self, cfg: TcpConfig) -> Result<(), RoceError> {
+        cfg.validate()
+            .map_err(|(field, why)| RoceError::Config { field, why })?;
+        if !self.tcp.is_empty() {
+            return Err(RoceError::Config {
+                field: "tcp",
+                why: "set the TCP configuration before adding TCP flows".into(),
+            });
+        }
+        self.tcp.set_config(cfg);
+        Ok(())
+    }
+
+    /// Add a TCP connection on the lossy class ([`crate::roce::tcp`]); returns its
+    /// index for [`tcp`](Self::tcp)'s per-flow counters.
+    pub fn add_tcp_flow(&mut self, spec: TcpFlowSpec) -> Result<u32, RoceError> {
+        let k = self.tcp.len();
+        for node in [spec.src, spec.dst] {
+            if node.idx() >= self.role.len() || self.role[node.idx()].0 || self.fabric.node(node).kind != NodeKind::Ca {
+                let name = if node.idx() < self.role.len() {
+                    self.fabric.node(node).name.clone()
+                } else {
+                    format!("#{}", node.0)
+                };
+                return Err(RoceError::NotNic { flow: k, node: name });
+            }
+        }
+        if spec.src == spec.dst {
+            return Err(RoceError::Config {
+                field: "tcp flow",
+                why: format!("flow {k} sends from {} to itself", self.fabric.node(spec.src).name),
+            });
+        }
+        if k + 1 >= 1 << ID_BITS {
+            return Err(RoceError::Config {
+                field: "tcp flow",
+                why: format!("at most {} TCP flows", (1u32 << ID_BITS) - 1),
+            });
+        }
+        let nic = self.role[spec.src.idx()].1;
+        let f = self.tcp.add(nic, spec);
+        let gp = self.nics[nic as usize].gp;
+        if self.ports[gp as usize].peer != NONE {
+            self.schedule_wake(gp, spec.start.max(self.now));
+        }
+        Ok(f)
+    }
+
+    /// The TCP flows (counters, windows, drops).
+    pub fn tcp(&self) -> &TcpWorld {
+        &self.tcp
     }
 
     /// Post a message of `bytes` on QP `qp` now (SEND; delivered in posting order).
@@ -1417,6 +1494,9 @@ impl RoceSim {
     fn drop_pkt(&mut self, p: Pkt, why: RoceDrop) {
         let i = RoceDrop::ALL.iter().position(|r| *r == why).expect("listed");
         self.ledger.dropped[i] += 1;
+        if p.kind.is_tcp() {
+            self.tcp.on_drop(i);
+        }
         let pk = p;
         let (_, pg, _) = self.maps.classify(pk.dscp);
         if pk.kind != Kind::Pause && self.maps.lossless(pg) {
@@ -1485,6 +1565,7 @@ impl RoceSim {
         } else {
             let n = &self.nics[idx as usize];
             !n.ctrl.is_empty()
+                || (self.tcp.sends(idx) && self.tcp.has_work(idx, self.now))
                 || n.flows
                     .iter()
                     .any(|&f| self.flows[f as usize].started && self.flows[f as usize].req.has_data())
@@ -1641,7 +1722,13 @@ impl RoceSim {
         if let Some(o) = self.overrides.iter().find(|o| o.0 == sw.node && o.1 == pk.dst) {
             return Some(o.2);
         }
-        let f = &self.flows[pk.flow as usize].spec;
+        let (sport, dport, proto) = if pk.kind.is_tcp() {
+            // TCP hashes its own ports; the ACK direction swaps them.
+            let (s, d) = self.tcp.ports(pk.flow);
+            if pk.kind == Kind::TcpData { (s, d, 6) } else { (d, s, 6) }
+        } else {
+            (self.flows[pk.flow as usize].spec.sport, 4791, 17)
+        };
         // Both directions of a QP hash its UDP source port (the responder
         // answers with the same entropy), addresses in packet direction.
         let key = if self.cfg.rocev1.is_some() {
@@ -1651,9 +1738,9 @@ impl RoceSim {
             FlowKey {
                 sip: host_ip(pk.src),
                 dip: host_ip(pk.dst),
-                sport: f.sport,
-                dport: 4791,
-                proto: 17,
+                sport,
+                dport,
+                proto,
                 smac: 0,
                 dmac: 0,
                 dqpn: pk.flow,
@@ -1761,7 +1848,7 @@ impl RoceSim {
         s.q_tx[qi] += 1;
         let pk = p;
         // RED/ECN at dequeue on the egress queue's bytes (HPCC ns-3).
-        if pk.kind == Kind::Data {
+        if pk.kind == Kind::Data || (pk.kind == Kind::TcpData && self.tcp.ect()) {
             if let Some(red) = s.red[port] {
                 if red.should_mark(qlen, &mut self.rng) && !p.ce {
                     p.ce = true;
@@ -1770,7 +1857,8 @@ impl RoceSim {
             }
         }
         s.mmu.release(usize::from(pk.in_port), pk.pg, port, q as u8, pk.wire);
-        self.progress += 1;
+        // TCP moving on its own class is no sign that the RDMA class is not deadlocked.
+        self.progress += u64::from(!pk.kind.is_tcp());
         self.resume_check(si);
         Ok(p)
     }
@@ -1837,6 +1925,57 @@ impl RoceSim {
             }
             wait = wait.min(until[usize::from(pg)]);
         }
+        if !self.tcp.sends(nic) {
+            return self.nic_pick_rdma(nic, wait);
+        }
+        // RDMA and TCP share the port by the NIC's ETS (tcp.rs).
+        let mut tcp_idle = false;
+        if self.tcp.tcp_first(nic) {
+            match self.nic_pick_tcp(nic, false) {
+                Ok(p) => return Ok(p),
+                Err(t) => {
+                    wait = wait.min(t);
+                    tcp_idle = true;
+                }
+            }
+        }
+        match self.nic_pick_rdma(nic, wait) {
+            Ok(p) => {
+                self.tcp.served(nic, false, p.wire, tcp_idle);
+                Ok(p)
+            }
+            Err(w) if tcp_idle => Err(w),
+            Err(w) => self.nic_pick_tcp(nic, true).map_err(|t| t.min(w)),
+        }
+    }
+
+    /// A TCP segment from NIC `nic` if one may go now (`rdma_idle`: RDMA had none).
+    fn nic_pick_tcp(&mut self, nic: u32, rdma_idle: bool) -> Result<Pkt, Time> {
+        let seg = self.tcp.pick(nic, self.now)?;
+        self.tcp.served(nic, true, seg.wire, rdma_idle);
+        let (src, dst) = {
+            let s = self.tcp.spec(seg.flow);
+            (s.src.0, s.dst.0)
+        };
+        Ok(self.new_pkt(Pkt {
+            kind: Kind::TcpData,
+            src,
+            dst,
+            flow: seg.flow,
+            psn: seg.seq,
+            payload: seg.payload,
+            wire: seg.wire,
+            dscp: self.tcp.config().dscp,
+            ..Pkt::default()
+        }))
+    }
+
+    /// The next RDMA data packet of NIC `nic` (`wait`: the earliest time found so far).
+    fn nic_pick_rdma(&mut self, nic: u32, mut wait: Time) -> Result<Pkt, Time> {
+        let now = self.now;
+        let n = &self.nics[nic as usize];
+        let gp = n.gp;
+        let until = self.ports[gp as usize].paused.until_all();
         let data_prio = self.maps.classify(DSCP_ROCE).1;
         if until[usize::from(data_prio)] > now && self.maps.lossless(data_prio) {
             return Err(wait.min(until[usize::from(data_prio)]));
@@ -1922,6 +2061,10 @@ impl RoceSim {
                 kick = true;
             }
             next = next.min(f.req.next_deadline());
+        }
+        if self.tcp.sends(nic) {
+            kick |= self.tcp.poll(nic, now);
+            next = next.min(self.tcp.next_deadline(nic));
         }
         // Host drain and the NIC's stall prevention.
         self.nic_drain(nic);
@@ -2105,6 +2248,31 @@ impl RoceSim {
                 }
                 self.deliver(p);
                 self.arm_flow_timers(nic, fi);
+            }
+            Kind::TcpData => {
+                let (ack, ece) = self.tcp.on_data(pk.flow, pk.psn, pk.ce);
+                self.deliver(p);
+                let a = Pkt {
+                    kind: Kind::TcpAck,
+                    src: pk.dst,
+                    dst: pk.src,
+                    flow: pk.flow,
+                    psn: ack,
+                    wire: crate::roce::tcp::TCP_HEADERS,
+                    dscp: pk.dscp,
+                    ce: ece,
+                    ..Pkt::default()
+                };
+                self.nic_ctrl(nic, a);
+            }
+            Kind::TcpAck => {
+                self.deliver(p);
+                if self.tcp.on_ack(pk.flow, pk.psn, pk.ce, now) {
+                    let gp = self.nics[nic as usize].gp;
+                    self.kick(gp);
+                }
+                let t = self.tcp.next_deadline(nic);
+                self.arm_nic(nic, t);
             }
             Kind::Pause => unreachable!("handled in arrive"),
         }
