@@ -231,6 +231,10 @@ struct DPort {
     speed: u8,
     speed_ext: u8,
     peer: Option<(u32, u8)>,
+    /// PortInfo:CapabilityMask (IsSM finds other SMs).
+    cap_mask: u32,
+    /// PortInfo:PortState when discovered (ports already ACTIVE are not set again).
+    state: Option<PortState>,
 }
 
 #[derive(Clone, Debug)]
@@ -267,6 +271,9 @@ pub struct SubnetManager {
     /// A heavy sweep is due (trap or change seen).
     pub need_heavy: bool,
     sm_port_num: u8,
+    /// Other SMs' ports seen by the last discovery: CA ports (not ours) whose
+    /// CapabilityMask has IsSM, with their port GUID and directed route.
+    pub sm_ports: Vec<(Guid, Vec<u8>)>,
 }
 
 impl std::fmt::Debug for SubnetManager {
@@ -307,6 +314,7 @@ impl SubnetManager {
             buf: Box::new([0; MAD_LEN]),
             need_heavy: true,
             sm_port_num,
+            sm_ports: Vec::new(),
         }
     }
 
@@ -352,11 +360,19 @@ impl SubnetManager {
                 };
                 self.transmit(tr, x, req, path, smp, 0);
             }
+            if x.pending.is_empty() && x.queue.is_empty() {
+                // Nothing asked: do not wait out a real transport's receive timeout.
+                break;
+            }
             let mut got_any = false;
             while let Some(len) = tr.recv(&mut self.buf) {
                 got_any = true;
                 x.received += 1;
                 self.dispatch(x, len, on_reply);
+                if x.pending.is_empty() && x.queue.is_empty() {
+                    // All answered: do not wait out a real transport's receive timeout.
+                    break;
+                }
                 // Keep the wire full while answers arrive.
                 while x.pending.len() < self.opts.max_in_flight.max(1) {
                     let Some((req, path, smp)) = x.queue.pop_front() else {
@@ -604,6 +620,8 @@ impl SubnetManager {
                 dp.width = pi.link_width_active;
                 dp.speed = pi.link_speed_active;
                 dp.speed_ext = pi.link_speed_ext_active;
+                dp.cap_mask = pi.capability_mask;
+                dp.state = Some(pi.port_state);
                 let extend = dp.up
                     && dp.peer.is_none()
                     && port != 0
@@ -636,6 +654,7 @@ impl SubnetManager {
         self.need_heavy = false;
         let t0 = Instant::now();
         let nodes = self.discover(tr, &mut x);
+        self.sm_ports = sm_ports_of(&nodes);
         rep.phases.push(Phase {
             name: "discover",
             micros: t0.elapsed().as_micros() as u64,
@@ -773,6 +792,13 @@ impl SubnetManager {
     ) {
         let _ = ids;
         let max_lid = t.lid_owner.len().saturating_sub(1) as u16;
+        // PortInfo:MasterSMLID of every port is this SM's LID (traps go there).
+        let sm_lid = match nodes.first() {
+            Some(n) if n.kind == NodeKind::Switch => t.lid_of(NodeId(0), 0),
+            Some(_) => t.lid_of(NodeId(0), self.sm_port_num.max(1)),
+            None => None,
+        }
+        .unwrap_or(fabric::Lid(0));
         // 1. LIDs (PortInfo Set), SwitchInfo.
         for (i, n) in nodes.iter().enumerate() {
             let node = NodeId(i as u32);
@@ -781,6 +807,7 @@ impl SubnetManager {
                     let pi = attr::port_info::Repr {
                         lid: l,
                         lmc: 0,
+                        master_sm_lid: sm_lid,
                         port_state: PortState::NoChange,
                         ..Default::default()
                     };
@@ -804,6 +831,7 @@ impl SubnetManager {
                     let pi = attr::port_info::Repr {
                         lid: l,
                         lmc: t.lmc,
+                        master_sm_lid: sm_lid,
                         port_state: PortState::NoChange,
                         ..Default::default()
                     };
@@ -886,8 +914,18 @@ impl SubnetManager {
                     if !(cabled || (n.kind == NodeKind::Switch && p == 0)) {
                         continue;
                     }
+                    // Already there (a re-sweep, or a switch's port 0 that is always
+                    // ACTIVE): a Set would be refused as an illegal transition.
+                    let now = n.ports.get(p as usize).and_then(|d| d.state);
+                    if now == Some(PortState::Active) || (state == PortState::Armed && now == Some(PortState::Armed)) {
+                        if state == PortState::Active {
+                            active += 1;
+                        }
+                        continue;
+                    }
                     let pi = attr::port_info::Repr {
                         port_state: state,
+                        master_sm_lid: sm_lid,
                         ..Default::default()
                     };
                     let mut pi = pi;
@@ -931,6 +969,25 @@ impl SubnetManager {
             }
             _ => n.path.clone(),
         }
+    }
+
+    /// Discovery alone (what a DISCOVERING or STANDBY SM may do): walk the fabric by
+    /// directed route, record the other SMs' ports in [`SubnetManager::sm_ports`], and
+    /// program nothing. Returns (switches, CAs, issues).
+    pub fn discover_only(&mut self, tr: &mut dyn Transport) -> (usize, usize, Vec<Issue>) {
+        let mut x = Exchange {
+            queue: VecDeque::new(),
+            pending: HashMap::new(),
+            sent: 0,
+            received: 0,
+            resends: 0,
+            issues: Vec::new(),
+            traps: Vec::new(),
+        };
+        let nodes = self.discover(tr, &mut x);
+        self.sm_ports = sm_ports_of(&nodes);
+        let sw = nodes.iter().filter(|n| n.kind == NodeKind::Switch).count();
+        (sw, nodes.len() - sw, x.issues)
     }
 
     /// A light sweep: read SwitchInfo of every known switch and collect traps. Returns
@@ -987,6 +1044,34 @@ impl SubnetManager {
             None
         }
     }
+}
+
+/// CA ports other than the SM's own node whose PortInfo says IsSM, with the directed
+/// route that reaches them (through the switch they hang off).
+fn sm_ports_of(nodes: &[DNode]) -> Vec<(Guid, Vec<u8>)> {
+    let mut out = Vec::new();
+    for n in nodes.iter().skip(1) {
+        if n.kind == NodeKind::Switch {
+            continue;
+        }
+        for (p, d) in n.ports.iter().enumerate().skip(1) {
+            if d.cap_mask & attr::cap::IS_SM == 0 {
+                continue;
+            }
+            let path = match d.peer {
+                Some((sw, sp)) if nodes[sw as usize].kind == NodeKind::Switch => {
+                    let mut v = nodes[sw as usize].path.clone();
+                    v.push(sp);
+                    v
+                }
+                Some(_) => n.path.clone(),
+                None => continue,
+            };
+            let g = n.port_guids.get(p).copied().unwrap_or(Guid(0));
+            out.push((g, path));
+        }
+    }
+    out
 }
 
 /// Move the exchange counters and issues into the report (issues of the exchange
