@@ -455,7 +455,7 @@ impl Sim {
             if !self.cq_notify.is_empty() {
                 return RunStatus::Completion;
             }
-            let Some(t) = self.q.peek_time() else {
+            let Some((t, ev)) = self.q.first() else {
                 if self.pkts.live() > 0 {
                     let rep = crate::deadlock::find(self).unwrap_or_else(|| DeadlockReport::stuck(self));
                     self.deadlock = Some(rep.clone());
@@ -470,7 +470,6 @@ impl Sim {
                 self.now = until.max(self.now);
                 return RunStatus::TimeLimit;
             }
-            let (t, ev) = self.q.peek().expect("peeked");
             self.now = t;
             self.stats.events += 1;
             self.trace.fold(t.0);
