@@ -143,8 +143,9 @@ const NWORDS: usize = NSLOTS / 64;
 /// Sequence numbers have 36 bits (6.8 × 10^10 events per run).
 #[derive(Debug)]
 pub struct PackedQueue<E> {
-    /// Keys of slot `cur_slot`, sorted descending: the next event is last.
+    /// Keys of slot `cur_slot`, sorted ascending; `cur[cur_pos]` is the next.
     cur: Vec<u128>,
+    cur_pos: usize,
     cur_slot: u64,
     /// Slot `s` (cur_slot < s < cur_slot + NSLOTS) at index `s % NSLOTS`.
     wheel: Vec<Vec<u128>>,
@@ -169,6 +170,7 @@ impl<E: Packed> PackedQueue<E> {
     pub fn new() -> PackedQueue<E> {
         PackedQueue {
             cur: Vec::with_capacity(64),
+            cur_pos: 0,
             cur_slot: 0,
             wheel: (0..NSLOTS).map(|_| Vec::new()).collect(),
             occupied: [0; NWORDS],
@@ -219,9 +221,24 @@ impl<E: Packed> PackedQueue<E> {
         self.insert(Self::key(t, seq, ev));
     }
 
-    #[inline]
+    #[inline(always)]
     fn insert(&mut self, k: u128) {
         let s = Self::slot_of(k);
+        let d = s.wrapping_sub(self.cur_slot);
+        if d.wrapping_sub(1) < NSLOTS as u64 - 1 && self.len > 0 {
+            // The common case: a later slot inside the wheel.
+            let i = (s as usize) % NSLOTS;
+            self.wheel[i].push(k);
+            self.occupied[i / 64] |= 1 << (i % 64);
+            self.in_wheel += 1;
+            self.len += 1;
+        } else {
+            self.insert_slow(k, s);
+        }
+    }
+
+    #[inline(never)]
+    fn insert_slow(&mut self, k: u128, s: u64) {
         if self.len == 0 {
             self.cur_slot = s;
         }
@@ -237,8 +254,13 @@ impl<E: Packed> PackedQueue<E> {
     fn place(&mut self, k: u128, s: u64) {
         debug_assert!(s >= self.cur_slot);
         if s == self.cur_slot {
-            let pos = self.cur.partition_point(|&x| x > k);
-            self.cur.insert(pos, k);
+            // Usually the newest key of the slot: an append.
+            if self.cur.last().is_none_or(|&l| l < k) {
+                self.cur.push(k);
+            } else {
+                let pos = self.cur_pos + self.cur[self.cur_pos..].partition_point(|&x| x < k);
+                self.cur.insert(pos, k);
+            }
         } else if s - self.cur_slot < NSLOTS as u64 {
             let i = (s as usize) % NSLOTS;
             self.wheel[i].push(k);
@@ -254,8 +276,11 @@ impl<E: Packed> PackedQueue<E> {
     /// model that schedules at or after `now`; kept so the queue is a correct
     /// priority queue for any input.
     #[cold]
+    #[inline(never)]
     fn rebase(&mut self, s: u64) {
-        let mut all = std::mem::take(&mut self.cur);
+        let mut all = self.cur.split_off(self.cur_pos);
+        self.cur.clear();
+        self.cur_pos = 0;
         for b in &mut self.wheel {
             all.append(b);
         }
@@ -298,7 +323,9 @@ impl<E: Packed> PackedQueue<E> {
     /// `cur` is empty and the queue is not: move to the next non-empty slot.
     #[inline(never)]
     fn advance(&mut self) {
-        debug_assert!(self.cur.is_empty() && self.len > 0);
+        debug_assert!(self.cur_pos == self.cur.len() && self.len > 0);
+        self.cur.clear();
+        self.cur_pos = 0;
         let next = match self.next_occupied() {
             Some(d) => self.cur_slot + d,
             None => Self::slot_of(self.far.peek().expect("len > 0")),
@@ -331,19 +358,20 @@ impl<E: Packed> PackedQueue<E> {
                 self.cur.append(&mut self.wheel[i]);
             }
         }
-        sort_desc(&mut self.cur);
+        sort_asc(&mut self.cur);
     }
 
     /// Remove and return the earliest event.
     #[inline]
     pub fn pop(&mut self) -> Option<(Time, E)> {
-        if self.cur.is_empty() {
+        if self.cur_pos == self.cur.len() {
             if self.len == 0 {
                 return None;
             }
             self.advance();
         }
-        let k = self.cur.pop()?;
+        let k = self.cur[self.cur_pos];
+        self.cur_pos += 1;
         self.len -= 1;
         Some(Self::decode(k))
     }
@@ -351,7 +379,7 @@ impl<E: Packed> PackedQueue<E> {
     /// The earliest key, left in place.
     #[inline]
     fn peek_key(&self) -> Option<u128> {
-        if let Some(&k) = self.cur.last() {
+        if let Some(&k) = self.cur.get(self.cur_pos) {
             return Some(k);
         }
         if self.len == 0 {
@@ -377,13 +405,13 @@ impl<E: Packed> PackedQueue<E> {
     /// Same result as [`Self::peek`].
     #[inline]
     pub fn first(&mut self) -> Option<(Time, E)> {
-        if self.cur.is_empty() {
+        if self.cur_pos == self.cur.len() {
             if self.len == 0 {
                 return None;
             }
             self.advance();
         }
-        self.cur.last().map(|&k| Self::decode(k))
+        Some(Self::decode(self.cur[self.cur_pos]))
     }
 
     /// Replace the earliest event by `ev` at (`t`, `seq`): a pop and a push in one
@@ -416,17 +444,18 @@ impl<E: Packed> PackedQueue<E> {
     }
 }
 
-/// Sort a slot's keys descending (a slot holds a handful: insertion sort).
+/// Sort a slot's keys (a slot holds a handful, mostly pushed in order:
+/// insertion sort).
 #[inline]
-fn sort_desc(v: &mut [u128]) {
-    if v.len() > 24 {
-        v.sort_unstable_by(|a, b| b.cmp(a));
+fn sort_asc(v: &mut [u128]) {
+    if v.len() > 32 {
+        v.sort_unstable();
         return;
     }
     for i in 1..v.len() {
         let k = v[i];
         let mut j = i;
-        while j > 0 && v[j - 1] < k {
+        while j > 0 && v[j - 1] > k {
             v[j] = v[j - 1];
             j -= 1;
         }
