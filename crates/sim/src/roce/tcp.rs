@@ -318,7 +318,8 @@ impl TcpWorld {
     /// Does NIC `nic` send TCP?
     #[inline]
     pub fn sends(&self, nic: u32) -> bool {
-        !self.by_nic[nic as usize].is_empty()
+        // The first test keeps a world without TCP off the per-NIC list.
+        !self.flows.is_empty() && !self.by_nic[nic as usize].is_empty()
     }
 
     /// Add a flow sent by NIC index `nic`; returns its index.
