@@ -632,7 +632,15 @@ pub struct RoceSim {
     progress: u64,
     flows_left: usize,
     wd_period: Time,
+    /// The popped event is still the heap's root (see [`RoceSim::run`]).
+    top_pending: bool,
+    /// ECMP egress per (flow, direction, switch): `[(flow * 2 + dir) * switches + switch]`,
+    /// [`NO_ROUTE`] until first hashed; cleared when the ECMP groups change.
+    route_cache: Vec<u8>,
 }
+
+/// A `route_cache` slot not filled yet.
+const NO_ROUTE: u8 = u8::MAX;
 
 impl RoceSim {
     /// Build the world for `fabric` (switches and CAs; every CA has its NIC on
@@ -908,11 +916,13 @@ impl RoceSim {
             last_progress: 0,
             progress: 0,
             wd_period,
+            top_pending: false,
+            route_cache: Vec::new(),
             fabric: fabric.clone(),
             cfg,
         };
         for (k, f) in flows.iter().enumerate() {
-            sim.q.push(f.start, Ev::FlowStart { flow: k as u32 });
+            sim.push_ev(f.start, Ev::FlowStart { flow: k as u32 });
         }
         if let Some((node, port)) = sim.cfg.capture {
             if node.idx() >= n || usize::from(port) >= fabric.node(node).ports.len() {
@@ -923,6 +933,7 @@ impl RoceSim {
             }
             sim.capture_gp = sim.port_base[node.idx()] + u32::from(port);
         }
+        sim.route_cache = vec![NO_ROUTE; sim.flows.len() * 2 * sim.switches.len()];
         sim.arm_periodic();
         // Faulty NICs start pausing at once.
         for i in 0..sim.nics.len() {
@@ -936,7 +947,7 @@ impl RoceSim {
     /// Fail `link` at `at`: packets sent into it are lost; ECMP shrinks after the
     /// convergence delay.
     pub fn fail_link_at(&mut self, link: LinkId, at: Time) {
-        self.q.push(at, Ev::LinkFail { link: link.0 });
+        self.push_ev(at, Ev::LinkFail { link: link.0 });
     }
 
     /// Current time.
@@ -1259,6 +1270,8 @@ impl RoceSim {
             rx_tags: VecDeque::new(),
         });
         self.nics[nic as usize].flows.push(k as u32);
+        self.route_cache
+            .resize(self.flows.len() * 2 * self.switches.len(), NO_ROUTE);
         Ok(k as u32)
     }
 
@@ -1290,11 +1303,11 @@ impl RoceSim {
     fn arm_periodic(&mut self) {
         if self.wd_period != Time::NEVER && self.timers_armed & 1 == 0 {
             self.timers_armed |= 1;
-            self.q.push(self.now + self.wd_period, Ev::WdPoll);
+            self.push_ev(self.now + self.wd_period, Ev::WdPoll);
         }
         if self.cfg.deadlock_check > Time::ZERO && self.timers_armed & 2 == 0 {
             self.timers_armed |= 2;
-            self.q.push(self.now + self.cfg.deadlock_check, Ev::Check);
+            self.push_ev(self.now + self.cfg.deadlock_check, Ev::Check);
         }
     }
 
@@ -1332,75 +1345,114 @@ impl RoceSim {
                 self.now = until.max(self.now);
                 return RoceStatus::TimeLimit;
             }
-            let (t, ev) = self.q.pop().expect("peeked");
+            // The event stays at the heap's root while it is handled: the first
+            // event the handler schedules replaces it (one sift instead of a pop
+            // and a push; the order is the same, as the new key is later).
+            let (t, ev) = self.q.peek().expect("peeked");
+            self.top_pending = true;
             self.now = t;
             self.events += 1;
             self.trace.fold(t.0);
             self.trace.fold(ev.word());
-            match ev {
-                Ev::Arrive { dir } => {
-                    let (p, next) = self.link_fifo[dir as usize].pop().expect("FIFO head");
-                    if let Some((nt, ns)) = next {
-                        self.q.push_seq(nt, ns, Ev::Arrive { dir });
-                    }
-                    let to = self.ports[dir as usize].peer;
-                    self.arrive(to, p);
-                }
-                Ev::TxWake { gp } => {
-                    if self.ports[gp as usize].wake_at == t {
-                        self.ports[gp as usize].wake_at = Time::NEVER;
-                        self.try_tx(gp);
-                    }
-                }
-                Ev::FlowStart { flow } => self.flow_start(flow),
-                Ev::NicTimer { nic } => {
-                    if self.nics[nic as usize].timer_at == t {
-                        self.nics[nic as usize].timer_at = Time::NEVER;
-                        self.nic_timer(nic);
-                    }
-                }
-                Ev::PauseTimer { gp } => {
-                    if self.ports[gp as usize].pause_timer_at == t {
-                        self.ports[gp as usize].pause_timer_at = Time::NEVER;
-                        self.pause_refresh(gp);
-                    }
-                }
-                Ev::WdPoll => {
-                    self.watchdog_poll();
-                    if self.flows_left > 0 || self.live > 0 {
-                        self.q.push(self.now + self.wd_period, Ev::WdPoll);
-                    } else {
-                        self.timers_armed &= !1;
-                    }
-                }
-                Ev::Check => {
-                    if self.progress == self.last_progress && self.live > 0 {
-                        if let Some(d) = self.find_deadlock() {
-                            self.deadlock = Some(d.clone());
-                            return RoceStatus::Deadlock(d);
-                        }
-                    }
-                    self.last_progress = self.progress;
-                    if self.flows_left > 0 || self.live > 0 {
-                        self.q.push(self.now + self.cfg.deadlock_check, Ev::Check);
-                    } else {
-                        self.timers_armed &= !2;
-                    }
-                }
-                Ev::LinkFail { link } => {
-                    let l = &self.fabric.links[link as usize];
-                    for e in [l.a, l.b] {
-                        let g = self.port_base[e.node.idx()] + u32::from(e.port);
-                        self.ports[g as usize].down = true;
-                    }
-                    self.ecmp.fail_link(LinkId(link), self.now);
-                    self.q.push(self.ecmp.next_deadline(), Ev::Converge);
-                }
-                Ev::Converge => {
-                    self.ecmp.poll(&self.fabric, self.now);
-                }
+            let status = self.dispatch(t, ev);
+            if self.top_pending {
+                self.top_pending = false;
+                self.q.pop();
+            }
+            if let Some(s) = status {
+                return s;
             }
         }
+    }
+
+    /// Schedule `ev` at `t`.
+    #[inline]
+    fn push_ev(&mut self, t: Time, ev: Ev) {
+        let s = self.q.next_seq();
+        self.push_ev_seq(t, s, ev);
+    }
+
+    /// Schedule `ev` at `t` with a sequence number taken earlier.
+    #[inline]
+    fn push_ev_seq(&mut self, t: Time, seq: u64, ev: Ev) {
+        if self.top_pending {
+            self.top_pending = false;
+            self.q.replace_top(t, seq, ev);
+        } else {
+            self.q.push_seq(t, seq, ev);
+        }
+    }
+
+    /// Handle one event; `Some` ends the run.
+    #[inline]
+    fn dispatch(&mut self, t: Time, ev: Ev) -> Option<RoceStatus> {
+        match ev {
+            Ev::Arrive { dir } => {
+                let (p, next) = self.link_fifo[dir as usize].pop().expect("FIFO head");
+                if let Some((nt, ns)) = next {
+                    self.push_ev_seq(nt, ns, Ev::Arrive { dir });
+                }
+                let to = self.ports[dir as usize].peer;
+                self.arrive(to, p);
+            }
+            Ev::TxWake { gp } => {
+                if self.ports[gp as usize].wake_at == t {
+                    self.ports[gp as usize].wake_at = Time::NEVER;
+                    self.try_tx(gp);
+                }
+            }
+            Ev::FlowStart { flow } => self.flow_start(flow),
+            Ev::NicTimer { nic } => {
+                if self.nics[nic as usize].timer_at == t {
+                    self.nics[nic as usize].timer_at = Time::NEVER;
+                    self.nic_timer(nic);
+                }
+            }
+            Ev::PauseTimer { gp } => {
+                if self.ports[gp as usize].pause_timer_at == t {
+                    self.ports[gp as usize].pause_timer_at = Time::NEVER;
+                    self.pause_refresh(gp);
+                }
+            }
+            Ev::WdPoll => {
+                self.watchdog_poll();
+                if self.flows_left > 0 || self.live > 0 {
+                    self.push_ev(self.now + self.wd_period, Ev::WdPoll);
+                } else {
+                    self.timers_armed &= !1;
+                }
+            }
+            Ev::Check => {
+                if self.progress == self.last_progress && self.live > 0 {
+                    if let Some(d) = self.find_deadlock() {
+                        self.deadlock = Some(d.clone());
+                        return Some(RoceStatus::Deadlock(d));
+                    }
+                }
+                self.last_progress = self.progress;
+                if self.flows_left > 0 || self.live > 0 {
+                    self.push_ev(self.now + self.cfg.deadlock_check, Ev::Check);
+                } else {
+                    self.timers_armed &= !2;
+                }
+            }
+            Ev::LinkFail { link } => {
+                let l = &self.fabric.links[link as usize];
+                for e in [l.a, l.b] {
+                    let g = self.port_base[e.node.idx()] + u32::from(e.port);
+                    self.ports[g as usize].down = true;
+                }
+                self.ecmp.fail_link(LinkId(link), self.now);
+                self.route_cache.fill(NO_ROUTE);
+                let t = self.ecmp.next_deadline();
+                self.push_ev(t, Ev::Converge);
+            }
+            Ev::Converge => {
+                self.ecmp.poll(&self.fabric, self.now);
+                self.route_cache.fill(NO_ROUTE);
+            }
+        }
+        None
     }
 
     fn new_pkt(&mut self, p: Pkt) -> Pkt {
@@ -1429,7 +1481,7 @@ impl RoceSim {
         let p = &mut self.ports[gp as usize];
         if t < p.wake_at {
             p.wake_at = t;
-            self.q.push(t, Ev::TxWake { gp });
+            self.push_ev(t, Ev::TxWake { gp });
         }
     }
 
@@ -1519,7 +1571,7 @@ impl RoceSim {
             None => {
                 let seq = self.q.next_seq();
                 if self.link_fifo[g].push(arrive, seq, p) {
-                    self.q.push_seq(arrive, seq, Ev::Arrive { dir: gp });
+                    self.push_ev_seq(arrive, seq, Ev::Arrive { dir: gp });
                 }
             }
         }
@@ -1617,7 +1669,7 @@ impl RoceSim {
         let port = &mut self.ports[gp as usize];
         if t < port.pause_timer_at {
             port.pause_timer_at = t;
-            self.q.push(t, Ev::PauseTimer { gp });
+            self.push_ev(t, Ev::PauseTimer { gp });
         }
     }
 
@@ -1636,11 +1688,32 @@ impl RoceSim {
 
     // ----------------------------------------------------------------- switch
 
-    fn route(&self, si: u32, pk: &Pkt) -> Option<u8> {
+    /// The egress port of switch `si` for `pk`: a static override, else the
+    /// ECMP member its 5-tuple hashes to (cached per flow, direction and switch:
+    /// every packet of a QP in one direction carries the same 5-tuple).
+    #[inline]
+    fn route(&mut self, si: u32, pk: &Pkt) -> Option<u8> {
         let sw = &self.switches[si as usize];
-        if let Some(o) = self.overrides.iter().find(|o| o.0 == sw.node && o.1 == pk.dst) {
-            return Some(o.2);
+        if !self.overrides.is_empty() {
+            if let Some(o) = self.overrides.iter().find(|o| o.0 == sw.node && o.1 == pk.dst) {
+                return Some(o.2);
+            }
         }
+        let dir = usize::from(pk.kind != Kind::Data);
+        let ci = (pk.flow as usize * 2 + dir) * self.switches.len() + si as usize;
+        let c = self.route_cache[ci];
+        if c != NO_ROUTE {
+            return Some(c);
+        }
+        let out = self.route_hashed(si, pk);
+        if let Some(o) = out {
+            self.route_cache[ci] = o;
+        }
+        out
+    }
+
+    fn route_hashed(&self, si: u32, pk: &Pkt) -> Option<u8> {
+        let sw = &self.switches[si as usize];
         let f = &self.flows[pk.flow as usize].spec;
         // Both directions of a QP hash its UDP source port (the responder
         // answers with the same entropy), addresses in packet direction.
@@ -1903,7 +1976,7 @@ impl RoceSim {
         let n = &mut self.nics[nic as usize];
         if t < n.timer_at {
             n.timer_at = t;
-            self.q.push(t, Ev::NicTimer { nic });
+            self.push_ev(t, Ev::NicTimer { nic });
         }
     }
 
