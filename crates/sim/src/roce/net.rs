@@ -506,6 +506,8 @@ struct Switch {
     red: Vec<Option<Red>>,
     /// Packets queued per egress port (to skip idle-port wake-ups).
     queued: Vec<u32>,
+    /// Bit q set when egress queue q of a port holds packets.
+    nonempty: Vec<u8>,
     /// Ingress (port, PG) with XOFF asserted: re-checked on every release, since
     /// the threshold rises for all of them as the shared pool frees.
     xoff: Vec<(u8, u8)>,
@@ -789,6 +791,7 @@ impl RoceSim {
                         },
                         red,
                         queued: vec![0; np],
+                        nonempty: vec![0; np],
                         xoff: Vec::new(),
                     });
                 }
@@ -1774,6 +1777,7 @@ impl RoceSim {
                 p.wd_fwd = false;
                 s.q[qi].push_back(p);
                 s.queued[usize::from(out)] += 1;
+                s.nonempty[usize::from(out)] |= 1 << queue;
                 let og = self.port_base[s.node as usize] + u32::from(out);
                 if xoff {
                     s.xoff.push((in_port, pg));
@@ -1790,37 +1794,35 @@ impl RoceSim {
     fn switch_pick(&mut self, si: u32, gp: u32) -> Result<Pkt, Time> {
         let now = self.now;
         let port = self.ports[gp as usize].num as usize;
-        // Copy only the 8 resume times, not the whole pause state with its counters.
-        let until = self.ports[gp as usize].paused.until_all();
         let forward = self.cfg.watchdog.is_some_and(|w| w.action == WdAction::Forward);
         let s = &mut self.switches[si as usize];
-        let mut wait = Time::NEVER;
-        let (qs, stormed) = (&s.q, &s.wd_stormed);
-        let head = |q: usize| -> Option<u32> {
-            let p = qs[port * NPRIO + q].front()?;
-            // PFC priority p pauses queue p (SONiC MAP_PFC_PRIORITY_TO_QUEUE AZURE is identity).
-            if until[q] > now && !(forward && stormed[port * NPRIO + q]) {
-                return None;
-            }
-            Some(p.wire)
-        };
-        // Fast path: one non-empty queue that may send needs no arbitration.
-        let mut only = None;
-        let mut count = 0;
-        for q in 0..NPRIO {
-            if !s.q[port * NPRIO + q].is_empty() {
-                count += 1;
-                only = Some(q);
-            }
+        let mask = s.nonempty[port];
+        if mask == 0 {
+            return Err(Time::NEVER);
         }
-        let chosen = match (count, only) {
-            (0, _) => None,
-            (1, Some(q)) if head(q).is_some() => Some(q),
-            _ => s.sched[port].pick(head),
+        let paused = &self.ports[gp as usize].paused;
+        let stormed = &s.wd_stormed;
+        // PFC priority p pauses queue p (SONiC MAP_PFC_PRIORITY_TO_QUEUE AZURE is identity).
+        let blocked = |q: usize| paused.until(q as u8) > now && !(forward && stormed[port * NPRIO + q]);
+        let chosen = if mask.is_power_of_two() {
+            // Fast path: one non-empty queue needs no arbitration.
+            let q = mask.trailing_zeros() as usize;
+            (!blocked(q)).then_some(q)
+        } else {
+            let qs = &s.q;
+            s.sched[port].pick(|q| {
+                let p = qs[port * NPRIO + q].front()?;
+                if blocked(q) {
+                    return None;
+                }
+                Some(p.wire)
+            })
         };
         let Some(q) = chosen else {
-            for (q, &u) in until.iter().enumerate() {
-                if !s.q[port * NPRIO + q].is_empty() && u > now {
+            let mut wait = Time::NEVER;
+            for q in 0..NPRIO {
+                let u = paused.until(q as u8);
+                if mask & (1 << q) != 0 && u > now {
                     wait = wait.min(u);
                 }
             }
@@ -1829,6 +1831,9 @@ impl RoceSim {
         let qi = port * NPRIO + q;
         let qlen = s.mmu.egress_bytes(port, q as u8);
         let mut p = s.q[qi].pop_front().expect("picked");
+        if s.q[qi].is_empty() {
+            s.nonempty[port] &= !(1 << q);
+        }
         p.wd_fwd = forward && s.wd_stormed[qi];
         s.queued[port] -= 1;
         s.q_tx[qi] += 1;
@@ -2237,6 +2242,7 @@ impl RoceSim {
                                         );
                                         self.drop_pkt(p, RoceDrop::Watchdog);
                                     }
+                                    self.switches[si].nonempty[port] &= !(1 << q);
                                     self.resume_check(si as u32);
                                 }
                                 WdAction::Forward => self.kick(gp),
