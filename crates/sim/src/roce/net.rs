@@ -1529,20 +1529,29 @@ impl RoceSim {
         }
     }
 
-    fn has_work(&self, gp: u32) -> bool {
+    /// When transmitter `gp`, free from `free`, next has something it may send:
+    /// `free` if a frame is queued, else (a NIC) the earliest pacing time of a flow
+    /// with data; `None` when there is nothing to send. A NIC whose DCQCN rate is
+    /// under the line rate is woken once per packet, at its pacing time.
+    fn next_work(&self, gp: u32, free: Time) -> Option<Time> {
         let port = &self.ports[gp as usize];
         if !port.ctrl.is_empty() {
-            return true;
+            return Some(free);
         }
         let (is_sw, idx) = self.role[port.node as usize];
         if is_sw {
-            self.switches[idx as usize].queued[usize::from(port.num)] > 0
+            (self.switches[idx as usize].queued[usize::from(port.num)] > 0).then_some(free)
         } else {
             let n = &self.nics[idx as usize];
-            !n.ctrl.is_empty()
-                || n.flows
-                    .iter()
-                    .any(|&f| self.flows[f as usize].started && self.flows[f as usize].req.has_data())
+            if !n.ctrl.is_empty() {
+                return Some(free);
+            }
+            n.flows
+                .iter()
+                .map(|&f| &self.flows[f as usize])
+                .filter(|f| f.started && f.req.has_data())
+                .map(|f| f.next_ok.max(free))
+                .min()
         }
     }
 
@@ -1578,9 +1587,10 @@ impl RoceSim {
                 }
             }
         }
-        // Look again when the line frees, if there is anything left to send.
-        if self.has_work(gp) {
-            self.schedule_wake(gp, end);
+        // Look again when the line frees, or a NIC's pacing lets it send, if there
+        // is anything left to send.
+        if let Some(t) = self.next_work(gp, end) {
+            self.schedule_wake(gp, t);
         }
     }
 
