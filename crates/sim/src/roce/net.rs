@@ -67,6 +67,8 @@ pub const PAUSE_BYTES: u32 = 64;
 pub const DSCP_ROCE: u8 = 26;
 /// DSCP of CNPs (NVIDIA firmware default `CNP_DSCP` 48).
 pub const DSCP_CNP: u8 = 48;
+/// TTL of the IPv4 header the NIC writes (Linux `ip_default_ttl` 64).
+pub const IP_TTL: u8 = 64;
 
 /// Why a packet was dropped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
@@ -90,11 +92,13 @@ pub enum RoceDrop {
     /// Sent to a faulty NIC (its receive pipeline is stuck), e.g. after the
     /// watchdog turned its queue lossy.
     FaultyNic,
+    /// The IP TTL ran out (a routing loop, e.g. a bounce during convergence).
+    TtlExpired,
 }
 
 impl RoceDrop {
     /// Every reason, in report order.
-    pub const ALL: [RoceDrop; 8] = [
+    pub const ALL: [RoceDrop; 9] = [
         RoceDrop::LossyOverThreshold,
         RoceDrop::HeadroomOverflow,
         RoceDrop::Watchdog,
@@ -103,6 +107,7 @@ impl RoceDrop {
         RoceDrop::NicRxDiscard,
         RoceDrop::Injected,
         RoceDrop::FaultyNic,
+        RoceDrop::TtlExpired,
     ];
 }
 
@@ -114,9 +119,9 @@ pub struct RoceLedger {
     /// Packets consumed where they were going.
     pub delivered: u64,
     /// Drops by reason (indexed like [`RoceDrop::ALL`]), all priorities.
-    pub dropped: [u64; 8],
+    pub dropped: [u64; 9],
     /// Of those, drops of packets on a lossless (PFC) priority.
-    pub dropped_lossless: [u64; 8],
+    pub dropped_lossless: [u64; 9],
 }
 
 impl RoceLedger {
@@ -125,8 +130,9 @@ impl RoceLedger {
         self.dropped.iter().sum()
     }
 
-    /// Drops on lossless priorities that are not the watchdog's or injected:
-    /// each one is a fault of the model or the configuration.
+    /// Drops on lossless priorities that are not the watchdog's, injected, at a
+    /// faulty NIC or a routing loop's TTL: each one is a buffer fault of the model
+    /// or the configuration.
     pub fn lossless_faults(&self) -> u64 {
         self.dropped_lossless
             .iter()
@@ -134,7 +140,7 @@ impl RoceLedger {
             .filter(|(i, _)| {
                 !matches!(
                     RoceDrop::ALL[*i],
-                    RoceDrop::Watchdog | RoceDrop::Injected | RoceDrop::FaultyNic
+                    RoceDrop::Watchdog | RoceDrop::Injected | RoceDrop::FaultyNic | RoceDrop::TtlExpired
                 )
             })
             .map(|x| x.1)
@@ -190,6 +196,12 @@ pub struct RoceConfig {
     pub hash: HashConfig,
     /// ECMP convergence delay after a link failure.
     pub ecmp_convergence: Time,
+    /// Local repair: a switch next to a failed link reroutes at once over the
+    /// shortest paths that avoid it (its own view), while the others keep their
+    /// old ECMP groups until `ecmp_convergence` — the window in which routes
+    /// bounce (Hu et al., HotNets'16). Off: packets sent into the dead link are
+    /// lost until convergence.
+    pub local_repair: bool,
     /// Static route overrides: (switch, destination host, egress port).
     pub route_overrides: Vec<(NodeId, NodeId, u8)>,
     /// Check for a PFC deadlock this often (0 = never).
@@ -245,6 +257,7 @@ impl Default for RoceConfig {
                 func: HashFn::Murmur3,
             },
             ecmp_convergence: Time::us(100),
+            local_repair: false,
             route_overrides: Vec::new(),
             deadlock_check: Time::us(500),
             seed: 1,
@@ -355,6 +368,8 @@ struct Pkt {
     /// Sent by a queue whose PFC watchdog (action forward) ignores pauses: a
     /// downstream headroom overflow is then the watchdog's doing.
     wd_fwd: bool,
+    /// IP TTL, decremented by every switch (RoCEv2 rides IP).
+    ttl: u8,
     /// At a switch: ingress port index (local) and PG.
     in_port: u8,
     pg: u8,
@@ -526,23 +541,25 @@ struct Nic {
     timer_at: Time,
 }
 
-/// A PFC deadlock: the cycle of paused switch egress ports.
+/// A PFC deadlock: the cycle of paused switch egress queues.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct PfcDeadlock {
     /// When it was found.
     pub at: Time,
-    /// `(switch, port)` names around the cycle.
-    pub cycle: Vec<(String, u8)>,
+    /// `(switch, egress port, priority)` around the cycle: each queue holds
+    /// packets it may not send because the next switch paused that priority, and
+    /// the next switch's paused ingress holds packets queued for the next entry.
+    pub cycle: Vec<(String, u8, u8)>,
 }
 
 impl std::fmt::Display for PfcDeadlock {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "PFC deadlock at {}: ", self.at)?;
-        for (i, (s, p)) in self.cycle.iter().enumerate() {
+        for (i, (s, p, q)) in self.cycle.iter().enumerate() {
             if i > 0 {
                 write!(f, " → ")?;
             }
-            write!(f, "{s}/{p}")?;
+            write!(f, "{s}/{p} prio {q}")?;
         }
         Ok(())
     }
@@ -639,6 +656,12 @@ pub struct RoceSim {
     /// ECMP egress per (flow, direction, switch): `[(flow * 2 + dir) * switches + switch]`,
     /// [`NO_ROUTE`] until first hashed; cleared when the ECMP groups change.
     route_cache: Vec<u8>,
+    /// With `local_repair`, from a link failure to ECMP convergence: the routes
+    /// of the switches next to the failure (shortest paths without it).
+    local_view: Option<EcmpTable>,
+    /// A candidate deadlock cycle seen at the last check, with the packets each
+    /// of its queues had sent: `(egress port, priority, packets sent)`.
+    suspect: Option<Vec<(u32, u8, u64)>>,
 }
 
 /// A `route_cache` slot not filled yet.
@@ -921,6 +944,8 @@ impl RoceSim {
             wd_period,
             top_pending: false,
             route_cache: Vec::new(),
+            local_view: None,
+            suspect: None,
             fabric: fabric.clone(),
             cfg,
         };
@@ -986,6 +1011,44 @@ impl RoceSim {
     /// Payload bytes delivered in order to flow `k`'s receiver.
     pub fn flow_delivered(&self, k: usize) -> u64 {
         self.flows[k].delivered_bytes
+    }
+
+    /// The switches flow `k`'s data packets cross now, with the egress port each
+    /// one picks (static override or ECMP hash over its current groups), from the
+    /// sender's switch to the receiver's. Stops after 64 hops (a routing loop).
+    pub fn flow_path(&self, k: usize) -> Vec<(String, u8)> {
+        let f = &self.flows[k];
+        let pk = Pkt {
+            kind: Kind::Data,
+            src: f.spec.src.0,
+            dst: f.spec.dst.0,
+            flow: k as u32,
+            ..Pkt::default()
+        };
+        let mut out = Vec::new();
+        let mut gp = self.port_base[f.spec.src.idx()] + 1;
+        for _ in 0..64 {
+            let peer = self.ports[gp as usize].peer;
+            if peer == NONE {
+                break;
+            }
+            let node = self.ports[peer as usize].node;
+            let (is_sw, si) = self.role[node as usize];
+            if !is_sw {
+                break;
+            }
+            let over = self
+                .overrides
+                .iter()
+                .find(|o| o.0 == node && o.1 == pk.dst)
+                .map(|o| o.2);
+            let Some(port) = over.or_else(|| self.route_hashed(si, &pk)) else {
+                break;
+            };
+            out.push((self.fabric.nodes[node as usize].name.clone(), port));
+            gp = self.port_base[node as usize] + u32::from(port);
+        }
+        out
     }
 
     /// Completion time of flow `k`.
@@ -1426,10 +1489,24 @@ impl RoceSim {
                 }
             }
             Ev::Check => {
-                if self.progress == self.last_progress && self.live > 0 {
-                    if let Some(d) = self.find_deadlock() {
-                        self.deadlock = Some(d.clone());
-                        return Some(RoceStatus::Deadlock(d));
+                // A cycle of paused queues is a deadlock when nothing at all moved
+                // for a whole period, or when the same cycle is found twice with
+                // none of its queues having sent a packet in between (other
+                // traffic may still flow around a partial deadlock).
+                if self.live > 0 {
+                    let stalled = self.progress == self.last_progress;
+                    match self.find_cycle() {
+                        Some(c) => {
+                            let key: Vec<(u32, u8, u64)> =
+                                c.iter().map(|&(g, q)| (g, q, self.queue_sent(g, q))).collect();
+                            if stalled || self.suspect.as_ref() == Some(&key) {
+                                let d = self.describe_cycle(&c);
+                                self.deadlock = Some(d.clone());
+                                return Some(RoceStatus::Deadlock(d));
+                            }
+                            self.suspect = Some(key);
+                        }
+                        None => self.suspect = None,
                     }
                 }
                 self.last_progress = self.progress;
@@ -1447,11 +1524,24 @@ impl RoceSim {
                 }
                 self.ecmp.fail_link(LinkId(link), self.now);
                 self.route_cache.fill(NO_ROUTE);
+                if self.cfg.local_repair {
+                    let mut v = EcmpTable::build(&self.fabric, Time::ZERO);
+                    for (li, l) in self.fabric.links.iter().enumerate() {
+                        let g = self.port_base[l.a.node.idx()] + u32::from(l.a.port);
+                        if self.ports[g as usize].down {
+                            v.fail_link(LinkId(li as u32), self.now);
+                        }
+                    }
+                    v.poll(&self.fabric, self.now);
+                    self.local_view = Some(v);
+                }
                 let t = self.ecmp.next_deadline();
                 self.push_ev(t, Ev::Converge);
             }
             Ev::Converge => {
-                self.ecmp.poll(&self.fabric, self.now);
+                if self.ecmp.poll(&self.fabric, self.now) {
+                    self.local_view = None;
+                }
                 self.route_cache.fill(NO_ROUTE);
             }
         }
@@ -1666,6 +1756,7 @@ impl RoceSim {
             prio,
             quanta,
             wd_fwd: false,
+            ttl: IP_TTL,
             in_port: 0,
             pg: 0,
             queue: 0,
@@ -1754,12 +1845,24 @@ impl RoceSim {
         } else {
             sw.hash.hash(&key)
         };
-        self.ecmp.next_port(NodeId(sw.node), NodeId(pk.dst), h)
+        let out = self.ecmp.next_port(NodeId(sw.node), NodeId(pk.dst), h)?;
+        if let Some(v) = &self.local_view {
+            // The switch knows its own link is down: it takes its repaired route.
+            if self.ports[(self.port_base[sw.node as usize] + u32::from(out)) as usize].down {
+                return v.next_port(NodeId(sw.node), NodeId(pk.dst), h);
+            }
+        }
+        Some(out)
     }
 
     fn switch_arrive(&mut self, si: u32, gp: u32, mut p: Pkt) {
         let in_port = self.ports[gp as usize].num;
         let pk = p;
+        if p.ttl <= 1 {
+            self.drop_pkt(p, RoceDrop::TtlExpired);
+            return;
+        }
+        p.ttl -= 1;
         let (_, pg, queue) = self.switches[si as usize].maps.classify(pk.dscp);
         let Some(out) = self.route(si, &pk) else {
             self.drop_pkt(p, RoceDrop::NoRoute);
@@ -1968,6 +2071,7 @@ impl RoceSim {
                 prio: 0,
                 quanta: 0,
                 wd_fwd: false,
+                ttl: IP_TTL,
                 in_port: 0,
                 pg: 0,
                 queue: 0,
@@ -2113,6 +2217,7 @@ impl RoceSim {
                     prio: 0,
                     quanta: 0,
                     wd_fwd: false,
+                    ttl: IP_TTL,
                     in_port: 0,
                     pg: 0,
                     queue: 0,
@@ -2273,10 +2378,10 @@ impl RoceSim {
     /// A cycle of switch egress ports, each holding lossless packets it may not
     /// send because the next switch paused it, where the next switch's paused
     /// ingress holds packets queued for the next port in the cycle.
-    fn find_deadlock(&self) -> Option<PfcDeadlock> {
+    fn find_cycle(&self) -> Option<Vec<(u32, u8)>> {
         let now = self.now;
         // blocked[gp] = egress port with a non-empty, paused lossless queue.
-        let mut edges: Vec<(u32, u32)> = Vec::new();
+        let mut edges: Vec<(u32, u32, u8)> = Vec::new();
         for s in &self.switches {
             let base = self.port_base[s.node as usize];
             let nports = s.q.len() / NPRIO;
@@ -2302,7 +2407,7 @@ impl RoceSim {
                     let pbase = self.port_base[pn as usize];
                     for (qi, qq) in ps.q.iter().enumerate() {
                         if qq.iter().any(|p| p.in_port == in_num) {
-                            edges.push((gp, pbase + (qi / NPRIO) as u32));
+                            edges.push((gp, pbase + (qi / NPRIO) as u32, q as u8));
                         }
                     }
                 }
@@ -2314,28 +2419,41 @@ impl RoceSim {
         let blocked: std::collections::BTreeSet<u32> = edges.iter().map(|e| e.0).collect();
         for &start in &blocked {
             let mut path = vec![start];
+            // prios[i]: the paused priority of path[i]'s queue on the edge taken from it.
+            let mut prios: Vec<u8> = Vec::new();
             let mut cur = start;
             for _ in 0..=blocked.len() {
-                let Some(&(_, nxt)) = edges.iter().find(|e| e.0 == cur && blocked.contains(&e.1)) else {
+                let Some(&(_, nxt, q)) = edges.iter().find(|e| e.0 == cur && blocked.contains(&e.1)) else {
                     break;
                 };
+                prios.push(q);
                 if let Some(pos) = path.iter().position(|&x| x == nxt) {
-                    let cycle = path[pos..]
-                        .iter()
-                        .map(|&g| {
-                            (
-                                self.fabric.nodes[self.ports[g as usize].node as usize].name.clone(),
-                                self.ports[g as usize].num,
-                            )
-                        })
-                        .collect();
-                    return Some(PfcDeadlock { at: now, cycle });
+                    return Some(path[pos..].iter().copied().zip(prios[pos..].iter().copied()).collect());
                 }
                 path.push(nxt);
                 cur = nxt;
             }
         }
         None
+    }
+
+    /// Name the queues of a cycle found by [`Self::find_cycle`].
+    fn describe_cycle(&self, c: &[(u32, u8)]) -> PfcDeadlock {
+        let cycle = c
+            .iter()
+            .map(|&(g, q)| {
+                let p = &self.ports[g as usize];
+                (self.fabric.nodes[p.node as usize].name.clone(), p.num, q)
+            })
+            .collect();
+        PfcDeadlock { at: self.now, cycle }
+    }
+
+    /// Packets switch egress queue (`gp`, `q`) has sent.
+    fn queue_sent(&self, gp: u32, q: u8) -> u64 {
+        let p = &self.ports[gp as usize];
+        let si = self.role[p.node as usize].1;
+        self.switches[si as usize].q_tx[usize::from(p.num) * NPRIO + usize::from(q)]
     }
 }
 
