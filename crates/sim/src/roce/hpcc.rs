@@ -433,6 +433,7 @@ impl HpccConfig {
             first_cnp_alpha: Some(1.0),
             first_cnp_rate_factor: Some(1.0),
             cnp_interval: Time::ZERO,
+            cnp_per_port: false,
             red: self.red(line_bps).unwrap_or(Red {
                 kmin: u64::MAX,
                 kmax: u64::MAX,

@@ -539,6 +539,8 @@ struct Nic {
     last_drain: Time,
     drain_bps: u64,
     timer_at: Time,
+    /// The port's CNP limiter, for profiles that pace CNPs per port.
+    np: CnpPacer,
 }
 
 /// A PFC deadlock: the cycle of paused switch egress queues.
@@ -840,6 +842,7 @@ impl RoceSim {
                         last_drain: Time::ZERO,
                         drain_bps: drain,
                         timer_at: Time::NEVER,
+                        np: CnpPacer::default(),
                     });
                 }
             }
@@ -2240,11 +2243,17 @@ impl RoceSim {
                     RxVerdict::OutOfOrder { nak: None } => {}
                 }
                 if pk.ce {
-                    let interval = match &self.cfg.cc {
-                        CongestionControl::Dcqcn(p) => p.cnp_interval,
-                        CongestionControl::None => Time::NEVER,
+                    let (interval, per_port) = match &self.cfg.cc {
+                        CongestionControl::Dcqcn(p) => (p.cnp_interval, p.cnp_per_port),
+                        CongestionControl::None => (Time::NEVER, false),
                     };
-                    if interval != Time::NEVER && self.flows[fi].np.on_marked(now, interval) {
+                    let send = interval != Time::NEVER
+                        && if per_port {
+                            self.nics[nic as usize].np.on_marked(now, interval)
+                        } else {
+                            self.flows[fi].np.on_marked(now, interval)
+                        };
+                    if send {
                         self.cnps_sent += 1;
                         let mut c = reply(Kind::Cnp, 0);
                         c.wire = CNP_BYTES;

@@ -449,6 +449,47 @@ mod tests {
         let _ = spines;
     }
 
+    /// mlx5 `min_time_between_cnps` paces the CNPs of the receiving *port*
+    /// (NVIDIA's PRM: "minimum time between sending CNPs from the port"): with
+    /// every packet marked, two senders into one receiver get at most one CNP per
+    /// 4 µs between them under `nvidia-cx`, where a per-QP limiter sends one per
+    /// QP per 4 µs, twice as many.
+    #[test]
+    fn nvidia_cx_paces_cnps_per_receiving_port() {
+        let (f, _, h) = star(3);
+        let flows = [
+            flow(h[0], h[2], 64 << 20, 1, Time::ZERO, 10000),
+            flow(h[1], h[2], 64 << 20, 1, Time::ZERO, 10001),
+        ];
+        let run = |per_port: bool| {
+            let mut p = Profile::NvidiaCx.params(100_000_000_000);
+            p.cnp_per_port = per_port;
+            // Keep both senders above half the line so the queue, and the
+            // marking, never stop: the CNP count is then the limiter's alone.
+            p.min_rate_bps = 60e9;
+            let cfg = RoceConfig {
+                cc: CongestionControl::Dcqcn(p),
+                red: vec![(
+                    100_000_000_000,
+                    crate::roce::dcqcn::Red {
+                        kmin: 0,
+                        kmax: 0,
+                        pmax: 1.0,
+                    },
+                )],
+                ..RoceConfig::default()
+            };
+            let mut sim = RoceSim::new(&f, cfg, &flows).unwrap();
+            sim.run(Time::us(400));
+            (sim.cnps_sent, sim.ecn_marks)
+        };
+        let (port, marks) = run(true);
+        let (qp, _) = run(false);
+        eprintln!("400 µs, every packet marked ({marks} marks): {port} CNPs paced per port, {qp} per QP");
+        assert!(port <= 400 / 4 + 1 && port >= 80, "{port}");
+        assert!(qp > 3 * port / 2, "{qp} vs {port}");
+    }
+
     /// Pause frames travel on the link and are captured with the data: the
     /// switch port facing a sender of a 16:1 incast carries XOFF/XON PFC frames,
     /// ACKs and RoCEv2 headers that rdmalab's own decoder and tshark both read.
