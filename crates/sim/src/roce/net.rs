@@ -47,6 +47,7 @@ use crate::engine::{Fifo, Time, TraceHash};
 use crate::engine::{Packed, PackedQueue};
 use crate::roce::buffer::{Admit, Mmu, MmuConfig, MmuDrop, NPRIO, QosMaps, Scheduler, hpcc_headroom_bytes};
 use crate::roce::dcqcn::{CnpPacer, DcqcnParams, ReactionPoint, Red};
+use crate::roce::dctcp::DctcpRp;
 use crate::roce::ecmp::{EcmpTable, FlowKey, HashConfig, HashFn, field, host_ip};
 use crate::roce::hpcc::{FctRecord, PfcRecord};
 use crate::roce::pfc::{PauseFrame, PauseGen, PauseMode, PausedTx, QueueSample, Watchdog, WdAction, WdConfig, WdEvent};
@@ -155,6 +156,9 @@ pub enum CongestionControl {
     None,
     /// DCQCN with these parameters (`line_bps` is replaced per NIC).
     Dcqcn(DcqcnParams),
+    /// DCTCP as HPCC ns-3 runs it (`CC_MODE 8`): ACKs echo CE, the sender's rate
+    /// follows α (`line_bps` is replaced per NIC).
+    Dctcp(crate::roce::dctcp::DctcpParams),
 }
 
 /// Parameters of a RoCE run.
@@ -448,6 +452,7 @@ struct Flow {
     spec: FlowSpec,
     req: Requester,
     rp: Option<ReactionPoint>,
+    dctcp: Option<DctcpRp>,
     next_ok: Time,
     resp: Responder,
     np: CnpPacer,
@@ -666,6 +671,17 @@ pub struct RoceSim {
     suspect: Option<Vec<(u32, u8, u64)>>,
 }
 
+/// A DCTCP sender for a NIC of `line` bits/s, if the run uses DCTCP.
+fn dctcp_for(cc: &CongestionControl, line: u64) -> Option<DctcpRp> {
+    match cc {
+        CongestionControl::Dctcp(p) => Some(DctcpRp::new(crate::roce::dctcp::DctcpParams {
+            line_bps: line as f64,
+            ..p.clone()
+        })),
+        _ => None,
+    }
+}
+
 /// A `route_cache` slot not filled yet.
 const NO_ROUTE: u8 = u8::MAX;
 
@@ -781,6 +797,7 @@ impl RoceSim {
                             }
                             cfg.red.iter().find(|(r, _)| *r == b).map(|x| x.1).or(match &cfg.cc {
                                 CongestionControl::Dcqcn(p) => Some(p.red),
+                                CongestionControl::Dctcp(p) => Some(p.red),
                                 CongestionControl::None => None,
                             })
                         })
@@ -876,7 +893,6 @@ impl RoceSim {
             nics[nic as usize].flows.push(k as u32);
             let line = ports[(port_base[f.src.idx()] + 1) as usize].bps.max(1);
             let rp = match &cfg.cc {
-                CongestionControl::None => None,
                 CongestionControl::Dcqcn(p) => {
                     let mut p = p.clone();
                     let scale = line as f64 / p.line_bps;
@@ -888,7 +904,9 @@ impl RoceSim {
                     p.line_bps = line as f64;
                     Some(ReactionPoint::new(p))
                 }
+                _ => None,
             };
+            let dctcp = dctcp_for(&cfg.cc, line);
             let rc = RequesterConfig {
                 mtu: cfg.mtu,
                 recovery: cfg.recovery,
@@ -898,6 +916,7 @@ impl RoceSim {
                 spec: *f,
                 req: Requester::new(rc, Psn::new(0)),
                 rp,
+                dctcp,
                 next_ok: Time::ZERO,
                 resp: Responder::new(Psn::new(0), cfg.ack_every, cfg.recovery),
                 np: CnpPacer::default(),
@@ -1064,9 +1083,17 @@ impl RoceSim {
         self.flows[k].req.counters
     }
 
-    /// Current DCQCN rate of flow `k` (bits/s), if it runs DCQCN.
+    /// Current DCQCN or DCTCP rate of flow `k` (bits/s), if it runs either.
     pub fn flow_rate(&self, k: usize) -> Option<f64> {
-        self.flows[k].rp.as_ref().map(ReactionPoint::rate)
+        let f = &self.flows[k];
+        f.rp.as_ref()
+            .map(ReactionPoint::rate)
+            .or(f.dctcp.as_ref().map(DctcpRp::rate))
+    }
+
+    /// The DCTCP counters of flow `k`, if it runs DCTCP.
+    pub fn flow_dctcp(&self, k: usize) -> Option<crate::roce::dctcp::DctcpCounters> {
+        self.flows[k].dctcp.as_ref().map(|d| d.counters)
     }
 
     /// PFC frames (XOFF, XON) sent from port `port` of `node`.
@@ -1307,8 +1334,9 @@ impl RoceSim {
         let nic = self.role[src.idx()].1;
         let gp = self.nics[nic as usize].gp;
         let line = self.ports[gp as usize].bps.max(1);
+        let dctcp = dctcp_for(&self.cfg.cc, line);
         let rp = match &self.cfg.cc {
-            CongestionControl::None => None,
+            CongestionControl::None | CongestionControl::Dctcp(_) => None,
             CongestionControl::Dcqcn(p) => {
                 let mut p = p.clone();
                 if p.name == "hpcc-ns3" {
@@ -1329,6 +1357,7 @@ impl RoceSim {
             spec,
             req: Requester::new(rc, Psn::new(0)),
             rp,
+            dctcp,
             next_ok: Time::ZERO,
             resp: Responder::new(Psn::new(0), self.cfg.ack_every, self.cfg.recovery),
             np: CnpPacer::default(),
@@ -2051,9 +2080,11 @@ impl RoceSim {
             let f = &mut self.flows[fi];
             let tx = f.req.next_packet(now).expect("has data");
             let wire = tx.payload + ROCEV2_HEADERS;
-            let rate =
-                f.rp.as_ref()
-                    .map_or(self.ports[gp as usize].bps, ReactionPoint::rate_bps);
+            let rate = match (&f.rp, &f.dctcp) {
+                (Some(rp), _) => rp.rate_bps(),
+                (None, Some(d)) => d.rate_bps(),
+                (None, None) => self.ports[gp as usize].bps,
+            };
             if let Some(rp) = f.rp.as_mut() {
                 rp.on_sent(now, u64::from(wire));
             }
@@ -2225,6 +2256,13 @@ impl RoceSim {
                     pg: 0,
                     queue: 0,
                 };
+                // DCTCP: the ACK echoes the CE mark of the packet that triggered it
+                // (HPCC ns-3 sets the ACK's CNP flag).
+                let echo = pk.ce && matches!(self.cfg.cc, CongestionControl::Dctcp(_));
+                let reply = |kind: Kind, psn: u32| Pkt {
+                    ce: echo && kind == Kind::Ack,
+                    ..reply(kind, psn)
+                };
                 match verdict {
                     RxVerdict::Accept { ack } => {
                         self.flows[fi].delivered_bytes += u64::from(pk.payload);
@@ -2245,7 +2283,7 @@ impl RoceSim {
                 if pk.ce {
                     let (interval, per_port) = match &self.cfg.cc {
                         CongestionControl::Dcqcn(p) => (p.cnp_interval, p.cnp_per_port),
-                        CongestionControl::None => (Time::NEVER, false),
+                        CongestionControl::None | CongestionControl::Dctcp(_) => (Time::NEVER, false),
                     };
                     let send = interval != Time::NEVER
                         && if per_port {
@@ -2267,7 +2305,11 @@ impl RoceSim {
                 let fi = pk.flow as usize;
                 let mut done = Vec::new();
                 if pk.kind == Kind::Ack {
-                    self.flows[fi].req.on_ack(now, Psn::new(pk.psn), &mut done);
+                    let f = &mut self.flows[fi];
+                    f.req.on_ack(now, Psn::new(pk.psn), &mut done);
+                    if let Some(d) = f.dctcp.as_mut() {
+                        d.on_ack(Psn::new(pk.psn).next(), pk.ce, Psn::new(0), f.req.window().1);
+                    }
                 } else {
                     self.flows[fi].req.on_nak(now, Psn::new(pk.psn), &mut done);
                 }
