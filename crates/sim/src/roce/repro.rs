@@ -486,7 +486,7 @@ mod tests {
         let (port, marks) = run(true);
         let (qp, _) = run(false);
         eprintln!("400 µs, every packet marked ({marks} marks): {port} CNPs paced per port, {qp} per QP");
-        assert!(port <= 400 / 4 + 1 && port >= 80, "{port}");
+        assert!((80..=400 / 4 + 1).contains(&port), "{port}");
         assert!(qp > 3 * port / 2, "{qp} vs {port}");
     }
 
