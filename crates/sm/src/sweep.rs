@@ -958,7 +958,9 @@ impl SubnetManager {
     /// DR path to port `p` of end node `i` (a CA is reached through its peer switch).
     fn end_path(&self, nodes: &[DNode], i: usize, p: u8) -> Vec<u8> {
         let n = &nodes[i];
-        if n.path.is_empty() {
+        // The SM's own port is local; another port of the SM's own CA is reached from
+        // outside, through the switch it is cabled to.
+        if n.path.is_empty() && (n.kind == NodeKind::Switch || p == self.sm_port_num.max(1)) {
             return Vec::new();
         }
         match n.ports.get(p as usize).and_then(|d| d.peer) {
