@@ -275,10 +275,9 @@ pub fn run(
                         mgr.need_heavy = true;
                     }
                 }
-                if let Some(s) = agent.borrow_mut().signals.pop_front() {
-                    if let Signal::Handover { .. } = s {
-                        mgr.need_heavy = true;
-                    }
+                let sig = agent.borrow_mut().signals.pop_front();
+                if let Some(Signal::Handover { .. }) = sig {
+                    mgr.need_heavy = true;
                 }
                 if stop() {
                     break;
