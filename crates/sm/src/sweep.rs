@@ -235,6 +235,9 @@ struct DPort {
     cap_mask: u32,
     /// PortInfo:PortState when discovered (ports already ACTIVE are not set again).
     state: Option<PortState>,
+    /// PortInfo:LID and LMC when discovered (what another SM assigned).
+    lid: u16,
+    lmc: u8,
 }
 
 #[derive(Clone, Debug)]
@@ -274,6 +277,9 @@ pub struct SubnetManager {
     /// Other SMs' ports seen by the last discovery: CA ports (not ours) whose
     /// CapabilityMask has IsSM, with their port GUID and directed route.
     pub sm_ports: Vec<(Guid, Vec<u8>)>,
+    /// LIDs the ports had when last discovered (port GUID → first and last LID),
+    /// whoever assigned them: a standby SM taking over keeps them via `guid2lid`.
+    pub seen_lids: BTreeMap<Guid, (fabric::Lid, fabric::Lid)>,
 }
 
 impl std::fmt::Debug for SubnetManager {
@@ -315,6 +321,7 @@ impl SubnetManager {
             need_heavy: true,
             sm_port_num,
             sm_ports: Vec::new(),
+            seen_lids: BTreeMap::new(),
         }
     }
 
@@ -622,6 +629,8 @@ impl SubnetManager {
                 dp.speed_ext = pi.link_speed_ext_active;
                 dp.cap_mask = pi.capability_mask;
                 dp.state = Some(pi.port_state);
+                dp.lid = pi.lid.0;
+                dp.lmc = pi.lmc;
                 let extend = dp.up
                     && dp.peer.is_none()
                     && port != 0
@@ -988,6 +997,7 @@ impl SubnetManager {
         };
         let nodes = self.discover(tr, &mut x);
         self.sm_ports = sm_ports_of(&nodes);
+        self.seen_lids = lids_of(&nodes);
         let sw = nodes.iter().filter(|n| n.kind == NodeKind::Switch).count();
         (sw, nodes.len() - sw, x.issues)
     }
@@ -1074,6 +1084,33 @@ fn sm_ports_of(nodes: &[DNode]) -> Vec<(Guid, Vec<u8>)> {
         }
     }
     out
+}
+
+/// The LIDs ports report (switches: port 0, by node GUID; end ports by port GUID);
+/// ports without a LID are left out.
+fn lids_of(nodes: &[DNode]) -> BTreeMap<Guid, (fabric::Lid, fabric::Lid)> {
+    let mut m = BTreeMap::new();
+    for n in nodes {
+        let ports: Vec<(Guid, &DPort)> = if n.kind == NodeKind::Switch {
+            n.ports.first().map(|d| (n.guid, d)).into_iter().collect()
+        } else {
+            n.ports
+                .iter()
+                .enumerate()
+                .skip(1)
+                .filter(|(_, d)| d.state.is_some())
+                .map(|(p, d)| (n.port_guids.get(p).copied().unwrap_or(Guid(0)), d))
+                .collect()
+        };
+        for (g, d) in ports {
+            if g.0 == 0 || d.lid == 0 || d.lid >= 0xc000 {
+                continue;
+            }
+            let hi = d.lid.saturating_add((1u16 << d.lmc.min(7)) - 1);
+            m.insert(g, (fabric::Lid(d.lid), fabric::Lid(hi)));
+        }
+    }
+    m
 }
 
 /// Move the exchange counters and issues into the report (issues of the exchange

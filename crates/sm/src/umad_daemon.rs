@@ -201,12 +201,21 @@ pub fn run(
                     issues: &issues,
                 });
                 let handover = take_handover(agent);
+                // Becoming master over a fabric another SM configured: keep its LIDs
+                // (the guid2lid cache wins where it already has a port).
+                let adopt = |mgr: &mut SubnetManager| {
+                    for (g, r) in std::mem::take(&mut mgr.seen_lids) {
+                        mgr.guid2lid.map.entry(g).or_insert(r);
+                    }
+                };
                 match (handover, mastership::decide(prio, own, &sms)) {
                     (Some(from), _) => {
+                        adopt(mgr);
                         set_state(agent, SmState::Master, format!("HANDOVER from {from}"), on);
                         master_fresh = true;
                     }
                     (None, Role::Master) => {
+                        adopt(mgr);
                         set_state(agent, SmState::Master, "no master and no higher SM found".into(), on);
                         master_fresh = true;
                     }
@@ -300,6 +309,11 @@ pub fn run(
                 let traps = idle(tr, agent, opts.poll_interval, stop);
                 let _ = traps; // a standby SM leaves traps to the master
                 if let Some(from) = take_handover(agent) {
+                    // The master configured the fabric: read its LIDs, keep them.
+                    let _ = mgr.discover_only(tr);
+                    for (g, r) in std::mem::take(&mut mgr.seen_lids) {
+                        mgr.guid2lid.map.entry(g).or_insert(r);
+                    }
                     set_state(agent, SmState::Master, format!("HANDOVER from {from}"), on);
                     master_fresh = true;
                     poller = None;
