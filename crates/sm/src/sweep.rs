@@ -280,6 +280,9 @@ pub struct SubnetManager {
     /// LIDs the ports had when last discovered (port GUID → first and last LID),
     /// whoever assigned them: a standby SM taking over keeps them via `guid2lid`.
     pub seen_lids: BTreeMap<Guid, (fabric::Lid, fabric::Lid)>,
+    /// What the last [`SubnetManager::discover_only`] found, for
+    /// [`SubnetManager::heavy_sweep_reusing_discovery`].
+    last_discovery: Option<Vec<DNode>>,
 }
 
 impl std::fmt::Debug for SubnetManager {
@@ -322,6 +325,7 @@ impl SubnetManager {
             sm_port_num,
             sm_ports: Vec::new(),
             seen_lids: BTreeMap::new(),
+            last_discovery: None,
         }
     }
 
@@ -650,6 +654,11 @@ impl SubnetManager {
 
     /// Run a heavy sweep over `tr`.
     pub fn heavy_sweep(&mut self, tr: &mut dyn Transport) -> SweepReport {
+        self.last_discovery = None;
+        self.heavy_sweep_from(tr, None)
+    }
+
+    fn heavy_sweep_from(&mut self, tr: &mut dyn Transport, found: Option<Vec<DNode>>) -> SweepReport {
         let mut rep = SweepReport::default();
         let mut x = Exchange {
             queue: VecDeque::new(),
@@ -662,7 +671,10 @@ impl SubnetManager {
         };
         self.need_heavy = false;
         let t0 = Instant::now();
-        let nodes = self.discover(tr, &mut x);
+        let nodes = match found {
+            Some(n) => n,
+            None => self.discover(tr, &mut x),
+        };
         self.sm_ports = sm_ports_of(&nodes);
         rep.phases.push(Phase {
             name: "discover",
@@ -999,7 +1011,17 @@ impl SubnetManager {
         self.sm_ports = sm_ports_of(&nodes);
         self.seen_lids = lids_of(&nodes);
         let sw = nodes.iter().filter(|n| n.kind == NodeKind::Switch).count();
-        (sw, nodes.len() - sw, x.issues)
+        let cas = nodes.len() - sw;
+        self.last_discovery = Some(nodes);
+        (sw, cas, x.issues)
+    }
+
+    /// A heavy sweep that takes the fabric found by the [`SubnetManager::discover_only`]
+    /// just before instead of walking it again (an SM that has just decided to become
+    /// MASTER); a plain heavy sweep when there is none.
+    pub fn heavy_sweep_reusing_discovery(&mut self, tr: &mut dyn Transport) -> SweepReport {
+        let found = self.last_discovery.take();
+        self.heavy_sweep_from(tr, found)
     }
 
     /// A light sweep: read SwitchInfo of every known switch and collect traps. Returns

@@ -237,8 +237,13 @@ pub fn run(
             }
             SmState::Master => {
                 if master_fresh || mgr.need_heavy {
+                    // Right after DISCOVERING decided: the fabric was just walked.
+                    let rep = if master_fresh {
+                        mgr.heavy_sweep_reusing_discovery(tr)
+                    } else {
+                        mgr.heavy_sweep(tr)
+                    };
                     master_fresh = false;
-                    let rep = mgr.heavy_sweep(tr);
                     out.heavy_sweeps += 1;
                     out.subnet_up = rep.subnet_up;
                     {
