@@ -192,7 +192,9 @@ impl Ibsim {
         s.flush().unwrap();
     }
 
-    fn cmd(&self, prog: &str, sim_host: Option<&str>) -> Command {
+    /// A command for `prog` attached to this ibsim (LD_PRELOAD, IBSIM_SOCKNAME, the
+    /// working directory, SIM_HOST when given).
+    pub fn cmd(&self, prog: &str, sim_host: Option<&str>) -> Command {
         let mut c = Command::new(prog);
         c.env("LD_PRELOAD", umad2sim().expect("libumad2sim"))
             .env("IBSIM_SOCKNAME", &self.sock)
