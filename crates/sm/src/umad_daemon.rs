@@ -254,28 +254,9 @@ pub fn run(
                         on(Event::Trap(*t));
                     }
                     on(Event::Sweep { report: &rep, sm: mgr });
-                    // A higher SM standing by gets the subnet (IBA §14.4.1.2).
-                    let sms = survey(tr, mgr, own, &mut x, opts.sminfo_timeout, 1);
-                    if let Some(t) = mastership::handover_target(prio, own, &sms).cloned() {
-                        let ours = agent.borrow().repr(false);
-                        let ans = mastership::send_set(
-                            &mut x,
-                            tr,
-                            &t.path,
-                            mastership::attr_mod::HANDOVER,
-                            ours,
-                            opts.sminfo_timeout,
-                            2,
-                        );
-                        if ans.is_some_and(|(st, _)| st == 0) {
-                            let why = format!(
-                                "handed over to higher SM {} (priority {})",
-                                t.info.guid, t.info.priority
-                            );
-                            poller = Some(Poller::new(t, opts.poll_misses));
-                            set_state(agent, SmState::Standby, why, on);
-                            continue;
-                        }
+                    if let Some(p) = hand_over(tr, agent, mgr, opts, &mut x, on) {
+                        poller = Some(p);
+                        continue;
                     }
                     if opts.once {
                         break;
@@ -305,6 +286,12 @@ pub fn run(
                 let _ = issues;
                 if due || traps.iter().any(|t| matches!(*t, 128 | 144)) {
                     mgr.need_heavy = true;
+                } else if !mgr.sm_ports.is_empty() {
+                    // Other SMs are few: ask them every light sweep, so that a higher
+                    // SM that came up and stood by for us gets the subnet.
+                    if let Some(p) = hand_over(tr, agent, mgr, opts, &mut x, on) {
+                        poller = Some(p);
+                    }
                 }
             }
             SmState::Standby => {
@@ -451,6 +438,43 @@ pub fn write_sweep_dumps(dir: &std::path::Path, mgr: &SubnetManager, report: &Sw
         std::fs::rename(&tmp, dir.join(name))?;
     }
     Ok(())
+}
+
+/// As MASTER: survey the other SMs and hand over to the highest STANDBY SM above us
+/// (IBA §14.4.1.2): SubnSet(SMInfo) HANDOVER; on a good answer we stand by and poll it.
+fn hand_over(
+    tr: &mut dyn Transport,
+    agent: &Rc<RefCell<SmInfoAgent>>,
+    mgr: &SubnetManager,
+    opts: &DaemonOptions,
+    x: &mut Exchange,
+    on: &mut dyn FnMut(Event<'_>),
+) -> Option<Poller> {
+    let (own, prio) = {
+        let a = agent.borrow();
+        (a.guid, a.priority)
+    };
+    let sms = survey(tr, mgr, own, x, opts.sminfo_timeout, 1);
+    let t = mastership::handover_target(prio, own, &sms)?.clone();
+    let ours = agent.borrow().repr(false);
+    let ans = mastership::send_set(
+        x,
+        tr,
+        &t.path,
+        mastership::attr_mod::HANDOVER,
+        ours,
+        opts.sminfo_timeout,
+        2,
+    );
+    if !ans.is_some_and(|(st, _)| st == 0) {
+        return None;
+    }
+    let why = format!(
+        "handed over to higher SM {} (priority {})",
+        t.info.guid, t.info.priority
+    );
+    set_state(agent, SmState::Standby, why, on);
+    Some(Poller::new(t, opts.poll_misses))
 }
 
 fn take_handover(agent: &Rc<RefCell<SmInfoAgent>>) -> Option<Guid> {
