@@ -466,7 +466,7 @@ fn hand_over(
         opts.sminfo_timeout,
         2,
     );
-    if !ans.is_some_and(|(st, _)| st == 0) {
+    if ans.is_none_or(|(st, _)| st != 0) {
         return None;
     }
     let why = format!(
