@@ -19,7 +19,7 @@
 //! every switch and takes Trap 128 notices; either triggers a heavy sweep whose report
 //! lists what changed.
 
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::hash::BuildHasherDefault;
 use std::time::Instant;
 
@@ -236,6 +236,9 @@ struct DPort {
     cap_mask: u32,
     /// PortInfo:PortState when discovered (ports already ACTIVE are not set again).
     state: Option<PortState>,
+    /// PortInfo:LID and LMC when discovered (what another SM assigned).
+    lid: u16,
+    lmc: u8,
 }
 
 #[derive(Clone, Debug)]
@@ -274,6 +277,12 @@ pub struct SubnetManager {
     /// Other SMs' ports seen by the last discovery: CA ports (not ours) whose
     /// CapabilityMask has IsSM, with their port GUID and directed route.
     pub sm_ports: Vec<(Guid, Vec<u8>)>,
+    /// LIDs the ports had when last discovered (port GUID → first and last LID),
+    /// whoever assigned them: a standby SM taking over keeps them via `guid2lid`.
+    pub seen_lids: BTreeMap<Guid, (fabric::Lid, fabric::Lid)>,
+    /// What the last [`SubnetManager::discover_only`] found, for
+    /// [`SubnetManager::heavy_sweep_reusing_discovery`].
+    last_discovery: Option<Vec<DNode>>,
 }
 
 impl std::fmt::Debug for SubnetManager {
@@ -369,6 +378,8 @@ impl SubnetManager {
             need_heavy: true,
             sm_port_num,
             sm_ports: Vec::new(),
+            seen_lids: BTreeMap::new(),
+            last_discovery: None,
         }
     }
 
@@ -696,6 +707,8 @@ impl SubnetManager {
                 dp.speed_ext = pi.link_speed_ext_active;
                 dp.cap_mask = pi.capability_mask;
                 dp.state = Some(pi.port_state);
+                dp.lid = pi.lid.0;
+                dp.lmc = pi.lmc;
                 let extend = dp.up
                     && dp.peer.is_none()
                     && port != 0
@@ -715,11 +728,19 @@ impl SubnetManager {
 
     /// Run a heavy sweep over `tr`.
     pub fn heavy_sweep(&mut self, tr: &mut dyn Transport) -> SweepReport {
+        self.last_discovery = None;
+        self.heavy_sweep_from(tr, None)
+    }
+
+    fn heavy_sweep_from(&mut self, tr: &mut dyn Transport, found: Option<Vec<DNode>>) -> SweepReport {
         let mut rep = SweepReport::default();
         let mut x = Exchange::new();
         self.need_heavy = false;
         let t0 = Instant::now();
-        let nodes = self.discover(tr, &mut x);
+        let nodes = match found {
+            Some(n) => n,
+            None => self.discover(tr, &mut x),
+        };
         self.sm_ports = sm_ports_of(&nodes);
         rep.phases.push(Phase {
             name: "discover",
@@ -1066,8 +1087,19 @@ impl SubnetManager {
         let mut x = Exchange::new();
         let nodes = self.discover(tr, &mut x);
         self.sm_ports = sm_ports_of(&nodes);
+        self.seen_lids = lids_of(&nodes);
         let sw = nodes.iter().filter(|n| n.kind == NodeKind::Switch).count();
-        (sw, nodes.len() - sw, x.issues)
+        let cas = nodes.len() - sw;
+        self.last_discovery = Some(nodes);
+        (sw, cas, x.issues)
+    }
+
+    /// A heavy sweep that takes the fabric found by the [`SubnetManager::discover_only`]
+    /// just before instead of walking it again (an SM that has just decided to become
+    /// MASTER); a plain heavy sweep when there is none.
+    pub fn heavy_sweep_reusing_discovery(&mut self, tr: &mut dyn Transport) -> SweepReport {
+        let found = self.last_discovery.take();
+        self.heavy_sweep_from(tr, found)
     }
 
     /// A light sweep: read SwitchInfo of every known switch and collect traps. Returns
@@ -1160,6 +1192,33 @@ fn end_path(nodes: &[DNode], i: usize, p: u8, sm_port: u8, out: &mut Vec<u8>) {
         }
         _ => out.extend_from_slice(&n.path),
     }
+}
+
+/// The LIDs ports report (switches: port 0, by node GUID; end ports by port GUID);
+/// ports without a LID are left out.
+fn lids_of(nodes: &[DNode]) -> BTreeMap<Guid, (fabric::Lid, fabric::Lid)> {
+    let mut m = BTreeMap::new();
+    for n in nodes {
+        let ports: Vec<(Guid, &DPort)> = if n.kind == NodeKind::Switch {
+            n.ports.first().map(|d| (n.guid, d)).into_iter().collect()
+        } else {
+            n.ports
+                .iter()
+                .enumerate()
+                .skip(1)
+                .filter(|(_, d)| d.state.is_some())
+                .map(|(p, d)| (n.port_guids.get(p).copied().unwrap_or(Guid(0)), d))
+                .collect()
+        };
+        for (g, d) in ports {
+            if g.0 == 0 || d.lid == 0 || d.lid >= 0xc000 {
+                continue;
+            }
+            let hi = d.lid.saturating_add((1u16 << d.lmc.min(7)) - 1);
+            m.insert(g, (fabric::Lid(d.lid), fabric::Lid(hi)));
+        }
+    }
+    m
 }
 
 /// Move the exchange counters and issues into the report (issues of the exchange

@@ -145,10 +145,14 @@ struct Lib {
 
 impl Lib {
     fn load() -> Result<Lib, UmadError> {
+        Lib::load_named(LIBIBUMAD)
+    }
+
+    fn load_named(name: &'static str) -> Result<Lib, UmadError> {
         // SAFETY: loading libibumad runs its (trivial) initialisers; it has no
         // constructor with preconditions.
-        let lib = unsafe { libloading::Library::new(LIBIBUMAD) }.map_err(|e| UmadError::Load {
-            lib: LIBIBUMAD,
+        let lib = unsafe { libloading::Library::new(name) }.map_err(|e| UmadError::Load {
+            lib: name,
             package: LIBIBUMAD_PACKAGE,
             reason: e.to_string(),
         })?;
@@ -239,6 +243,8 @@ pub struct UmadStats {
     pub dropped: u64,
     /// SMInfo requests answered.
     pub sminfo_answered: u64,
+    /// Traps answered with TrapRepress.
+    pub traps_repressed: u64,
     /// Other unsolicited requests ignored.
     pub ignored: u64,
     /// umad_recv errors other than a timeout.
@@ -437,7 +443,8 @@ impl UmadTransport {
         let p = self.sbuf.as_mut_ptr() as *mut c_void;
         // SAFETY: sbuf holds umad_size() + 256 bytes.
         unsafe { (self.lib.set_addr)(p, dlid as c_int, 0, 0, 0) };
-        let is_request = mad[3] & 0x80 == 0;
+        // Requests wait for a response; responses and TrapRepress do not.
+        let is_request = mad[3] & 0x80 == 0 && mad[3] != u8::from(Method::TrapRepress);
         if is_request {
             let tid = u64::from_be_bytes(mad[8..16].try_into().expect("8 bytes"));
             self.tid_hi.insert(tid as u32, (tid >> 32) as u32);
@@ -559,6 +566,13 @@ impl Transport for UmadTransport {
                 return Some(n);
             }
             if method == u8::from(Method::Trap) {
+                // IBA §13.4.9: the SM answers a trap with TrapRepress (same TID and
+                // attribute) so the sender stops repeating it.
+                let mut rep = mad;
+                rep[3] = u8::from(Method::TrapRepress);
+                if self.send_raw(&rep, addr_lid, 0).is_ok() {
+                    self.stats.traps_repressed += 1;
+                }
                 buf.copy_from_slice(&mad);
                 return Some(n);
             }
@@ -613,13 +627,12 @@ mod tests {
     }
 
     #[test]
-    fn load_error_names_library_and_package() {
-        let e = UmadError::Load {
-            lib: LIBIBUMAD,
-            package: LIBIBUMAD_PACKAGE,
-            reason: "not found".into(),
+    fn a_missing_library_is_a_typed_error_naming_it_and_the_package() {
+        let Err(e) = Lib::load_named("libibumad-not-here.so.3") else {
+            panic!("loaded a library that does not exist");
         };
+        assert!(matches!(e, UmadError::Load { .. }), "{e:?}");
         let s = e.to_string();
-        assert!(s.contains("libibumad.so.3") && s.contains("libibumad3"), "{s}");
+        assert!(s.contains("libibumad-not-here.so.3") && s.contains("libibumad3"), "{s}");
     }
 }

@@ -201,12 +201,21 @@ pub fn run(
                     issues: &issues,
                 });
                 let handover = take_handover(agent);
+                // Becoming master over a fabric another SM configured: keep its LIDs
+                // (the guid2lid cache wins where it already has a port).
+                let adopt = |mgr: &mut SubnetManager| {
+                    for (g, r) in std::mem::take(&mut mgr.seen_lids) {
+                        mgr.guid2lid.map.entry(g).or_insert(r);
+                    }
+                };
                 match (handover, mastership::decide(prio, own, &sms)) {
                     (Some(from), _) => {
+                        adopt(mgr);
                         set_state(agent, SmState::Master, format!("HANDOVER from {from}"), on);
                         master_fresh = true;
                     }
                     (None, Role::Master) => {
+                        adopt(mgr);
                         set_state(agent, SmState::Master, "no master and no higher SM found".into(), on);
                         master_fresh = true;
                     }
@@ -228,8 +237,13 @@ pub fn run(
             }
             SmState::Master => {
                 if master_fresh || mgr.need_heavy {
+                    // Right after DISCOVERING decided: the fabric was just walked.
+                    let rep = if master_fresh {
+                        mgr.heavy_sweep_reusing_discovery(tr)
+                    } else {
+                        mgr.heavy_sweep(tr)
+                    };
                     master_fresh = false;
-                    let rep = mgr.heavy_sweep(tr);
                     out.heavy_sweeps += 1;
                     out.subnet_up = rep.subnet_up;
                     {
@@ -240,28 +254,9 @@ pub fn run(
                         on(Event::Trap(*t));
                     }
                     on(Event::Sweep { report: &rep, sm: mgr });
-                    // A higher SM standing by gets the subnet (IBA §14.4.1.2).
-                    let sms = survey(tr, mgr, own, &mut x, opts.sminfo_timeout, 1);
-                    if let Some(t) = mastership::handover_target(prio, own, &sms).cloned() {
-                        let ours = agent.borrow().repr(false);
-                        let ans = mastership::send_set(
-                            &mut x,
-                            tr,
-                            &t.path,
-                            mastership::attr_mod::HANDOVER,
-                            ours,
-                            opts.sminfo_timeout,
-                            2,
-                        );
-                        if ans.is_some_and(|(st, _)| st == 0) {
-                            let why = format!(
-                                "handed over to higher SM {} (priority {})",
-                                t.info.guid, t.info.priority
-                            );
-                            poller = Some(Poller::new(t, opts.poll_misses));
-                            set_state(agent, SmState::Standby, why, on);
-                            continue;
-                        }
+                    if let Some(p) = hand_over(tr, agent, mgr, opts, &mut x, on) {
+                        poller = Some(p);
+                        continue;
                     }
                     if opts.once {
                         break;
@@ -275,10 +270,9 @@ pub fn run(
                         mgr.need_heavy = true;
                     }
                 }
-                if let Some(s) = agent.borrow_mut().signals.pop_front() {
-                    if let Signal::Handover { .. } = s {
-                        mgr.need_heavy = true;
-                    }
+                let sig = agent.borrow_mut().signals.pop_front();
+                if let Some(Signal::Handover { .. }) = sig {
+                    mgr.need_heavy = true;
                 }
                 if stop() {
                     break;
@@ -292,6 +286,12 @@ pub fn run(
                 let _ = issues;
                 if due || traps.iter().any(|t| matches!(*t, 128 | 144)) {
                     mgr.need_heavy = true;
+                } else if !mgr.sm_ports.is_empty() {
+                    // Other SMs are few: ask them every light sweep, so that a higher
+                    // SM that came up and stood by for us gets the subnet.
+                    if let Some(p) = hand_over(tr, agent, mgr, opts, &mut x, on) {
+                        poller = Some(p);
+                    }
                 }
             }
             SmState::Standby => {
@@ -301,6 +301,11 @@ pub fn run(
                 let traps = idle(tr, agent, opts.poll_interval, stop);
                 let _ = traps; // a standby SM leaves traps to the master
                 if let Some(from) = take_handover(agent) {
+                    // The master configured the fabric: read its LIDs, keep them.
+                    let _ = mgr.discover_only(tr);
+                    for (g, r) in std::mem::take(&mut mgr.seen_lids) {
+                        mgr.guid2lid.map.entry(g).or_insert(r);
+                    }
                     set_state(agent, SmState::Master, format!("HANDOVER from {from}"), on);
                     master_fresh = true;
                     poller = None;
@@ -433,6 +438,43 @@ pub fn write_sweep_dumps(dir: &std::path::Path, mgr: &SubnetManager, report: &Sw
         std::fs::rename(&tmp, dir.join(name))?;
     }
     Ok(())
+}
+
+/// As MASTER: survey the other SMs and hand over to the highest STANDBY SM above us
+/// (IBA §14.4.1.2): SubnSet(SMInfo) HANDOVER; on a good answer we stand by and poll it.
+fn hand_over(
+    tr: &mut dyn Transport,
+    agent: &Rc<RefCell<SmInfoAgent>>,
+    mgr: &SubnetManager,
+    opts: &DaemonOptions,
+    x: &mut Exchange,
+    on: &mut dyn FnMut(Event<'_>),
+) -> Option<Poller> {
+    let (own, prio) = {
+        let a = agent.borrow();
+        (a.guid, a.priority)
+    };
+    let sms = survey(tr, mgr, own, x, opts.sminfo_timeout, 1);
+    let t = mastership::handover_target(prio, own, &sms)?.clone();
+    let ours = agent.borrow().repr(false);
+    let ans = mastership::send_set(
+        x,
+        tr,
+        &t.path,
+        mastership::attr_mod::HANDOVER,
+        ours,
+        opts.sminfo_timeout,
+        2,
+    );
+    if ans.is_none_or(|(st, _)| st != 0) {
+        return None;
+    }
+    let why = format!(
+        "handed over to higher SM {} (priority {})",
+        t.info.guid, t.info.priority
+    );
+    set_state(agent, SmState::Standby, why, on);
+    Some(Poller::new(t, opts.poll_misses))
 }
 
 fn take_handover(agent: &Rc<RefCell<SmInfoAgent>>) -> Option<Guid> {

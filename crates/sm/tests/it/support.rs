@@ -135,6 +135,8 @@ pub struct Ibsim {
     stdin: Option<ChildStdin>,
     pub sock: String,
     pub dir: tempfile::TempDir,
+    /// Where the diag tools attach (`SIM_HOST`; default: ibsim's first node).
+    pub tools_host: Option<String>,
 }
 
 impl Ibsim {
@@ -176,6 +178,7 @@ impl Ibsim {
             stdin,
             sock,
             dir,
+            tools_host: None,
         };
         sim.proc_
             .wait_for("Network simulator ready", 1, Duration::from_secs(60));
@@ -189,7 +192,9 @@ impl Ibsim {
         s.flush().unwrap();
     }
 
-    fn cmd(&self, prog: &str, sim_host: Option<&str>) -> Command {
+    /// A command for `prog` attached to this ibsim (LD_PRELOAD, IBSIM_SOCKNAME, the
+    /// working directory, SIM_HOST when given).
+    pub fn cmd(&self, prog: &str, sim_host: Option<&str>) -> Command {
         let mut c = Command::new(prog);
         c.env("LD_PRELOAD", umad2sim().expect("libumad2sim"))
             .env("IBSIM_SOCKNAME", &self.sock)
@@ -204,7 +209,7 @@ impl Ibsim {
     /// Run a diag tool to completion; its stdout (panics on failure).
     pub fn tool(&self, prog: &str, args: &[&str]) -> String {
         let out = self
-            .cmd(prog, None)
+            .cmd(prog, self.tools_host.as_deref())
             .args(args)
             .output()
             .unwrap_or_else(|e| panic!("cannot run {prog}: {e} (install infiniband-diags)"));
