@@ -18,7 +18,7 @@ use std::collections::{BTreeMap, VecDeque};
 use fabric::{Fabric, Guid, Lid, LinkRate, NodeId, NodeKind};
 use thiserror::Error;
 use wire::mad::attr::{self, NodeType, PhysState, PortState};
-use wire::mad::{AttrId, DrStep, MadStatus, Method, Route, Smp};
+use wire::mad::{AttrId, DrRoute, DrStep, MadStatus, Method, Route, Smp};
 
 /// Bytes of a MAD.
 pub const MAD_LEN: usize = 256;
@@ -315,6 +315,54 @@ impl InProcess {
         self.outbox.push_back(buf);
     }
 
+    /// Forward an outgoing DR SMP from the SM's port hop by hop (IBA §14.2.2 via
+    /// `DrRoute`); the node and port it is delivered at, or `None` when dropped.
+    fn walk_out(&mut self, dr: &mut DrRoute) -> Option<(NodeId, u8)> {
+        let (sm_node, sm_port) = self.sm;
+        let mut at = sm_node;
+        let mut in_port = sm_port;
+        let mut step = dr.originate(self.num_ports[at.idx()]);
+        loop {
+            match step {
+                DrStep::Deliver => return Some((at, in_port)),
+                DrStep::Forward(p) => {
+                    // A CA SM may only leave by its own port.
+                    if at == sm_node && !self.is_switch[at.idx()] && p != sm_port {
+                        return None;
+                    }
+                    let (peer, peer_port) = self.peer(at, p)?;
+                    if self.agents[at.idx()].ports[p as usize].state == PortState::Down {
+                        return None;
+                    }
+                    self.stats.hops += 1;
+                    at = peer;
+                    in_port = peer_port;
+                    step = dr.receive(in_port, self.is_switch[at.idx()], self.num_ports[at.idx()]);
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// Carry a returning DR SMP from `at` back to the SM; false when dropped.
+    fn walk_back(&mut self, mut at: NodeId, dr: &mut DrRoute) -> bool {
+        let mut step = dr.respond(self.num_ports[at.idx()]);
+        loop {
+            match step {
+                DrStep::Deliver => return true,
+                DrStep::Forward(p) => {
+                    let Some((peer, peer_port)) = self.peer(at, p) else {
+                        return false;
+                    };
+                    self.stats.hops += 1;
+                    at = peer;
+                    step = dr.receive(peer_port, self.is_switch[at.idx()], self.num_ports[at.idx()]);
+                }
+                _ => return false,
+            }
+        }
+    }
+
     /// Answer one request that reached `node` through `in_port`.
     fn answer(&mut self, node: NodeId, in_port: u8, req: &Smp) -> (u16, [u8; 64]) {
         let mut data = [0u8; 64];
@@ -485,45 +533,17 @@ const TRUNCATED_MARK: u8 = 0;
 impl Transport for InProcess {
     fn send(&mut self, mad: &[u8; MAD_LEN]) -> Result<(), TransportError> {
         self.stats.requests += 1;
-        let req = Smp::from_bytes(mad).map_err(|e| TransportError::BadRequest(e.to_string()))?;
-        let Route::Directed(mut dr) = req.route else {
+        let mut req = Smp::from_bytes(mad).map_err(|e| TransportError::BadRequest(e.to_string()))?;
+        // The SMP is forwarded and turned around in place (no copies of it).
+        let Route::Directed(dr) = &mut req.route else {
             // LID-routed SMPs are not needed before LIDs exist; the SM uses DR only.
             self.stats.dropped += 1;
             return Ok(());
         };
-        let (sm_node, sm_port) = self.sm;
-        // Outgoing.
-        let mut at = sm_node;
-        let mut in_port = sm_port;
-        let mut step = dr.originate(self.num_ports[at.idx()]);
-        loop {
-            match step {
-                DrStep::Deliver => break,
-                DrStep::Forward(p) => {
-                    // A CA SM may only leave by its own port.
-                    if at == sm_node && !self.is_switch[at.idx()] && p != sm_port {
-                        self.stats.dropped += 1;
-                        return Ok(());
-                    }
-                    let Some((peer, peer_port)) = self.peer(at, p) else {
-                        self.stats.dropped += 1;
-                        return Ok(());
-                    };
-                    if self.agents[at.idx()].ports[p as usize].state == PortState::Down {
-                        self.stats.dropped += 1;
-                        return Ok(());
-                    }
-                    self.stats.hops += 1;
-                    at = peer;
-                    in_port = peer_port;
-                    step = dr.receive(in_port, self.is_switch[at.idx()], self.num_ports[at.idx()]);
-                }
-                _ => {
-                    self.stats.dropped += 1;
-                    return Ok(());
-                }
-            }
-        }
+        let Some((at, in_port)) = self.walk_out(dr) else {
+            self.stats.dropped += 1;
+            return Ok(());
+        };
         let fault = if self.faults.is_empty() {
             None
         } else {
@@ -533,40 +553,22 @@ impl Transport for InProcess {
             self.stats.dropped += 1;
             return Ok(());
         }
-        let mut req2 = req;
-        req2.route = Route::Directed(dr);
-        let (mut status, data) = self.answer(at, in_port, &req2);
+        let (mut status, data) = self.answer(at, in_port, &req);
         if let Some(Fault::BadStatus(s)) = fault {
             status = s;
         }
-        let mut resp = req2.into_response(status, data);
+        let mut resp = req.into_response(status, data);
         if fault == Some(Fault::WrongAttribute) {
             resp.attr_id = AttrId::Unknown(0xff00);
         }
         // Returning: walk back along ReturnPath.
-        let Route::Directed(mut dr) = resp.route else {
+        let Route::Directed(dr) = &mut resp.route else {
             unreachable!("request was directed")
         };
-        let mut step = dr.respond(self.num_ports[at.idx()]);
-        loop {
-            match step {
-                DrStep::Deliver => break,
-                DrStep::Forward(p) => {
-                    let Some((peer, peer_port)) = self.peer(at, p) else {
-                        self.stats.dropped += 1;
-                        return Ok(());
-                    };
-                    self.stats.hops += 1;
-                    at = peer;
-                    step = dr.receive(peer_port, self.is_switch[at.idx()], self.num_ports[at.idx()]);
-                }
-                _ => {
-                    self.stats.dropped += 1;
-                    return Ok(());
-                }
-            }
+        if !self.walk_back(at, dr) {
+            self.stats.dropped += 1;
+            return Ok(());
         }
-        resp.route = Route::Directed(dr);
         self.queue(&resp, fault);
         Ok(())
     }

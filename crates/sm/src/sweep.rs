@@ -331,13 +331,18 @@ impl Exchange {
     }
 }
 
-/// Hasher for transaction ids (distinct small integers): one multiply, no SipHash.
+/// Hasher for transaction ids and GUIDs (single u64 keys): the splitmix64 finaliser,
+/// a few instructions instead of SipHash, and every key bit reaches the low bits the
+/// table indexes with.
 #[derive(Default)]
 struct TidHasher(u64);
 
 impl std::hash::Hasher for TidHasher {
     fn finish(&self) -> u64 {
-        self.0
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
     }
     fn write(&mut self, bytes: &[u8]) {
         for &b in bytes {
@@ -345,7 +350,7 @@ impl std::hash::Hasher for TidHasher {
         }
     }
     fn write_u64(&mut self, v: u64) {
-        self.0 = v.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        self.0 = self.0.rotate_left(29) ^ v;
     }
 }
 
@@ -584,7 +589,7 @@ impl SubnetManager {
     /// Discover the fabric; returns the nodes found.
     fn discover(&mut self, tr: &mut dyn Transport, x: &mut Exchange) -> Vec<DNode> {
         let mut nodes: Vec<DNode> = Vec::new();
-        let mut by_guid: HashMap<Guid, u32> = HashMap::new();
+        let mut by_guid: HashMap<Guid, u32, BuildHasherDefault<TidHasher>> = HashMap::default();
         self.get(
             x,
             Req::NodeInfo {
@@ -928,9 +933,11 @@ impl SubnetManager {
                 }
             }
         }
-        // 2. LFT blocks that changed since this SM's last sweep, block-major across
-        // switches as OpenSM does, then SL2VL tables when several VLs are in use; both
-        // produced as the window opens (millions of blocks on a large fabric).
+        // 2. LFT blocks that changed since this SM's last sweep, then SL2VL tables when
+        // several VLs are in use, produced as the window opens (millions of blocks on a
+        // large fabric). Blocks go block-major across groups of `max_in_flight`
+        // switches: like OpenSM's block-major pipelining no switch has two blocks in
+        // flight, and a group's tables stay in cache while they are read.
         let switches: Vec<usize> = (0..nodes.len())
             .filter(|&i| nodes[i].kind == NodeKind::Switch)
             .collect();
@@ -957,14 +964,19 @@ impl SubnetManager {
             d
         };
         let blocks = (max_lid as usize / attr::lft::BLOCK) + 1;
-        let (mut b, mut k) = (0usize, 0usize);
+        let group = self.opts.max_in_flight.max(1);
+        // Cursor: group start, block, switch (index into `switches`).
+        let (mut g0, mut b, mut k) = (0usize, 0usize, 0usize);
         let (mut sent, mut unchanged, mut changed) = (0u64, 0u64, 0u64);
         // SL2VL cursor: (switch, input port, output port).
         let (mut sk, mut si, mut so) = (0usize, 0usize, 0usize);
         let mut sl2vl_sent = 0u64;
+        let mut staged: Vec<(usize, u32, [u8; 64])> = Vec::with_capacity(FEED_BATCH);
         let mut feed = |sm: &mut SubnetManager, x: &mut Exchange| {
-            let mut queued = 0;
-            while b < blocks && !switches.is_empty() && queued < FEED_BATCH {
+            // Copy the next blocks out first (independent loads of tables that are not in
+            // cache), then encode them.
+            staged.clear();
+            while g0 < switches.len() && staged.len() < FEED_BATCH {
                 let i = switches[k];
                 let lo = b * attr::lft::BLOCK;
                 let d = block_of(&t.lft[i].ports, lo);
@@ -979,16 +991,23 @@ impl SubnetManager {
                 if same {
                     unchanged += 1;
                 } else {
-                    sent += 1;
-                    queued += 1;
-                    let path = &nodes[i].path;
-                    sm.enqueue(x, Req::Set, path, Method::Set, AttrId::LinearFwdTable, b as u32, d);
+                    staged.push((i, b as u32, d));
                 }
                 k += 1;
-                if k == switches.len() {
-                    k = 0;
+                if k == switches.len().min(g0 + group) {
+                    k = g0;
                     b += 1;
+                    if b == blocks {
+                        (g0, b) = (g0 + group, 0);
+                        k = g0;
+                    }
                 }
+            }
+            let mut queued = staged.len();
+            sent += queued as u64;
+            for (i, blk, d) in staged.drain(..) {
+                let path = &nodes[i].path;
+                sm.enqueue(x, Req::Set, path, Method::Set, AttrId::LinearFwdTable, blk, d);
             }
             let Some(s2v) = &t.sl2vl else { return };
             while sk < switches.len() && queued < FEED_BATCH {
