@@ -10,7 +10,7 @@
 //! lands. This keeps the event count near one per packet-link hop.
 
 use crate::engine::{PacketId, Time};
-use crate::packet::{blocks, flag};
+use crate::packet::flag;
 use crate::sim::{Event, NONE, NodeModel, Sim};
 
 /// What a model's picker decided for a free transmitter.
@@ -168,7 +168,7 @@ impl Sim {
         let now = self.now;
         let nvl = self.nvl;
         let pk = self.pkts[p];
-        let nb = blocks(pk.wire);
+        let nb = pk.blocks();
         let vl15 = pk.flags & flag::VL15 != 0;
         if !vl15 {
             let ci = g * nvl + pk.vl as usize;
@@ -180,14 +180,14 @@ impl Sim {
                 }
             }
         }
-        let end = now + self.ports[g].ser.time(pk.wire);
+        let end = now + self.ports[g].ser.time(u32::from(pk.wire));
         self.ports[g].busy_until = end;
         self.last_tx[g] = now;
         self.stats.hops += 1;
         self.ports[g].tx_bytes += u64::from(pk.wire);
         self.ports[g].tx_pkts = self.ports[g].tx_pkts.wrapping_add(1);
         if self.stats.capture == gp {
-            self.stats.captured.push((now, pk));
+            self.stats.captured.push((now, self.pkts.full(p)));
         }
         let prop = self.ports[g].prop;
         let arrive = match self.ports[g].peer_model {
@@ -217,7 +217,7 @@ impl Sim {
             // is out; its credits travel back over the input link.
             self.release_input(pk.in_gp, pk.in_vl, nb, vl15, end);
             if !vl15 {
-                self.arb_charge(gp, pk.wire);
+                self.arb_charge(gp, u32::from(pk.wire));
             }
         }
         self.plan_next(gp, end);
@@ -227,12 +227,12 @@ impl Sim {
     /// (its header for a cut-through switch, its tail otherwise): derived from its
     /// tail time, so the link's packets need not store it.
     #[inline]
-    pub(crate) fn arrival_time(&self, gp: u32, pk: &crate::packet::Packet) -> Time {
+    pub(crate) fn arrival_time(&self, gp: u32, pk: &crate::packet::PktHot) -> Time {
         let pt = &self.ports[gp as usize];
         match pt.peer_model {
             NodeModel::IbSwitch => {
                 let head_or_tail = match self.ib.forwarding {
-                    crate::config::Forwarding::CutThrough => pk.tail_at - pt.ser.time(pk.wire),
+                    crate::config::Forwarding::CutThrough => pk.tail_at - pt.ser.time(u32::from(pk.wire)),
                     crate::config::Forwarding::StoreAndForward => pk.tail_at,
                 };
                 head_or_tail + Time(self.ib.switch_latency_ps)
@@ -255,7 +255,7 @@ impl Sim {
                 }
                 if self.nvl == 1 {
                     match self.oq[g * 2].front() {
-                        Some(p) => Some((0u8, blocks(self.pkts[p].wire))),
+                        Some(p) => Some((0u8, self.pkts[p].blocks())),
                         // Only VL15 is queued: not flow controlled.
                         None => None,
                     }
@@ -307,7 +307,7 @@ impl Sim {
         if pk.flags & flag::VL15 != 0 {
             return;
         }
-        let (vl, nb) = (pk.vl, blocks(pk.wire));
+        let (vl, nb) = (pk.vl, pk.blocks());
         let i = in_gp as usize;
         let up = self.ports[i].peer;
         self.push_credit(up, self.now + self.ports[i].prop, vl, nb);
@@ -321,11 +321,11 @@ impl Sim {
             return Head::Empty;
         };
         let pk = &self.pkts[p];
-        if self.credits[g * self.nvl + vl] < blocks(pk.wire) as i32 {
+        if self.credits[g * self.nvl + vl] < pk.blocks() as i32 {
             return Head::NoCredit;
         }
         // Cut-through must not underrun: the last byte cannot leave before it arrives.
-        let earliest = pk.tail_at.saturating_sub(self.ports[g].ser.time(pk.wire));
+        let earliest = pk.tail_at.saturating_sub(self.ports[g].ser.time(u32::from(pk.wire)));
         if earliest > self.now {
             return Head::NotBefore(earliest);
         }
@@ -342,7 +342,7 @@ impl Sim {
                 Head::Ready => Ok(0),
                 Head::NoCredit => {
                     let p = self.oq[g * 2].front().expect("head exists");
-                    let nb = blocks(self.pkts[p].wire);
+                    let nb = self.pkts[p].blocks();
                     Err(self.starve(gp, 0, nb))
                 }
                 Head::NotBefore(t) => Err(t),

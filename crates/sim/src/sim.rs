@@ -17,11 +17,11 @@ use crate::SimError;
 use crate::config::{EngineConfig, IbConfig, VlArbConfig};
 use crate::deadlock::DeadlockReport;
 use crate::engine::time::Serializer;
-use crate::engine::{DropReason, Ledger, PackedQueue, PacketId, Slab, Time, TraceHash};
+use crate::engine::{DropReason, Ledger, PackedQueue, PacketId, Time, TraceHash};
 use crate::ib::hca::{CaPort, Cqe, Qp};
 use crate::metrics::Stats;
 use crate::net::ArbState;
-use crate::packet::Packet;
+use crate::packet::Packets;
 
 /// "None" for `u32` ids.
 pub(crate) const NONE: u32 = u32::MAX;
@@ -49,7 +49,7 @@ impl Default for PktList {
 impl PktList {
     /// Append `p`; true when the list was empty.
     #[inline]
-    pub(crate) fn push(&mut self, pkts: &mut Slab<Packet>, p: PacketId) -> bool {
+    pub(crate) fn push(&mut self, pkts: &mut Packets, p: PacketId) -> bool {
         pkts[p].next = NONE;
         self.len += 1;
         if self.head == NONE {
@@ -65,7 +65,7 @@ impl PktList {
 
     /// Remove the head.
     #[inline]
-    pub(crate) fn pop(&mut self, pkts: &Slab<Packet>) -> Option<PacketId> {
+    pub(crate) fn pop(&mut self, pkts: &Packets) -> Option<PacketId> {
         let p = self.head;
         if p == NONE {
             return None;
@@ -91,7 +91,7 @@ impl PktList {
     }
 
     /// The packets, head first.
-    pub(crate) fn iter<'a>(&self, pkts: &'a Slab<Packet>) -> impl Iterator<Item = PacketId> + 'a {
+    pub(crate) fn iter<'a>(&self, pkts: &'a Packets) -> impl Iterator<Item = PacketId> + 'a {
         let mut p = self.head;
         std::iter::from_fn(move || {
             if p == NONE {
@@ -230,7 +230,7 @@ pub struct Sim {
     pub(crate) q: PackedQueue<Event>,
     pub(crate) trace: TraceHash,
     pub(crate) rng: Pcg64Mcg,
-    pub(crate) pkts: Slab<Packet>,
+    pub(crate) pkts: Packets,
     pub(crate) ledger: Ledger,
     pub(crate) ib: IbConfig,
     pub(crate) eng: EngineConfig,
@@ -405,7 +405,7 @@ impl Sim {
             q: PackedQueue::new(),
             trace: TraceHash::default(),
             rng: Pcg64Mcg::seed_from_u64(eng.seed),
-            pkts: Slab::with_capacity(1 << 14),
+            pkts: Packets::with_capacity(1 << 14),
             ledger: Ledger::default(),
             ib,
             eng,
