@@ -39,7 +39,11 @@ fn main() {
         .find(|a| !a.starts_with('-'))
         .and_then(|a| a.parse().ok());
     let path = std::env::var("FT432_SCENARIO").unwrap_or_else(|_| {
-        concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/sim/ft432-permutation-ib.toml").to_string()
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../examples/sim/ft432-permutation-ib.toml"
+        )
+        .to_string()
     });
     let mut sc = Scenario::load(std::path::Path::new(&path)).expect("scenario");
     if let Some(e) = end_us {

@@ -175,9 +175,10 @@ pub enum NodeModel {
     None,
 }
 
-/// The per-port state the hot path touches, packed into one cache line.
+/// The per-port state the hot path touches: one 128-byte aligned pair of cache
+/// lines, the second holding the credit returns on their way.
 #[derive(Clone, Copy, Debug)]
-#[repr(C, align(64))]
+#[repr(C, align(128))]
 pub(crate) struct PortHot {
     /// The line is busy sending until then.
     pub(crate) busy_until: Time,
@@ -209,6 +210,8 @@ pub(crate) struct PortHot {
     pub(crate) model: NodeModel,
     /// Model of the peer's node.
     pub(crate) peer_model: NodeModel,
+    /// Credit returns on their way to this transmitter.
+    pub(crate) cred: crate::net::CreditRing,
 }
 
 /// Why [`Sim::run`] returned.
@@ -250,8 +253,8 @@ pub struct Sim {
     /// Credits (64-byte blocks) this port may still send into the peer's buffer,
     /// `[gp * nvl + vl]`.
     pub(crate) credits: Vec<i32>,
-    /// Credit returns on their way back to this transmitter, sorted by arrival: (arrival, vl, blocks).
-    pub(crate) credit_fifo: Vec<VecDeque<(Time, u8, u32)>>,
+    /// Credit returns (arrival, vl, blocks) beyond the six a port record holds, `[gp]` (see [`crate::net::CreditRing`]).
+    pub(crate) credit_spill: Vec<VecDeque<(Time, u8, u32)>>,
     /// Switch output queues `[gp * (nvl + 1) + vl]`, the last one per port for VL15.
     pub(crate) oq: Vec<PktList>,
     pub(crate) arb: Vec<ArbState>,
@@ -334,6 +337,7 @@ impl Sim {
                 need_vl: 0,
                 model: NodeModel::None,
                 peer_model: NodeModel::None,
+                cred: crate::net::CreditRing::default(),
             })
             .collect();
         let mut port_bps = vec![0u64; np];
@@ -417,7 +421,7 @@ impl Sim {
             port_bps,
             nvl,
             credits,
-            credit_fifo: vec![VecDeque::new(); np],
+            credit_spill: vec![VecDeque::new(); np],
             oq: vec![PktList::default(); np * (nvl + 1)],
             arb: vec![ArbState::default(); np],
             link_fifo: vec![PktList::default(); np],
