@@ -88,7 +88,7 @@ pub(crate) fn find(sim: &Sim) -> Option<DeadlockReport> {
         }
         for vl in 0..nvl {
             if sim.head_state(gp as u32, vl) == Head::NoCredit
-                && !sim.credit_fifo[gp].iter().any(|c| c.1 as usize == vl)
+                && !sim.credit_returns(gp as u32).any(|c| c.1 as usize == vl)
             {
                 cand[idx(gp, vl)] = true;
                 any = true;

@@ -17,11 +17,11 @@ use crate::SimError;
 use crate::config::{EngineConfig, IbConfig, VlArbConfig};
 use crate::deadlock::DeadlockReport;
 use crate::engine::time::Serializer;
-use crate::engine::{DropReason, Ledger, PackedQueue, PacketId, Slab, Time, TraceHash};
+use crate::engine::{DropReason, Ledger, PackedQueue, PacketId, Time, TraceHash};
 use crate::ib::hca::{CaPort, Cqe, Qp};
 use crate::metrics::Stats;
 use crate::net::ArbState;
-use crate::packet::Packet;
+use crate::packet::Packets;
 
 /// "None" for `u32` ids.
 pub(crate) const NONE: u32 = u32::MAX;
@@ -49,7 +49,7 @@ impl Default for PktList {
 impl PktList {
     /// Append `p`; true when the list was empty.
     #[inline]
-    pub(crate) fn push(&mut self, pkts: &mut Slab<Packet>, p: PacketId) -> bool {
+    pub(crate) fn push(&mut self, pkts: &mut Packets, p: PacketId) -> bool {
         pkts[p].next = NONE;
         self.len += 1;
         if self.head == NONE {
@@ -65,7 +65,7 @@ impl PktList {
 
     /// Remove the head.
     #[inline]
-    pub(crate) fn pop(&mut self, pkts: &Slab<Packet>) -> Option<PacketId> {
+    pub(crate) fn pop(&mut self, pkts: &Packets) -> Option<PacketId> {
         let p = self.head;
         if p == NONE {
             return None;
@@ -91,7 +91,7 @@ impl PktList {
     }
 
     /// The packets, head first.
-    pub(crate) fn iter<'a>(&self, pkts: &'a Slab<Packet>) -> impl Iterator<Item = PacketId> + 'a {
+    pub(crate) fn iter<'a>(&self, pkts: &'a Packets) -> impl Iterator<Item = PacketId> + 'a {
         let mut p = self.head;
         std::iter::from_fn(move || {
             if p == NONE {
@@ -175,9 +175,10 @@ pub enum NodeModel {
     None,
 }
 
-/// The per-port state the hot path touches, packed into one cache line.
+/// The per-port state the hot path touches: one 128-byte aligned pair of cache
+/// lines, the second holding the credit returns on their way.
 #[derive(Clone, Copy, Debug)]
-#[repr(C, align(64))]
+#[repr(C, align(128))]
 pub(crate) struct PortHot {
     /// The line is busy sending until then.
     pub(crate) busy_until: Time,
@@ -209,6 +210,8 @@ pub(crate) struct PortHot {
     pub(crate) model: NodeModel,
     /// Model of the peer's node.
     pub(crate) peer_model: NodeModel,
+    /// Credit returns on their way to this transmitter.
+    pub(crate) cred: crate::net::CreditRing,
 }
 
 /// Why [`Sim::run`] returned.
@@ -230,7 +233,7 @@ pub struct Sim {
     pub(crate) q: PackedQueue<Event>,
     pub(crate) trace: TraceHash,
     pub(crate) rng: Pcg64Mcg,
-    pub(crate) pkts: Slab<Packet>,
+    pub(crate) pkts: Packets,
     pub(crate) ledger: Ledger,
     pub(crate) ib: IbConfig,
     pub(crate) eng: EngineConfig,
@@ -250,8 +253,8 @@ pub struct Sim {
     /// Credits (64-byte blocks) this port may still send into the peer's buffer,
     /// `[gp * nvl + vl]`.
     pub(crate) credits: Vec<i32>,
-    /// Credit returns on their way back to this transmitter, sorted by arrival: (arrival, vl, blocks).
-    pub(crate) credit_fifo: Vec<VecDeque<(Time, u8, u32)>>,
+    /// Credit returns (arrival, vl, blocks) beyond the six a port record holds, `[gp]` (see [`crate::net::CreditRing`]).
+    pub(crate) credit_spill: Vec<VecDeque<(Time, u8, u32)>>,
     /// Switch output queues `[gp * (nvl + 1) + vl]`, the last one per port for VL15.
     pub(crate) oq: Vec<PktList>,
     pub(crate) arb: Vec<ArbState>,
@@ -334,6 +337,7 @@ impl Sim {
                 need_vl: 0,
                 model: NodeModel::None,
                 peer_model: NodeModel::None,
+                cred: crate::net::CreditRing::default(),
             })
             .collect();
         let mut port_bps = vec![0u64; np];
@@ -405,7 +409,7 @@ impl Sim {
             q: PackedQueue::new(),
             trace: TraceHash::default(),
             rng: Pcg64Mcg::seed_from_u64(eng.seed),
-            pkts: Slab::with_capacity(1 << 14),
+            pkts: Packets::with_capacity(1 << 14),
             ledger: Ledger::default(),
             ib,
             eng,
@@ -417,7 +421,7 @@ impl Sim {
             port_bps,
             nvl,
             credits,
-            credit_fifo: vec![VecDeque::new(); np],
+            credit_spill: vec![VecDeque::new(); np],
             oq: vec![PktList::default(); np * (nvl + 1)],
             arb: vec![ArbState::default(); np],
             link_fifo: vec![PktList::default(); np],

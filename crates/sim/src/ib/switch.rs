@@ -12,7 +12,7 @@ use wire::Lid;
 
 use crate::engine::{DropReason, PacketId, Time};
 use crate::net::Pick;
-use crate::packet::{blocks, flag};
+use crate::packet::flag;
 use crate::sim::{NONE, Sim};
 
 /// What adaptive routing needs: hop distances between switches and the switch
@@ -136,7 +136,7 @@ impl Sim {
         let nvl = self.nvl;
         let pk = self.pkts[p];
         let vl15 = pk.flags & flag::VL15 != 0;
-        let nb = blocks(pk.wire);
+        let nb = pk.blocks();
         if !vl15 {
             let ui = i * nvl + pk.vl as usize;
             self.in_used[ui] += nb;
@@ -193,7 +193,11 @@ impl Sim {
         let qi = if vl15 {
             nvl
         } else {
-            let vl = self.switch_vl(node, in_port, out_port, pk.sl);
+            let vl = if self.sl2vl.is_some() {
+                self.switch_vl(node, in_port, out_port, self.pkts.cold(p).sl)
+            } else {
+                0
+            };
             self.pkts[p].vl = vl;
             (vl as usize).min(nvl - 1)
         };
@@ -207,8 +211,14 @@ impl Sim {
                 self.stats.fecn_marked += 1;
             }
         }
-        self.oq[g * (nvl + 1) + qi].push(&mut self.pkts, p);
+        let was_head = self.oq[g * (nvl + 1) + qi].push(&mut self.pkts, p);
         self.ports[g].oq_len += 1;
+        if !was_head && nvl == 1 && !vl15 && self.ports[g].starved {
+            // Queued behind a head that waits for credits: the head's wake-up
+            // (scheduled for when its credits land) will send it; a look now
+            // would find the same head still short of credits.
+            return;
+        }
         self.kick(og);
     }
 
