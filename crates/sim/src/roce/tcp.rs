@@ -444,18 +444,19 @@ impl TcpWorld {
             if f64::from(f.snd_nxt - f.snd_una) >= win {
                 return Err(Time::NEVER);
             }
-            if f.snd_nxt < f.snd_max {
-                // Going back after an RTO: old data.
-                return Ok(());
-            }
         }
-        if f64::from(f.snd_nxt - f.snd_una) >= self.rwnd {
+        let next = next_to_send(f);
+        if next < f.snd_max {
+            // Going back after an RTO: old data the receiver has not SACKed.
+            return Ok(());
+        }
+        if f64::from(next - f.snd_una) >= self.rwnd {
             return Err(Time::NEVER);
         }
-        if u64::from(f.snd_nxt) < self.app_segs(f, now) {
+        if u64::from(next) < self.app_segs(f, now) {
             Ok(())
         } else {
-            Err(self.app_time(f, f.snd_nxt).max(now))
+            Err(self.app_time(f, next).max(now))
         }
     }
 
@@ -529,8 +530,8 @@ impl TcpWorld {
             if f.in_recovery {
                 f.credit -= 1;
             }
-            let s = f.snd_nxt;
-            f.snd_nxt += 1;
+            let s = next_to_send(f);
+            f.snd_nxt = s + 1;
             if s < f.snd_max {
                 f.c.retransmits += 1;
                 f.timed = None;
@@ -738,6 +739,24 @@ impl TcpWorld {
     }
 }
 
+/// The segment `snd_nxt` stands for: after an RTO sent it back to `snd_una`, the
+/// segments the receiver already holds (its SACK ranges) are skipped, as Linux's
+/// SACK scoreboard does.
+#[inline]
+fn next_to_send(f: &TcpFlow) -> u32 {
+    let mut pos = f.snd_nxt.max(f.rcv_nxt);
+    if pos >= f.snd_max {
+        return f.snd_nxt.max(pos.min(f.snd_max));
+    }
+    let r = &f.ooo;
+    let mut i = r.partition_point(|&(_, b)| b <= pos);
+    while i < r.len() && r[i].0 <= pos {
+        pos = r[i].1;
+        i += 1;
+    }
+    pos.min(f.snd_max)
+}
+
 /// The first segment at or after `rtx_next`, below `recover`, that the receiver
 /// has not got (its SACK ranges), if any: RFC 6675 `NextSeg()` rule 1, where a
 /// segment is deemed lost once anything above it was received.
@@ -860,6 +879,30 @@ mod tests {
         assert_eq!(w.next_deadline(0), Time::ms(3));
         let c = w.counters(k, Time::ms(1));
         assert_eq!((c.timeouts, c.retransmits), (1, 1));
+    }
+
+    #[test]
+    fn after_an_rto_segments_the_receiver_holds_are_not_sent_again() {
+        let mut w = TcpWorld::new(1);
+        let k = w.add(0, spec());
+        for _ in 0..10 {
+            w.pick(0, Time::ZERO).unwrap();
+        }
+        // 0, 1 and 2 are lost; 3..10 arrive.
+        for s in 3..10 {
+            assert_eq!(w.on_data(k, s, false), (0, false));
+        }
+        assert!(w.poll(0, Time::ms(1)));
+        assert_eq!(w.pick(0, Time::ms(1)).unwrap().seq, 0);
+        assert_eq!(w.on_data(k, 0, false).0, 1);
+        w.on_ack(k, 1, false, Time::ms(2));
+        assert_eq!(w.pick(0, Time::ms(2)).unwrap().seq, 1);
+        assert_eq!(w.on_data(k, 1, false).0, 2);
+        w.on_ack(k, 2, false, Time::ms(2));
+        assert_eq!(w.pick(0, Time::ms(2)).unwrap().seq, 2);
+        // 3..10 are SACKed: the next segment is new data.
+        assert_eq!(w.pick(0, Time::ms(2)).unwrap().seq, 10);
+        assert_eq!(w.counters(k, Time::ms(2)).retransmits, 3);
     }
 
     #[test]
