@@ -51,6 +51,7 @@ use crate::roce::dctcp::DctcpRp;
 use crate::roce::ecmp::{EcmpTable, FlowKey, HashConfig, HashFn, field, host_ip};
 use crate::roce::hpcc::{FctRecord, PfcRecord};
 use crate::roce::pfc::{PauseFrame, PauseGen, PauseMode, PausedTx, QueueSample, Watchdog, WdAction, WdConfig, WdEvent};
+use crate::roce::tcp::{TcpConfig, TcpFlowSpec, TcpWorld};
 use crate::roce::transport::{Completion, NicRx, Recovery, Requester, RequesterConfig, Responder, RxVerdict};
 
 const NONE: u32 = u32::MAX;
@@ -350,6 +351,18 @@ enum Kind {
     Nak,
     Cnp,
     Pause,
+    /// A TCP segment ([`crate::roce::tcp`]): `flow` indexes the TCP flows,
+    /// `psn` is the segment number.
+    TcpData,
+    /// A TCP cumulative ACK: `psn` is the next segment expected, `ce` the ECE echo.
+    TcpAck,
+}
+
+impl Kind {
+    #[inline]
+    fn is_tcp(self) -> bool {
+        matches!(self, Kind::TcpData | Kind::TcpAck)
+    }
 }
 
 /// A packet in flight.
@@ -372,8 +385,9 @@ struct Pkt {
     /// Sent by a queue whose PFC watchdog (action forward) ignores pauses: a
     /// downstream headroom overflow is then the watchdog's doing.
     wd_fwd: bool,
-    /// IP TTL, decremented by every switch (RoCEv2 rides IP).
-    ttl: u8,
+    /// Switches crossed so far: the IP TTL is `IP_TTL - hops` (RoCEv2 rides IP;
+    /// counting up keeps `Pkt::default()` a fresh packet).
+    hops: u8,
     /// At a switch: ingress port index (local) and PG.
     in_port: u8,
     pg: u8,
@@ -669,6 +683,8 @@ pub struct RoceSim {
     /// A candidate deadlock cycle seen at the last check, with the packets each
     /// of its queues had sent: `(egress port, priority, packets sent)`.
     suspect: Option<Vec<(u32, u8, u64)>>,
+    /// Background TCP on the lossy class (empty unless [`RoceSim::add_tcp_flow`]).
+    tcp: TcpWorld,
 }
 
 /// A DCTCP sender for a NIC of `line` bits/s, if the run uses DCTCP.
@@ -930,6 +946,7 @@ impl RoceSim {
         let ecmp = EcmpTable::build(fabric, cfg.ecmp_convergence);
         let overrides = cfg.route_overrides.iter().map(|(s, d, p)| (s.0, d.0, *p)).collect();
         let wd_period = cfg.watchdog.map_or(Time::NEVER, |w| w.poll);
+        let nics_len = nics.len();
         let mut sim = RoceSim {
             now: Time::ZERO,
             q: PackedQueue::new(),
@@ -968,6 +985,7 @@ impl RoceSim {
             route_cache: Vec::new(),
             local_view: None,
             suspect: None,
+            tcp: TcpWorld::new(nics_len),
             fabric: fabric.clone(),
             cfg,
         };
@@ -1148,7 +1166,13 @@ impl RoceSim {
         let mut w = wire::pcap::CaptureWriter::create(path, wire::pcap::CaptureLink::Ethernet)?;
         let zeros = vec![0u8; 9216];
         let mut buf = vec![0u8; 10_240];
+        let mut written = 0;
         for (t, pk) in &self.captured {
+            if pk.kind.is_tcp() {
+                // TCP frames are not written (the capture is of the RoCE stream).
+                continue;
+            }
+            written += 1;
             let n = match pk.kind {
                 Kind::Pause => {
                     let mut quanta = [0u16; 8];
@@ -1234,7 +1258,7 @@ impl RoceSim {
             w.write(t.0 / 1000, &buf[..n])?;
         }
         w.finish()?;
-        Ok(self.captured.len())
+        Ok(written)
     }
 
     /// A human-readable dump of queued packets, asserted XOFFs and paused ports
@@ -1378,6 +1402,60 @@ impl RoceSim {
     /// world lets the clock run to `until` (the driver's next instant).
     pub fn drive(&mut self) {
         self.driven = true;
+    }
+
+    /// Set the TCP parameters (before the first [`add_tcp_flow`](Self::add_tcp_flow)).
+    pub fn set_tcp_config(&mut self, cfg: TcpConfig) -> Result<(), RoceError> {
+        cfg.validate()
+            .map_err(|(field, why)| RoceError::Config { field, why })?;
+        if !self.tcp.is_empty() {
+            return Err(RoceError::Config {
+                field: "tcp",
+                why: "set the TCP configuration before adding TCP flows".into(),
+            });
+        }
+        self.tcp.set_config(cfg);
+        Ok(())
+    }
+
+    /// Add a TCP connection on the lossy class ([`crate::roce::tcp`]); returns its
+    /// index for [`tcp`](Self::tcp)'s per-flow counters.
+    pub fn add_tcp_flow(&mut self, spec: TcpFlowSpec) -> Result<u32, RoceError> {
+        let k = self.tcp.len();
+        for node in [spec.src, spec.dst] {
+            if node.idx() >= self.role.len() || self.role[node.idx()].0 || self.fabric.node(node).kind != NodeKind::Ca {
+                let name = if node.idx() < self.role.len() {
+                    self.fabric.node(node).name.clone()
+                } else {
+                    format!("#{}", node.0)
+                };
+                return Err(RoceError::NotNic { flow: k, node: name });
+            }
+        }
+        if spec.src == spec.dst {
+            return Err(RoceError::Config {
+                field: "tcp flow",
+                why: format!("flow {k} sends from {} to itself", self.fabric.node(spec.src).name),
+            });
+        }
+        if k + 1 >= 1 << ID_BITS {
+            return Err(RoceError::Config {
+                field: "tcp flow",
+                why: format!("at most {} TCP flows", (1u32 << ID_BITS) - 1),
+            });
+        }
+        let nic = self.role[spec.src.idx()].1;
+        let f = self.tcp.add(nic, spec);
+        let gp = self.nics[nic as usize].gp;
+        if self.ports[gp as usize].peer != NONE {
+            self.schedule_wake(gp, spec.start.max(self.now));
+        }
+        Ok(f)
+    }
+
+    /// The TCP flows (counters, windows, drops).
+    pub fn tcp(&self) -> &TcpWorld {
+        &self.tcp
     }
 
     /// Post a message of `bytes` on QP `qp` now (SEND; delivered in posting order).
@@ -1594,6 +1672,9 @@ impl RoceSim {
     fn drop_pkt(&mut self, p: Pkt, why: RoceDrop) {
         let i = RoceDrop::ALL.iter().position(|r| *r == why).expect("listed");
         self.ledger.dropped[i] += 1;
+        if p.kind.is_tcp() {
+            self.tcp.on_drop(i);
+        }
         let pk = p;
         let (_, pg, _) = self.maps.classify(pk.dscp);
         if pk.kind != Kind::Pause && self.maps.lossless(pg) {
@@ -1665,7 +1746,7 @@ impl RoceSim {
             (self.switches[idx as usize].queued[usize::from(port.num)] > 0).then_some(free)
         } else {
             let n = &self.nics[idx as usize];
-            if !n.ctrl.is_empty() {
+            if !n.ctrl.is_empty() || (self.tcp.sends(idx) && self.tcp.has_work(idx, self.now)) {
                 return Some(free);
             }
             n.flows
@@ -1788,7 +1869,7 @@ impl RoceSim {
             prio,
             quanta,
             wd_fwd: false,
-            ttl: IP_TTL,
+            hops: 0,
             in_port: 0,
             pg: 0,
             queue: 0,
@@ -1835,6 +1916,10 @@ impl RoceSim {
                 return Some(o.2);
             }
         }
+        if pk.kind.is_tcp() {
+            // Background TCP flows have their own ids: hashed every time.
+            return self.route_hashed(si, pk);
+        }
         let dir = usize::from(pk.kind != Kind::Data);
         let ci = (pk.flow as usize * 2 + dir) * self.switches.len() + si as usize;
         let c = self.route_cache[ci];
@@ -1850,7 +1935,13 @@ impl RoceSim {
 
     fn route_hashed(&self, si: u32, pk: &Pkt) -> Option<u8> {
         let sw = &self.switches[si as usize];
-        let f = &self.flows[pk.flow as usize].spec;
+        let (sport, dport, proto) = if pk.kind.is_tcp() {
+            // TCP hashes its own ports; the ACK direction swaps them.
+            let (s, d) = self.tcp.ports(pk.flow);
+            if pk.kind == Kind::TcpData { (s, d, 6) } else { (d, s, 6) }
+        } else {
+            (self.flows[pk.flow as usize].spec.sport, 4791, 17)
+        };
         // Both directions of a QP hash its UDP source port (the responder
         // answers with the same entropy), addresses in packet direction.
         let key = if self.cfg.rocev1.is_some() {
@@ -1860,9 +1951,9 @@ impl RoceSim {
             FlowKey {
                 sip: host_ip(pk.src),
                 dip: host_ip(pk.dst),
-                sport: f.sport,
-                dport: 4791,
-                proto: 17,
+                sport,
+                dport,
+                proto,
                 smac: 0,
                 dmac: 0,
                 dqpn: pk.flow,
@@ -1890,11 +1981,12 @@ impl RoceSim {
     fn switch_arrive(&mut self, si: u32, gp: u32, mut p: Pkt) {
         let in_port = self.ports[gp as usize].num;
         let pk = p;
-        if p.ttl <= 1 {
+        // A router drops a packet whose TTL would reach 0 (RFC 1812 §5.3.1).
+        if IP_TTL - p.hops <= 1 {
             self.drop_pkt(p, RoceDrop::TtlExpired);
             return;
         }
-        p.ttl -= 1;
+        p.hops += 1;
         let (_, pg, queue) = self.switches[si as usize].maps.classify(pk.dscp);
         let Some(out) = self.route(si, &pk) else {
             self.drop_pkt(p, RoceDrop::NoRoute);
@@ -1984,7 +2076,7 @@ impl RoceSim {
         s.q_tx[qi] += 1;
         let pk = p;
         // RED/ECN at dequeue on the egress queue's bytes (HPCC ns-3).
-        if pk.kind == Kind::Data {
+        if pk.kind == Kind::Data || (pk.kind == Kind::TcpData && self.tcp.ect()) {
             if let Some(red) = s.red[port] {
                 if red.should_mark(qlen, &mut self.rng) && !p.ce {
                     p.ce = true;
@@ -1993,7 +2085,8 @@ impl RoceSim {
             }
         }
         s.mmu.release(usize::from(pk.in_port), pk.pg, port, q as u8, pk.wire);
-        self.progress += 1;
+        // TCP moving on its own class is no sign that the RDMA class is not deadlocked.
+        self.progress += u64::from(!pk.kind.is_tcp());
         self.resume_check(si);
         Ok(p)
     }
@@ -2060,6 +2153,57 @@ impl RoceSim {
             }
             wait = wait.min(until[usize::from(pg)]);
         }
+        if !self.tcp.sends(nic) {
+            return self.nic_pick_rdma(nic, wait);
+        }
+        // RDMA and TCP share the port by the NIC's ETS (tcp.rs).
+        let mut tcp_idle = false;
+        if self.tcp.tcp_first(nic) {
+            match self.nic_pick_tcp(nic, false) {
+                Ok(p) => return Ok(p),
+                Err(t) => {
+                    wait = wait.min(t);
+                    tcp_idle = true;
+                }
+            }
+        }
+        match self.nic_pick_rdma(nic, wait) {
+            Ok(p) => {
+                self.tcp.served(nic, false, p.wire, tcp_idle);
+                Ok(p)
+            }
+            Err(w) if tcp_idle => Err(w),
+            Err(w) => self.nic_pick_tcp(nic, true).map_err(|t| t.min(w)),
+        }
+    }
+
+    /// A TCP segment from NIC `nic` if one may go now (`rdma_idle`: RDMA had none).
+    fn nic_pick_tcp(&mut self, nic: u32, rdma_idle: bool) -> Result<Pkt, Time> {
+        let seg = self.tcp.pick(nic, self.now)?;
+        self.tcp.served(nic, true, seg.wire, rdma_idle);
+        let (src, dst) = {
+            let s = self.tcp.spec(seg.flow);
+            (s.src.0, s.dst.0)
+        };
+        Ok(self.new_pkt(Pkt {
+            kind: Kind::TcpData,
+            src,
+            dst,
+            flow: seg.flow,
+            psn: seg.seq,
+            payload: seg.payload,
+            wire: seg.wire,
+            dscp: self.tcp.config().dscp,
+            ..Pkt::default()
+        }))
+    }
+
+    /// The next RDMA data packet of NIC `nic` (`wait`: the earliest time found so far).
+    fn nic_pick_rdma(&mut self, nic: u32, mut wait: Time) -> Result<Pkt, Time> {
+        let now = self.now;
+        let n = &self.nics[nic as usize];
+        let gp = n.gp;
+        let until = self.ports[gp as usize].paused.until_all();
         let data_prio = self.maps.classify(DSCP_ROCE).1;
         if until[usize::from(data_prio)] > now && self.maps.lossless(data_prio) {
             return Err(wait.min(until[usize::from(data_prio)]));
@@ -2105,7 +2249,7 @@ impl RoceSim {
                 prio: 0,
                 quanta: 0,
                 wd_fwd: false,
-                ttl: IP_TTL,
+                hops: 0,
                 in_port: 0,
                 pg: 0,
                 queue: 0,
@@ -2148,6 +2292,10 @@ impl RoceSim {
                 kick = true;
             }
             next = next.min(f.req.next_deadline());
+        }
+        if self.tcp.sends(nic) {
+            kick |= self.tcp.poll(nic, now);
+            next = next.min(self.tcp.next_deadline(nic));
         }
         // Host drain and the NIC's stall prevention.
         self.nic_drain(nic);
@@ -2251,7 +2399,7 @@ impl RoceSim {
                     prio: 0,
                     quanta: 0,
                     wd_fwd: false,
-                    ttl: IP_TTL,
+                    hops: 0,
                     in_port: 0,
                     pg: 0,
                     queue: 0,
@@ -2349,6 +2497,31 @@ impl RoceSim {
                 }
                 self.deliver(p);
                 self.arm_flow_timers(nic, fi);
+            }
+            Kind::TcpData => {
+                let (ack, ece) = self.tcp.on_data(pk.flow, pk.psn, pk.ce);
+                self.deliver(p);
+                let a = Pkt {
+                    kind: Kind::TcpAck,
+                    src: pk.dst,
+                    dst: pk.src,
+                    flow: pk.flow,
+                    psn: ack,
+                    wire: crate::roce::tcp::TCP_HEADERS,
+                    dscp: pk.dscp,
+                    ce: ece,
+                    ..Pkt::default()
+                };
+                self.nic_ctrl(nic, a);
+            }
+            Kind::TcpAck => {
+                self.deliver(p);
+                if self.tcp.on_ack(pk.flow, pk.psn, pk.ce, now) {
+                    let gp = self.nics[nic as usize].gp;
+                    self.kick(gp);
+                }
+                let t = self.tcp.next_deadline(nic);
+                self.arm_nic(nic, t);
             }
             Kind::Pause => unreachable!("handled in arrive"),
         }
