@@ -672,8 +672,6 @@ pub struct RoceSim {
     progress: u64,
     flows_left: usize,
     wd_period: Time,
-    /// The popped event is still the heap's root (see [`RoceSim::run`]).
-    top_pending: bool,
     /// ECMP egress per (flow, direction, switch): `[(flow * 2 + dir) * switches + switch]`,
     /// [`NO_ROUTE`] until first hashed; cleared when the ECMP groups change.
     route_cache: Vec<u8>,
@@ -981,7 +979,6 @@ impl RoceSim {
             last_progress: 0,
             progress: 0,
             wd_period,
-            top_pending: false,
             route_cache: Vec::new(),
             local_view: None,
             suspect: None,
@@ -1504,7 +1501,9 @@ impl RoceSim {
             if self.flows_left == 0 && self.live == 0 && !self.driven {
                 return RoceStatus::Done;
             }
-            let Some(t) = self.q.peek_time() else {
+            // `first` makes the earliest event the head of the calendar's current
+            // slot, so the pop below is O(1).
+            let Some((t, ev)) = self.q.first() else {
                 if self.driven && until != Time::NEVER {
                     // Nothing moves until the driver posts more: let the clock run
                     // to `until`, as a NIC waiting on its host would.
@@ -1521,20 +1520,12 @@ impl RoceSim {
                 self.now = until.max(self.now);
                 return RoceStatus::TimeLimit;
             }
-            // The event stays at the heap's root while it is handled: the first
-            // event the handler schedules replaces it (one sift instead of a pop
-            // and a push; the order is the same, as the new key is later).
-            let (t, ev) = self.q.peek().expect("peeked");
-            self.top_pending = true;
+            self.q.pop();
             self.now = t;
             self.events += 1;
             self.trace.fold(t.0);
             self.trace.fold(ev.word());
             let status = self.dispatch(t, ev);
-            if self.top_pending {
-                self.top_pending = false;
-                self.q.pop();
-            }
             if let Some(s) = status {
                 return s;
             }
@@ -1551,12 +1542,7 @@ impl RoceSim {
     /// Schedule `ev` at `t` with a sequence number taken earlier.
     #[inline]
     fn push_ev_seq(&mut self, t: Time, seq: u64, ev: Ev) {
-        if self.top_pending {
-            self.top_pending = false;
-            self.q.replace_top(t, seq, ev);
-        } else {
-            self.q.push_seq(t, seq, ev);
-        }
+        self.q.push_seq(t, seq, ev);
     }
 
     /// Handle one event; `Some` ends the run.
