@@ -385,8 +385,9 @@ struct Pkt {
     /// Sent by a queue whose PFC watchdog (action forward) ignores pauses: a
     /// downstream headroom overflow is then the watchdog's doing.
     wd_fwd: bool,
-    /// IP TTL, decremented by every switch (RoCEv2 rides IP).
-    ttl: u8,
+    /// Switches crossed so far: the IP TTL is `IP_TTL - hops` (RoCEv2 rides IP;
+    /// counting up keeps `Pkt::default()` a fresh packet).
+    hops: u8,
     /// At a switch: ingress port index (local) and PG.
     in_port: u8,
     pg: u8,
@@ -671,10 +672,6 @@ pub struct RoceSim {
     progress: u64,
     flows_left: usize,
     wd_period: Time,
-    /// Background TCP on the lossy class (empty unless [`RoceSim::add_tcp_flow`]).
-    tcp: TcpWorld,
-    /// The popped event is still the heap's root (see [`RoceSim::run`]).
-    top_pending: bool,
     /// ECMP egress per (flow, direction, switch): `[(flow * 2 + dir) * switches + switch]`,
     /// [`NO_ROUTE`] until first hashed; cleared when the ECMP groups change.
     route_cache: Vec<u8>,
@@ -684,6 +681,8 @@ pub struct RoceSim {
     /// A candidate deadlock cycle seen at the last check, with the packets each
     /// of its queues had sent: `(egress port, priority, packets sent)`.
     suspect: Option<Vec<(u32, u8, u64)>>,
+    /// Background TCP on the lossy class (empty unless [`RoceSim::add_tcp_flow`]).
+    tcp: TcpWorld,
 }
 
 /// A DCTCP sender for a NIC of `line` bits/s, if the run uses DCTCP.
@@ -980,11 +979,10 @@ impl RoceSim {
             last_progress: 0,
             progress: 0,
             wd_period,
-            tcp: TcpWorld::new(nics_len),
-            top_pending: false,
             route_cache: Vec::new(),
             local_view: None,
             suspect: None,
+            tcp: TcpWorld::new(nics_len),
             fabric: fabric.clone(),
             cfg,
         };
@@ -1503,7 +1501,9 @@ impl RoceSim {
             if self.flows_left == 0 && self.live == 0 && !self.driven {
                 return RoceStatus::Done;
             }
-            let Some(t) = self.q.peek_time() else {
+            // `first` makes the earliest event the head of the calendar's current
+            // slot, so the pop below is O(1).
+            let Some((t, ev)) = self.q.first() else {
                 if self.driven && until != Time::NEVER {
                     // Nothing moves until the driver posts more: let the clock run
                     // to `until`, as a NIC waiting on its host would.
@@ -1520,20 +1520,12 @@ impl RoceSim {
                 self.now = until.max(self.now);
                 return RoceStatus::TimeLimit;
             }
-            // The event stays at the heap's root while it is handled: the first
-            // event the handler schedules replaces it (one sift instead of a pop
-            // and a push; the order is the same, as the new key is later).
-            let (t, ev) = self.q.peek().expect("peeked");
-            self.top_pending = true;
+            self.q.pop();
             self.now = t;
             self.events += 1;
             self.trace.fold(t.0);
             self.trace.fold(ev.word());
             let status = self.dispatch(t, ev);
-            if self.top_pending {
-                self.top_pending = false;
-                self.q.pop();
-            }
             if let Some(s) = status {
                 return s;
             }
@@ -1550,12 +1542,7 @@ impl RoceSim {
     /// Schedule `ev` at `t` with a sequence number taken earlier.
     #[inline]
     fn push_ev_seq(&mut self, t: Time, seq: u64, ev: Ev) {
-        if self.top_pending {
-            self.top_pending = false;
-            self.q.replace_top(t, seq, ev);
-        } else {
-            self.q.push_seq(t, seq, ev);
-        }
+        self.q.push_seq(t, seq, ev);
     }
 
     /// Handle one event; `Some` ends the run.
@@ -1868,7 +1855,7 @@ impl RoceSim {
             prio,
             quanta,
             wd_fwd: false,
-            ttl: IP_TTL,
+            hops: 0,
             in_port: 0,
             pg: 0,
             queue: 0,
@@ -1916,7 +1903,7 @@ impl RoceSim {
             }
         }
         if pk.kind.is_tcp() {
-            // TCP flows are numbered apart from QPs: not in the QP route cache.
+            // Background TCP flows have their own ids: hashed every time.
             return self.route_hashed(si, pk);
         }
         let dir = usize::from(pk.kind != Kind::Data);
@@ -1980,11 +1967,12 @@ impl RoceSim {
     fn switch_arrive(&mut self, si: u32, gp: u32, mut p: Pkt) {
         let in_port = self.ports[gp as usize].num;
         let pk = p;
-        if p.ttl <= 1 {
+        // A router drops a packet whose TTL would reach 0 (RFC 1812 §5.3.1).
+        if IP_TTL - p.hops <= 1 {
             self.drop_pkt(p, RoceDrop::TtlExpired);
             return;
         }
-        p.ttl -= 1;
+        p.hops += 1;
         let (_, pg, queue) = self.switches[si as usize].maps.classify(pk.dscp);
         let Some(out) = self.route(si, &pk) else {
             self.drop_pkt(p, RoceDrop::NoRoute);
@@ -2192,7 +2180,6 @@ impl RoceSim {
             payload: seg.payload,
             wire: seg.wire,
             dscp: self.tcp.config().dscp,
-            ttl: IP_TTL,
             ..Pkt::default()
         }))
     }
@@ -2248,7 +2235,7 @@ impl RoceSim {
                 prio: 0,
                 quanta: 0,
                 wd_fwd: false,
-                ttl: IP_TTL,
+                hops: 0,
                 in_port: 0,
                 pg: 0,
                 queue: 0,
@@ -2398,7 +2385,7 @@ impl RoceSim {
                     prio: 0,
                     quanta: 0,
                     wd_fwd: false,
-                    ttl: IP_TTL,
+                    hops: 0,
                     in_port: 0,
                     pg: 0,
                     queue: 0,
@@ -2509,7 +2496,6 @@ impl RoceSim {
                     wire: crate::roce::tcp::TCP_HEADERS,
                     dscp: pk.dscp,
                     ce: ece,
-                    ttl: IP_TTL,
                     ..Pkt::default()
                 };
                 self.nic_ctrl(nic, a);
