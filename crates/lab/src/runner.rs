@@ -55,6 +55,9 @@ pub enum RunError {
     Deadlock(String),
     #[error("the run went idle with {0} transfers never completed")]
     Stalled(usize),
+    /// Packets created ≠ delivered + dropped + in flight: a model fault.
+    #[error("the conservation ledger does not balance: {0}")]
+    Ledger(String),
 }
 
 /// Small-message probes sent while the collective runs.
@@ -374,98 +377,6 @@ fn release(
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::cluster;
-    use crate::collective::{Collective, nccl_bandwidth};
-    use crate::scenario::Cluster;
-    use crate::tco::Tech;
-    use sim::{EngineConfig, IbConfig};
-
-    fn small() -> (Fabric, sm::RoutingTables) {
-        let c = Cluster {
-            servers: 4,
-            gpus_per_server: 2,
-            nic_gbps: 400,
-            radix: 16,
-            host_leaf_m: 2.0,
-            leaf_spine_m: 20.0,
-        };
-        let f = cluster::build(&c, Tech::InfiniBand).unwrap();
-        let o = sm::run::RunOptions {
-            engines: vec![sm::routing::EngineKind::Ftree, sm::routing::EngineKind::UpDn],
-            ..Default::default()
-        };
-        let (t, _) = sm::run::run(&f, &o).unwrap();
-        (f, t)
-    }
-
-    const NVL: HopCost = HopCost {
-        bytes_per_s: 450e9,
-        latency_ps: 1_000_000,
-    };
-
-    #[test]
-    fn ring_all_reduce_on_infiniband_approaches_the_nic_rate_and_matches_the_ideal() {
-        let (f, t) = small();
-        let nics = NicMap::from_fabric(&f).unwrap();
-        let mut s = Sim::new(&f, &t, IbConfig::default(), EngineConfig::default()).unwrap();
-        let size = 16u64 << 20;
-        let sched = Schedule::build(Collective::AllReduceRing, 4, 2, size).unwrap();
-        let run = run_schedule(&mut IbNet::new(&mut s), &nics, &sched, NVL, None).unwrap();
-        s.check_ledger().unwrap();
-        assert_eq!(s.ledger().total_dropped(), 0);
-        // the packet-level time is close to the contention-free estimate with a
-        // 400G NIC carrying 4096-byte payloads in 4122-byte packets
-        let eff = 4096.0 / (4096.0 + 26.0);
-        let ideal = sched.ideal_time_ps(
-            NVL,
-            HopCost {
-                bytes_per_s: 50e9 * eff,
-                latency_ps: 500_000,
-            },
-        );
-        let ratio = run.time_ps as f64 / ideal as f64;
-        assert!(
-            (0.9..1.15).contains(&ratio),
-            "sim {} ps vs ideal {} ps",
-            run.time_ps,
-            ideal
-        );
-        let (_, bus) = nccl_bandwidth(Collective::AllReduceRing, size, 8, run.time_ps);
-        let per_nic = bus / 2.0;
-        assert!(per_nic > 40.0 && per_nic < 50.0 * eff, "busbw per NIC {per_nic}");
-    }
-
-    #[test]
-    fn probes_measure_latency_and_same_seed_repeats() {
-        let (f, t) = small();
-        let nics = NicMap::from_fabric(&f).unwrap();
-        let mut a = Vec::new();
-        for _ in 0..2 {
-            let mut s = Sim::new(&f, &t, IbConfig::default(), EngineConfig::default()).unwrap();
-            let sched = Schedule::build(Collective::AllToAll, 4, 2, 4 << 20).unwrap();
-            let run = run_schedule(
-                &mut IbNet::new(&mut s),
-                &nics,
-                &sched,
-                NVL,
-                Some(ProbeSpec {
-                    bytes: 64,
-                    interval_ps: 5_000_000,
-                }),
-            )
-            .unwrap();
-            assert!(!run.probe_latency_ps.is_empty());
-            // a 64-byte probe takes at least serialization + 2 cable hops + one switch
-            assert!(run.probe_latency_ps.iter().all(|&l| l > 130_000));
-            a.push((run.time_ps, run.probe_latency_ps, s.trace_hash()));
-        }
-        assert_eq!(a[0], a[1]);
-    }
-}
-
 /// The RoCEv2 simulator as a [`Network`]: one QP (with its own UDP source port,
 /// the ECMP entropy) per (NIC pair, class); DCQCN and PSN state persist across the
 /// messages posted on it, as with a collective library's QPs.
@@ -649,5 +560,97 @@ impl Network for IpoibNet<'_> {
             NetStep::Idle if released || !self.waiting.is_empty() => NetStep::Reached,
             other => other,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster;
+    use crate::collective::{Collective, nccl_bandwidth};
+    use crate::scenario::Cluster;
+    use crate::tco::Tech;
+    use sim::{EngineConfig, IbConfig};
+
+    fn small() -> (Fabric, sm::RoutingTables) {
+        let c = Cluster {
+            servers: 4,
+            gpus_per_server: 2,
+            nic_gbps: 400,
+            radix: 16,
+            host_leaf_m: 2.0,
+            leaf_spine_m: 20.0,
+        };
+        let f = cluster::build(&c, Tech::InfiniBand).unwrap();
+        let o = sm::run::RunOptions {
+            engines: vec![sm::routing::EngineKind::Ftree, sm::routing::EngineKind::UpDn],
+            ..Default::default()
+        };
+        let (t, _) = sm::run::run(&f, &o).unwrap();
+        (f, t)
+    }
+
+    const NVL: HopCost = HopCost {
+        bytes_per_s: 450e9,
+        latency_ps: 1_000_000,
+    };
+
+    #[test]
+    fn ring_all_reduce_on_infiniband_approaches_the_nic_rate_and_matches_the_ideal() {
+        let (f, t) = small();
+        let nics = NicMap::from_fabric(&f).unwrap();
+        let mut s = Sim::new(&f, &t, IbConfig::default(), EngineConfig::default()).unwrap();
+        let size = 16u64 << 20;
+        let sched = Schedule::build(Collective::AllReduceRing, 4, 2, size).unwrap();
+        let run = run_schedule(&mut IbNet::new(&mut s), &nics, &sched, NVL, None).unwrap();
+        s.check_ledger().unwrap();
+        assert_eq!(s.ledger().total_dropped(), 0);
+        // the packet-level time is close to the contention-free estimate with a
+        // 400G NIC carrying 4096-byte payloads in 4122-byte packets
+        let eff = 4096.0 / (4096.0 + 26.0);
+        let ideal = sched.ideal_time_ps(
+            NVL,
+            HopCost {
+                bytes_per_s: 50e9 * eff,
+                latency_ps: 500_000,
+            },
+        );
+        let ratio = run.time_ps as f64 / ideal as f64;
+        assert!(
+            (0.9..1.15).contains(&ratio),
+            "sim {} ps vs ideal {} ps",
+            run.time_ps,
+            ideal
+        );
+        let (_, bus) = nccl_bandwidth(Collective::AllReduceRing, size, 8, run.time_ps);
+        let per_nic = bus / 2.0;
+        assert!(per_nic > 40.0 && per_nic < 50.0 * eff, "busbw per NIC {per_nic}");
+    }
+
+    #[test]
+    fn probes_measure_latency_and_same_seed_repeats() {
+        let (f, t) = small();
+        let nics = NicMap::from_fabric(&f).unwrap();
+        let mut a = Vec::new();
+        for _ in 0..2 {
+            let mut s = Sim::new(&f, &t, IbConfig::default(), EngineConfig::default()).unwrap();
+            let sched = Schedule::build(Collective::AllToAll, 4, 2, 4 << 20).unwrap();
+            let run = run_schedule(
+                &mut IbNet::new(&mut s),
+                &nics,
+                &sched,
+                NVL,
+                Some(ProbeSpec {
+                    bytes: 64,
+                    interval_ps: 5_000_000,
+                }),
+            )
+            .unwrap();
+            assert!(!run.probe_latency_ps.is_empty());
+            // a 64-byte probe takes at least serialization + 2 cable hops + one switch
+            assert!(run.probe_latency_ps.iter().all(|&l| l > 130_000));
+            a.push((run.time_ps, run.probe_latency_ps, s.trace_hash()));
+        }
+        assert_eq!(a[0], a[1]);
     }
 }

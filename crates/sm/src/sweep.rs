@@ -19,7 +19,7 @@
 //! every switch and takes Trap 128 notices; either triggers a heavy sweep whose report
 //! lists what changed.
 
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::hash::BuildHasherDefault;
 use std::time::Instant;
 
@@ -232,6 +232,13 @@ struct DPort {
     speed: u8,
     speed_ext: u8,
     peer: Option<(u32, u8)>,
+    /// PortInfo:CapabilityMask (IsSM finds other SMs).
+    cap_mask: u32,
+    /// PortInfo:PortState when discovered (ports already ACTIVE are not set again).
+    state: Option<PortState>,
+    /// PortInfo:LID and LMC when discovered (what another SM assigned).
+    lid: u16,
+    lmc: u8,
 }
 
 #[derive(Clone, Debug)]
@@ -267,6 +274,15 @@ pub struct SubnetManager {
     /// A heavy sweep is due (trap or change seen).
     pub need_heavy: bool,
     sm_port_num: u8,
+    /// Other SMs' ports seen by the last discovery: CA ports (not ours) whose
+    /// CapabilityMask has IsSM, with their port GUID and directed route.
+    pub sm_ports: Vec<(Guid, Vec<u8>)>,
+    /// LIDs the ports had when last discovered (port GUID → first and last LID),
+    /// whoever assigned them: a standby SM taking over keeps them via `guid2lid`.
+    pub seen_lids: BTreeMap<Guid, (fabric::Lid, fabric::Lid)>,
+    /// What the last [`SubnetManager::discover_only`] found, for
+    /// [`SubnetManager::heavy_sweep_reusing_discovery`].
+    last_discovery: Option<Vec<DNode>>,
 }
 
 impl std::fmt::Debug for SubnetManager {
@@ -366,6 +382,9 @@ impl SubnetManager {
             buf: Box::new([0; MAD_LEN]),
             need_heavy: true,
             sm_port_num,
+            sm_ports: Vec::new(),
+            seen_lids: BTreeMap::new(),
+            last_discovery: None,
         }
     }
 
@@ -438,11 +457,19 @@ impl SubnetManager {
                 };
                 self.transmit(tr, x, req, mad, 0);
             }
+            if x.pending.is_empty() && x.queue.is_empty() {
+                // Nothing asked: do not wait out a real transport's receive timeout.
+                break;
+            }
             let mut got_any = false;
             while let Some(len) = tr.recv(&mut self.buf) {
                 got_any = true;
                 x.received += 1;
                 self.dispatch(x, len, on_reply);
+                if x.pending.is_empty() && x.queue.is_empty() {
+                    // All answered: do not wait out a real transport's receive timeout.
+                    break;
+                }
                 // Keep the wire full while answers arrive.
                 while x.pending.len() < self.opts.max_in_flight.max(1) {
                     let Some((req, mad)) = self.next_request(x, feed) else {
@@ -683,6 +710,10 @@ impl SubnetManager {
                 dp.width = pi.link_width_active;
                 dp.speed = pi.link_speed_active;
                 dp.speed_ext = pi.link_speed_ext_active;
+                dp.cap_mask = pi.capability_mask;
+                dp.state = Some(pi.port_state);
+                dp.lid = pi.lid.0;
+                dp.lmc = pi.lmc;
                 let extend = dp.up
                     && dp.peer.is_none()
                     && port != 0
@@ -702,11 +733,20 @@ impl SubnetManager {
 
     /// Run a heavy sweep over `tr`.
     pub fn heavy_sweep(&mut self, tr: &mut dyn Transport) -> SweepReport {
+        self.last_discovery = None;
+        self.heavy_sweep_from(tr, None)
+    }
+
+    fn heavy_sweep_from(&mut self, tr: &mut dyn Transport, found: Option<Vec<DNode>>) -> SweepReport {
         let mut rep = SweepReport::default();
         let mut x = Exchange::new();
         self.need_heavy = false;
         let t0 = Instant::now();
-        let nodes = self.discover(tr, &mut x);
+        let nodes = match found {
+            Some(n) => n,
+            None => self.discover(tr, &mut x),
+        };
+        self.sm_ports = sm_ports_of(&nodes);
         rep.phases.push(Phase {
             name: "discover",
             micros: t0.elapsed().as_micros() as u64,
@@ -844,6 +884,13 @@ impl SubnetManager {
     ) {
         let _ = (f, ids);
         let max_lid = t.lid_owner.len().saturating_sub(1) as u16;
+        // PortInfo:MasterSMLID of every port is this SM's LID (traps go there).
+        let sm_lid = match nodes.first() {
+            Some(n) if n.kind == NodeKind::Switch => t.lid_of(NodeId(0), 0),
+            Some(_) => t.lid_of(NodeId(0), self.sm_port_num.max(1)),
+            None => None,
+        }
+        .unwrap_or(fabric::Lid(0));
         let mut pbuf = Vec::with_capacity(64);
         // 1. LIDs (PortInfo Set), SwitchInfo.
         for (i, n) in nodes.iter().enumerate() {
@@ -853,6 +900,7 @@ impl SubnetManager {
                     let pi = attr::port_info::Repr {
                         lid: l,
                         lmc: 0,
+                        master_sm_lid: sm_lid,
                         port_state: PortState::NoChange,
                         ..Default::default()
                     };
@@ -874,12 +922,13 @@ impl SubnetManager {
                     let pi = attr::port_info::Repr {
                         lid: l,
                         lmc: t.lmc,
+                        master_sm_lid: sm_lid,
                         port_state: PortState::NoChange,
                         ..Default::default()
                     };
                     let mut d = [0u8; 64];
                     let _ = pi.to_bytes(&mut d);
-                    end_path(nodes, i, p, &mut pbuf);
+                    end_path(nodes, i, p, self.sm_port_num, &mut pbuf);
                     self.enqueue(x, Req::Set, &pbuf, Method::Set, AttrId::PortInfo, p as u32, d);
                 }
             }
@@ -1010,8 +1059,18 @@ impl SubnetManager {
                     if !(cabled || (n.kind == NodeKind::Switch && port == 0)) {
                         continue;
                     }
+                    // Already there (a re-sweep, or a switch's port 0 that is always
+                    // ACTIVE): a Set would be refused as an illegal transition.
+                    let now = n.ports.get(port as usize).and_then(|d| d.state);
+                    if now == Some(PortState::Active) || (state == PortState::Armed && now == Some(PortState::Armed)) {
+                        if state == PortState::Active {
+                            active += 1;
+                        }
+                        continue;
+                    }
                     let mut pi = attr::port_info::Repr {
                         port_state: state,
+                        master_sm_lid: sm_lid,
                         ..Default::default()
                     };
                     // Keep the LID/LMC just programmed (a Set writes every field).
@@ -1026,7 +1085,7 @@ impl SubnetManager {
                         pbuf.clear();
                         pbuf.extend_from_slice(&n.path);
                     } else {
-                        end_path(nodes, i, port, &mut pbuf);
+                        end_path(nodes, i, port, sm.sm_port_num, &mut pbuf);
                     }
                     sm.enqueue(x, Req::Set, &pbuf, Method::Set, AttrId::PortInfo, port as u32, d);
                     queued += 1;
@@ -1038,6 +1097,28 @@ impl SubnetManager {
             self.pump_fed(tr, x, &mut |_, _, _, _, _| {}, &mut feed);
         }
         rep.ports_active = active;
+    }
+
+    /// Discovery alone (what a DISCOVERING or STANDBY SM may do): walk the fabric by
+    /// directed route, record the other SMs' ports in [`SubnetManager::sm_ports`], and
+    /// program nothing. Returns (switches, CAs, issues).
+    pub fn discover_only(&mut self, tr: &mut dyn Transport) -> (usize, usize, Vec<Issue>) {
+        let mut x = Exchange::new();
+        let nodes = self.discover(tr, &mut x);
+        self.sm_ports = sm_ports_of(&nodes);
+        self.seen_lids = lids_of(&nodes);
+        let sw = nodes.iter().filter(|n| n.kind == NodeKind::Switch).count();
+        let cas = nodes.len() - sw;
+        self.last_discovery = Some(nodes);
+        (sw, cas, x.issues)
+    }
+
+    /// A heavy sweep that takes the fabric found by the [`SubnetManager::discover_only`]
+    /// just before instead of walking it again (an SM that has just decided to become
+    /// MASTER); a plain heavy sweep when there is none.
+    pub fn heavy_sweep_reusing_discovery(&mut self, tr: &mut dyn Transport) -> SweepReport {
+        let found = self.last_discovery.take();
+        self.heavy_sweep_from(tr, found)
     }
 
     /// A light sweep: read SwitchInfo of every known switch and collect traps. Returns
@@ -1082,15 +1163,45 @@ impl SubnetManager {
     }
 }
 
+/// CA ports other than the SM's own node whose PortInfo says IsSM, with the directed
+/// route that reaches them (through the switch they hang off).
+fn sm_ports_of(nodes: &[DNode]) -> Vec<(Guid, Vec<u8>)> {
+    let mut out = Vec::new();
+    for n in nodes.iter().skip(1) {
+        if n.kind == NodeKind::Switch {
+            continue;
+        }
+        for (p, d) in n.ports.iter().enumerate().skip(1) {
+            if d.cap_mask & attr::cap::IS_SM == 0 {
+                continue;
+            }
+            let path = match d.peer {
+                Some((sw, sp)) if nodes[sw as usize].kind == NodeKind::Switch => {
+                    let mut v = nodes[sw as usize].path.clone();
+                    v.push(sp);
+                    v
+                }
+                Some(_) => n.path.clone(),
+                None => continue,
+            };
+            let g = n.port_guids.get(p).copied().unwrap_or(Guid(0));
+            out.push((g, path));
+        }
+    }
+    out
+}
+
 /// Requests queued per call of a [`Feed`]: enough to keep any window full.
 const FEED_BATCH: usize = 256;
 
 /// DR path to port `p` of end node `i` into `out` (a CA is reached through its peer
 /// switch).
-fn end_path(nodes: &[DNode], i: usize, p: u8, out: &mut Vec<u8>) {
+fn end_path(nodes: &[DNode], i: usize, p: u8, sm_port: u8, out: &mut Vec<u8>) {
     let n = &nodes[i];
     out.clear();
-    if n.path.is_empty() {
+    // The SM's own port is local; another port of the SM's own CA is reached from
+    // outside, through the switch it is cabled to.
+    if n.path.is_empty() && (n.kind == NodeKind::Switch || p == sm_port.max(1)) {
         return;
     }
     match n.ports.get(p as usize).and_then(|d| d.peer) {
@@ -1100,6 +1211,33 @@ fn end_path(nodes: &[DNode], i: usize, p: u8, out: &mut Vec<u8>) {
         }
         _ => out.extend_from_slice(&n.path),
     }
+}
+
+/// The LIDs ports report (switches: port 0, by node GUID; end ports by port GUID);
+/// ports without a LID are left out.
+fn lids_of(nodes: &[DNode]) -> BTreeMap<Guid, (fabric::Lid, fabric::Lid)> {
+    let mut m = BTreeMap::new();
+    for n in nodes {
+        let ports: Vec<(Guid, &DPort)> = if n.kind == NodeKind::Switch {
+            n.ports.first().map(|d| (n.guid, d)).into_iter().collect()
+        } else {
+            n.ports
+                .iter()
+                .enumerate()
+                .skip(1)
+                .filter(|(_, d)| d.state.is_some())
+                .map(|(p, d)| (n.port_guids.get(p).copied().unwrap_or(Guid(0)), d))
+                .collect()
+        };
+        for (g, d) in ports {
+            if g.0 == 0 || d.lid == 0 || d.lid >= 0xc000 {
+                continue;
+            }
+            let hi = d.lid.saturating_add((1u16 << d.lmc.min(7)) - 1);
+            m.insert(g, (fabric::Lid(d.lid), fabric::Lid(hi)));
+        }
+    }
+    m
 }
 
 /// Move the exchange counters and issues into the report (issues of the exchange
