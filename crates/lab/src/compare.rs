@@ -537,7 +537,14 @@ fn run_workload(
         None => None,
     };
     let tcp = match tcp_total {
-        Some(t) => Some(tcp_background(s, v, &t, world, &mut effort, &err)?),
+        Some(t) => {
+            progress(Progress {
+                done: *done,
+                total,
+                what: format!("{}: largest ring all-reduce again, without background TCP", v.label),
+            });
+            Some(tcp_background(s, v, &t, world, &mut effort, &err)?)
+        }
         None => None,
     };
     for (r, (n, lossless)) in &reasons {
