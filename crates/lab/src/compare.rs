@@ -361,7 +361,7 @@ struct TcpStats {
     delivered_bytes: u64,
     sim_ps: u64,
     /// Drops by reason, indexed like `RoceDrop::ALL`.
-    drops: [u64; 8],
+    drops: [u64; sim::roce::net::RoceDrop::ALL.len()],
     retransmits: u64,
     fast_retransmits: u64,
     timeouts: u64,

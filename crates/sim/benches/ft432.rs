@@ -1,16 +1,20 @@
-//! The speed benchmark: a 432-host 3-tier fat tree (k = 12) at 100 Gb/s running
-//! htsim's 432-host permutation connection matrix (examples/sim/perm_432.cm) for
-//! 10 ms of simulated time, as `htsim_roce -nodes 432 -tm perm_432.cm -end 10000`.
+//! The speed benchmark: `examples/sim/ft432-permutation-ib.toml` as `rdmalab sim
+//! run` runs it — a 432-host 3-tier fat tree (k = 12) at 100 Gb/s, routed by the
+//! SM's ftree engine, running htsim's 432-host permutation connection matrix
+//! (examples/sim/perm_432.cm) for 10 ms of simulated time, as
+//! `htsim_roce -nodes 432 -tm perm_432.cm -linkspeed 100000 -end 10000`.
 //!
 //! `cargo bench -p rdmalab-sim --bench ft432 [-- END_US]` prints packet-link hops
-//! per wall second, events per second and peak memory (VmHWM).
+//! per wall second and per CPU second of the simulating thread, events per
+//! second, the trace hash and peak memory (VmHWM). `FT432_SCENARIO=path.toml`
+//! runs another scenario with an htsim or permutation workload; `FT432_WATCHDOG_PS=0`
+//! turns the periodic deadlock check off (it still runs if the event queue drains
+//! with packets buffered).
 
 use std::time::Instant;
 
-use fabric::{FatTree3Params, LinkRate, fat_tree3};
-use sim::testutil::{Tie, bfs_routes, cas};
-use sim::workload::{parse_connection_matrix, run_matrix};
-use sim::{EngineConfig, IbConfig, Sim, Time};
+use sim::scenario::{FabricSpec, Scenario, WorkloadSpec};
+use sm::run::{RunOptions, run};
 
 fn peak_rss_kib() -> Option<u64> {
     let s = std::fs::read_to_string("/proc/self/status").ok()?;
@@ -30,40 +34,70 @@ fn thread_cpu_ns() -> Option<u64> {
 }
 
 fn main() {
-    let end_us: u64 = std::env::args()
+    let end_us: Option<u64> = std::env::args()
         .skip(1)
         .find(|a| !a.starts_with('-'))
-        .and_then(|a| a.parse().ok())
-        .unwrap_or(10_000);
-    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/sim/perm_432.cm");
-    let text = std::fs::read_to_string(root).expect("examples/sim/perm_432.cm");
-    let m = parse_connection_matrix(&text, root).expect("connection matrix");
-    let f = fat_tree3(&FatTree3Params {
-        radix: 12,
-        rate: LinkRate::EDR_4X,
-        ..FatTree3Params::default()
+        .and_then(|a| a.parse().ok());
+    let path = std::env::var("FT432_SCENARIO").unwrap_or_else(|_| {
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../examples/sim/ft432-permutation-ib.toml"
+        )
+        .to_string()
+    });
+    let mut sc = Scenario::load(std::path::Path::new(&path)).expect("scenario");
+    if let Some(e) = end_us {
+        match &mut sc.workload {
+            WorkloadSpec::Htsim { end_us, .. } | WorkloadSpec::Permutation { end_us, .. } => *end_us = e,
+            _ => panic!("{path}: the bench takes htsim or permutation workloads"),
+        }
+    }
+    if let Some(v) = std::env::var("FT432_WATCHDOG_PS").ok().and_then(|v| v.parse().ok()) {
+        sc.engine.deadlock_check_ps = v;
+    }
+    let FabricSpec::FatTree3 {
+        radix,
+        pods,
+        hosts_per_leaf,
+        rate,
+        cable_m,
+    } = &sc.fabric
+    else {
+        panic!("{path}: the bench takes a fat-tree3 fabric");
+    };
+    let f = fabric::fat_tree3(&fabric::FatTree3Params {
+        radix: *radix,
+        pods: *pods,
+        hosts_per_leaf: *hosts_per_leaf,
+        rate: sc.link_rate_of(rate).expect("rate"),
+        cabling: cable_m.map_or_else(fabric::Cabling::default, |c| fabric::Cabling {
+            host_leaf_m: c.host_leaf,
+            leaf_spine_m: c.leaf_spine,
+            spine_core_m: c.spine_core,
+        }),
     })
     .expect("fat tree");
-    let t = bfs_routes(&f, Tie::SpreadByLid);
-    let hosts = cas(&f);
-    assert_eq!(hosts.len(), 432);
-    // FT432_WATCHDOG_PS=0 turns the periodic deadlock check off (it still runs if
-    // the event queue drains with packets buffered).
-    let mut eng = EngineConfig::default();
-    if let Some(v) = std::env::var("FT432_WATCHDOG_PS").ok().and_then(|v| v.parse().ok()) {
-        eng.deadlock_check_ps = v;
-    }
-    let mut sim = Sim::new(&f, &t, IbConfig::default(), eng).expect("sim");
+    let ro = RunOptions {
+        engines: sc.routing.engines.iter().map(|e| e.parse().expect("engine")).collect(),
+        lmc: sc.routing.lmc,
+        validate: false,
+        ..RunOptions::default()
+    };
+    let (tables, _) = run(&f, &ro).expect("routes");
     let cpu0 = thread_cpu_ns().unwrap_or(0);
     let wall = Instant::now();
-    let r = run_matrix(&mut sim, &hosts, &m, Time::us(end_us), &mut |_| {}).expect("run");
+    let (out, sim) = sim::scenario::run(&sc, &f, &tables, None, &mut |_| {}).expect("run");
     let secs = wall.elapsed().as_secs_f64();
     let cpu = (thread_cpu_ns().unwrap_or(0) - cpu0) as f64 / 1e9;
-    let s = sim.summary();
+    let s = &out.summary;
     sim.check_ledger().expect("ledger");
     let audit = sim.audit();
     assert!(audit.is_empty(), "{audit:?}");
-    println!("ft432 permutation, {end_us} us simulated");
+    println!(
+        "{}, {} us simulated",
+        sc.display_name(),
+        sc.end().map_or(0, |t| t.as_ps() / 1_000_000)
+    );
     println!("  wall time            {secs:.3} s");
     println!(
         "  packet-link hops     {}  ({:.2} M/s)",
@@ -71,38 +105,20 @@ fn main() {
         s.packet_link_hops as f64 / secs / 1e6
     );
     println!(
-        "  events               {}  ({:.2} M/s)",
+        "  events               {}  ({:.2} M/s, {:.3} per hop)",
         s.events,
-        s.events as f64 / secs / 1e6
+        s.events as f64 / secs / 1e6,
+        s.events as f64 / s.packet_link_hops.max(1) as f64
     );
     println!(
         "  cpu time             {cpu:.3} s  ({:.2} M hops/cpu-s, {:.2} M events/cpu-s)",
         s.packet_link_hops as f64 / cpu / 1e6,
         s.events as f64 / cpu / 1e6
     );
-    println!(
-        "  payload delivered    {} bytes, aggregate goodput {:.1} Gb/s",
-        s.payload_delivered_bytes,
-        r.aggregate_goodput_bps / 1e9
-    );
+    println!("  payload delivered    {} bytes", s.payload_delivered_bytes);
     println!("  stale wakes {}  idle looks {}", s.stale_wakes, s.idle_looks);
     println!("  drops                {}", s.packets_dropped);
+    println!("  trace hash           {}", s.trace_hash);
     println!("  peak packets         {}", s.peak_packets_in_flight);
-    if std::env::var_os("FT432_PORTS").is_some() {
-        let mut hist = [0u32; 11];
-        for p in sim.port_reports() {
-            hist[(p.utilisation * 10.0) as usize] += 1;
-        }
-        println!("  port utilisation deciles {hist:?}");
-        let g: Vec<f64> = r.flows.iter().map(|f| f.goodput_bps / 1e9).collect();
-        let mut gs = g.clone();
-        gs.sort_by(|a, b| a.partial_cmp(b).unwrap());
-        println!(
-            "  flow goodput Gb/s min {:.1} p50 {:.1} max {:.1}",
-            gs[0],
-            gs[gs.len() / 2],
-            gs[gs.len() - 1]
-        );
-    }
     println!("  peak RSS             {} KiB", peak_rss_kib().unwrap_or(0));
 }

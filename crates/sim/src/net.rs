@@ -10,7 +10,7 @@
 //! lands. This keeps the event count near one per packet-link hop.
 
 use crate::engine::{PacketId, Time};
-use crate::packet::{blocks, flag};
+use crate::packet::flag;
 use crate::sim::{Event, NONE, NodeModel, Sim};
 
 /// What a model's picker decided for a free transmitter.
@@ -42,7 +42,72 @@ pub(crate) struct ArbState {
     last_table: u8,
 }
 
+/// Returns kept inline in a port record.
+const RING: usize = 6;
+
+/// Credit returns on their way back to one transmitter, sorted by landing time:
+/// the earliest six inline (in the second cache line of the port's record, so a
+/// look at the port brings them along), any more in a per-port spill deque. At
+/// most a handful are on their way at once unless the port sits idle.
+#[derive(Clone, Copy, Debug, Default)]
+#[repr(C)]
+pub(crate) struct CreditRing {
+    t: [u64; RING],
+    /// `vl << 12 | blocks` (a packet is at most 1,024 blocks, a VL at most 14).
+    vb: [u16; RING],
+    head: u8,
+    len: u8,
+}
+
+impl CreditRing {
+    #[inline]
+    fn at(&self, k: usize) -> (Time, u8, u32) {
+        let i = (self.head as usize + k) % RING;
+        (Time(self.t[i]), (self.vb[i] >> 12) as u8, u32::from(self.vb[i] & 0xfff))
+    }
+
+    #[inline]
+    fn set(&mut self, k: usize, e: (Time, u8, u32)) {
+        let i = (self.head as usize + k) % RING;
+        self.t[i] = e.0.0;
+        self.vb[i] = (u16::from(e.1) << 12) | e.2 as u16;
+    }
+
+    /// Insert in time order (after equal times); the ring must have room.
+    #[inline]
+    fn insert(&mut self, e: (Time, u8, u32)) {
+        let mut k = self.len as usize;
+        while k > 0 && self.at(k - 1).0 > e.0 {
+            let prev = self.at(k - 1);
+            self.set(k, prev);
+            k -= 1;
+        }
+        self.set(k, e);
+        self.len += 1;
+    }
+
+    #[inline]
+    fn pop_front(&mut self) {
+        self.head = ((self.head as usize + 1) % RING) as u8;
+        self.len -= 1;
+    }
+
+    #[inline]
+    fn pop_back(&mut self) -> (Time, u8, u32) {
+        self.len -= 1;
+        self.at(self.len as usize)
+    }
+}
+
 impl Sim {
+    /// The credit returns on their way to `gp`, earliest first.
+    pub(crate) fn credit_returns(&self, gp: u32) -> impl Iterator<Item = (Time, u8, u32)> + '_ {
+        let r = &self.ports[gp as usize].cred;
+        (0..r.len as usize)
+            .map(move |k| r.at(k))
+            .chain(self.credit_spill[gp as usize].iter().copied())
+    }
+
     /// Ask for a wake-up of transmitter `gp` at `t` (keeps only the earliest).
     #[inline]
     pub(crate) fn schedule_wake(&mut self, gp: u32, t: Time) {
@@ -58,14 +123,27 @@ impl Sim {
     pub(crate) fn push_credit(&mut self, gp: u32, t: Time, vl: u8, nblocks: u32) {
         let g = gp as usize;
         // Returns come from packets leaving through different outputs with
-        // different sizes, so they can land out of order: keep the FIFO sorted
+        // different sizes, so they can land out of order: keep them sorted
         // (almost always an append) so absorbing stops at the right entry.
-        let f = &mut self.credit_fifo[g];
-        if f.back().is_none_or(|b| b.0 <= t) {
-            f.push_back((t, vl, nblocks));
+        debug_assert!(nblocks < 1 << 12 && vl < 16);
+        let e = (t, vl, nblocks);
+        let r = &mut self.ports[g].cred;
+        if (r.len as usize) < RING {
+            // The spill is empty whenever the ring has room.
+            r.insert(e);
         } else {
-            let pos = f.iter().rposition(|e| e.0 <= t).map_or(0, |i| i + 1);
-            f.insert(pos, (t, vl, nblocks));
+            let f = &mut self.credit_spill[g];
+            if r.at(RING - 1).0 > t {
+                // Earlier than the ring's last: that one moves to the spill's front.
+                let last = r.pop_back();
+                r.insert(e);
+                f.push_front(last);
+            } else if f.back().is_none_or(|b| b.0 <= t) {
+                f.push_back(e);
+            } else {
+                let pos = f.iter().rposition(|x| x.0 <= t).map_or(0, |i| i + 1);
+                f.insert(pos, e);
+            }
         }
         let pt = self.ports[g];
         if pt.starved {
@@ -82,12 +160,16 @@ impl Sim {
     fn absorb_credits(&mut self, gp: u32) {
         let g = gp as usize;
         let nvl = self.nvl;
-        while let Some(&(t, vl, b)) = self.credit_fifo[g].front() {
+        while self.ports[g].cred.len > 0 {
+            let (t, vl, b) = self.ports[g].cred.at(0);
             if t > self.now {
                 break;
             }
             self.credits[g * nvl + vl as usize] += b as i32;
-            self.credit_fifo[g].pop_front();
+            self.ports[g].cred.pop_front();
+            if let Some(e) = self.credit_spill[g].pop_front() {
+                self.ports[g].cred.insert(e);
+            }
         }
     }
 
@@ -101,7 +183,7 @@ impl Sim {
         if avail >= nb as i32 {
             return Some(from);
         }
-        for &(t, v, b) in &self.credit_fifo[g] {
+        for (t, v, b) in self.credit_returns(gp) {
             if v == vl {
                 avail += b as i32;
                 if avail >= nb as i32 {
@@ -134,7 +216,8 @@ impl Sim {
     /// When the next credit return lands at `gp` (`NEVER` if none is on its way).
     #[inline]
     pub(crate) fn credit_wait(&self, gp: u32) -> Time {
-        self.credit_fifo[gp as usize].front().map_or(Time::NEVER, |c| c.0)
+        let r = &self.ports[gp as usize].cred;
+        if r.len > 0 { r.at(0).0 } else { Time::NEVER }
     }
 
     /// Transmitter `gp` is free or was woken: send the next packet if one may go.
@@ -168,7 +251,7 @@ impl Sim {
         let now = self.now;
         let nvl = self.nvl;
         let pk = self.pkts[p];
-        let nb = blocks(pk.wire);
+        let nb = pk.blocks();
         let vl15 = pk.flags & flag::VL15 != 0;
         if !vl15 {
             let ci = g * nvl + pk.vl as usize;
@@ -180,14 +263,14 @@ impl Sim {
                 }
             }
         }
-        let end = now + self.ports[g].ser.time(pk.wire);
+        let end = now + self.ports[g].ser.time(u32::from(pk.wire));
         self.ports[g].busy_until = end;
         self.last_tx[g] = now;
         self.stats.hops += 1;
         self.ports[g].tx_bytes += u64::from(pk.wire);
         self.ports[g].tx_pkts = self.ports[g].tx_pkts.wrapping_add(1);
         if self.stats.capture == gp {
-            self.stats.captured.push((now, pk));
+            self.stats.captured.push((now, self.pkts.full(p)));
         }
         let prop = self.ports[g].prop;
         let arrive = match self.ports[g].peer_model {
@@ -200,14 +283,16 @@ impl Sim {
             }
             _ => end + prop + Time(self.ib.hca_rx_latency_ps),
         };
+        let seq = self.q.next_seq();
         {
             let pm = &mut self.pkts[p];
             pm.hops = pm.hops.saturating_add(1);
             pm.tail_at = end + prop;
             pm.in_gp = NONE;
+            pm.seq = seq;
         }
-        let seq = self.q.next_seq();
-        if self.link_fifo[g].push(arrive, seq, p) {
+        debug_assert_eq!(self.arrival_time(gp, &self.pkts[p]), arrive);
+        if self.link_fifo[g].push(&mut self.pkts, p) {
             self.q.push_seq(arrive, seq, Event::Arrive { dir: gp });
         }
         if pk.in_gp != NONE {
@@ -215,10 +300,28 @@ impl Sim {
             // is out; its credits travel back over the input link.
             self.release_input(pk.in_gp, pk.in_vl, nb, vl15, end);
             if !vl15 {
-                self.arb_charge(gp, pk.wire);
+                self.arb_charge(gp, u32::from(pk.wire));
             }
         }
         self.plan_next(gp, end);
+    }
+
+    /// When packet `pk`, on the link from transmitter `gp`, reaches the far node
+    /// (its header for a cut-through switch, its tail otherwise): derived from its
+    /// tail time, so the link's packets need not store it.
+    #[inline]
+    pub(crate) fn arrival_time(&self, gp: u32, pk: &crate::packet::PktHot) -> Time {
+        let pt = &self.ports[gp as usize];
+        match pt.peer_model {
+            NodeModel::IbSwitch => {
+                let head_or_tail = match self.ib.forwarding {
+                    crate::config::Forwarding::CutThrough => pk.tail_at - pt.ser.time(u32::from(pk.wire)),
+                    crate::config::Forwarding::StoreAndForward => pk.tail_at,
+                };
+                head_or_tail + Time(self.ib.switch_latency_ps)
+            }
+            _ => pk.tail_at + Time(self.ib.hca_rx_latency_ps),
+        }
     }
 
     /// After a send that ends at `end`, wake the transmitter when its next packet
@@ -235,7 +338,7 @@ impl Sim {
                 }
                 if self.nvl == 1 {
                     match self.oq[g * 2].front() {
-                        Some(&p) => Some((0u8, blocks(self.pkts[p].wire))),
+                        Some(p) => Some((0u8, self.pkts[p].blocks())),
                         // Only VL15 is queued: not flow controlled.
                         None => None,
                     }
@@ -287,7 +390,7 @@ impl Sim {
         if pk.flags & flag::VL15 != 0 {
             return;
         }
-        let (vl, nb) = (pk.vl, blocks(pk.wire));
+        let (vl, nb) = (pk.vl, pk.blocks());
         let i = in_gp as usize;
         let up = self.ports[i].peer;
         self.push_credit(up, self.now + self.ports[i].prop, vl, nb);
@@ -297,15 +400,15 @@ impl Sim {
     #[inline]
     pub(crate) fn head_state(&self, gp: u32, vl: usize) -> Head {
         let g = gp as usize;
-        let Some(&p) = self.oq[g * (self.nvl + 1) + vl].front() else {
+        let Some(p) = self.oq[g * (self.nvl + 1) + vl].front() else {
             return Head::Empty;
         };
         let pk = &self.pkts[p];
-        if self.credits[g * self.nvl + vl] < blocks(pk.wire) as i32 {
+        if self.credits[g * self.nvl + vl] < pk.blocks() as i32 {
             return Head::NoCredit;
         }
         // Cut-through must not underrun: the last byte cannot leave before it arrives.
-        let earliest = pk.tail_at.saturating_sub(self.ports[g].ser.time(pk.wire));
+        let earliest = pk.tail_at.saturating_sub(self.ports[g].ser.time(u32::from(pk.wire)));
         if earliest > self.now {
             return Head::NotBefore(earliest);
         }
@@ -321,8 +424,8 @@ impl Sim {
             return match self.head_state(gp, 0) {
                 Head::Ready => Ok(0),
                 Head::NoCredit => {
-                    let p = *self.oq[g * 2].front().expect("head exists");
-                    let nb = blocks(self.pkts[p].wire);
+                    let p = self.oq[g * 2].front().expect("head exists");
+                    let nb = self.pkts[p].blocks();
                     Err(self.starve(gp, 0, nb))
                 }
                 Head::NotBefore(t) => Err(t),
@@ -437,7 +540,7 @@ impl Sim {
                 bad.push(format!(
                     "{name} port {port}: work queued, line idle, no wake-up and not waiting for credits"
                 ));
-            } else if self.ports[gp].need_blocks == 0 && !self.credit_fifo[gp].is_empty()
+            } else if self.ports[gp].need_blocks == 0 && self.ports[gp].cred.len > 0
                 || self.ports[gp].need_blocks > 0
                     && self
                         .credit_ready(

@@ -1,8 +1,12 @@
 //! The simulated packet: what the models need from the headers, plus the on-wire
 //! size computed from the real header stack (IBA vol. 1 §5.4 and §9).
 //!
-//! Packets are 64-byte plain structs in a [`crate::engine::Slab`]; nothing is
-//! allocated per packet once the slab has grown to the run's peak.
+//! Packets live in a [`Packets`] store, split in two: the 32 bytes the
+//! forwarding path reads at every hop ([`PktHot`]: two packets per cache line)
+//! and the transport fields only the end nodes read ([`PktCold`]). Nothing is
+//! allocated per packet once the store has grown to the run's peak. A packet is
+//! always in at most one queue (a link, a switch output queue), so the queues are
+//! lists threaded through the packets' `next` field ([`crate::sim::PktList`]).
 
 use crate::engine::Time;
 
@@ -150,8 +154,6 @@ pub struct Packet {
     pub in_gp: u32,
     /// When the packet's last byte reaches the node holding it.
     pub tail_at: Time,
-    /// When the packet was created.
-    pub born: Time,
     /// BTH opcode, stored as [`Opcode`].
     pub opcode: Opcode,
     /// Service level (LRH).
@@ -164,6 +166,170 @@ pub struct Packet {
     pub flags: u8,
     /// Link hops taken so far.
     pub hops: u8,
+}
+
+/// The per-hop part of a packet: what switches and links read and write.
+#[derive(Clone, Copy, Debug, Default)]
+#[repr(C, align(32))]
+pub(crate) struct PktHot {
+    /// When the packet's last byte reaches the node holding it.
+    pub(crate) tail_at: Time,
+    /// On a link: the sequence number of its arrival event (the run's
+    /// `(time, sequence)` order).
+    pub(crate) seq: u64,
+    /// The next packet in the same queue ([`crate::sim::NONE`] at the tail).
+    pub(crate) next: u32,
+    /// See [`Packet::in_gp`].
+    pub(crate) in_gp: u32,
+    /// Bytes on the wire (at most MTU 4096 plus headers).
+    pub(crate) wire: u16,
+    pub(crate) dlid: u16,
+    pub(crate) vl: u8,
+    pub(crate) in_vl: u8,
+    pub(crate) flags: u8,
+    pub(crate) hops: u8,
+}
+
+impl PktHot {
+    /// 64-byte flow-control blocks.
+    #[inline]
+    pub(crate) fn blocks(&self) -> u32 {
+        blocks(u32::from(self.wire))
+    }
+}
+
+/// The transport part of a packet: read where it is made and where it ends.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct PktCold {
+    pub(crate) slid: u16,
+    pub(crate) sl: u8,
+    pub(crate) opcode: Opcode,
+    pub(crate) dst_qp: u32,
+    pub(crate) src_qp: u32,
+    pub(crate) psn: u32,
+    pub(crate) payload: u32,
+}
+
+/// Packet storage: hot and cold halves in parallel vectors under one `u32` id,
+/// a free list (freed ids reused last-in first-out, so hot slots stay in cache),
+/// and the live and peak counts.
+#[derive(Debug, Default)]
+pub(crate) struct Packets {
+    hot: Vec<PktHot>,
+    cold: Vec<PktCold>,
+    free: Vec<u32>,
+    live: usize,
+    peak: usize,
+}
+
+impl Packets {
+    pub(crate) fn with_capacity(n: usize) -> Packets {
+        Packets {
+            hot: Vec::with_capacity(n),
+            cold: Vec::with_capacity(n),
+            ..Packets::default()
+        }
+    }
+
+    /// Store `pk`. Its wire size must fit 16 bits (IB packets are at most 4,096
+    /// bytes of payload plus headers).
+    #[inline]
+    pub(crate) fn insert(&mut self, pk: Packet) -> crate::engine::PacketId {
+        debug_assert!(pk.wire <= u32::from(u16::MAX));
+        let h = PktHot {
+            tail_at: pk.tail_at,
+            seq: 0,
+            next: crate::sim::NONE,
+            in_gp: pk.in_gp,
+            wire: pk.wire as u16,
+            dlid: pk.dlid,
+            vl: pk.vl,
+            in_vl: pk.in_vl,
+            flags: pk.flags,
+            hops: pk.hops,
+        };
+        let c = PktCold {
+            slid: pk.slid,
+            sl: pk.sl,
+            opcode: pk.opcode,
+            dst_qp: pk.dst_qp,
+            src_qp: pk.src_qp,
+            psn: pk.psn,
+            payload: pk.payload,
+        };
+        self.live += 1;
+        self.peak = self.peak.max(self.live);
+        if let Some(i) = self.free.pop() {
+            self.hot[i as usize] = h;
+            self.cold[i as usize] = c;
+            i
+        } else {
+            self.hot.push(h);
+            self.cold.push(c);
+            (self.hot.len() - 1) as u32
+        }
+    }
+
+    /// Release `p` (its id is reused by a later insert).
+    #[inline]
+    pub(crate) fn remove(&mut self, p: crate::engine::PacketId) {
+        self.live -= 1;
+        self.free.push(p);
+    }
+
+    /// The transport fields of `p`.
+    #[inline]
+    pub(crate) fn cold(&self, p: crate::engine::PacketId) -> &PktCold {
+        &self.cold[p as usize]
+    }
+
+    /// The whole packet `p`.
+    pub(crate) fn full(&self, p: crate::engine::PacketId) -> Packet {
+        let h = &self.hot[p as usize];
+        let c = &self.cold[p as usize];
+        Packet {
+            slid: c.slid,
+            dlid: h.dlid,
+            dst_qp: c.dst_qp,
+            src_qp: c.src_qp,
+            psn: c.psn,
+            payload: c.payload,
+            wire: u32::from(h.wire),
+            in_gp: h.in_gp,
+            tail_at: h.tail_at,
+            opcode: c.opcode,
+            sl: c.sl,
+            vl: h.vl,
+            in_vl: h.in_vl,
+            flags: h.flags,
+            hops: h.hops,
+        }
+    }
+
+    /// Packets stored now.
+    pub(crate) fn live(&self) -> usize {
+        self.live
+    }
+
+    /// Most packets stored at once.
+    pub(crate) fn peak(&self) -> usize {
+        self.peak
+    }
+}
+
+impl std::ops::Index<crate::engine::PacketId> for Packets {
+    type Output = PktHot;
+    #[inline]
+    fn index(&self, p: crate::engine::PacketId) -> &PktHot {
+        &self.hot[p as usize]
+    }
+}
+
+impl std::ops::IndexMut<crate::engine::PacketId> for Packets {
+    #[inline]
+    fn index_mut(&mut self, p: crate::engine::PacketId) -> &mut PktHot {
+        &mut self.hot[p as usize]
+    }
 }
 
 #[cfg(test)]
@@ -183,6 +349,31 @@ mod tests {
         assert_eq!(Opcode::UdSendOnly.wire_bytes(hdr::MAD, false), 290);
         assert_eq!(blocks(4138), 65);
         assert_eq!(blocks(64), 1);
-        assert_eq!(std::mem::size_of::<Packet>(), 56);
+        let mut s = Packets::with_capacity(1);
+        let pk = Packet {
+            slid: 3,
+            dlid: 7,
+            dst_qp: 11,
+            src_qp: 13,
+            psn: 17,
+            payload: 4096,
+            wire: 4138,
+            in_gp: 19,
+            tail_at: Time(23),
+            opcode: Opcode::WriteFirst,
+            sl: 2,
+            vl: 1,
+            in_vl: 4,
+            flags: flag::ACK_REQ,
+            hops: 5,
+        };
+        let a = s.insert(pk);
+        let back = s.full(a);
+        assert_eq!(format!("{back:?}"), format!("{pk:?}"));
+        assert_eq!(s[a].blocks(), 65);
+        s.remove(a);
+        assert_eq!((s.live(), s.peak()), (0, 1));
+        assert_eq!(std::mem::size_of::<PktHot>(), 32);
+        assert_eq!(std::mem::size_of::<PktCold>(), 20);
     }
 }

@@ -1,5 +1,6 @@
 //! Route the 2592-host fat tree repeatedly with one engine (for profiling):
-//! `cargo run --release -p rdmalab-sm --example route_ft2592 -- ftree 50`
+//! `cargo run --release -p rdmalab-sm --example route_ft2592 -- ftree 50`; optional
+//! third and fourth arguments pick another `fat_tree3` radix and pod count.
 
 use fabric::{FatTree3Params, fat_tree3};
 use sm::routing::{EngineKind, RouteOptions, SwitchGraph};
@@ -8,8 +9,11 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let e: EngineKind = args.next().unwrap_or_else(|| "minhop".into()).parse().expect("engine");
     let n: usize = args.next().and_then(|x| x.parse().ok()).unwrap_or(20);
+    let radix: u32 = args.next().and_then(|x| x.parse().ok()).unwrap_or(36);
+    let pods: Option<u32> = args.next().and_then(|x| x.parse().ok()).or((radix == 36).then_some(8));
     let f = fat_tree3(&FatTree3Params {
-        pods: Some(8),
+        radix,
+        pods,
         ..Default::default()
     })
     .expect("fat tree");

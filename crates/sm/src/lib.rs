@@ -19,12 +19,15 @@
 pub mod dump;
 pub mod index;
 pub mod lids;
+pub mod mastership;
 pub mod routing;
 pub mod run;
 pub mod sma;
 pub mod sweep;
 pub mod tables;
 pub mod testkit;
+pub mod umad;
+pub mod umad_daemon;
 pub mod validate;
 
 pub use tables::{Lft, NO_ROUTE, PathSl, RoutingTables, Sl2Vl};

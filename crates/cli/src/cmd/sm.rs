@@ -21,8 +21,34 @@ pub enum SmCmd {
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// Topology file (ibnetdiscover, ibsim net, HPCC topology.txt or rdmalab JSON).
-    #[arg(long)]
-    topo: PathBuf,
+    #[arg(long, required_unless_present = "umad")]
+    topo: Option<PathBuf>,
+    /// Manage the real fabric on a local InfiniBand port through libibumad (loaded at
+    /// run time; Debian package libibumad3) instead of a topology file.
+    #[arg(long, conflicts_with_all = ["topo", "direct", "guid2lid"])]
+    umad: bool,
+    /// With --umad: the CA to use (default: the first one).
+    #[arg(long, requires = "umad")]
+    ca: Option<String>,
+    /// With --umad: the port number (default: the first active port).
+    #[arg(long, requires = "umad", default_value_t = 0)]
+    port: u8,
+    /// With --umad: bring the subnet up (or find the master) once and exit (default).
+    #[arg(long, requires = "umad", conflicts_with = "daemon")]
+    once: bool,
+    /// With --umad: keep running: light sweeps, traps, SMInfo polling and handover,
+    /// until SIGINT or SIGTERM.
+    #[arg(long, requires = "umad")]
+    daemon: bool,
+    /// With --umad: SMInfo priority (0-15); the highest SM is master.
+    #[arg(long, requires = "umad", default_value_t = 0)]
+    priority: u8,
+    /// With --umad --daemon: milliseconds between light sweeps as master.
+    #[arg(long, requires = "umad", default_value_t = 2000)]
+    light_ms: u64,
+    /// With --umad --daemon: milliseconds between polls of the master while standing by.
+    #[arg(long, requires = "umad", default_value_t = 1000)]
+    poll_ms: u64,
     /// Routing engines to try in order, comma-separated: minhop, updn, ftree, dfsssp.
     #[arg(long, default_value = "minhop")]
     engine: String,
@@ -75,8 +101,12 @@ impl RunArgs {
         if self.lmc > 7 {
             anyhow::bail!("--lmc {} is out of range (0-7)", self.lmc);
         }
-        let (f, _) = read_file(&self.topo, None, &ReadOptions::default())
-            .with_context(|| format!("failed to read topology {}", self.topo.display()))?;
+        if self.umad {
+            return self.umad_run(engines);
+        }
+        let topo = self.topo.as_ref().expect("clap requires --topo without --umad");
+        let (f, _) = read_file(topo, None, &ReadOptions::default())
+            .with_context(|| format!("failed to read topology {}", topo.display()))?;
         let mut o = RunOptions {
             engines,
             lmc: self.lmc,
@@ -114,6 +144,110 @@ impl RunArgs {
         } else {
             print_summary(&f, &rep);
         }
+        Ok(if ok {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(super::FOUND_ERRORS)
+        })
+    }
+
+    /// The SM on a real port (libibumad): mastership, sweeps, traps.
+    fn umad_run(&self, engines: Vec<EngineKind>) -> anyhow::Result<ExitCode> {
+        use sm::umad_daemon::{DaemonOptions, Event, event_line, install_stop_handler, run_umad, write_sweep_dumps};
+        use std::sync::atomic::Ordering;
+        if self.priority > 15 {
+            anyhow::bail!("--priority {} is out of range (0-15)", self.priority);
+        }
+        let mut route = sm::routing::RouteOptions {
+            max_vls: self.max_vls,
+            ..Default::default()
+        };
+        if let Some(p) = &self.root_guids {
+            route.root_guids = read_guids(p)?;
+        }
+        if let Some(p) = &self.cn_guids {
+            route.cn_guids = read_guids(p)?;
+        }
+        let opts = DaemonOptions {
+            sweep: sm::sweep::SweepOptions {
+                engines,
+                lmc: self.lmc,
+                route,
+                max_in_flight: self.max_smps,
+                ..Default::default()
+            },
+            priority: self.priority,
+            once: !self.daemon,
+            light_interval: std::time::Duration::from_millis(self.light_ms),
+            poll_interval: std::time::Duration::from_millis(self.poll_ms),
+            ..Default::default()
+        };
+        let umad = sm::umad::UmadOptions {
+            ca: self.ca.clone(),
+            port: self.port,
+            ..Default::default()
+        };
+        let stop = install_stop_handler();
+        let t0 = std::time::Instant::now();
+        let mut dump_err: Option<anyhow::Error> = None;
+        let mut last: Option<(serde_json::Value, bool)> = None;
+        let json = self.json;
+        let (out, _mgr) = run_umad(
+            umad,
+            &opts,
+            &|| stop.load(Ordering::SeqCst),
+            &mut |p| {
+                if !json {
+                    println!(
+                        "port {}/{}: GUID {}, LID {}, state {}",
+                        p.ca, p.port, p.port_guid, p.lid, p.state
+                    );
+                }
+            },
+            &mut |e| {
+                if let Event::Sweep { report, sm } = &e {
+                    if let Some(dir) = &self.dump {
+                        if let Err(err) = write_sweep_dumps(dir, sm, report) {
+                            dump_err = Some(anyhow::anyhow!("failed to write dumps to {}: {err}", dir.display()));
+                        }
+                    }
+                    let ok = report.subnet_up
+                        && report.issues.is_empty()
+                        && report.validation.as_ref().is_none_or(|v| v.ok());
+                    last = Some((report.to_json(sm.fabric.as_ref()), ok));
+                }
+                if !json {
+                    println!("[{:9.3} s] {}", t0.elapsed().as_secs_f64(), event_line(&e));
+                }
+            },
+        )?;
+        if let Some(e) = dump_err {
+            return Err(e);
+        }
+        let state = sm::umad_daemon::state_name(out.state);
+        if json {
+            let v = serde_json::json!({
+                "state": state,
+                "heavy_sweeps": out.heavy_sweeps,
+                "light_sweeps": out.light_sweeps,
+                "subnet_up": out.subnet_up,
+                "master": out.master.as_ref().map(|m| format!("{}", m.info.guid)),
+                "last_sweep": last.as_ref().map(|l| l.0.clone()),
+            });
+            println!("{}", serde_json::to_string_pretty(&v)?);
+        } else {
+            println!(
+                "exit: state {state} after {} heavy and {} light sweeps{}",
+                out.heavy_sweeps,
+                out.light_sweeps,
+                if out.subnet_up { ", subnet up" } else { "" }
+            );
+        }
+        // A standby SM has done its job; a master is judged by its last sweep.
+        let ok = match last {
+            Some((_, ok)) => ok,
+            None => out.state == wire::mad::attr::SmState::Standby || self.daemon,
+        };
         Ok(if ok {
             ExitCode::SUCCESS
         } else {

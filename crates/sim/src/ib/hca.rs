@@ -497,7 +497,7 @@ impl Sim {
         let c = &self.caps[self.ca_port[gp as usize] as usize];
         if let Some(&p) = c.ctrl.front() {
             let pk = &self.pkts[p];
-            return (pk.flags & flag::VL15 == 0).then(|| (pk.vl, blocks(pk.wire)));
+            return (pk.flags & flag::VL15 == 0).then(|| (pk.vl, pk.blocks()));
         }
         if self.ib.cc.is_some() {
             // Paced QPs: let the pick decide at the end of this packet.
@@ -553,11 +553,11 @@ impl Sim {
         let c = self.ca_port[gp as usize] as usize;
         if let Some(&p) = self.caps[c].ctrl.front() {
             let pk = self.pkts[p];
-            if self.has_credit(gp, pk.vl, pk.wire, pk.flags & flag::VL15 != 0) {
+            if self.has_credit(gp, pk.vl, u32::from(pk.wire), pk.flags & flag::VL15 != 0) {
                 self.caps[c].ctrl.pop_front();
                 return Pick::Send(p);
             }
-            return Pick::Wait(self.starve(gp, pk.vl, blocks(pk.wire)));
+            return Pick::Wait(self.starve(gp, pk.vl, pk.blocks()));
         }
         let mut paced = Time::NEVER;
         for _ in 0..self.caps[c].active.len() {
@@ -572,7 +572,7 @@ impl Sim {
                 Build::Packet(p) => {
                     if let Some(step) = self.ib.cc.as_ref().map(|cc| cc.ipd_step_ps) {
                         let idx = self.cc_index(qp);
-                        let wire = self.pkts[p].wire;
+                        let wire = u32::from(self.pkts[p].wire);
                         let end = self.now + self.ports[gp as usize].ser.time(wire);
                         self.qps[qp as usize].next_allowed = end + Time(u64::from(idx) * step);
                     }
@@ -610,7 +610,6 @@ impl Sim {
             sl,
             vl,
             in_gp: NONE,
-            born: now,
             flags: if grh { flag::GRH } else { 0 },
             ..Packet::default()
         };
@@ -763,7 +762,7 @@ impl Sim {
     /// A packet's last byte reached CA port `in_gp` (plus the receive latency).
     pub(crate) fn hca_arrive(&mut self, in_gp: u32, p: PacketId) {
         self.return_credits_now(in_gp, p);
-        let pk = self.pkts[p];
+        let pk = self.pkts.full(p);
         let c = self.ca_port[in_gp as usize];
         let cp = &self.caps[c as usize];
         let node = cp.node;
@@ -865,7 +864,6 @@ impl Sim {
             payload: 0,
             wire,
             in_gp: NONE,
-            born: self.now,
             opcode: Opcode::Acknowledge,
             sl: q.sl,
             vl: q.vl,

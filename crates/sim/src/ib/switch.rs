@@ -12,7 +12,7 @@ use wire::Lid;
 
 use crate::engine::{DropReason, PacketId, Time};
 use crate::net::Pick;
-use crate::packet::{blocks, flag};
+use crate::packet::flag;
 use crate::sim::{NONE, Sim};
 
 /// What adaptive routing needs: hop distances between switches and the switch
@@ -136,7 +136,7 @@ impl Sim {
         let nvl = self.nvl;
         let pk = self.pkts[p];
         let vl15 = pk.flags & flag::VL15 != 0;
-        let nb = blocks(pk.wire);
+        let nb = pk.blocks();
         if !vl15 {
             let ui = i * nvl + pk.vl as usize;
             self.in_used[ui] += nb;
@@ -193,7 +193,11 @@ impl Sim {
         let qi = if vl15 {
             nvl
         } else {
-            let vl = self.switch_vl(node, in_port, out_port, pk.sl);
+            let vl = if self.sl2vl.is_some() {
+                self.switch_vl(node, in_port, out_port, self.pkts.cold(p).sl)
+            } else {
+                0
+            };
             self.pkts[p].vl = vl;
             (vl as usize).min(nvl - 1)
         };
@@ -202,13 +206,19 @@ impl Sim {
             // FECN when the packet joins a queue at or over the threshold, but only
             // at a root of congestion: a port waiting for credits is a victim of
             // congestion further on and does not mark (Annex A10.2.1).
-            if !vl15 && !self.ports[g].starved && self.oq[g * (nvl + 1) + qi].len() as u32 >= cc.threshold_packets {
+            if !vl15 && !self.ports[g].starved && self.oq[g * (nvl + 1) + qi].len >= cc.threshold_packets {
                 self.pkts[p].flags |= flag::FECN;
                 self.stats.fecn_marked += 1;
             }
         }
-        self.oq[g * (nvl + 1) + qi].push_back(p);
+        let was_head = self.oq[g * (nvl + 1) + qi].push(&mut self.pkts, p);
         self.ports[g].oq_len += 1;
+        if !was_head && nvl == 1 && !vl15 && self.ports[g].starved {
+            // Queued behind a head that waits for credits: the head's wake-up
+            // (scheduled for when its credits land) will send it; a look now
+            // would find the same head still short of credits.
+            return;
+        }
         self.kick(og);
     }
 
@@ -219,14 +229,14 @@ impl Sim {
             return Pick::Wait(Time::NEVER);
         }
         let base = g * (self.nvl + 1);
-        if let Some(p) = self.oq[base + self.nvl].pop_front() {
+        if let Some(p) = self.oq[base + self.nvl].pop(&self.pkts) {
             self.ports[g].oq_len -= 1;
             return Pick::Send(p);
         }
         match self.arbitrate(gp) {
             Ok(vl) => {
                 let p = self.oq[base + vl]
-                    .pop_front()
+                    .pop(&self.pkts)
                     .expect("arbitration chose a non-empty VL");
                 self.ports[g].oq_len -= 1;
                 Pick::Send(p)

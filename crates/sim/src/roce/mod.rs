@@ -23,6 +23,7 @@
 
 pub mod buffer;
 pub mod dcqcn;
+pub mod dctcp;
 pub mod ecmp;
 pub mod hpcc;
 pub mod hpcc_run;

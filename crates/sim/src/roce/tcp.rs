@@ -270,7 +270,7 @@ pub struct TcpWorld {
     rr: Vec<u32>,
     ets: Vec<Ets>,
     /// Drops of TCP data and ACKs, indexed like [`crate::roce::net::RoceDrop::ALL`].
-    pub drops: [u64; 8],
+    pub drops: [u64; crate::roce::net::RoceDrop::ALL.len()],
 }
 
 impl TcpWorld {
@@ -283,7 +283,7 @@ impl TcpWorld {
             by_nic: vec![Vec::new(); nics],
             rr: vec![0; nics],
             ets: vec![Ets::default(); nics],
-            drops: [0; 8],
+            drops: [0; crate::roce::net::RoceDrop::ALL.len()],
         }
     }
 

@@ -23,10 +23,62 @@
 
 use fabric::Guid;
 
-use super::{RouteError, RouteOptions, RoutingEngine, SwitchGraph, alloc_lfts, least_loaded};
-use crate::tables::RoutingTables;
+use super::{RouteError, RouteOptions, RoutingEngine, SwitchGraph, alloc_lfts};
+use crate::tables::{NO_ROUTE, RoutingTables};
 
 const INF: u32 = u32::MAX;
+
+/// LIDs in the LFT write stage (two 64-entry LFT blocks).
+const STAGE: usize = 128;
+/// "Not staged: write the LFT directly" in `Ranked::dst`.
+const DIRECT: u16 = u16::MAX;
+
+/// LIDs routed together, switch by switch (bounds the per-LID route counters to
+/// switches × CHUNK).
+const CHUNK: usize = 64;
+
+/// One destination LID being routed.
+#[derive(Clone, Copy, Debug, Default)]
+struct Job {
+    lid: u32,
+    /// Index of its destination in `g.dests`.
+    di: u32,
+    /// Port of the destination switch towards it (0 = the switch itself).
+    port: u8,
+    /// A CA/router port (its routes are counted in the weights).
+    end: bool,
+}
+
+/// An ISL seen from one end: peer switch (low 24 bits) and local port (high 8 bits),
+/// packed so a switch's up list is 4 bytes an entry (switch counts stay far below 2^24:
+/// a subnet has at most 49,151 LIDs).
+#[derive(Clone, Copy, Debug)]
+struct Hop(u32);
+
+impl Hop {
+    #[inline]
+    fn new(peer: u32, port: u8) -> Hop {
+        debug_assert!(peer < 1 << 24);
+        Hop(peer | (port as u32) << 24)
+    }
+    #[inline]
+    fn peer(self) -> u32 {
+        self.0 & 0x00ff_ffff
+    }
+    #[inline]
+    fn port(self) -> u8 {
+        (self.0 >> 24) as u8
+    }
+}
+
+/// d-mod-k inputs of [`Ftree`]: height of each switch above the leaves, the divisor per
+/// height and each destination's index.
+#[derive(Clone, Copy, Debug)]
+struct DModK<'a> {
+    height: &'a [u32],
+    div: &'a [u64],
+    dest_index: &'a [u64],
+}
 
 /// Shared machinery and scratch of the two engines.
 #[derive(Debug, Default)]
@@ -34,36 +86,139 @@ struct Ranked {
     rank: Vec<u32>,
     key: Vec<u32>,
     by_key: Vec<u32>,
+    /// ISLs of each switch towards smaller keys (`up`) and larger keys (`dn`), each in
+    /// the switch's ISL order: `up[up_off[s]..up_off[s+1]]`.
+    up_off: Vec<u32>,
+    up: Vec<Hop>,
+    dn_off: Vec<u32>,
+    dn: Vec<Hop>,
+    /// Switches with the same sequence of up (down) neighbours share a class: towards
+    /// any d they get the same distance and their candidates sit at the same places in
+    /// their up (down) lists, so both are worked out once per class and destination.
+    ucls: Vec<u32>,
+    dcls: Vec<u32>,
+    /// Per up class: the destination pass its reach and candidates are for,
+    /// the reach, and its candidates as positions `cpos[at..at + len]` in the up list.
+    u_pass: Vec<u32>,
+    u_reach: Vec<u32>,
+    u_cpass: Vec<u32>,
+    u_cand: Vec<(u32, u32)>,
+    /// Per down class: the pass its candidates are for, and their positions.
+    d_cpass: Vec<u32>,
+    d_cand: Vec<(u32, u32)>,
+    cpos: Vec<u16>,
+    pass: u32,
     down: Vec<u32>,
     reach: Vec<u32>,
     queue: Vec<u32>,
-    cand_off: Vec<u32>,
-    cands: Vec<u8>,
-    /// Per switch: true when its candidates towards the current d go down.
-    goes_down: Vec<bool>,
-    /// Per port slot: peer switch (u32::MAX = none).
-    peer_sw: Vec<u32>,
+    /// Routes (source end port → destination end LID) on each entry of `up` / `dn`
+    /// so far: the route weights, kept beside the ISL lists the routes are chosen from.
+    up_w: Vec<u32>,
+    dn_w: Vec<u32>,
     /// Switches that reach d, farthest first.
     order: Vec<u32>,
     bucket: Vec<u32>,
-    cnt: Vec<u32>,
-    /// Routes (source end port → destination LID) per port slot so far.
+    /// Routes towards each LID of the chunk entering each switch: `cnt[s * m + j]`
+    /// (at most the number of end ports with a LID, < 49,152, so 16 bits suffice).
+    cnt: Vec<u16>,
+    /// Route weight per port slot, gathered from `up_w`/`dn_w` after a pass.
     weight: Vec<u32>,
+    jobs: Vec<Job>,
+    /// LFT writes for a window of [`STAGE`] LIDs, staged for every switch:
+    /// `stage[s * STAGE + lid - stage_lo]`. Routing one destination switch writes a few
+    /// bytes into every switch's LFT, each in a different cache line that is usually
+    /// evicted before the next destination (whose LIDs are often next to these) comes;
+    /// the stage keeps those bytes dense and writes each LFT line once per window.
+    stage: Vec<u8>,
+    stage_lo: u32,
+    stage_dirty: u128,
+    /// Per LID of the chunk: its offset in the stage, or [`DIRECT`].
+    dst: Vec<u16>,
+    /// Candidate weights of one switch (contiguous, for [`argmin`]).
+    classes: std::collections::HashMap<Vec<u32>, u32>,
+    seq: Vec<u32>,
+    cw: Vec<u32>,
+    /// d-mod-k candidate index per LID of the chunk, per (height, up-arity) met.
+    memo_key: Vec<(u32, u32)>,
+    memo: Vec<u16>,
 }
 
 impl Ranked {
-    fn index_ports(&mut self, g: &SwitchGraph) {
-        self.peer_sw.clear();
-        self.peer_sw.resize(g.port_slots(), INF);
-        for s in 0..g.len() as u32 {
-            for a in g.isls(s) {
-                self.peer_sw[g.pidx(s, a.port)] = a.peer;
-            }
-        }
+    /// Zero the route weights for a new pass.
+    fn index_ports(&mut self) {
+        self.up_w.clear();
+        self.up_w.resize(self.up.len(), 0);
+        self.dn_w.clear();
+        self.dn_w.resize(self.dn.len(), 0);
+    }
+
+    /// The route weight of every port slot (ISL ports; 0 elsewhere) after a pass.
+    fn gather_weights(&mut self, g: &SwitchGraph) {
         self.weight.clear();
         self.weight.resize(g.port_slots(), 0);
-        self.cnt.clear();
-        self.cnt.resize(g.len(), 0);
+        for s in 0..g.len() {
+            let b = g.port_base[s] as usize;
+            for k in self.up_off[s] as usize..self.up_off[s + 1] as usize {
+                self.weight[b + self.up[k].port() as usize] = self.up_w[k];
+            }
+            for k in self.dn_off[s] as usize..self.dn_off[s + 1] as usize {
+                self.weight[b + self.dn[k].port() as usize] = self.dn_w[k];
+            }
+        }
+    }
+
+    /// The heaviest ISL port after a pass.
+    fn max_isl_weight(&self) -> u32 {
+        self.up_w.iter().chain(&self.dn_w).copied().max().unwrap_or(0)
+    }
+
+    /// An empty stage for a pass over `n` switches.
+    fn stage_reset(&mut self, n: usize) {
+        self.stage.clear();
+        self.stage.resize(n * STAGE, NO_ROUTE);
+        self.stage_lo = INF;
+        self.stage_dirty = 0;
+    }
+
+    /// Write the staged LIDs into the LFT rows and empty the stage.
+    fn stage_flush(&mut self, rows: &mut [Vec<u8>]) {
+        let mut dirty = self.stage_dirty;
+        while dirty != 0 {
+            let a = dirty.trailing_zeros() as usize;
+            let b = a + (dirty >> a).trailing_ones() as usize;
+            let lo = self.stage_lo as usize;
+            for (s, row) in rows.iter_mut().enumerate() {
+                row[lo + a..lo + b].copy_from_slice(&self.stage[s * STAGE + a..s * STAGE + b]);
+            }
+            dirty &= if b == 128 { 0 } else { !0u128 << b };
+        }
+        if self.stage_dirty != 0 {
+            self.stage.fill(NO_ROUTE);
+        }
+        self.stage_dirty = 0;
+    }
+
+    /// Place the chunk's LIDs: in the stage when they fall in its window, moving the
+    /// window (after a flush) to a chunk of end-port LIDs that does not fit.
+    fn stage_place(&mut self, rows: &mut [Vec<u8>], chunk: &[Job]) {
+        let anchor = chunk.iter().find(|j| j.end).map(|j| j.lid);
+        let inside = |lo: u32, lid: u32| lo != INF && lid >= lo && lid < lo + STAGE as u32;
+        if let Some(a) = anchor {
+            if !inside(self.stage_lo, a) {
+                self.stage_flush(rows);
+                self.stage_lo = a & !63;
+            }
+        }
+        self.dst.clear();
+        for j in chunk {
+            if inside(self.stage_lo, j.lid) {
+                let o = j.lid - self.stage_lo;
+                self.stage_dirty |= 1u128 << o;
+                self.dst.push(o as u16);
+            } else {
+                self.dst.push(DIRECT);
+            }
+        }
     }
 
     /// Order the switches that reach d by decreasing distance (counting sort).
@@ -92,30 +247,6 @@ impl Ranked {
         }
     }
 
-    /// After `lid`'s entries are written: push the end ports of every switch along the
-    /// new routes, adding them to the per-port route weights.
-    fn push_routes(&mut self, g: &SwitchGraph, t: &RoutingTables, lid: usize, d: u32) {
-        for &s in &self.order {
-            self.cnt[s as usize] = g.ends_at[s as usize];
-        }
-        for &s in &self.order {
-            let c = self.cnt[s as usize];
-            if s == d || c == 0 {
-                continue;
-            }
-            let p = t.lft[g.sw_node[s as usize].idx()].ports[lid];
-            if p == crate::tables::NO_ROUTE {
-                continue;
-            }
-            let i = g.pidx(s, p);
-            self.weight[i] = self.weight[i].saturating_add(c);
-            let nx = self.peer_sw[i];
-            if nx != INF {
-                self.cnt[nx as usize] += c;
-            }
-        }
-    }
-
     fn rank_from(&mut self, g: &SwitchGraph, roots: &[u32]) {
         g.bfs(roots, &mut self.rank, &mut self.queue);
         self.by_key.clear();
@@ -127,17 +258,79 @@ impl Ranked {
         for (i, &s) in self.by_key.iter().enumerate() {
             self.key[s as usize] = i as u32;
         }
-    }
-
-    /// Distances and candidate ports towards destination switch d.
-    fn towards(&mut self, g: &SwitchGraph, d: u32) {
-        self.distances(g, d);
-        self.candidates(g, d);
-    }
-
-    /// `down` and `reach` towards destination switch d.
-    fn distances(&mut self, g: &SwitchGraph, d: u32) {
+        self.up_off.clear();
+        self.up.clear();
+        self.dn_off.clear();
+        self.dn.clear();
+        self.up_off.push(0);
+        self.dn_off.push(0);
+        for s in 0..g.len() as u32 {
+            let ks = self.key[s as usize];
+            for a in g.isls(s) {
+                let kp = self.key[a.peer as usize];
+                let h = Hop::new(a.peer, a.port);
+                if kp < ks {
+                    self.up.push(h);
+                } else if kp > ks {
+                    self.dn.push(h);
+                }
+            }
+            self.up_off.push(self.up.len() as u32);
+            self.dn_off.push(self.dn.len() as u32);
+        }
         let n = g.len();
+        let (ucls, un) = self.classify(n, true);
+        let (dcls, dn) = self.classify(n, false);
+        (self.ucls, self.dcls) = (ucls, dcls);
+        self.u_pass.clear();
+        self.u_pass.resize(un, 0);
+        self.u_reach.clear();
+        self.u_reach.resize(un, INF);
+        self.u_cpass.clear();
+        self.u_cpass.resize(un, 0);
+        self.u_cand.clear();
+        self.u_cand.resize(un, (0, 0));
+        self.d_cpass.clear();
+        self.d_cpass.resize(dn, 0);
+        self.d_cand.clear();
+        self.d_cand.resize(dn, (0, 0));
+        self.pass = 0;
+    }
+
+    /// Class of every switch by its sequence of up (or down) peers; returns the classes
+    /// and their number.
+    fn classify(&mut self, n: usize, up: bool) -> (Vec<u32>, usize) {
+        self.classes.clear();
+        let mut cls = Vec::with_capacity(n);
+        for s in 0..n {
+            let (off, list) = if up {
+                (&self.up_off, &self.up)
+            } else {
+                (&self.dn_off, &self.dn)
+            };
+            self.seq.clear();
+            self.seq
+                .extend(list[off[s] as usize..off[s + 1] as usize].iter().map(|h| h.peer()));
+            let next = self.classes.len() as u32;
+            let c = match self.classes.get(&self.seq) {
+                Some(&c) => c,
+                None => {
+                    self.classes.insert(self.seq.clone(), next);
+                    next
+                }
+            };
+            cls.push(c);
+        }
+        (cls, self.classes.len())
+    }
+
+    /// `down` and `reach` towards destination switch d:
+    /// - `down[s]`: shortest down-only distance from s to d (a BFS from d that climbs
+    ///   to smaller keys);
+    /// - `reach[s]`: `down[s]` when finite, else `1 + min reach[up neighbour]`,
+    ///   computed in key order so neighbours above are final first.
+    fn distances(&mut self, d: u32) {
+        let n = self.key.len();
         self.down.clear();
         self.down.resize(n, INF);
         self.queue.clear();
@@ -147,120 +340,47 @@ impl Ranked {
         while h < self.queue.len() {
             let x = self.queue[h];
             h += 1;
-            let kx = self.key[x as usize];
             let dx = self.down[x as usize] + 1;
-            for a in g.isls(x) {
-                let s = a.peer as usize;
-                if self.key[s] < kx && self.down[s] == INF {
+            let (lo, hi) = (self.up_off[x as usize] as usize, self.up_off[x as usize + 1] as usize);
+            for a in &self.up[lo..hi] {
+                let s = a.peer() as usize;
+                if self.down[s] == INF {
                     self.down[s] = dx;
-                    self.queue.push(a.peer);
+                    self.queue.push(a.peer());
                 }
             }
         }
         self.reach.clear();
         self.reach.resize(n, INF);
+        // A new pass: every class's reach and candidates are stale.
+        self.pass = self.pass.wrapping_add(1);
+        if self.pass == 0 {
+            self.u_pass.fill(0);
+            self.u_cpass.fill(0);
+            self.d_cpass.fill(0);
+            self.pass = 1;
+        }
+        let pass = self.pass;
         for &s in &self.by_key {
             let su = s as usize;
             if self.down[su] != INF {
                 self.reach[su] = self.down[su];
                 continue;
             }
-            let ks = self.key[su];
-            let mut best = INF;
-            for a in g.isls(s) {
-                if self.key[a.peer as usize] < ks {
-                    best = best.min(self.reach[a.peer as usize]);
+            // The class's up neighbours all have smaller keys than its first member
+            // met in key order, so their reach is final when it is worked out.
+            let c = self.ucls[su] as usize;
+            if self.u_pass[c] != pass {
+                self.u_pass[c] = pass;
+                let mut best = INF;
+                for a in &self.up[self.up_off[su] as usize..self.up_off[su + 1] as usize] {
+                    best = best.min(self.reach[a.peer() as usize]);
                 }
+                self.u_reach[c] = if best == INF { INF } else { best + 1 };
             }
-            if best != INF {
-                self.reach[su] = best + 1;
-            }
+            self.reach[su] = self.u_reach[c];
         }
-    }
-
-    /// Candidate ports of every switch towards d (after [`Ranked::distances`]).
-    fn candidates(&mut self, g: &SwitchGraph, d: u32) {
-        let n = g.len();
-        self.cand_off.clear();
-        self.cands.clear();
-        self.goes_down.clear();
-        self.goes_down.resize(n, false);
-        self.cand_off.push(0);
-        for s in 0..n as u32 {
-            let su = s as usize;
-            let ks = self.key[su];
-            if s != d && self.down[su] != INF {
-                self.goes_down[su] = true;
-                let want = self.down[su] - 1;
-                for a in g.isls(s) {
-                    let p = a.peer as usize;
-                    if self.key[p] > ks && self.down[p] == want {
-                        self.cands.push(a.port);
-                    }
-                }
-            } else if s != d && self.reach[su] != INF {
-                let want = self.reach[su] - 1;
-                for a in g.isls(s) {
-                    let p = a.peer as usize;
-                    if self.key[p] < ks && self.reach[p] == want {
-                        self.cands.push(a.port);
-                    }
-                }
-            }
-            self.cand_off.push(self.cands.len() as u32);
-        }
-    }
-
-    #[inline]
-    fn cands_of(&self, s: u32) -> &[u8] {
-        &self.cands[self.cand_off[s as usize] as usize..self.cand_off[s as usize + 1] as usize]
-    }
-
-    /// Route switch d's own LID(s) at every switch: the lightest legal port (down-only
-    /// when a down path exists, else up), as [`Ranked::fill`] would pick, without
-    /// building candidate lists or pushing weights.
-    fn switch_lid(&self, g: &SwitchGraph, t: &mut RoutingTables, d: u32, dests: &[super::Dest]) {
-        for s in 0..g.len() as u32 {
-            let lft = &mut t.lft[g.sw_node[s as usize].idx()].ports;
-            if s == d {
-                for de in dests {
-                    lft[de.base as usize] = de.port;
-                }
-                continue;
-            }
-            let su = s as usize;
-            let ks = self.key[su];
-            let (down, want) = if self.down[su] != INF {
-                (true, self.down[su] - 1)
-            } else if self.reach[su] != INF {
-                (false, self.reach[su] - 1)
-            } else {
-                continue;
-            };
-            let base = g.port_base[su] as usize;
-            let mut best = None;
-            let mut bw = u32::MAX;
-            for a in g.isls(s) {
-                let p = a.peer as usize;
-                let ok = if down {
-                    self.key[p] > ks && self.down[p] == want
-                } else {
-                    self.key[p] < ks && self.reach[p] == want
-                };
-                if ok {
-                    let w = self.weight[base + a.port as usize];
-                    if w < bw {
-                        bw = w;
-                        best = Some(a.port);
-                    }
-                }
-            }
-            if let Some(p) = best {
-                for de in dests {
-                    lft[de.base as usize] = p;
-                }
-            }
-        }
+        self.cpos.clear();
     }
 
     /// Every switch with end ports reaches d (else the engine cannot serve the fabric).
@@ -277,6 +397,263 @@ impl Ranked {
         }
         Ok(())
     }
+
+    /// Write d's LIDs into every switch's LFT (after [`Ranked::distances`]).
+    ///
+    /// The candidates of a switch s are its legal min-hop ports: down ports to
+    /// switches one down-hop closer when s has a down-only route (so a packet that has
+    /// turned down never climbs again), else up ports to switches one hop closer. Each
+    /// LID goes to the candidate with the fewest routes so far (ties to the first), or
+    /// with `dm`, up-going switches pick by destination index modulo the up-arity.
+    /// Every route from a source end port to an end LID is then counted on the ports
+    /// it crosses.
+    ///
+    /// Switches are visited farthest first, all LIDs of a chunk at each: a switch's
+    /// choices only change its own ports' weights, and the routes entering it come
+    /// from farther switches, already done. That gives the same tables as routing one
+    /// LID at a time over all switches, with each switch's state in cache.
+    fn fill(&mut self, g: &SwitchGraph, rows: &mut [Vec<u8>], d: u32, dm: Option<DModK<'_>>) {
+        self.order_by_reach();
+        self.jobs.clear();
+        let first = g.dest_off[d as usize] as usize;
+        for (i, de) in g.dests_at(d).iter().enumerate() {
+            for k in 0..de.count {
+                self.jobs.push(Job {
+                    lid: de.base as u32 + k as u32,
+                    di: (first + i) as u32,
+                    port: de.port,
+                    end: de.is_end,
+                });
+            }
+        }
+        let jobs = std::mem::take(&mut self.jobs);
+        for chunk in jobs.chunks(CHUNK) {
+            self.stage_place(rows, chunk);
+            self.fill_chunk(g, rows, d, chunk, dm);
+        }
+        self.jobs = jobs;
+    }
+
+    fn fill_chunk(&mut self, g: &SwitchGraph, rows: &mut [Vec<u8>], d: u32, chunk: &[Job], dm: Option<DModK<'_>>) {
+        let m = chunk.len();
+        let Ranked {
+            dn_off,
+            dn,
+            up_off,
+            up,
+            ucls,
+            dcls,
+            u_cpass,
+            u_cand,
+            d_cpass,
+            d_cand,
+            cpos,
+            pass,
+            down,
+            reach,
+            up_w,
+            dn_w,
+            order,
+            cnt,
+            cw,
+            memo_key,
+            memo,
+            stage,
+            dst,
+            ..
+        } = self;
+        if cnt.len() < g.len() * m {
+            cnt.resize(g.len() * m, 0);
+        }
+        let any_end = chunk.iter().any(|j| j.end);
+        if any_end {
+            for &s in order.iter() {
+                let e = g.ends_at[s as usize] as u16;
+                let row = &mut cnt[s as usize * m..(s as usize + 1) * m];
+                for (c, j) in row.iter_mut().zip(chunk) {
+                    *c = if j.end { e } else { 0 };
+                }
+            }
+        }
+        memo_key.clear();
+        memo.clear();
+        let dst = &dst[..];
+        for &s in order.iter() {
+            let su = s as usize;
+            let lft = &mut rows[su][..];
+            let srow = &mut stage[su * STAGE..(su + 1) * STAGE];
+            // Output port `p` for the chunk's LID number `j`.
+            let mut put = |j: usize, lid: u32, p: u8| match dst[j] {
+                DIRECT => lft[lid as usize] = p,
+                o => srow[o as usize] = p,
+            };
+            if s == d {
+                for (i, j) in chunk.iter().enumerate() {
+                    put(i, j.lid, j.port);
+                }
+                continue;
+            }
+            // Candidates: positions in this switch's down (up) list, shared by its class.
+            let goes_down = down[su] != INF;
+            let (lo, hops, (at, nc)) = if goes_down {
+                let lo = dn_off[su] as usize;
+                let hops = &dn[lo..dn_off[su + 1] as usize];
+                let c = dcls[su] as usize;
+                if d_cpass[c] != *pass {
+                    d_cpass[c] = *pass;
+                    let want = down[su] - 1;
+                    let at = cpos.len();
+                    for (k, h) in hops.iter().enumerate() {
+                        if down[h.peer() as usize] == want {
+                            cpos.push(k as u16);
+                        }
+                    }
+                    d_cand[c] = (at as u32, (cpos.len() - at) as u32);
+                }
+                (lo, hops, d_cand[c])
+            } else {
+                let lo = up_off[su] as usize;
+                let hops = &up[lo..up_off[su + 1] as usize];
+                let c = ucls[su] as usize;
+                if u_cpass[c] != *pass {
+                    u_cpass[c] = *pass;
+                    let want = reach[su] - 1;
+                    let at = cpos.len();
+                    for (k, h) in hops.iter().enumerate() {
+                        if reach[h.peer() as usize] == want {
+                            cpos.push(k as u16);
+                        }
+                    }
+                    u_cand[c] = (at as u32, (cpos.len() - at) as u32);
+                }
+                (lo, hops, u_cand[c])
+            };
+            let (at, nc) = (at as usize, nc as usize);
+            if nc == 0 {
+                continue;
+            }
+            let pos = &cpos[at..at + nc];
+            // Route weights of this switch's candidate list (up or down entries).
+            let w = if goes_down {
+                &mut dn_w[lo..lo + hops.len()]
+            } else {
+                &mut up_w[lo..lo + hops.len()]
+            };
+            let row = su * m;
+            if nc == 1 {
+                let k = pos[0] as usize;
+                let h = hops[k];
+                for (i, j) in chunk.iter().enumerate() {
+                    put(i, j.lid, h.port());
+                }
+                if any_end {
+                    let nx = h.peer() as usize * m;
+                    let mut sum = 0u64;
+                    for (j, job) in chunk.iter().enumerate() {
+                        if job.end {
+                            let c = cnt[row + j];
+                            sum += c as u64;
+                            cnt[nx + j] += c;
+                        }
+                    }
+                    w[k] = (w[k] as u64 + sum).min(u32::MAX as u64) as u32;
+                }
+                continue;
+            }
+            match dm {
+                Some(dm) if !goes_down => {
+                    // d-mod-k: the index depends on the LID, the height and the arity.
+                    let h = dm.height[su];
+                    let mat = match memo_key.iter().position(|&k| k == (h, nc as u32)) {
+                        Some(k) => k * m,
+                        None => {
+                            memo_key.push((h, nc as u32));
+                            let dv = dm.div[h as usize];
+                            memo.extend(
+                                chunk
+                                    .iter()
+                                    .map(|j| ((dm.dest_index[j.di as usize] / dv) % nc as u64) as u16),
+                            );
+                            memo.len() - m
+                        }
+                    };
+                    for (j, job) in chunk.iter().enumerate() {
+                        let k = pos[memo[mat + j] as usize] as usize;
+                        let h = hops[k];
+                        put(j, job.lid, h.port());
+                        if job.end {
+                            let c = cnt[row + j];
+                            if c != 0 {
+                                w[k] = w[k].saturating_add(c as u32);
+                                cnt[h.peer() as usize * m + j] += c;
+                            }
+                        }
+                    }
+                }
+                _ => {
+                    // Lightest candidate: weights gathered, updated locally, written back.
+                    cw.clear();
+                    cw.extend(pos.iter().map(|&k| w[k as usize]));
+                    for (j, job) in chunk.iter().enumerate() {
+                        let i = argmin(cw);
+                        let h = hops[pos[i] as usize];
+                        put(j, job.lid, h.port());
+                        if job.end {
+                            let c = cnt[row + j];
+                            if c != 0 {
+                                cw[i] = cw[i].saturating_add(c as u32);
+                                cnt[h.peer() as usize * m + j] += c;
+                            }
+                        }
+                    }
+                    for (i, &k) in pos.iter().enumerate() {
+                        w[k as usize] = cw[i];
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The packed ISL lists ([`Hop`]) number switches in 24 bits.
+fn too_many_switches(g: &SwitchGraph, engine: &'static str) -> Result<(), RouteError> {
+    if g.len() >= 1 << 24 {
+        return Err(RouteError::Unsupported {
+            engine,
+            what: format!("{} switches (at most {} are supported)", g.len(), (1u32 << 24) - 1),
+        });
+    }
+    Ok(())
+}
+
+/// Move the switches' LFTs out of `t` into a dense vector indexed by switch (the
+/// engines write one switch row after another; the rows' headers stay in cache).
+fn take_rows(g: &SwitchGraph, t: &mut RoutingTables) -> Vec<Vec<u8>> {
+    g.sw_node
+        .iter()
+        .map(|n| std::mem::take(&mut t.lft[n.idx()].ports))
+        .collect()
+}
+
+/// Put the rows of [`take_rows`] back.
+fn put_rows(g: &SwitchGraph, t: &mut RoutingTables, rows: Vec<Vec<u8>>) {
+    for (n, r) in g.sw_node.iter().zip(rows) {
+        t.lft[n.idx()].ports = r;
+    }
+}
+
+/// Index of the first smallest value of `w` (non-empty).
+#[inline]
+fn argmin(w: &[u32]) -> usize {
+    let mut best = 0;
+    let mut bw = w[0];
+    for (k, &x) in w.iter().enumerate().skip(1) {
+        if x < bw {
+            bw = x;
+            best = k;
+        }
+    }
+    best
 }
 
 /// Switches furthest (in ISL hops) from any switch with end ports; a single lowest-GUID
@@ -318,6 +695,7 @@ impl RoutingEngine for UpDn {
     }
 
     fn route(&mut self, g: &SwitchGraph, opts: &RouteOptions, t: &mut RoutingTables) -> Result<(), RouteError> {
+        too_many_switches(g, "updn")?;
         if !opts.root_guids.is_empty() {
             let roots = root_switches(g, t, &opts.root_guids, "updn")?;
             return self.route_with(g, t, roots);
@@ -348,67 +726,28 @@ impl UpDn {
         self.r.rank_from(g, &roots);
         self.roots = roots;
         alloc_lfts(g, t);
-        self.r.index_ports(g);
-        for d in 0..g.len() as u32 {
+        self.r.index_ports();
+        self.r.stage_reset(g.len());
+        let mut rows = take_rows(g, t);
+        let r = &mut self.r;
+        let routed = (0..g.len() as u32).try_for_each(|d| {
             let dests = g.dests_at(d);
             if dests.is_empty() {
-                continue;
+                return Ok(());
             }
-            if dests.iter().all(|x| !x.is_end) {
-                // A switch's own LID: management traffic, not balanced into the route
-                // weights, so pick the lightest legal port directly (no candidate lists).
-                self.r.distances(g, d);
-                self.r.switch_lid(g, t, d, dests);
-                continue;
+            r.distances(d);
+            // A switch's own LID is management traffic: routed on the lightest legal
+            // port but not counted in the weights, and no source needs to reach it.
+            if dests.iter().any(|x| x.is_end) {
+                r.check_sources(g, d, "updn")?;
             }
-            self.r.towards(g, d);
-            self.r.check_sources(g, d, "updn")?;
-            self.r.fill(g, t, d, |s, c, _, w, _| lightest(g, s, c, w));
-        }
-        Ok(())
+            r.fill(g, &mut rows, d, None);
+            Ok(())
+        });
+        self.r.stage_flush(&mut rows);
+        put_rows(g, t, rows);
+        routed
     }
-}
-
-impl Ranked {
-    /// Write d's LIDs into every switch's LFT, one LID at a time, choosing among the
-    /// candidates with `pick(switch, candidates, dest index in g.dests, route weights
-    /// per port slot, goes down)`, then pushing the new routes into the weights.
-    fn fill(
-        &mut self,
-        g: &SwitchGraph,
-        t: &mut RoutingTables,
-        d: u32,
-        mut pick: impl FnMut(u32, &[u8], usize, &[u32], bool) -> u8,
-    ) {
-        self.order_by_reach();
-        let first = g.dest_off[d as usize] as usize;
-        for (i, de) in g.dests_at(d).iter().enumerate() {
-            for k in 0..de.count {
-                let lid = (de.base + k) as usize;
-                for s in 0..g.len() as u32 {
-                    let lft = &mut t.lft[g.sw_node[s as usize].idx()].ports;
-                    if s == d {
-                        lft[lid] = de.port;
-                        continue;
-                    }
-                    let c = self.cands_of(s);
-                    if !c.is_empty() {
-                        lft[lid] = pick(s, c, first + i, &self.weight, self.goes_down[s as usize]);
-                    }
-                }
-                if de.is_end {
-                    // Switch LIDs carry management traffic only: balance CA routes.
-                    self.push_routes(g, t, lid, d);
-                }
-            }
-        }
-    }
-}
-
-/// The candidate with the fewest routes so far (ties to the first).
-#[inline]
-fn lightest(g: &SwitchGraph, s: u32, c: &[u8], weight: &[u32]) -> u8 {
-    c[least_loaded(c, weight, g.port_base[s as usize] as usize)]
 }
 
 /// Root switches from GUIDs: a switch GUID, or a CA node/port GUID meaning the switch
@@ -465,35 +804,32 @@ impl Ftree {
     /// One routing pass; returns the most routes on one switch-to-switch port.
     fn pass(&mut self, g: &SwitchGraph, t: &mut RoutingTables, dmodk: bool) -> Result<u32, RouteError> {
         alloc_lfts(g, t);
-        self.r.index_ports(g);
-        for d in 0..g.len() as u32 {
+        self.r.index_ports();
+        self.r.stage_reset(g.len());
+        let mut rows = take_rows(g, t);
+        let dm = DModK {
+            height: &self.height,
+            div: &self.div,
+            dest_index: &self.dest_index,
+        };
+        let r = &mut self.r;
+        let routed = (0..g.len() as u32).try_for_each(|d| {
             let dests = g.dests_at(d);
             if dests.is_empty() {
-                continue;
+                return Ok(());
             }
-            self.r.towards(g, d);
+            r.distances(d);
             if dests.iter().any(|x| x.is_end) {
-                self.r.check_sources(g, d, "ftree")?;
+                r.check_sources(g, d, "ftree")?;
             }
-            let (height, div, dest_index) = (&self.height, &self.div, &self.dest_index);
-            self.r.fill(g, t, d, |s, c, di, w, down| {
-                if down || !dmodk {
-                    lightest(g, s, c, w)
-                } else {
-                    let h = height[s as usize] as usize;
-                    c[((dest_index[di] / div[h]) % c.len() as u64) as usize]
-                }
-            });
-        }
-        Ok(self.max_isl_weight(g))
-    }
-
-    fn max_isl_weight(&self, g: &SwitchGraph) -> u32 {
-        (0..g.port_slots())
-            .filter(|&i| self.r.peer_sw[i] != INF)
-            .map(|i| self.r.weight[i])
-            .max()
-            .unwrap_or(0)
+            r.fill(g, &mut rows, d, dmodk.then_some(dm));
+            Ok(())
+        });
+        self.r.stage_flush(&mut rows);
+        put_rows(g, t, rows);
+        routed?;
+        self.r.gather_weights(g);
+        Ok(self.r.max_isl_weight())
     }
 
     /// True when every switch-to-switch port between the same two heights carries the
@@ -552,6 +888,7 @@ impl RoutingEngine for Ftree {
     }
 
     fn route(&mut self, g: &SwitchGraph, opts: &RouteOptions, t: &mut RoutingTables) -> Result<(), RouteError> {
+        too_many_switches(g, "ftree")?;
         if t.lmc > 0 {
             // As OpenSM's ftree (osm_ucast_ftree.c:4074): LMC > 0 is not supported.
             return Err(RouteError::Unsupported {

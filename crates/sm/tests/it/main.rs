@@ -6,3 +6,4 @@ mod props;
 mod routing;
 mod support;
 mod sweep;
+mod umad_ibsim;
