@@ -1131,6 +1131,7 @@ fn background_tcp_flows(nics: &NicMap, load: f64, nic_gbps: u32) -> Vec<sim::roc
                 rate_bps,
                 start: sim::Time::ZERO,
                 stop: sim::Time::NEVER,
+                on_off: None,
                 // Linux's first ephemeral port upward, to iperf3's port.
                 sport: 32768 + out.len() as u16,
                 dport: 5201,
