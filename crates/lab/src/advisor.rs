@@ -367,7 +367,7 @@ pub fn advise(answers: &Answers, evidence: &[Evidence], fabric: &fabric::Fabric,
             };
             if let Some((t, v)) = tuned.and_then(|v| v.tcp.as_ref().map(|t| (t, v))) {
                 e.push_str(&format!(
-                    "; background TCP at {:.0}% of line rate on '{}' took its busbw from {} to {} GB/s and its probe p99 from {} to {} µs, and lost {} of its own packets on the lossy class while RDMA lost {}",
+                    "; background TCP at {:.0}% of line rate on '{}' took its busbw from {} to {} GB/s and its probe p99 from {} to {} µs, and lost {} of its own packets on the lossy class while the RDMA traffic (data, ACKs, CNPs) lost {}",
                     t.load * 100.0,
                     v.label,
                     f1(t.quiet_busbw_gbs),

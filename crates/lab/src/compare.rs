@@ -537,7 +537,14 @@ fn run_workload(
         None => None,
     };
     let tcp = match tcp_total {
-        Some(t) => Some(tcp_background(s, v, &t, world, &mut effort, &err)?),
+        Some(t) => {
+            progress(Progress {
+                done: *done,
+                total,
+                what: format!("{}: largest ring all-reduce again, without background TCP", v.label),
+            });
+            Some(tcp_background(s, v, &t, world, &mut effort, &err)?)
+        }
         None => None,
     };
     for (r, (n, lossless)) in &reasons {
@@ -1124,6 +1131,7 @@ fn background_tcp_flows(nics: &NicMap, load: f64, nic_gbps: u32) -> Vec<sim::roc
                 rate_bps,
                 start: sim::Time::ZERO,
                 stop: sim::Time::NEVER,
+                on_off: None,
                 // Linux's first ephemeral port upward, to iperf3's port.
                 sport: 32768 + out.len() as u16,
                 dport: 5201,

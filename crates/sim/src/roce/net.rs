@@ -1435,6 +1435,15 @@ impl RoceSim {
                 why: format!("flow {k} sends from {} to itself", self.fabric.node(spec.src).name),
             });
         }
+        if spec
+            .on_off
+            .is_some_and(|(on, _)| on == Time::ZERO || spec.rate_bps == 0)
+        {
+            return Err(RoceError::Config {
+                field: "tcp flow",
+                why: format!("flow {k}: an on/off source needs an on-time above 0 and a rate above 0"),
+            });
+        }
         if k + 1 >= 1 << ID_BITS {
             return Err(RoceError::Config {
                 field: "tcp flow",

@@ -164,6 +164,10 @@ pub struct TcpFlowSpec {
     /// When it stops writing (`Time::NEVER` = never); data written before is
     /// still delivered.
     pub stop: Time,
+    /// On/off source: the application writes only during the first `on` of every
+    /// `on + off` period counted from `start` (needs `rate_bps` > 0). `None` =
+    /// always on.
+    pub on_off: Option<(Time, Time)>,
     /// TCP source port (the ECMP entropy).
     pub sport: u16,
     /// TCP destination port.
@@ -407,6 +411,10 @@ impl TcpWorld {
             };
         }
         let t = now.min(f.spec.stop).0 - f.spec.start.0;
+        let t = match f.spec.on_off {
+            None => t,
+            Some((on, off)) => (t / (on.0 + off.0)) * on.0 + (t % (on.0 + off.0)).min(on.0),
+        };
         let bytes = u128::from(t) * u128::from(f.spec.rate_bps) / 8 / 1_000_000_000_000;
         (bytes / u128::from(self.cfg.mss)).min(u128::from(u32::MAX)) as u64
     }
@@ -421,7 +429,13 @@ impl TcpWorld {
             };
         }
         let bytes = u128::from(seg + 1) * u128::from(self.cfg.mss);
-        let ps = (bytes * 8 * 1_000_000_000_000).div_ceil(u128::from(f.spec.rate_bps));
+        let mut ps = (bytes * 8 * 1_000_000_000_000).div_ceil(u128::from(f.spec.rate_bps));
+        if let Some((on, off)) = f.spec.on_off {
+            // `ps` of writing time: whole on-periods before, then the rest of one.
+            let (on, period) = (u128::from(on.0), u128::from(on.0 + off.0));
+            let k = ps.saturating_sub(1) / on;
+            ps = k * period + (ps - k * on);
+        }
         let t = Time(f.spec.start.0.saturating_add(ps.min(u128::from(u64::MAX)) as u64));
         if t > f.spec.stop { Time::NEVER } else { t }
     }
@@ -807,6 +821,7 @@ mod tests {
             rate_bps: 0,
             start: Time::ZERO,
             stop: Time::NEVER,
+            on_off: None,
             sport: 40000,
             dport: 5201,
         }
@@ -920,6 +935,23 @@ mod tests {
     }
 
     #[test]
+    fn an_on_off_source_writes_only_while_on() {
+        let mut w = TcpWorld::new(1);
+        let mut s = spec();
+        s.rate_bps = 8948 * 8 * 1_000_000; // one segment per µs while on
+        s.on_off = Some((Time::us(2), Time::us(3)));
+        let k = w.add(0, s);
+        assert_eq!(w.pick(0, Time::us(1)).unwrap().seq, 0);
+        assert_eq!(w.pick(0, Time::us(2)).unwrap().seq, 1);
+        // Off from 2 to 5 µs: segment 2 is written 1 µs into the next on-period.
+        assert_eq!(w.pick(0, Time::us(4)), Err(Time::us(6)));
+        assert_eq!(w.pick(0, Time::us(6)).unwrap().seq, 2);
+        assert_eq!(w.pick(0, Time::us(7)).unwrap().seq, 3);
+        assert_eq!(w.pick(0, Time::us(7)), Err(Time::us(11)));
+        assert_eq!(w.counters(k, Time::us(100)).offered_bytes, 40 * 8948);
+    }
+
+    #[test]
     fn dctcp_cuts_by_alpha_once_per_window() {
         let mut w = TcpWorld::new(1);
         w.set_config(TcpConfig {
@@ -983,6 +1015,7 @@ mod sim_tests {
             rate_bps: 0,
             start: Time::ZERO,
             stop: Time::NEVER,
+            on_off: None,
             sport,
             dport: 5201,
         }
@@ -1135,6 +1168,12 @@ mod sim_tests {
         let mut sim = RoceSim::new(&f, pfc_only(), &[]).unwrap();
         assert!(sim.add_tcp_flow(tcp(h[0], sw, 1)).is_err());
         assert!(sim.add_tcp_flow(tcp(h[0], h[0], 1)).is_err());
+        let on_off_backlogged = TcpFlowSpec {
+            on_off: Some((Time::us(1), Time::us(1))),
+            ..tcp(h[0], h[1], 1)
+        };
+        let e = sim.add_tcp_flow(on_off_backlogged).unwrap_err().to_string();
+        assert!(e.contains("on/off"), "{e}");
         let bad = TcpConfig {
             rto_min: Time::ZERO,
             ..TcpConfig::default()
