@@ -675,17 +675,15 @@ mod tests {
             let mut q: PackedQueue<u32> = PackedQueue::new();
             let mut want = Vec::new();
             let mut got = Vec::new();
-            let mut k = 0usize;
             let mut floor = 0u64;
             for (i, &t) in ts.iter().enumerate() {
                 q.push(Time(floor + t), i as u32);
                 want.push((floor + t, i as u32));
-                if mix[k % mix.len()] == 0 {
+                if mix[i % mix.len()] == 0 {
                     let (tt, v) = q.pop().unwrap();
                     got.push((tt.0, v));
                     floor = tt.0;
                 }
-                k += 1;
             }
             while let Some((tt, v)) = q.pop() {
                 got.push((tt.0, v));
