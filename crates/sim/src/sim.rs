@@ -404,9 +404,20 @@ impl Sim {
 
         let lft: Vec<Vec<u8>> = tables.lft.iter().map(|l| l.ports.clone()).collect();
 
+        // Almost every event is scheduled at most one packet time, one cable and
+        // one node latency ahead: a calendar wheel just that long (with a quarter
+        // to spare) touches the least memory; anything later waits in its heap.
+        let max_pkt = ib.mtu + 128;
+        let horizon = ports
+            .iter()
+            .filter(|p| p.peer != NONE)
+            .map(|p| p.ser.time(max_pkt) + p.prop)
+            .max()
+            .unwrap_or(Time::ZERO)
+            + Time(ib.switch_latency_ps.max(ib.hca_rx_latency_ps).max(ib.hca_tx_latency_ps));
         let mut sim = Sim {
             now: Time::ZERO,
-            q: PackedQueue::new(),
+            q: PackedQueue::with_horizon(horizon + Time(horizon.0 / 4)),
             trace: TraceHash::default(),
             rng: Pcg64Mcg::seed_from_u64(eng.seed),
             pkts: Packets::with_capacity(1 << 14),

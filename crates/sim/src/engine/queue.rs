@@ -117,28 +117,29 @@ impl Heap4 {
 
 /// Width of a calendar slot: 2^10 ps (1.024 ns).
 const SLOT_SHIFT: u32 = 10;
-/// Slots in the calendar wheel: 4,096 × 1.024 ns = 4.2 µs ahead of the current slot.
-const NSLOTS: usize = 4096;
-const NWORDS: usize = NSLOTS / 64;
+/// Slots in the calendar wheel by default: 4,096 × 1.024 ns = 4.2 µs ahead of the
+/// current slot (see [`PackedQueue::with_horizon`]).
+const DEFAULT_SLOTS: usize = 4096;
 
 /// The simulator's hot queue, ordered by `(time, sequence)` like [`EventQueue`]:
 /// a calendar queue of packed `u128` keys (`time (64) | sequence (36) | event (28)`).
 ///
 /// ```text
-///   cur (slot s, sorted)   wheel: slot s+1 .. s+4095 (unsorted, bitmap of non-empty)   far: 4-ary heap
-///   [k3 k2 k1] ─► pop k1    [..] [k7 k5] [] [k9] ...                                      (≥ s+4096)
+///   cur (slot s, sorted)   wheel: slots s+1 .. s+n-1 (unsorted, bitmap of non-empty)   far: 4-ary heap
+///   [k1 k2 k3] ─► pop k1    [..] [k7 k5] [] [k9] ...                                      (≥ s+n)
 /// ```
 ///
 /// Time is cut into 1.024 ns slots. Events of the slot being drained sit sorted
-/// in `cur`; events of the next 4,095 slots sit unsorted in the wheel, one small
-/// vector per slot; anything later waits in a 4-ary heap and moves into the wheel
-/// when the wheel reaches it. A pop takes the last key of `cur`; when `cur` runs
-/// dry the next non-empty slot (found through a bitmap) is sorted and becomes
-/// `cur`. A push is an append to its slot's vector (a sorted insert when it lands
-/// in the current slot). On a fabric every event is scheduled a few hundred
-/// nanoseconds ahead, so almost nothing reaches the heap and both operations are
-/// O(1) with a handful of keys per slot: pops come out in exactly the order of a
-/// single heap holding every key (keys are unique, so the order is total).
+/// in `cur`; events of the next n-1 slots (n = 4,096 by default, or set from a
+/// horizon by [`Self::with_horizon`]) sit unsorted in the wheel, one small vector
+/// per slot; anything later waits in a 4-ary heap and moves into the wheel when
+/// the wheel reaches it. A pop takes the next key of `cur`; when `cur` runs dry
+/// the next non-empty slot (found through a bitmap) is sorted and becomes `cur`.
+/// A push is an append to its slot's vector (a sorted insert when it lands in the
+/// current slot). On a fabric nearly every event is scheduled at most a packet
+/// time and a cable ahead, so almost nothing reaches the heap and both operations
+/// are O(1) with a handful of keys per slot: pops come out in exactly the order of
+/// a single heap holding every key (keys are unique, so the order is total).
 ///
 /// Sequence numbers have 36 bits (6.8 × 10^10 events per run).
 #[derive(Debug)]
@@ -147,11 +148,13 @@ pub struct PackedQueue<E> {
     cur: Vec<u128>,
     cur_pos: usize,
     cur_slot: u64,
-    /// Slot `s` (cur_slot < s < cur_slot + NSLOTS) at index `s % NSLOTS`.
+    /// Slot `s` (cur_slot < s < cur_slot + nslots) at index `s % nslots`.
     wheel: Vec<Vec<u128>>,
-    occupied: [u64; NWORDS],
+    occupied: Vec<u64>,
+    /// Number of wheel slots (a power of two, at least 64).
+    nslots: usize,
     in_wheel: usize,
-    /// Keys of slots at or after cur_slot + NSLOTS.
+    /// Keys of slots at or after cur_slot + nslots.
     far: Heap4,
     len: usize,
     seq: u64,
@@ -172,14 +175,31 @@ impl<E: Packed> PackedQueue<E> {
             cur: Vec::with_capacity(64),
             cur_pos: 0,
             cur_slot: 0,
-            wheel: (0..NSLOTS).map(|_| Vec::new()).collect(),
-            occupied: [0; NWORDS],
+            wheel: (0..DEFAULT_SLOTS).map(|_| Vec::new()).collect(),
+            occupied: vec![0; DEFAULT_SLOTS / 64],
+            nslots: DEFAULT_SLOTS,
             in_wheel: 0,
             far: Heap4::default(),
             len: 0,
             seq: 0,
             pushed: 0,
             _e: std::marker::PhantomData,
+        }
+    }
+
+    /// An empty queue whose wheel reaches about `horizon` ahead of the current
+    /// slot (rounded up to a power of two of 1.024 ns slots, at least 64 slots).
+    /// Events further ahead wait in a heap; a shorter wheel touches less memory.
+    /// The order of events does not depend on the horizon.
+    pub fn with_horizon(horizon: Time) -> PackedQueue<E> {
+        let n = ((horizon.0 >> SLOT_SHIFT) as usize)
+            .next_power_of_two()
+            .clamp(64, 1 << 20);
+        PackedQueue {
+            wheel: (0..n).map(|_| Vec::new()).collect(),
+            occupied: vec![0; n / 64],
+            nslots: n,
+            ..PackedQueue::new()
         }
     }
 
@@ -225,9 +245,9 @@ impl<E: Packed> PackedQueue<E> {
     fn insert(&mut self, k: u128) {
         let s = Self::slot_of(k);
         let d = s.wrapping_sub(self.cur_slot);
-        if d.wrapping_sub(1) < NSLOTS as u64 - 1 && self.len > 0 {
+        if d.wrapping_sub(1) < self.nslots as u64 - 1 && self.len > 0 {
             // The common case: a later slot inside the wheel.
-            let i = (s as usize) % NSLOTS;
+            let i = (s as usize) & (self.nslots - 1);
             self.wheel[i].push(k);
             self.occupied[i / 64] |= 1 << (i % 64);
             self.in_wheel += 1;
@@ -261,8 +281,8 @@ impl<E: Packed> PackedQueue<E> {
                 let pos = self.cur_pos + self.cur[self.cur_pos..].partition_point(|&x| x < k);
                 self.cur.insert(pos, k);
             }
-        } else if s - self.cur_slot < NSLOTS as u64 {
-            let i = (s as usize) % NSLOTS;
+        } else if s - self.cur_slot < self.nslots as u64 {
+            let i = (s as usize) & (self.nslots - 1);
             self.wheel[i].push(k);
             self.occupied[i / 64] |= 1 << (i % 64);
             self.in_wheel += 1;
@@ -285,7 +305,7 @@ impl<E: Packed> PackedQueue<E> {
             all.append(b);
         }
         all.append(&mut self.far.h);
-        self.occupied = [0; NWORDS];
+        self.occupied.iter_mut().for_each(|w| *w = 0);
         self.in_wheel = 0;
         self.cur_slot = s;
         for k in all {
@@ -299,16 +319,17 @@ impl<E: Packed> PackedQueue<E> {
         if self.in_wheel == 0 {
             return None;
         }
-        let ci = (self.cur_slot as usize) % NSLOTS;
-        let start = (ci + 1) % NSLOTS;
+        let ci = (self.cur_slot as usize) & (self.nslots - 1);
+        let start = (ci + 1) & (self.nslots - 1);
         let (w0, b0) = (start / 64, start % 64);
         let first = self.occupied[w0] & (!0u64 << b0);
         let found = if first != 0 {
             w0 * 64 + first.trailing_zeros() as usize
         } else {
             let mut f = None;
-            for k in 1..=NWORDS {
-                let w = (w0 + k) % NWORDS;
+            let nw = self.occupied.len();
+            for k in 1..=nw {
+                let w = (w0 + k) % nw;
                 let m = self.occupied[w];
                 if m != 0 {
                     f = Some(w * 64 + m.trailing_zeros() as usize);
@@ -317,7 +338,7 @@ impl<E: Packed> PackedQueue<E> {
             }
             f.expect("in_wheel > 0 means a bit is set")
         };
-        Some(((found + NSLOTS - ci) % NSLOTS) as u64)
+        Some(((found + self.nslots - ci) & (self.nslots - 1)) as u64)
     }
 
     /// `cur` is empty and the queue is not: move to the next non-empty slot.
@@ -335,20 +356,20 @@ impl<E: Packed> PackedQueue<E> {
         // empty: those between the old and new current slots).
         while let Some(k) = self.far.peek() {
             let s = Self::slot_of(k);
-            if s - next >= NSLOTS as u64 {
+            if s - next >= self.nslots as u64 {
                 break;
             }
             self.far.pop();
             if s == next {
                 self.cur.push(k);
             } else {
-                let i = (s as usize) % NSLOTS;
+                let i = (s as usize) & (self.nslots - 1);
                 self.wheel[i].push(k);
                 self.occupied[i / 64] |= 1 << (i % 64);
                 self.in_wheel += 1;
             }
         }
-        let i = (next as usize) % NSLOTS;
+        let i = (next as usize) & (self.nslots - 1);
         if self.occupied[i / 64] & (1 << (i % 64)) != 0 {
             self.occupied[i / 64] &= !(1 << (i % 64));
             self.in_wheel -= self.wheel[i].len();
@@ -387,7 +408,7 @@ impl<E: Packed> PackedQueue<E> {
         }
         match self.next_occupied() {
             Some(d) => {
-                let i = ((self.cur_slot + d) as usize) % NSLOTS;
+                let i = ((self.cur_slot + d) as usize) & (self.nslots - 1);
                 self.wheel[i].iter().copied().min()
             }
             None => self.far.peek(),
@@ -654,17 +675,15 @@ mod tests {
             let mut q: PackedQueue<u32> = PackedQueue::new();
             let mut want = Vec::new();
             let mut got = Vec::new();
-            let mut k = 0usize;
             let mut floor = 0u64;
             for (i, &t) in ts.iter().enumerate() {
                 q.push(Time(floor + t), i as u32);
                 want.push((floor + t, i as u32));
-                if mix[k % mix.len()] == 0 {
+                if mix[i % mix.len()] == 0 {
                     let (tt, v) = q.pop().unwrap();
                     got.push((tt.0, v));
                     floor = tt.0;
                 }
-                k += 1;
             }
             while let Some((tt, v)) = q.pop() {
                 got.push((tt.0, v));
@@ -682,7 +701,7 @@ mod tests {
         fn calendar_matches_a_sorted_reference(
             ops in proptest::collection::vec((0u8..4, 0u8..4, 0u64..1 << 20), 1..400)
         ) {
-            let mut q: PackedQueue<u32> = PackedQueue::new();
+            let mut q: PackedQueue<u32> = PackedQueue::with_horizon(Time::ns(50)); // 64 slots: many keys go through the heap
             let mut reference = std::collections::BTreeSet::new();
             let mut now = 0u64;
             for (i, &(kind, scale, r)) in ops.iter().enumerate() {
