@@ -101,6 +101,22 @@ pub struct Evidence {
     pub storms: u64,
     /// Lint/diagnostic errors found on the variant's configuration.
     pub config_errors: u64,
+    /// Background TCP run beside the collectives (converged variants only).
+    #[serde(default)]
+    pub tcp: Option<TcpEvidence>,
+}
+
+/// What background TCP did to a converged variant.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TcpEvidence {
+    /// Offered load, fraction of line rate per NIC.
+    pub load: f64,
+    /// The headline busbw and probe p99 without TCP (`busbw_gbs`/`p99_us` are with it).
+    pub quiet_busbw_gbs: Option<f64>,
+    pub quiet_p99_us: Option<f64>,
+    /// TCP's own drops and retransmissions on its lossy class.
+    pub drops: u64,
+    pub retransmissions: u64,
 }
 
 /// Which side a row favours.
@@ -210,8 +226,18 @@ pub fn advise(answers: &Answers, evidence: &[Evidence], fabric: &fabric::Fabric,
 
     let mut table = Vec::new();
     let perf_w = if answers.budget == Budget::Tight { 1 } else { 2 };
-    // Mechanism / performance
-    let (ibb, rb) = (ib.and_then(|e| e.busbw_gbs), tuned.and_then(|e| e.busbw_gbs));
+    // Mechanism / performance, at equal load: InfiniBand carries no background TCP,
+    // so a converged variant's busbw is taken from its run without it.
+    let quiet_busbw = |e: &Evidence| e.tcp.as_ref().and_then(|t| t.quiet_busbw_gbs).or(e.busbw_gbs);
+    let (ibb, rb) = (ib.and_then(|e| e.busbw_gbs), tuned.and_then(quiet_busbw));
+    let tcp_note = match tuned.and_then(|e| e.tcp.as_ref().map(|t| (t, e.busbw_gbs))) {
+        Some((t, loaded)) => format!(
+            " (without background TCP; {} GB/s with {:.0}% of line rate of it)",
+            f1(loaded),
+            t.load * 100.0
+        ),
+        None => String::new(),
+    };
     let fav = match (ibb, rb) {
         (Some(a), Some(b)) if a > b * 1.03 => Favours::Infiniband,
         (Some(a), Some(b)) if b > a * 1.03 => Favours::Rocev2,
@@ -221,7 +247,7 @@ pub fn advise(answers: &Answers, evidence: &[Evidence], fabric: &fabric::Fabric,
         aspect: "Mechanism and bandwidth".into(),
         infiniband: "RDMA designed in from the physical layer; credit flow control; SM-computed routes".into(),
         rocev2: "IB transport in UDP/IP (port 4791); routed, ECMP-spread; needs PFC/ECN for losslessness".into(),
-        evidence: format!("ring all-reduce busbw per NIC at the largest size: InfiniBand {} GB/s, tuned RoCEv2 {} GB/s (bound {} GB/s)", f1(ibb), f1(rb), f1(ib.or(tuned).map(|e| e.busbw_bound_gbs))),
+        evidence: format!("ring all-reduce busbw per NIC at the largest size: InfiniBand {} GB/s, tuned RoCEv2 {} GB/s{tcp_note} (bound {} GB/s)", f1(ibb), f1(rb), f1(ib.or(tuned).map(|e| e.busbw_bound_gbs))),
         favours: fav,
         weight: perf_w,
     });
@@ -331,12 +357,28 @@ pub fn advise(answers: &Answers, evidence: &[Evidence], fabric: &fabric::Fabric,
         aspect: "Isolation".into(),
         infiniband: "a separate fabric: P_Keys, its own SM; storage/IP traffic elsewhere or over IPoIB".into(),
         rocev2: "converged with other traffic classes; isolation depends on DSCP/TC maps being right".into(),
-        evidence: match misconfig {
-            Some(m) => format!(
-                "one hop mapping the RDMA DSCP to a lossy class ('{}') dropped {} packets",
-                m.label, m.drops
-            ),
-            None => "no misconfigured variant was run".into(),
+        evidence: {
+            let mut e = match misconfig {
+                Some(m) => format!(
+                    "one hop mapping the RDMA DSCP to a lossy class ('{}') dropped {} packets",
+                    m.label, m.drops
+                ),
+                None => "no misconfigured variant was run".into(),
+            };
+            if let Some((t, v)) = tuned.and_then(|v| v.tcp.as_ref().map(|t| (t, v))) {
+                e.push_str(&format!(
+                    "; background TCP at {:.0}% of line rate on '{}' took its busbw from {} to {} GB/s and its probe p99 from {} to {} µs, and lost {} of its own packets on the lossy class while RDMA lost {}",
+                    t.load * 100.0,
+                    v.label,
+                    f1(t.quiet_busbw_gbs),
+                    f1(v.busbw_gbs),
+                    t.quiet_p99_us.map_or("n/a".into(), |x| format!("{x:.2}")),
+                    v.p99_us.map_or("n/a".into(), |x| format!("{x:.2}")),
+                    t.drops,
+                    v.drops
+                ));
+            }
+            e
         },
         // A separate fabric only wins here when a converged one was shown to leak.
         favours: if misconfig.is_some_and(|m| m.drops > 0) {
@@ -469,5 +511,47 @@ mod tests {
         let adv = advise(&b, &clean, &f, &PriceTable::default());
         assert_eq!(adv.recommendation, Favours::Rocev2, "{:?}", adv.reasons);
         assert!(adv.tco[0].total_usd > 0.0 && adv.tco[1].total_usd > 0.0);
+    }
+
+    /// Background TCP on the converged side: bandwidth is compared at equal load
+    /// (the run without TCP) and what TCP cost shows under isolation.
+    #[test]
+    fn background_tcp_is_compared_at_equal_load_and_shown_under_isolation() {
+        let f = rail(&RailParams {
+            servers: 4,
+            rails: 2,
+            radix: 16,
+            ..Default::default()
+        })
+        .unwrap();
+        let mut tuned = ev("roce-tuned", FabricKind::Rocev2, 41.0, 0, 0);
+        tuned.tcp = Some(TcpEvidence {
+            load: 0.1,
+            quiet_busbw_gbs: Some(45.9),
+            quiet_p99_us: Some(0.8),
+            drops: 17,
+            retransmissions: 20,
+        });
+        let e = vec![ev("ib", FabricKind::Infiniband, 46.0, 0, 0), tuned];
+        let adv = advise(&Answers::default(), &e, &f, &PriceTable::default());
+        let mech = adv
+            .table
+            .iter()
+            .find(|r| r.aspect == "Mechanism and bandwidth")
+            .unwrap();
+        assert!(
+            mech.evidence
+                .contains("tuned RoCEv2 45.9 GB/s (without background TCP; 41.0 GB/s with 10%"),
+            "{}",
+            mech.evidence
+        );
+        // 46.0 vs 45.9 is within 3%: neither side wins on bandwidth at equal load.
+        assert_eq!(mech.favours, Favours::Neither);
+        let iso = adv.table.iter().find(|r| r.aspect == "Isolation").unwrap();
+        assert!(
+            iso.evidence.contains("from 45.9 to 41.0 GB/s") && iso.evidence.contains("lost 17 of its own packets"),
+            "{}",
+            iso.evidence
+        );
     }
 }

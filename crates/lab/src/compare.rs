@@ -26,6 +26,13 @@ pub fn evidence(r: &CompareResults) -> Vec<Evidence> {
             deadlocks: v.counters.deadlocks,
             storms: v.counters.storms,
             config_errors: v.findings.iter().filter(|f| f.starts_with("error")).count() as u64,
+            tcp: v.tcp.as_ref().map(|t| crate::advisor::TcpEvidence {
+                load: t.load,
+                quiet_busbw_gbs: t.quiet_busbw_gbs,
+                quiet_p99_us: t.quiet_p99_us,
+                drops: t.drops,
+                retransmissions: t.retransmissions,
+            }),
         })
         .collect()
 }
@@ -39,7 +46,7 @@ use crate::advisor::FabricKind;
 use crate::cluster;
 use crate::collective::{Collective, HopCost, Schedule, nccl_bandwidth};
 use crate::results::{
-    CollectiveResult, Counters, IncastResult, Latency, SimEffort, SizeRow, TimeSeries, VariantResult,
+    CollectiveResult, Counters, IncastResult, Latency, SimEffort, SizeRow, TcpBackground, TimeSeries, VariantResult,
 };
 use crate::runner::{IbNet, NicMap, ProbeSpec, RoceNet, RunError, run_messages, run_schedule};
 use crate::scenario::{Scenario, Variant, VariantFabric};
@@ -257,6 +264,7 @@ fn refused(v: &Variant, kind: FabricKind, why: String) -> VariantResult {
         timeseries: Vec::new(),
         findings: Vec::new(),
         effort: SimEffort::default(),
+        tcp: None,
     }
 }
 
@@ -342,6 +350,37 @@ struct WorldStats {
     drop_reasons: Vec<(String, u64, u64)>,
     /// Time series recorded during the run (the incast's).
     series: Vec<TimeSeries>,
+    /// Background TCP's counters, when it ran.
+    tcp: Option<TcpStats>,
+}
+
+/// What the background TCP of one run did.
+#[derive(Clone, Debug, Default)]
+struct TcpStats {
+    flows: u32,
+    delivered_bytes: u64,
+    sim_ps: u64,
+    /// Drops by reason, indexed like `RoceDrop::ALL`.
+    drops: [u64; sim::roce::net::RoceDrop::ALL.len()],
+    retransmits: u64,
+    fast_retransmits: u64,
+    timeouts: u64,
+    ecn_reductions: u64,
+}
+
+impl TcpStats {
+    fn add(&mut self, o: &TcpStats) {
+        self.flows = self.flows.max(o.flows);
+        self.delivered_bytes += o.delivered_bytes;
+        self.sim_ps += o.sim_ps;
+        for (a, b) in self.drops.iter_mut().zip(o.drops) {
+            *a += b;
+        }
+        self.retransmits += o.retransmits;
+        self.fast_retransmits += o.fast_retransmits;
+        self.timeouts += o.timeouts;
+        self.ecn_reductions += o.ecn_reductions;
+    }
 }
 
 /// What a world runs: a collective schedule (with probes) or a set of messages.
@@ -350,8 +389,9 @@ enum Job<'a> {
     Messages(&'a [(NodeId, NodeId, u64)]),
 }
 
-/// Builds a fresh world, runs one job on it and reports what it counted.
-type World<'w> = dyn FnMut(&Job<'_>) -> Result<(JobOut, WorldStats), RunError> + 'w;
+/// Builds a fresh world, runs one job on it (with the scenario's background TCP
+/// when the flag is set and the world carries it) and reports what it counted.
+type World<'w> = dyn FnMut(&Job<'_>, bool) -> Result<(JobOut, WorldStats), RunError> + 'w;
 
 /// The outcome of one job.
 enum JobOut {
@@ -373,11 +413,13 @@ fn run_workload(
     total: u64,
     progress: &mut dyn FnMut(Progress),
     world: &mut World<'_>,
+    background: bool,
 ) -> Result<VariantResult, CompareError> {
     let err = |source: RunError| CompareError::Run {
         variant: v.id.clone(),
         source,
     };
+    let mut tcp_total: Option<TcpStats> = None;
     let mut counters = Counters::default();
     let mut effort = SimEffort::default();
     let mut collectives = Vec::new();
@@ -423,7 +465,7 @@ fn run_workload(
                 interval_ps: s.workload.probe.interval_us * 1_000_000,
             });
             let wall = Instant::now();
-            let (out, w) = match world(&Job::Schedule(&sched, probe)) {
+            let (out, w) = match world(&Job::Schedule(&sched, probe), background) {
                 Ok(r) => r,
                 Err(RunError::Deadlock(d)) => {
                     counters.deadlocks += 1;
@@ -434,6 +476,9 @@ fn run_workload(
                 Err(e) => return Err(err(e)),
             };
             add(&w, wall, &mut counters, &mut effort);
+            if let Some(t) = &w.tcp {
+                tcp_total.get_or_insert_with(TcpStats::default).add(t);
+            }
             let JobOut::Schedule(run) = out else {
                 unreachable!("a schedule job returns a schedule run")
             };
@@ -467,7 +512,7 @@ fn run_workload(
             let msgs = incast_messages(nics, i.senders, i.bytes).map_err(err)?;
             let wall = Instant::now();
             *done += 1;
-            match world(&Job::Messages(&msgs)) {
+            match world(&Job::Messages(&msgs), false) {
                 Ok((JobOut::Messages(t), w)) => {
                     add(&w, wall, &mut counters, &mut effort);
                     timeseries.extend(w.series.iter().cloned());
@@ -489,6 +534,10 @@ fn run_workload(
                 Err(e) => return Err(err(e)),
             }
         }
+        None => None,
+    };
+    let tcp = match tcp_total {
+        Some(t) => Some(tcp_background(s, v, &t, world, &mut effort, &err)?),
         None => None,
     };
     for (r, (n, lossless)) in &reasons {
@@ -517,6 +566,80 @@ fn run_workload(
         timeseries,
         findings,
         effort,
+        tcp,
+    })
+}
+
+/// The background TCP's summary, with the headline collective (ring all-reduce
+/// at the largest size, with its probes) run once more without TCP for the
+/// before/after.
+fn tcp_background(
+    s: &Scenario,
+    v: &Variant,
+    t: &TcpStats,
+    world: &mut World<'_>,
+    effort: &mut SimEffort,
+    err: &dyn Fn(RunError) -> CompareError,
+) -> Result<TcpBackground, CompareError> {
+    let g = s.cluster.gpus_per_server;
+    let largest = *s.workload.sizes.last().unwrap_or(&0);
+    let (mut quiet_busbw_gbs, mut lat) = (None, None);
+    if s.workload.collectives.contains(&Collective::AllReduceRing) {
+        let sched = Schedule::build(Collective::AllReduceRing, s.cluster.servers, g, largest).map_err(|e| {
+            CompareError::Variant {
+                variant: v.id.clone(),
+                message: e.to_string(),
+            }
+        })?;
+        let probe = ProbeSpec {
+            bytes: s.workload.probe.bytes,
+            interval_ps: s.workload.probe.interval_us * 1_000_000,
+        };
+        let wall = Instant::now();
+        match world(&Job::Schedule(&sched, Some(probe)), false) {
+            Ok((JobOut::Schedule(run), w)) => {
+                effort.events += w.events;
+                effort.packet_hops += w.hops;
+                effort.simulated_us += w.sim_us;
+                effort.wall_ms += wall.elapsed().as_secs_f64() * 1e3;
+                if run.time_ps > 0 {
+                    quiet_busbw_gbs = Some(run.max_nic_bytes as f64 / (run.time_ps as f64 * 1e-12) / 1e9);
+                }
+                lat = latency_from(&run.probe_latency_ps);
+            }
+            Ok(_) => unreachable!("a schedule job returns a schedule run"),
+            // A quiet run that deadlocks has no before/after to give.
+            Err(RunError::Deadlock(_)) => {}
+            Err(e) => return Err(err(e)),
+        }
+    }
+    let secs = t.sim_ps as f64 * 1e-12;
+    let flows = f64::from(t.flows.max(1));
+    Ok(TcpBackground {
+        load: s.workload.background_tcp_load,
+        cc: s.workload.background_tcp_cc.clone(),
+        flows: t.flows,
+        offered_gbps_per_flow: s.workload.background_tcp_load * f64::from(s.cluster.nic_gbps),
+        goodput_gbps_per_flow: if secs > 0.0 {
+            t.delivered_bytes as f64 * 8.0 / secs / flows / 1e9
+        } else {
+            0.0
+        },
+        drops: t.drops.iter().sum(),
+        drop_reasons: sim::roce::net::RoceDrop::ALL
+            .iter()
+            .zip(t.drops)
+            .filter(|(_, n)| *n > 0)
+            .map(|(r, n)| (format!("{r:?}"), n))
+            .collect(),
+        retransmissions: t.retransmits,
+        fast_retransmits: t.fast_retransmits,
+        timeouts: t.timeouts,
+        ecn_reductions: t.ecn_reductions,
+        quiet_busbw_gbs,
+        quiet_p50_us: lat.as_ref().map(|l| l.p50_us),
+        quiet_p99_us: lat.as_ref().map(|l| l.p99_us),
+        quiet_p999_us: lat.as_ref().map(|l| l.p999_us),
     })
 }
 
@@ -661,7 +784,7 @@ fn run_ib(
     let nics = NicMap::from_fabric(f).map_err(err)?;
     let nvl = nvlink(s);
     let seed = s.seed;
-    let mut world = |job: &Job<'_>| -> Result<(JobOut, WorldStats), RunError> {
+    let mut world = |job: &Job<'_>, _background: bool| -> Result<(JobOut, WorldStats), RunError> {
         let incast = matches!(job, Job::Messages(_));
         let sample = if incast { SAMPLE_PS } else { 0 };
         let mut sim = Sim::new(
@@ -702,6 +825,7 @@ fn run_ib(
         total,
         progress,
         &mut world,
+        false,
     )
 }
 
@@ -729,7 +853,7 @@ fn run_ipoib(
     let nvl = nvlink(s);
     let seed = s.seed;
     let cfg = sim::roce::ipoib::IpoibConfig::default();
-    let mut world = |job: &Job<'_>| -> Result<(JobOut, WorldStats), RunError> {
+    let mut world = |job: &Job<'_>, _background: bool| -> Result<(JobOut, WorldStats), RunError> {
         let mut sim = Sim::new(
             f,
             &tables,
@@ -762,6 +886,7 @@ fn run_ipoib(
         total,
         progress,
         &mut world,
+        false,
     )
 }
 
@@ -868,8 +993,31 @@ fn run_roce_cfg(
     let nics = NicMap::from_fabric(f).map_err(err)?;
     let nvl = nvlink(s);
     let switches: Vec<NodeId> = f.nodes_of(NodeKind::Switch).collect();
-    let mut world = |job: &Job<'_>| -> Result<(JobOut, WorldStats), RunError> {
-        let mut sim = RoceSim::new(f, cfg.clone(), &[]).map_err(|e| RunError::Topology(e.to_string()))?;
+    let load = s.workload.background_tcp_load;
+    let background = load > 0.0;
+    let tcp_flows = if background {
+        background_tcp_flows(&nics, load, s.cluster.nic_gbps)
+    } else {
+        Vec::new()
+    };
+    let tcp_cfg = sim::roce::tcp::TcpConfig {
+        cc: if s.workload.background_tcp_cc == "dctcp" {
+            sim::roce::tcp::TcpCc::Dctcp { g: 1.0 / 16.0 }
+        } else {
+            sim::roce::tcp::TcpCc::NewReno
+        },
+        ..sim::roce::tcp::TcpConfig::default()
+    };
+    let mut world = |job: &Job<'_>, with_tcp: bool| -> Result<(JobOut, WorldStats), RunError> {
+        let topo = |e: sim::roce::net::RoceError| RunError::Topology(e.to_string());
+        let mut sim = RoceSim::new(f, cfg.clone(), &[]).map_err(topo)?;
+        let with_tcp = with_tcp && !tcp_flows.is_empty();
+        if with_tcp {
+            sim.set_tcp_config(tcp_cfg.clone()).map_err(topo)?;
+            for t in &tcp_flows {
+                sim.add_tcp_flow(*t).map_err(topo)?;
+            }
+        }
         let mut net = RoceNet::new(&mut sim);
         let out = run_job(&mut net, &nics, job, nvl)?;
         let flows: Vec<usize> = net.qp_ids().collect();
@@ -890,9 +1038,24 @@ fn run_roce_cfg(
                 }
             }
         }
+        // TCP's own drops are reported with TCP; the variant's drop counters stay RDMA's.
+        let tcp_drops = sim.tcp().drops;
+        let tcp = with_tcp.then(|| {
+            let t = sim.tcp().totals(sim.now());
+            TcpStats {
+                flows: sim.tcp().len() as u32,
+                delivered_bytes: t.delivered_bytes,
+                sim_ps: sim.now().0,
+                drops: tcp_drops,
+                retransmits: t.retransmits,
+                fast_retransmits: t.fast_retransmits,
+                timeouts: t.timeouts,
+                ecn_reductions: t.ecn_reductions,
+            }
+        });
         let w = WorldStats {
             delivered: sim.ledger.delivered,
-            drops: sim.ledger.total_dropped(),
+            drops: sim.ledger.total_dropped() - tcp_drops.iter().sum::<u64>(),
             retransmissions: retrans,
             pause_frames,
             pause_us: pause_ps as f64 / 1e6,
@@ -904,15 +1067,29 @@ fn run_roce_cfg(
             drop_reasons: sim::roce::net::RoceDrop::ALL
                 .iter()
                 .enumerate()
-                .filter(|(i, _)| sim.ledger.dropped[*i] > 0)
-                .map(|(i, r)| (format!("{r:?}"), sim.ledger.dropped[i], sim.ledger.dropped_lossless[i]))
+                .filter(|(i, _)| sim.ledger.dropped[*i] > tcp_drops[*i])
+                .map(|(i, r)| {
+                    (
+                        format!("{r:?}"),
+                        sim.ledger.dropped[i] - tcp_drops[i],
+                        sim.ledger.dropped_lossless[i],
+                    )
+                })
                 .collect(),
             series: if matches!(job, Job::Messages(_)) {
                 vec![pause_series(&sim.pfc)]
             } else {
                 Vec::new()
             },
+            tcp,
         };
+        if !sim.ledger_balances() {
+            return Err(RunError::Ledger(format!(
+                "RoCE world: {:?}, {} in flight",
+                sim.ledger,
+                sim.in_flight()
+            )));
+        }
         Ok((out, w))
     };
     run_workload(
@@ -926,7 +1103,34 @@ fn run_roce_cfg(
         total,
         progress,
         &mut world,
+        background,
     )
+}
+
+/// The background TCP connections: NIC (server i, rail r) sends to (server
+/// i + S/2, rail r + 1), so every connection leaves its rail and crosses a spine,
+/// sharing leaf uplinks and the receiving NIC's port with the collective.
+fn background_tcp_flows(nics: &NicMap, load: f64, nic_gbps: u32) -> Vec<sim::roce::tcp::TcpFlowSpec> {
+    let servers = nics.nic.len();
+    let rate_bps = (load * f64::from(nic_gbps) * 1e9) as u64;
+    let mut out = Vec::new();
+    for (i, row) in nics.nic.iter().enumerate() {
+        let rails = row.len();
+        for (r, &src) in row.iter().enumerate() {
+            let dst = nics.nic[(i + servers / 2) % servers][(r + 1) % rails];
+            out.push(sim::roce::tcp::TcpFlowSpec {
+                src,
+                dst,
+                rate_bps,
+                start: sim::Time::ZERO,
+                stop: sim::Time::NEVER,
+                // Linux's first ephemeral port upward, to iperf3's port.
+                sport: 32768 + out.len() as u16,
+                dport: 5201,
+            });
+        }
+    }
+    out
 }
 
 fn val_findings(v: &sm::Validation, f: &Fabric) -> Vec<String> {

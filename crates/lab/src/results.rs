@@ -69,6 +69,38 @@ pub struct IncastResult {
     pub retransmissions: u64,
 }
 
+/// Background TCP on a converged variant, over every collective run (the incast
+/// runs without it), and what it cost the RDMA traffic.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TcpBackground {
+    /// Offered load, fraction of each NIC's line rate.
+    pub load: f64,
+    /// Congestion control (`newreno`, `dctcp`).
+    pub cc: String,
+    /// Connections (one per NIC).
+    pub flows: u32,
+    /// Payload each connection's application offered, Gb/s.
+    pub offered_gbps_per_flow: f64,
+    /// Payload delivered in order per connection, averaged over the simulated
+    /// time of every collective run, Gb/s.
+    pub goodput_gbps_per_flow: f64,
+    /// TCP segments and ACKs dropped, by reason (all on the lossy class).
+    pub drops: u64,
+    pub drop_reasons: Vec<(String, u64)>,
+    /// Segments sent again (fast retransmit, SACK recovery, after a timeout).
+    pub retransmissions: u64,
+    pub fast_retransmits: u64,
+    pub timeouts: u64,
+    /// Window cuts on ECN echoes (DCTCP only).
+    pub ecn_reductions: u64,
+    /// The ring all-reduce at the largest size with its probes, run again with no
+    /// TCP: busbw per NIC, GB/s, and the probe latency, for the before/after.
+    pub quiet_busbw_gbs: Option<f64>,
+    pub quiet_p50_us: Option<f64>,
+    pub quiet_p99_us: Option<f64>,
+    pub quiet_p999_us: Option<f64>,
+}
+
 /// A named time series (queue depth, pause time) for charts.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TimeSeries {
@@ -105,6 +137,9 @@ pub struct VariantResult {
     /// Diagnostic findings on this variant's fabric and configuration.
     pub findings: Vec<String>,
     pub effort: SimEffort,
+    /// Background TCP, on the variants that carry it when the scenario asks for it.
+    #[serde(default)]
+    pub tcp: Option<TcpBackground>,
 }
 
 /// A whole comparison.

@@ -55,6 +55,9 @@ pub enum RunError {
     Deadlock(String),
     #[error("the run went idle with {0} transfers never completed")]
     Stalled(usize),
+    /// Packets created ≠ delivered + dropped + in flight: a model fault.
+    #[error("the conservation ledger does not balance: {0}")]
+    Ledger(String),
 }
 
 /// Small-message probes sent while the collective runs.

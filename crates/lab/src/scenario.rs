@@ -100,9 +100,19 @@ pub struct Workload {
     #[serde(default)]
     pub incast: Option<Incast>,
     /// Background lossy TCP on converged (Ethernet) variants, as a fraction of each
-    /// NIC's line rate.
+    /// NIC's line rate: every NIC runs one TCP connection (DSCP 0, the lossy class)
+    /// whose application writes at this rate during the collectives.
     #[serde(default)]
     pub background_tcp_load: f64,
+    /// Congestion control of the background TCP: `newreno` (not ECN-capable; only
+    /// drops slow it) or `dctcp` (ECN-capable; the switches' RED/ECN marks it where
+    /// the variant has ECN on).
+    #[serde(default = "default_tcp_cc")]
+    pub background_tcp_cc: String,
+}
+
+fn default_tcp_cc() -> String {
+    "newreno".into()
 }
 
 /// Small-message latency probe.
@@ -225,6 +235,7 @@ impl Scenario {
                     bytes: 4 << 20,
                 }),
                 background_tcp_load: 0.0,
+                background_tcp_cc: default_tcp_cc(),
             },
             variants: vec![
                 Variant {
@@ -376,13 +387,12 @@ impl Scenario {
                 format!("{} is outside [0, 1)", w.background_tcp_load),
             );
         }
-        // Refuse rather than ignore: a load the run would not apply must not look applied.
-        if w.background_tcp_load != 0.0 {
+        if !["newreno", "dctcp"].contains(&w.background_tcp_cc.as_str()) {
             return bad(
-                "workload.background_tcp_load",
+                "workload.background_tcp_cc",
                 format!(
-                    "{}: background TCP is not modelled yet; set 0 (the default)",
-                    w.background_tcp_load
+                    "unknown congestion control {:?}; expected newreno or dctcp",
+                    w.background_tcp_cc
                 ),
             );
         }
@@ -493,8 +503,13 @@ pub const FIELDS: &[(&str, &str, &str)] = &[
     ("workload.incast.bytes", "bytes", "bytes each incast sender writes"),
     (
         "workload.background_tcp_load",
-        "0 (only value accepted so far)",
-        "lossy TCP load per NIC on converged Ethernet variants; not modelled yet, so non-zero is refused",
+        "fraction in [0, 1), default 0",
+        "background TCP per NIC, as a fraction of line rate, during the collectives on the RoCEv2 variants (DSCP 0, a lossy class sharing buffers and links with RDMA); IB, IPoIB and RoCEv1 carry none: IB has no lossy Ethernet class to share, IPoIB is itself the TCP, RoCEv1 is refused",
+    ),
+    (
+        "workload.background_tcp_cc",
+        "newreno | dctcp, default newreno",
+        "background TCP congestion control; dctcp is ECN-capable and marked where the variant has ECN on",
     ),
     ("variants[].id", "string", "short unique id used in results.json"),
     ("variants[].label", "string", "human label"),
@@ -571,12 +586,27 @@ mod tests {
         assert!(e.contains("fabric.dcqcn") && e.contains("unknown profile"), "{e}");
         let text = s
             .to_toml()
-            .replace("background_tcp_load = 0.0", "background_tcp_load = 0.1");
+            .replace("background_tcp_load = 0.0", "background_tcp_load = 1.5");
         let e = Scenario::from_toml(&text, "bad.toml").unwrap_err().to_string();
         assert!(
-            e.contains("workload.background_tcp_load") && e.contains("not modelled"),
+            e.contains("workload.background_tcp_load") && e.contains("outside [0, 1)"),
             "{e}"
         );
+        let text = s
+            .to_toml()
+            .replace("background_tcp_load = 0.0", "background_tcp_load = 0.1");
+        assert_eq!(
+            Scenario::from_toml(&text, "ok.toml")
+                .unwrap()
+                .workload
+                .background_tcp_load,
+            0.1
+        );
+        let text = s
+            .to_toml()
+            .replace("background_tcp_cc = \"newreno\"", "background_tcp_cc = \"bbr\"");
+        let e = Scenario::from_toml(&text, "bad.toml").unwrap_err().to_string();
+        assert!(e.contains("workload.background_tcp_cc") && e.contains("bbr"), "{e}");
         let e = Scenario::from_toml("\u{0}\u{1}garbage", "g.toml")
             .unwrap_err()
             .to_string();
@@ -595,6 +625,7 @@ mod tests {
             "collectives",
             "sizes",
             "background_tcp_load",
+            "background_tcp_cc",
             "skills",
             "budget",
         ] {

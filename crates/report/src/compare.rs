@@ -64,6 +64,7 @@ pub fn terminal_summary(r: &CompareResults) -> String {
         o,
         "\nbusbw: ring all-reduce at the largest size, GB/s per NIC (nccl-tests formula)"
     );
+    o.push_str(&tcp_summary(r));
     let _ = writeln!(o, "\nrecommendation: {}", favours(r.advice.recommendation));
     for reason in &r.advice.reasons {
         let _ = writeln!(o, "  - {reason}");
@@ -71,6 +72,65 @@ pub fn terminal_summary(r: &CompareResults) -> String {
     for t in &r.advice.tco {
         let _ = writeln!(o, "  {:?} {:.0}-year TCO: ${:.2}M", t.tech, t.years, t.total_usd / 1e6);
     }
+    o
+}
+
+/// "a → b" for a quiet and a loaded figure.
+fn before_after(quiet: Option<f64>, loaded: Option<f64>, prec: usize) -> String {
+    format!("{} → {}", opt(quiet, prec), opt(loaded, prec))
+}
+
+/// Why a variant carries no background TCP (the scenario asked for some).
+fn no_tcp_reason(v: &VariantResult) -> &'static str {
+    match v.kind {
+        lab::FabricKind::Infiniband => "none: InfiniBand has no lossy Ethernet class for it to share",
+        lab::FabricKind::Ipoib => "none: IPoIB is itself the TCP on this fabric",
+        lab::FabricKind::Rocev1 => "none: RoCEv1 is refused on this routed fabric",
+        lab::FabricKind::Rocev2 => "none",
+    }
+}
+
+/// The background-TCP section of the terminal summary (empty when the scenario
+/// runs none).
+fn tcp_summary(r: &CompareResults) -> String {
+    let mut o = String::new();
+    let Some(t0) = r.variants.iter().find_map(|v| v.tcp.as_ref()) else {
+        return o;
+    };
+    let _ = writeln!(
+        o,
+        "\nbackground TCP during the collectives: {:.2} of line rate per NIC ({:.1} Gb/s offered per connection), {}, {} connections, DSCP 0 (lossy class)",
+        t0.load, t0.offered_gbps_per_flow, t0.cc, t0.flows
+    );
+    let _ = writeln!(
+        o,
+        "{:<44} {:>9} {:>9} {:>9} {:>9} {:>17} {:>19}",
+        "variant", "Gb/s", "drops", "retrans", "timeouts", "busbw quiet→TCP", "p99 µs quiet→TCP"
+    );
+    for v in &r.variants {
+        if v.refused.is_some() && v.kind != lab::FabricKind::Rocev1 {
+            continue;
+        }
+        let Some(t) = &v.tcp else {
+            let _ = writeln!(o, "{:<44} {}", v.label, no_tcp_reason(v));
+            continue;
+        };
+        let _ = writeln!(
+            o,
+            "{:<44} {:>9.2} {:>9} {:>9} {:>9} {:>17} {:>19}",
+            v.label,
+            t.goodput_gbps_per_flow,
+            t.drops,
+            t.retransmissions,
+            t.timeouts,
+            before_after(t.quiet_busbw_gbs, v.large_ring_busbw(), 1),
+            before_after(t.quiet_p99_us, v.latency.as_ref().map(|l| l.p99_us), 2)
+        );
+    }
+    let _ = writeln!(
+        o,
+        "Gb/s: TCP goodput per connection; quiet: the largest ring all-reduce run again without TCP"
+    );
     o
 }
 
@@ -190,6 +250,58 @@ pub fn html(r: &CompareResults) -> String {
         .collect(),
         rows,
     }));
+    if let Some(t0) = r.variants.iter().find_map(|v| v.tcp.as_ref()) {
+        blocks.push(Block::Heading("Background TCP".into()));
+        blocks.push(Block::Paragraph(format!(
+            "Every NIC of the RoCEv2 variants runs one TCP connection ({}) on DSCP 0, a lossy class that shares switch buffers, links and NIC ports with RDMA, offering {:.2} of line rate ({:.1} Gb/s) during the collectives. \"Quiet\" is the largest ring all-reduce with its probes run again without TCP.",
+            t0.cc, t0.load, t0.offered_gbps_per_flow
+        )));
+        let mut rows = Vec::new();
+        for v in &r.variants {
+            let Some(t) = &v.tcp else {
+                if v.refused.is_none() || v.kind == lab::FabricKind::Rocev1 {
+                    let mut row = vec![(v.label.clone(), Tone::Plain), (no_tcp_reason(v).into(), Tone::Plain)];
+                    row.extend((0..8).map(|_| (String::new(), Tone::Plain)));
+                    rows.push(row);
+                }
+                continue;
+            };
+            let lat = v.latency.as_ref();
+            let tone = |bad: bool| if bad { Tone::Bad } else { Tone::Plain };
+            rows.push(vec![
+                (v.label.clone(), Tone::Plain),
+                (format!("{:.2}", t.goodput_gbps_per_flow), Tone::Plain),
+                (t.drops.to_string(), tone(t.drops > 0)),
+                (t.retransmissions.to_string(), tone(t.retransmissions > 0)),
+                (t.timeouts.to_string(), tone(t.timeouts > 0)),
+                (t.ecn_reductions.to_string(), Tone::Plain),
+                (opt(t.quiet_busbw_gbs, 1), Tone::Plain),
+                (opt(v.large_ring_busbw(), 1), Tone::Plain),
+                (opt(t.quiet_p99_us, 2), Tone::Plain),
+                (opt(lat.map(|l| l.p99_us), 2), Tone::Plain),
+            ]);
+        }
+        blocks.push(Block::Table(Table {
+            id: "tcp".into(),
+            caption: "Background TCP per variant (goodput per connection; busbw GB/s per NIC and probe p99 without and with TCP)".into(),
+            header: [
+                "variant",
+                "TCP goodput Gb/s",
+                "TCP drops",
+                "TCP retransmissions",
+                "TCP timeouts",
+                "ECN window cuts",
+                "busbw quiet",
+                "busbw with TCP",
+                "p99 µs quiet",
+                "p99 µs with TCP",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+            rows,
+        }));
+    }
     blocks.push(Block::Heading("Recommendation".into()));
     blocks.push(Block::Paragraph(format!(
         "Recommended: {}.",
@@ -345,6 +457,26 @@ pub fn html(r: &CompareResults) -> String {
                 i.goodput_gbs,
                 i.drops,
                 i.retransmissions
+            );
+        }
+        if let Some(t) = &v.tcp {
+            let reasons: Vec<String> = t.drop_reasons.iter().map(|(r, n)| format!("{n} {r}")).collect();
+            let _ = writeln!(
+                text,
+                "background TCP: {} connections at {:.1} Gb/s offered, {:.2} Gb/s goodput each; {} drops ({}), {} retransmissions ({} fast retransmits, {} timeouts), {} ECN window cuts",
+                t.flows,
+                t.offered_gbps_per_flow,
+                t.goodput_gbps_per_flow,
+                t.drops,
+                if reasons.is_empty() {
+                    "none".into()
+                } else {
+                    reasons.join(", ")
+                },
+                t.retransmissions,
+                t.fast_retransmits,
+                t.timeouts,
+                t.ecn_reductions
             );
         }
         for f in &v.findings {

@@ -87,6 +87,7 @@ fn main() {
     );
     println!("  stale wakes {}  idle looks {}", s.stale_wakes, s.idle_looks);
     println!("  drops                {}", s.packets_dropped);
+    println!("  trace hash           {}", s.trace_hash);
     println!("  peak packets         {}", s.peak_packets_in_flight);
     if std::env::var_os("FT432_PORTS").is_some() {
         let mut hist = [0u32; 11];

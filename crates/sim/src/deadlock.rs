@@ -107,8 +107,8 @@ pub(crate) fn find(sim: &Sim) -> Option<DeadlockReport> {
         for og in sim.port_base[m] as usize..sim.port_base[m + 1] as usize {
             for ovl in 0..nvl {
                 let q = &sim.oq[og * (nvl + 1) + ovl];
-                if q.iter()
-                    .any(|&p| sim.pkts[p].in_gp == pg && sim.pkts[p].in_vl as usize == vl)
+                if q.iter(&sim.pkts)
+                    .any(|p| sim.pkts[p].in_gp == pg && sim.pkts[p].in_vl as usize == vl)
                 {
                     out.push(idx(og, ovl));
                 }
@@ -156,7 +156,7 @@ pub(crate) fn find(sim: &Sim) -> Option<DeadlockReport> {
                 switch: sim.node_name[sim.ports[gp].port_node as usize].clone(),
                 port: sim.ports[gp].port_num,
                 vl: vl as u8,
-                queued: sim.oq[gp * (nvl + 1) + vl].len() as u32,
+                queued: sim.oq[gp * (nvl + 1) + vl].len,
             }
         })
         .collect();

@@ -200,14 +200,16 @@ impl Sim {
             }
             _ => end + prop + Time(self.ib.hca_rx_latency_ps),
         };
+        let seq = self.q.next_seq();
         {
             let pm = &mut self.pkts[p];
             pm.hops = pm.hops.saturating_add(1);
             pm.tail_at = end + prop;
             pm.in_gp = NONE;
+            pm.seq = seq;
         }
-        let seq = self.q.next_seq();
-        if self.link_fifo[g].push(arrive, seq, p) {
+        debug_assert_eq!(self.arrival_time(gp, &self.pkts[p]), arrive);
+        if self.link_fifo[g].push(&mut self.pkts, p) {
             self.q.push_seq(arrive, seq, Event::Arrive { dir: gp });
         }
         if pk.in_gp != NONE {
@@ -219,6 +221,24 @@ impl Sim {
             }
         }
         self.plan_next(gp, end);
+    }
+
+    /// When packet `pk`, on the link from transmitter `gp`, reaches the far node
+    /// (its header for a cut-through switch, its tail otherwise): derived from its
+    /// tail time, so the link's packets need not store it.
+    #[inline]
+    pub(crate) fn arrival_time(&self, gp: u32, pk: &crate::packet::Packet) -> Time {
+        let pt = &self.ports[gp as usize];
+        match pt.peer_model {
+            NodeModel::IbSwitch => {
+                let head_or_tail = match self.ib.forwarding {
+                    crate::config::Forwarding::CutThrough => pk.tail_at - pt.ser.time(pk.wire),
+                    crate::config::Forwarding::StoreAndForward => pk.tail_at,
+                };
+                head_or_tail + Time(self.ib.switch_latency_ps)
+            }
+            _ => pk.tail_at + Time(self.ib.hca_rx_latency_ps),
+        }
     }
 
     /// After a send that ends at `end`, wake the transmitter when its next packet
@@ -235,7 +255,7 @@ impl Sim {
                 }
                 if self.nvl == 1 {
                     match self.oq[g * 2].front() {
-                        Some(&p) => Some((0u8, blocks(self.pkts[p].wire))),
+                        Some(p) => Some((0u8, blocks(self.pkts[p].wire))),
                         // Only VL15 is queued: not flow controlled.
                         None => None,
                     }
@@ -297,7 +317,7 @@ impl Sim {
     #[inline]
     pub(crate) fn head_state(&self, gp: u32, vl: usize) -> Head {
         let g = gp as usize;
-        let Some(&p) = self.oq[g * (self.nvl + 1) + vl].front() else {
+        let Some(p) = self.oq[g * (self.nvl + 1) + vl].front() else {
             return Head::Empty;
         };
         let pk = &self.pkts[p];
@@ -321,7 +341,7 @@ impl Sim {
             return match self.head_state(gp, 0) {
                 Head::Ready => Ok(0),
                 Head::NoCredit => {
-                    let p = *self.oq[g * 2].front().expect("head exists");
+                    let p = self.oq[g * 2].front().expect("head exists");
                     let nb = blocks(self.pkts[p].wire);
                     Err(self.starve(gp, 0, nb))
                 }

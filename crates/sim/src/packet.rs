@@ -1,8 +1,11 @@
 //! The simulated packet: what the models need from the headers, plus the on-wire
 //! size computed from the real header stack (IBA vol. 1 §5.4 and §9).
 //!
-//! Packets are 64-byte plain structs in a [`crate::engine::Slab`]; nothing is
-//! allocated per packet once the slab has grown to the run's peak.
+//! Packets are 64-byte plain structs (one cache line each) in a
+//! [`crate::engine::Slab`]; nothing is allocated per packet once the slab has
+//! grown to the run's peak. A packet is always in at most one queue (a link, a
+//! switch output queue), so the queues are lists threaded through the packets'
+//! `next` field ([`crate::sim::PktList`]).
 
 use crate::engine::Time;
 
@@ -131,6 +134,7 @@ pub mod flag {
 
 /// One packet in flight.
 #[derive(Clone, Copy, Debug, Default)]
+#[repr(C, align(64))]
 pub struct Packet {
     /// Source and destination LIDs (LRH).
     pub slid: u16,
@@ -150,8 +154,11 @@ pub struct Packet {
     pub in_gp: u32,
     /// When the packet's last byte reaches the node holding it.
     pub tail_at: Time,
-    /// When the packet was created.
-    pub born: Time,
+    /// On a link: the sequence number of its arrival event (the run's
+    /// `(time, sequence)` order).
+    pub(crate) seq: u64,
+    /// The next packet in the same queue ([`crate::sim::NONE`] at the tail).
+    pub(crate) next: u32,
     /// BTH opcode, stored as [`Opcode`].
     pub opcode: Opcode,
     /// Service level (LRH).
@@ -183,6 +190,6 @@ mod tests {
         assert_eq!(Opcode::UdSendOnly.wire_bytes(hdr::MAD, false), 290);
         assert_eq!(blocks(4138), 65);
         assert_eq!(blocks(64), 1);
-        assert_eq!(std::mem::size_of::<Packet>(), 56);
+        assert_eq!(std::mem::size_of::<Packet>(), 64);
     }
 }

@@ -17,7 +17,7 @@ use crate::SimError;
 use crate::config::{EngineConfig, IbConfig, VlArbConfig};
 use crate::deadlock::DeadlockReport;
 use crate::engine::time::Serializer;
-use crate::engine::{DropReason, Fifo, Ledger, PackedQueue, PacketId, Slab, Time, TraceHash};
+use crate::engine::{DropReason, Ledger, PackedQueue, PacketId, Slab, Time, TraceHash};
 use crate::ib::hca::{CaPort, Cqe, Qp};
 use crate::metrics::Stats;
 use crate::net::ArbState;
@@ -25,6 +25,84 @@ use crate::packet::Packet;
 
 /// "None" for `u32` ids.
 pub(crate) const NONE: u32 = u32::MAX;
+
+/// A FIFO of packets threaded through their `next` field: a link's packets in
+/// flight or a switch output queue. Pushing and popping touch only the list (12
+/// bytes) and the packets themselves, which the caller reads anyway.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PktList {
+    pub(crate) head: u32,
+    tail: u32,
+    pub(crate) len: u32,
+}
+
+impl Default for PktList {
+    fn default() -> Self {
+        PktList {
+            head: NONE,
+            tail: NONE,
+            len: 0,
+        }
+    }
+}
+
+impl PktList {
+    /// Append `p`; true when the list was empty.
+    #[inline]
+    pub(crate) fn push(&mut self, pkts: &mut Slab<Packet>, p: PacketId) -> bool {
+        pkts[p].next = NONE;
+        self.len += 1;
+        if self.head == NONE {
+            self.head = p;
+            self.tail = p;
+            true
+        } else {
+            pkts[self.tail].next = p;
+            self.tail = p;
+            false
+        }
+    }
+
+    /// Remove the head.
+    #[inline]
+    pub(crate) fn pop(&mut self, pkts: &Slab<Packet>) -> Option<PacketId> {
+        let p = self.head;
+        if p == NONE {
+            return None;
+        }
+        self.head = pkts[p].next;
+        self.len -= 1;
+        if self.head == NONE {
+            self.tail = NONE;
+        }
+        Some(p)
+    }
+
+    /// The head, left in place.
+    #[inline]
+    pub(crate) fn front(&self) -> Option<PacketId> {
+        (self.head != NONE).then_some(self.head)
+    }
+
+    /// True when empty.
+    #[inline]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.head == NONE
+    }
+
+    /// The packets, head first.
+    pub(crate) fn iter<'a>(&self, pkts: &'a Slab<Packet>) -> impl Iterator<Item = PacketId> + 'a {
+        let mut p = self.head;
+        std::iter::from_fn(move || {
+            if p == NONE {
+                return None;
+            }
+            let r = p;
+            p = pkts[p].next;
+            Some(r)
+        })
+    }
+}
 
 /// The closed set of events. Each is a few bytes and `Copy`; the payload is a
 /// component id, never a pointer.
@@ -175,10 +253,11 @@ pub struct Sim {
     /// Credit returns on their way back to this transmitter, sorted by arrival: (arrival, vl, blocks).
     pub(crate) credit_fifo: Vec<VecDeque<(Time, u8, u32)>>,
     /// Switch output queues `[gp * (nvl + 1) + vl]`, the last one per port for VL15.
-    pub(crate) oq: Vec<VecDeque<PacketId>>,
+    pub(crate) oq: Vec<PktList>,
     pub(crate) arb: Vec<ArbState>,
-    /// Packets on the wire, per link direction.
-    pub(crate) link_fifo: Vec<Fifo<PacketId>>,
+    /// Packets on the wire, per link direction, in arrival order; the head's
+    /// arrival is the link's one event in the queue.
+    pub(crate) link_fifo: Vec<PktList>,
     /// Input buffer blocks in use, `[gp * nvl + vl]`.
     pub(crate) in_used: Vec<u32>,
     pub(crate) last_tx: Vec<Time>,
@@ -339,9 +418,9 @@ impl Sim {
             nvl,
             credits,
             credit_fifo: vec![VecDeque::new(); np],
-            oq: vec![VecDeque::new(); np * (nvl + 1)],
+            oq: vec![PktList::default(); np * (nvl + 1)],
             arb: vec![ArbState::default(); np],
-            link_fifo: vec![Fifo::default(); np],
+            link_fifo: vec![PktList::default(); np],
             in_used: vec![0; np * nvl],
             last_tx: vec![Time::ZERO; np],
             lft,
@@ -455,7 +534,7 @@ impl Sim {
             if !self.cq_notify.is_empty() {
                 return RunStatus::Completion;
             }
-            let Some(t) = self.q.peek_time() else {
+            let Some((t, ev)) = self.q.first() else {
                 if self.pkts.live() > 0 {
                     let rep = crate::deadlock::find(self).unwrap_or_else(|| DeadlockReport::stuck(self));
                     self.deadlock = Some(rep.clone());
@@ -470,18 +549,20 @@ impl Sim {
                 self.now = until.max(self.now);
                 return RunStatus::TimeLimit;
             }
-            let (t, ev) = self.q.peek().expect("peeked");
             self.now = t;
             self.stats.events += 1;
             self.trace.fold(t.0);
             self.trace.fold(ev.hash_word());
             if let Event::Arrive { dir } = ev {
-                let (p, next) = self.link_fifo[dir as usize].pop().expect("arrival FIFO has a head");
-                match next {
-                    Some((nt, ns)) => self.q.replace_top(nt, ns, ev),
-                    None => {
-                        self.q.pop();
-                    }
+                let p = self.link_fifo[dir as usize]
+                    .pop(&self.pkts)
+                    .expect("arrival FIFO has a head");
+                let next = self.pkts[p].next;
+                if next == NONE {
+                    self.q.pop();
+                } else {
+                    let nt = self.arrival_time(dir, &self.pkts[next]);
+                    self.q.replace_top(nt, self.pkts[next].seq, ev);
                 }
                 self.dispatch_arrival(self.ports[dir as usize].peer, p);
                 continue;

@@ -98,6 +98,15 @@ pub struct InProcess {
     outbox: VecDeque<Box<[u8; MAD_LEN]>>,
     pool: Vec<Box<[u8; MAD_LEN]>>,
     faults: BTreeMap<Guid, Fault>,
+    /// Cabling as flat arrays, kept in step with `fabric` by [`InProcess::link`] and
+    /// [`InProcess::unlink`]: port (n, p) is slot `port_off[n] + p`; its peer node
+    /// (`u32::MAX` = none) and peer port. Directed-route forwarding reads these instead
+    /// of walking the model's link list.
+    port_off: Vec<u32>,
+    peer_node: Vec<u32>,
+    peer_port: Vec<u8>,
+    num_ports: Vec<u8>,
+    is_switch: Vec<bool>,
     /// Counters.
     pub stats: InProcessStats,
 }
@@ -110,6 +119,8 @@ impl std::fmt::Debug for InProcess {
             .finish()
     }
 }
+
+const NO_PEER: u32 = u32::MAX;
 
 /// LinearFDBCap the agents report: the whole unicast LID space (IBA: 0xC000 entries).
 pub const LINEAR_FDB_CAP: u16 = 0xc000;
@@ -143,15 +154,61 @@ impl InProcess {
                 sl2vl: BTreeMap::new(),
             })
             .collect();
-        InProcess {
+        let mut port_off = Vec::with_capacity(fabric.nodes.len() + 1);
+        let mut total = 0u32;
+        for n in &fabric.nodes {
+            port_off.push(total);
+            total += n.ports.len() as u32;
+        }
+        port_off.push(total);
+        let num_ports = fabric.nodes.iter().map(|n| n.num_ports()).collect();
+        let is_switch = fabric.nodes.iter().map(|n| n.kind == NodeKind::Switch).collect();
+        let mut me = InProcess {
             fabric,
             sm,
             agents,
             outbox: VecDeque::new(),
             pool: Vec::new(),
             faults: BTreeMap::new(),
+            port_off,
+            peer_node: vec![NO_PEER; total as usize],
+            peer_port: vec![0; total as usize],
+            num_ports,
+            is_switch,
             stats: InProcessStats::default(),
+        };
+        for i in 0..me.fabric.nodes.len() {
+            for p in 0..me.fabric.nodes[i].ports.len() {
+                me.refresh_peer(NodeId(i as u32), p as u8);
+            }
         }
+        me
+    }
+
+    /// Copy the cabling of (n, p) from the model into the flat peer table.
+    fn refresh_peer(&mut self, n: NodeId, p: u8) {
+        let Some(slot) = self.slot(n, p) else { return };
+        match self.fabric.peer(n, p) {
+            Some((peer, _)) => {
+                self.peer_node[slot] = peer.node.0;
+                self.peer_port[slot] = peer.port;
+            }
+            None => self.peer_node[slot] = NO_PEER,
+        }
+    }
+
+    #[inline]
+    fn slot(&self, n: NodeId, p: u8) -> Option<usize> {
+        let i = self.port_off[n.idx()] as usize + p as usize;
+        (i < self.port_off[n.idx() + 1] as usize).then_some(i)
+    }
+
+    /// The far end of (n, p), if cabled.
+    #[inline]
+    fn peer(&self, n: NodeId, p: u8) -> Option<(NodeId, u8)> {
+        let i = self.slot(n, p)?;
+        let pn = self.peer_node[i];
+        (pn != NO_PEER).then(|| (NodeId(pn), self.peer_port[i]))
     }
 
     /// The model (cabling as it is now).
@@ -188,6 +245,7 @@ impl InProcess {
             return false;
         }
         for (node, port) in [(n, p), (peer.node, peer.port)] {
+            self.refresh_peer(node, port);
             self.agents[node.idx()].ports[port as usize].state = PortState::Down;
             self.link_changed(node);
         }
@@ -198,6 +256,7 @@ impl InProcess {
     pub fn link(&mut self, a: NodeId, pa: u8, b: NodeId, pb: u8, rate: LinkRate) -> Result<(), fabric::ModelError> {
         self.fabric.connect(a, pa, b, pb, rate, 2.0)?;
         for (node, port) in [(a, pa), (b, pb)] {
+            self.refresh_peer(node, port);
             self.agents[node.idx()].ports[port as usize].state = PortState::Init;
             self.link_changed(node);
         }
@@ -381,14 +440,23 @@ impl InProcess {
                 }
                 let ag = &mut self.agents[node.idx()];
                 let lo = block * attr::lft::BLOCK;
+                let hi = lo + attr::lft::BLOCK;
                 if req.method == Method::Set {
-                    if ag.lft.len() < lo + attr::lft::BLOCK {
-                        ag.lft.resize(lo + attr::lft::BLOCK, attr::lft::DROP);
+                    if ag.lft.len() < hi {
+                        // Hold the table up to LinearFDBTop at once (a real switch has
+                        // its LinearFDBCap entries), not one block more per Set.
+                        let top = (ag.fdb_top as usize / attr::lft::BLOCK + 1) * attr::lft::BLOCK;
+                        ag.lft.resize(hi.max(top), attr::lft::DROP);
                     }
-                    ag.lft[lo..lo + attr::lft::BLOCK].copy_from_slice(&req.data);
+                    ag.lft[lo..hi].copy_from_slice(&req.data);
                 }
-                for (i, d) in data.iter_mut().enumerate() {
-                    *d = ag.lft.get(lo + i).copied().unwrap_or(attr::lft::DROP);
+                match ag.lft.get(lo..hi) {
+                    Some(b) => data.copy_from_slice(b),
+                    None => {
+                        data.fill(attr::lft::DROP);
+                        let held = ag.lft.get(lo..).unwrap_or(&[]);
+                        data[..held.len()].copy_from_slice(held);
+                    }
                 }
                 (0, data)
             }
@@ -424,22 +492,20 @@ impl Transport for InProcess {
             return Ok(());
         };
         let (sm_node, sm_port) = self.sm;
-        let np = |f: &Fabric, n: NodeId| f.nodes[n.idx()].num_ports();
-        let is_sw = |f: &Fabric, n: NodeId| f.nodes[n.idx()].kind == NodeKind::Switch;
         // Outgoing.
         let mut at = sm_node;
         let mut in_port = sm_port;
-        let mut step = dr.originate(np(&self.fabric, at));
+        let mut step = dr.originate(self.num_ports[at.idx()]);
         loop {
             match step {
                 DrStep::Deliver => break,
                 DrStep::Forward(p) => {
                     // A CA SM may only leave by its own port.
-                    if at == sm_node && !is_sw(&self.fabric, at) && p != sm_port {
+                    if at == sm_node && !self.is_switch[at.idx()] && p != sm_port {
                         self.stats.dropped += 1;
                         return Ok(());
                     }
-                    let Some((peer, _)) = self.fabric.peer(at, p) else {
+                    let Some((peer, peer_port)) = self.peer(at, p) else {
                         self.stats.dropped += 1;
                         return Ok(());
                     };
@@ -448,9 +514,9 @@ impl Transport for InProcess {
                         return Ok(());
                     }
                     self.stats.hops += 1;
-                    at = peer.node;
-                    in_port = peer.port;
-                    step = dr.receive(in_port, is_sw(&self.fabric, at), np(&self.fabric, at));
+                    at = peer;
+                    in_port = peer_port;
+                    step = dr.receive(in_port, self.is_switch[at.idx()], self.num_ports[at.idx()]);
                 }
                 _ => {
                     self.stats.dropped += 1;
@@ -458,8 +524,11 @@ impl Transport for InProcess {
                 }
             }
         }
-        let guid = self.fabric.nodes[at.idx()].node_guid;
-        let fault = self.faults.get(&guid).copied();
+        let fault = if self.faults.is_empty() {
+            None
+        } else {
+            self.faults.get(&self.fabric.nodes[at.idx()].node_guid).copied()
+        };
         if fault == Some(Fault::Silent) {
             self.stats.dropped += 1;
             return Ok(());
@@ -478,18 +547,18 @@ impl Transport for InProcess {
         let Route::Directed(mut dr) = resp.route else {
             unreachable!("request was directed")
         };
-        let mut step = dr.respond(np(&self.fabric, at));
+        let mut step = dr.respond(self.num_ports[at.idx()]);
         loop {
             match step {
                 DrStep::Deliver => break,
                 DrStep::Forward(p) => {
-                    let Some((peer, _)) = self.fabric.peer(at, p) else {
+                    let Some((peer, peer_port)) = self.peer(at, p) else {
                         self.stats.dropped += 1;
                         return Ok(());
                     };
                     self.stats.hops += 1;
-                    at = peer.node;
-                    step = dr.receive(peer.port, is_sw(&self.fabric, at), np(&self.fabric, at));
+                    at = peer;
+                    step = dr.receive(peer_port, self.is_switch[at.idx()], self.num_ports[at.idx()]);
                 }
                 _ => {
                     self.stats.dropped += 1;

@@ -20,6 +20,7 @@
 //! lists what changed.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::hash::BuildHasherDefault;
 use std::time::Instant;
 
 use fabric::{Fabric, Guid, IbSpeed, IbWidth, LinkRate, NodeId, NodeKind, NodeSpec};
@@ -260,11 +261,10 @@ pub struct SubnetManager {
     pub opts: SweepOptions,
     /// LIDs handed out so far (OpenSM's guid2lid cache).
     pub guid2lid: Guid2Lid,
-    /// The fabric as last discovered, and its tables.
+    /// The fabric as last discovered, and its tables. The tables are also what this SM
+    /// last programmed: the next heavy sweep sends only LFT blocks that differ.
     pub fabric: Option<Fabric>,
     pub tables: Option<RoutingTables>,
-    /// LFT as programmed per switch GUID.
-    programmed: BTreeMap<Guid, Vec<u8>>,
     last_links: BTreeSet<(Guid, u8, Guid, u8)>,
     last_nodes: BTreeSet<Guid>,
     /// DR paths of known switches, for light sweeps.
@@ -295,15 +295,70 @@ impl std::fmt::Debug for SubnetManager {
 /// DR path, the parsed response.
 type ReplyHandler<'a> = dyn FnMut(&mut SubnetManager, &mut Exchange, Req, &[u8], &Smp) + 'a;
 
+/// What [`SubnetManager::pump_fed`] calls when its queue runs dry, to queue more
+/// requests (producing them as the window opens instead of all up front).
+type Feed<'a> = dyn FnMut(&mut SubnetManager, &mut Exchange) + 'a;
+
+/// One encoded request MAD (recycled through [`Exchange::pool`]).
+type Mad = Box<[u8; MAD_LEN]>;
+
 /// Per-sweep exchange state: the request queue, outstanding requests, counters.
+/// Requests are kept as the bytes sent, so a resend is the same MAD and a reply's DR
+/// path and attribute are read back from the request.
 struct Exchange {
-    queue: VecDeque<(Req, Vec<u8>, Smp)>,
-    pending: HashMap<u64, (Req, Vec<u8>, Smp, u8)>,
+    queue: VecDeque<(Req, Mad)>,
+    pending: HashMap<u64, (Req, Mad, u8), BuildHasherDefault<TidHasher>>,
+    pool: Vec<Mad>,
     sent: u64,
     received: u64,
     resends: u64,
     issues: Vec<Issue>,
     traps: Vec<u16>,
+}
+
+impl Exchange {
+    fn new() -> Exchange {
+        Exchange {
+            queue: VecDeque::new(),
+            pending: HashMap::default(),
+            pool: Vec::new(),
+            sent: 0,
+            received: 0,
+            resends: 0,
+            issues: Vec::new(),
+            traps: Vec::new(),
+        }
+    }
+}
+
+/// Hasher for transaction ids (distinct small integers): one multiply, no SipHash.
+#[derive(Default)]
+struct TidHasher(u64);
+
+impl std::hash::Hasher for TidHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ b as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = v.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}
+
+/// The DR path (egress ports, hop 1 first) of an encoded request.
+fn mad_path(mad: &[u8; MAD_LEN]) -> &[u8] {
+    let p = wire::mad::smp::Packet::new_unchecked(&mad[..]);
+    let n = p.hop_cnt().min(wire::mad::smp::MAX_HOPS) as usize;
+    &mad[128 + 1..128 + 1 + n]
+}
+
+/// The attribute of an encoded request.
+fn mad_attr(mad: &[u8; MAD_LEN]) -> AttrId {
+    AttrId::from(u16::from_be_bytes([mad[16], mad[17]]))
 }
 
 impl SubnetManager {
@@ -315,7 +370,6 @@ impl SubnetManager {
             guid2lid: Guid2Lid::default(),
             fabric: None,
             tables: None,
-            programmed: BTreeMap::new(),
             last_links: BTreeSet::new(),
             last_nodes: BTreeSet::new(),
             switch_paths: Vec::new(),
@@ -334,17 +388,17 @@ impl SubnetManager {
         &mut self,
         x: &mut Exchange,
         req: Req,
-        path: Vec<u8>,
+        path: &[u8],
         method: Method,
         attr: AttrId,
         attr_mod: u32,
         data: [u8; 64],
     ) {
-        let dr = match DrRoute::new(&path) {
+        let dr = match DrRoute::new(path) {
             Ok(d) => d,
             Err(e) => {
                 x.issues.push(Issue::Transport {
-                    error: format!("DR path {}: {e}", path_str(&path)),
+                    error: format!("DR path {}: {e}", path_str(path)),
                 });
                 return;
             }
@@ -354,22 +408,49 @@ impl SubnetManager {
         let mut smp = Smp::get(attr, attr_mod, tid, Route::Directed(dr));
         smp.method = method;
         smp.data = data;
-        x.queue.push_back((req, path, smp));
+        let mut mad = x.pool.pop().unwrap_or_else(|| Box::new([0; MAD_LEN]));
+        if let Err(e) = smp.to_bytes(&mut mad[..]) {
+            x.issues.push(Issue::Transport { error: e.to_string() });
+            x.pool.push(mad);
+            return;
+        }
+        x.queue.push_back((req, mad));
     }
 
-    fn get(&mut self, x: &mut Exchange, req: Req, path: Vec<u8>, attr: AttrId, attr_mod: u32) {
+    fn get(&mut self, x: &mut Exchange, req: Req, path: &[u8], attr: AttrId, attr_mod: u32) {
         self.enqueue(x, req, path, Method::Get, attr, attr_mod, [0; 64]);
     }
 
-    /// Send queued requests and hand every answer to `on_reply` until nothing is
-    /// queued or outstanding. Unanswered requests are resent, then reported.
+    /// [`SubnetManager::pump_fed`] with everything already queued.
     fn pump(&mut self, tr: &mut dyn Transport, x: &mut Exchange, on_reply: &mut ReplyHandler<'_>) {
+        self.pump_fed(tr, x, on_reply, &mut |_, _| {});
+    }
+
+    /// The next request to send: the queue's head, after asking `feed` for more when
+    /// the queue is empty.
+    fn next_request(&mut self, x: &mut Exchange, feed: &mut Feed<'_>) -> Option<(Req, Mad)> {
+        if x.queue.is_empty() {
+            feed(self, x);
+        }
+        x.queue.pop_front()
+    }
+
+    /// Send queued requests (and what `feed` adds when the queue runs dry) and hand
+    /// every answer to `on_reply` until nothing is queued or outstanding. Unanswered
+    /// requests are resent, then reported.
+    fn pump_fed(
+        &mut self,
+        tr: &mut dyn Transport,
+        x: &mut Exchange,
+        on_reply: &mut ReplyHandler<'_>,
+        feed: &mut Feed<'_>,
+    ) {
         loop {
             while x.pending.len() < self.opts.max_in_flight.max(1) {
-                let Some((req, path, smp)) = x.queue.pop_front() else {
+                let Some((req, mad)) = self.next_request(x, feed) else {
                     break;
                 };
-                self.transmit(tr, x, req, path, smp, 0);
+                self.transmit(tr, x, req, mad, 0);
             }
             if x.pending.is_empty() && x.queue.is_empty() {
                 // Nothing asked: do not wait out a real transport's receive timeout.
@@ -386,53 +467,56 @@ impl SubnetManager {
                 }
                 // Keep the wire full while answers arrive.
                 while x.pending.len() < self.opts.max_in_flight.max(1) {
-                    let Some((req, path, smp)) = x.queue.pop_front() else {
+                    let Some((req, mad)) = self.next_request(x, feed) else {
                         break;
                     };
-                    self.transmit(tr, x, req, path, smp, 0);
+                    self.transmit(tr, x, req, mad, 0);
                 }
             }
             if x.pending.is_empty() && x.queue.is_empty() {
-                break;
+                feed(self, x);
+                if x.queue.is_empty() {
+                    break;
+                }
+                continue;
             }
             if !got_any && !x.pending.is_empty() {
                 // Timeout round: resend or give up, in tid order (deterministic).
                 let mut tids: Vec<u64> = x.pending.keys().copied().collect();
                 tids.sort_unstable();
                 for tid in tids {
-                    let (req, path, smp, tries) = x.pending.remove(&tid).expect("pending");
+                    let (req, mad, tries) = x.pending.remove(&tid).expect("pending");
                     if tries < self.opts.retries {
                         x.resends += 1;
-                        self.transmit(tr, x, req, path, smp, tries + 1);
+                        self.transmit(tr, x, req, mad, tries + 1);
                     } else {
                         x.issues.push(Issue::NoAnswer {
-                            path,
-                            attr: smp.attr_id.name(),
+                            path: mad_path(&mad).to_vec(),
+                            attr: mad_attr(&mad).name(),
                         });
+                        x.pool.push(mad);
                     }
                 }
             }
         }
     }
 
-    fn transmit(&mut self, tr: &mut dyn Transport, x: &mut Exchange, req: Req, path: Vec<u8>, smp: Smp, tries: u8) {
-        let mut b = [0u8; MAD_LEN];
-        if let Err(e) = smp.to_bytes(&mut b) {
-            x.issues.push(Issue::Transport { error: e.to_string() });
-            return;
-        }
-        match tr.send(&b) {
+    fn transmit(&mut self, tr: &mut dyn Transport, x: &mut Exchange, req: Req, mad: Mad, tries: u8) {
+        match tr.send(&mad) {
             Ok(()) => {
                 x.sent += 1;
-                x.pending.insert(smp.tid, (req, path, smp, tries));
+                let tid = u64::from_be_bytes(mad[8..16].try_into().expect("8 bytes"));
+                x.pending.insert(tid, (req, mad, tries));
             }
-            Err(e) => x.issues.push(Issue::Transport { error: e.to_string() }),
+            Err(e) => {
+                x.issues.push(Issue::Transport { error: e.to_string() });
+                x.pool.push(mad);
+            }
         }
     }
 
     fn dispatch(&mut self, x: &mut Exchange, len: usize, on_reply: &mut ReplyHandler<'_>) {
-        let bytes: [u8; MAD_LEN] = *self.buf;
-        let bytes = &bytes[..len.min(MAD_LEN)];
+        let bytes = &self.buf[..len.min(MAD_LEN)];
         // The TID sits in the common header (bytes 8..16) even when the rest is short.
         let tid = if len >= 16 {
             u64::from_be_bytes(bytes[8..16].try_into().expect("8 bytes"))
@@ -440,24 +524,26 @@ impl SubnetManager {
             0
         };
         if len < MAD_LEN {
-            if let Some((_, path, smp, _)) = x.pending.remove(&tid) {
+            if let Some((_, mad, _)) = x.pending.remove(&tid) {
                 x.issues.push(Issue::Truncated {
-                    path,
-                    attr: smp.attr_id.name(),
+                    path: mad_path(&mad).to_vec(),
+                    attr: mad_attr(&mad).name(),
                     len,
                 });
+                x.pool.push(mad);
             }
             return;
         }
         let resp = match Smp::from_bytes(bytes) {
             Ok(r) => r,
             Err(e) => {
-                if let Some((_, path, smp, _)) = x.pending.remove(&tid) {
+                if let Some((_, mad, _)) = x.pending.remove(&tid) {
                     x.issues.push(Issue::Unparsable {
-                        path,
-                        attr: smp.attr_id.name(),
+                        path: mad_path(&mad).to_vec(),
+                        attr: mad_attr(&mad).name(),
                         error: e.to_string(),
                     });
+                    x.pool.push(mad);
                 }
                 return;
             }
@@ -473,26 +559,26 @@ impl SubnetManager {
             }
             return;
         }
-        let Some((req, path, smp, _)) = x.pending.remove(&resp.tid) else {
+        let Some((req, mad, _)) = x.pending.remove(&resp.tid) else {
             return;
         };
-        if resp.attr_id != smp.attr_id {
+        let asked = mad_attr(&mad);
+        if resp.attr_id != asked {
             x.issues.push(Issue::WrongAttribute {
-                path,
-                expected: smp.attr_id.name(),
+                path: mad_path(&mad).to_vec(),
+                expected: asked.name(),
                 got: u16::from(resp.attr_id),
             });
-            return;
-        }
-        if resp.status != 0 {
+        } else if resp.status != 0 {
             x.issues.push(Issue::BadStatus {
-                path,
-                attr: smp.attr_id.name(),
+                path: mad_path(&mad).to_vec(),
+                attr: asked.name(),
                 status: resp.status,
             });
-            return;
+        } else {
+            on_reply(self, x, req, mad_path(&mad), &resp);
         }
-        on_reply(self, x, req, &path, &resp);
+        x.pool.push(mad);
     }
 
     /// Discover the fabric; returns the nodes found.
@@ -505,7 +591,7 @@ impl SubnetManager {
                 parent: u32::MAX,
                 port: 0,
             },
-            Vec::new(),
+            &[],
             AttrId::NodeInfo,
             0,
         );
@@ -535,7 +621,7 @@ impl SubnetManager {
                                 sm.get(
                                     x,
                                     Req::PortInfo { node: k, port: lp },
-                                    path.to_vec(),
+                                    path,
                                     AttrId::PortInfo,
                                     lp as u32,
                                 );
@@ -579,17 +665,11 @@ impl SubnetManager {
                 }
                 nodes.push(n);
                 by_guid.insert(ni.node_guid, k);
-                sm.get(x, Req::NodeDesc { node: k }, path.to_vec(), AttrId::NodeDescription, 0);
+                sm.get(x, Req::NodeDesc { node: k }, path, AttrId::NodeDescription, 0);
                 if kind == NodeKind::Switch {
-                    sm.get(x, Req::SwitchInfo { node: k }, path.to_vec(), AttrId::SwitchInfo, 0);
+                    sm.get(x, Req::SwitchInfo { node: k }, path, AttrId::SwitchInfo, 0);
                     for p in 0..=np {
-                        sm.get(
-                            x,
-                            Req::PortInfo { node: k, port: p },
-                            path.to_vec(),
-                            AttrId::PortInfo,
-                            p as u32,
-                        );
+                        sm.get(x, Req::PortInfo { node: k, port: p }, path, AttrId::PortInfo, p as u32);
                     }
                 } else {
                     // The SM's own CA: its SM port (hop 0 reports LocalPortNum of it).
@@ -601,13 +681,7 @@ impl SubnetManager {
                     if parent == u32::MAX && (p as usize) < nodes[k as usize].port_guids.len() {
                         nodes[k as usize].port_guids[p as usize] = ni.port_guid;
                     }
-                    sm.get(
-                        x,
-                        Req::PortInfo { node: k, port: p },
-                        path.to_vec(),
-                        AttrId::PortInfo,
-                        p as u32,
-                    );
+                    sm.get(x, Req::PortInfo { node: k, port: p }, path, AttrId::PortInfo, p as u32);
                 }
             }
             Req::NodeDesc { node } => {
@@ -643,7 +717,7 @@ impl SubnetManager {
                 if extend {
                     let mut p2 = n.path.clone();
                     p2.push(port);
-                    sm.get(x, Req::NodeInfo { parent: node, port }, p2, AttrId::NodeInfo, 0);
+                    sm.get(x, Req::NodeInfo { parent: node, port }, &p2, AttrId::NodeInfo, 0);
                 }
             }
             Req::Set => {}
@@ -660,15 +734,7 @@ impl SubnetManager {
 
     fn heavy_sweep_from(&mut self, tr: &mut dyn Transport, found: Option<Vec<DNode>>) -> SweepReport {
         let mut rep = SweepReport::default();
-        let mut x = Exchange {
-            queue: VecDeque::new(),
-            pending: HashMap::new(),
-            sent: 0,
-            received: 0,
-            resends: 0,
-            issues: Vec::new(),
-            traps: Vec::new(),
-        };
+        let mut x = Exchange::new();
         self.need_heavy = false;
         let t0 = Instant::now();
         let nodes = match found {
@@ -811,7 +877,7 @@ impl SubnetManager {
         t: &RoutingTables,
         rep: &mut SweepReport,
     ) {
-        let _ = ids;
+        let _ = (f, ids);
         let max_lid = t.lid_owner.len().saturating_sub(1) as u16;
         // PortInfo:MasterSMLID of every port is this SM's LID (traps go there).
         let sm_lid = match nodes.first() {
@@ -820,6 +886,7 @@ impl SubnetManager {
             None => None,
         }
         .unwrap_or(fabric::Lid(0));
+        let mut pbuf = Vec::with_capacity(64);
         // 1. LIDs (PortInfo Set), SwitchInfo.
         for (i, n) in nodes.iter().enumerate() {
             let node = NodeId(i as u32);
@@ -834,8 +901,7 @@ impl SubnetManager {
                     };
                     let mut d = [0u8; 64];
                     let _ = pi.to_bytes(&mut d);
-                    let req = Req::Set;
-                    self.enqueue(x, req, n.path.clone(), Method::Set, AttrId::PortInfo, 0, d);
+                    self.enqueue(x, Req::Set, &n.path, Method::Set, AttrId::PortInfo, 0, d);
                 }
                 let si = attr::switch_info::Repr {
                     linear_fdb_top: max_lid,
@@ -844,8 +910,7 @@ impl SubnetManager {
                 };
                 let mut d = [0u8; 64];
                 let _ = si.to_bytes(&mut d);
-                let req = Req::Set;
-                self.enqueue(x, req, n.path.clone(), Method::Set, AttrId::SwitchInfo, 0, d);
+                self.enqueue(x, Req::Set, &n.path, Method::Set, AttrId::SwitchInfo, 0, d);
             } else {
                 for p in 1..=n.num_ports {
                     let Some(l) = t.lid_of(node, p) else { continue };
@@ -858,155 +923,168 @@ impl SubnetManager {
                     };
                     let mut d = [0u8; 64];
                     let _ = pi.to_bytes(&mut d);
-                    let path = self.end_path(nodes, i, p);
-                    let req = Req::Set;
-                    self.enqueue(x, req, path, Method::Set, AttrId::PortInfo, p as u32, d);
+                    end_path(nodes, i, p, self.sm_port_num, &mut pbuf);
+                    self.enqueue(x, Req::Set, &pbuf, Method::Set, AttrId::PortInfo, p as u32, d);
                 }
             }
         }
-        // 2. LFT blocks that changed, block-major across switches as OpenSM does.
+        // 2. LFT blocks that changed since this SM's last sweep, block-major across
+        // switches as OpenSM does, then SL2VL tables when several VLs are in use; both
+        // produced as the window opens (millions of blocks on a large fabric).
+        let switches: Vec<usize> = (0..nodes.len())
+            .filter(|&i| nodes[i].kind == NodeKind::Switch)
+            .collect();
+        let (old_f, old_t) = (self.fabric.take(), self.tables.take());
+        let old: Vec<Option<&[u8]>> = switches
+            .iter()
+            .map(|&i| {
+                let (of, ot) = (old_f.as_ref()?, old_t.as_ref()?);
+                let n = of.by_guid(nodes[i].guid)?;
+                (of.nodes[n.idx()].kind == NodeKind::Switch)
+                    .then(|| ot.lft.get(n.idx()).map_or(&[][..], |l| &l.ports[..]))
+            })
+            .collect();
+        // What the last sweep programmed covers its LinearFDBTop, in whole blocks.
+        let old_len = old_t.as_ref().map_or(0, |ot| {
+            (ot.lid_owner.len().saturating_sub(1) / attr::lft::BLOCK + 1) * attr::lft::BLOCK
+        });
+        let block_of = |src: &[u8], lo: usize| -> [u8; 64] {
+            let mut d = [NO_ROUTE; 64];
+            if lo < src.len() {
+                let hi = (lo + attr::lft::BLOCK).min(src.len());
+                d[..hi - lo].copy_from_slice(&src[lo..hi]);
+            }
+            d
+        };
         let blocks = (max_lid as usize / attr::lft::BLOCK) + 1;
-        let mut new_lfts: Vec<(usize, Vec<u8>)> = Vec::new();
-        for (i, n) in nodes.iter().enumerate() {
-            if n.kind != NodeKind::Switch {
-                continue;
-            }
-            let mut v = vec![NO_ROUTE; blocks * attr::lft::BLOCK];
-            let src = &t.lft[i].ports;
-            let k = src.len().min(v.len());
-            v[..k].copy_from_slice(&src[..k]);
-            new_lfts.push((i, v));
-        }
-        for b in 0..blocks {
-            let r = b * attr::lft::BLOCK..(b + 1) * attr::lft::BLOCK;
-            for (i, v) in &new_lfts {
-                let n = &nodes[*i];
-                let old = self.programmed.get(&n.guid);
-                let same = old.is_some_and(|o| o.get(r.clone()) == Some(&v[r.clone()]));
-                if let Some(o) = old {
-                    for (a, bb) in o.get(r.clone()).unwrap_or(&[]).iter().zip(&v[r.clone()]) {
-                        if a != bb {
-                            rep.lft_entries_changed += 1;
-                        }
+        let (mut b, mut k) = (0usize, 0usize);
+        let (mut sent, mut unchanged, mut changed) = (0u64, 0u64, 0u64);
+        // SL2VL cursor: (switch, input port, output port).
+        let (mut sk, mut si, mut so) = (0usize, 0usize, 0usize);
+        let mut sl2vl_sent = 0u64;
+        let mut feed = |sm: &mut SubnetManager, x: &mut Exchange| {
+            let mut queued = 0;
+            while b < blocks && !switches.is_empty() && queued < FEED_BATCH {
+                let i = switches[k];
+                let lo = b * attr::lft::BLOCK;
+                let d = block_of(&t.lft[i].ports, lo);
+                let same = match old[k] {
+                    Some(o) if lo + attr::lft::BLOCK <= old_len => {
+                        let ob = block_of(o, lo);
+                        changed += ob.iter().zip(&d).filter(|(a, c)| a != c).count() as u64;
+                        ob == d
                     }
-                }
+                    _ => false,
+                };
                 if same {
-                    rep.lft_blocks_unchanged += 1;
+                    unchanged += 1;
+                } else {
+                    sent += 1;
+                    queued += 1;
+                    let path = &nodes[i].path;
+                    sm.enqueue(x, Req::Set, path, Method::Set, AttrId::LinearFwdTable, b as u32, d);
+                }
+                k += 1;
+                if k == switches.len() {
+                    k = 0;
+                    b += 1;
+                }
+            }
+            let Some(s2v) = &t.sl2vl else { return };
+            while sk < switches.len() && queued < FEED_BATCH {
+                let i = switches[sk];
+                let ins = &s2v[i];
+                if si >= ins.len() {
+                    (sk, si, so) = (sk + 1, 0, 0);
+                    continue;
+                }
+                if so >= ins[si].len() {
+                    (si, so) = (si + 1, 0);
+                    continue;
+                }
+                let outp = so;
+                so += 1;
+                if outp == 0 {
                     continue;
                 }
                 let mut d = [0u8; 64];
-                d.copy_from_slice(&v[r.clone()]);
-                rep.lft_blocks_sent += 1;
-                let req = Req::Set;
-                self.enqueue(x, req, n.path.clone(), Method::Set, AttrId::LinearFwdTable, b as u32, d);
+                let _ = attr::sl2vl::Repr { vl: ins[si][outp] }.to_bytes(&mut d);
+                let am = ((si as u32) << 8) | outp as u32;
+                sl2vl_sent += 1;
+                queued += 1;
+                sm.enqueue(x, Req::Set, &nodes[i].path, Method::Set, AttrId::SlToVlTable, am, d);
             }
-        }
-        // 3. SL2VL when several VLs are in use.
-        if let Some(s2v) = &t.sl2vl {
-            for (i, n) in nodes.iter().enumerate() {
-                if n.kind != NodeKind::Switch {
-                    continue;
-                }
-                for (inp, outs) in s2v[i].iter().enumerate() {
-                    for (outp, m) in outs.iter().enumerate() {
-                        if outp == 0 {
-                            continue;
-                        }
-                        let mut d = [0u8; 64];
-                        let _ = attr::sl2vl::Repr { vl: *m }.to_bytes(&mut d);
-                        let am = ((inp as u32) << 8) | outp as u32;
-                        rep.sl2vl_sent += 1;
-                        let req = Req::Set;
-                        self.enqueue(x, req, n.path.clone(), Method::Set, AttrId::SlToVlTable, am, d);
-                    }
-                }
-            }
-        }
-        self.pump(tr, x, &mut |_, _, _, _, _| {});
-        for (i, v) in new_lfts {
-            self.programmed.insert(nodes[i].guid, v);
-        }
-        // 4. Port states: ARMED, then ACTIVE (OpenSM's link manager, reference §1.4).
+        };
+        self.pump_fed(tr, x, &mut |_, _, _, _, _| {}, &mut feed);
+        rep.lft_blocks_sent += sent;
+        rep.lft_blocks_unchanged += unchanged;
+        rep.lft_entries_changed += changed;
+        rep.sl2vl_sent += sl2vl_sent;
+        drop(old);
+        (self.fabric, self.tables) = (old_f, old_t);
+        // 3. Port states: ARMED, then ACTIVE (OpenSM's link manager, reference §1.4).
         let mut active = 0u64;
         for state in [PortState::Armed, PortState::Active] {
-            for (i, n) in nodes.iter().enumerate() {
-                for p in 0..=n.num_ports {
-                    let cabled = n.ports.get(p as usize).is_some_and(|d| d.peer.is_some());
-                    if !(cabled || (n.kind == NodeKind::Switch && p == 0)) {
+            let (mut i, mut p) = (0usize, 0u16);
+            let mut feed = |sm: &mut SubnetManager, x: &mut Exchange| {
+                let mut queued = 0;
+                while i < nodes.len() && queued < FEED_BATCH {
+                    let n = &nodes[i];
+                    if p > n.num_ports as u16 {
+                        (i, p) = (i + 1, 0);
+                        continue;
+                    }
+                    let port = p as u8;
+                    p += 1;
+                    let cabled = n.ports.get(port as usize).is_some_and(|d| d.peer.is_some());
+                    if !(cabled || (n.kind == NodeKind::Switch && port == 0)) {
                         continue;
                     }
                     // Already there (a re-sweep, or a switch's port 0 that is always
                     // ACTIVE): a Set would be refused as an illegal transition.
-                    let now = n.ports.get(p as usize).and_then(|d| d.state);
+                    let now = n.ports.get(port as usize).and_then(|d| d.state);
                     if now == Some(PortState::Active) || (state == PortState::Armed && now == Some(PortState::Armed)) {
                         if state == PortState::Active {
                             active += 1;
                         }
                         continue;
                     }
-                    let pi = attr::port_info::Repr {
+                    let mut pi = attr::port_info::Repr {
                         port_state: state,
                         master_sm_lid: sm_lid,
                         ..Default::default()
                     };
-                    let mut pi = pi;
                     // Keep the LID/LMC just programmed (a Set writes every field).
-                    let lp = if n.kind == NodeKind::Switch { 0 } else { p };
+                    let lp = if n.kind == NodeKind::Switch { 0 } else { port };
                     if let Some(l) = t.lid_of(NodeId(i as u32), lp) {
                         pi.lid = l;
                         pi.lmc = if n.kind == NodeKind::Switch { 0 } else { t.lmc };
                     }
                     let mut d = [0u8; 64];
                     let _ = pi.to_bytes(&mut d);
-                    let path = if n.kind == NodeKind::Switch {
-                        n.path.clone()
+                    if n.kind == NodeKind::Switch {
+                        pbuf.clear();
+                        pbuf.extend_from_slice(&n.path);
                     } else {
-                        self.end_path(nodes, i, p)
-                    };
-                    let req = Req::Set;
-                    self.enqueue(x, req, path, Method::Set, AttrId::PortInfo, p as u32, d);
+                        end_path(nodes, i, port, sm.sm_port_num, &mut pbuf);
+                    }
+                    sm.enqueue(x, Req::Set, &pbuf, Method::Set, AttrId::PortInfo, port as u32, d);
+                    queued += 1;
                     if state == PortState::Active {
                         active += 1;
                     }
                 }
-            }
-            self.pump(tr, x, &mut |_, _, _, _, _| {});
+            };
+            self.pump_fed(tr, x, &mut |_, _, _, _, _| {}, &mut feed);
         }
         rep.ports_active = active;
-        let _ = f;
-    }
-
-    /// DR path to port `p` of end node `i` (a CA is reached through its peer switch).
-    fn end_path(&self, nodes: &[DNode], i: usize, p: u8) -> Vec<u8> {
-        let n = &nodes[i];
-        // The SM's own port is local; another port of the SM's own CA is reached from
-        // outside, through the switch it is cabled to.
-        if n.path.is_empty() && (n.kind == NodeKind::Switch || p == self.sm_port_num.max(1)) {
-            return Vec::new();
-        }
-        match n.ports.get(p as usize).and_then(|d| d.peer) {
-            Some((sw, sp)) if nodes[sw as usize].kind == NodeKind::Switch => {
-                let mut v = nodes[sw as usize].path.clone();
-                v.push(sp);
-                v
-            }
-            _ => n.path.clone(),
-        }
     }
 
     /// Discovery alone (what a DISCOVERING or STANDBY SM may do): walk the fabric by
     /// directed route, record the other SMs' ports in [`SubnetManager::sm_ports`], and
     /// program nothing. Returns (switches, CAs, issues).
     pub fn discover_only(&mut self, tr: &mut dyn Transport) -> (usize, usize, Vec<Issue>) {
-        let mut x = Exchange {
-            queue: VecDeque::new(),
-            pending: HashMap::new(),
-            sent: 0,
-            received: 0,
-            resends: 0,
-            issues: Vec::new(),
-            traps: Vec::new(),
-        };
+        let mut x = Exchange::new();
         let nodes = self.discover(tr, &mut x);
         self.sm_ports = sm_ports_of(&nodes);
         self.seen_lids = lids_of(&nodes);
@@ -1028,24 +1106,10 @@ impl SubnetManager {
     /// true when a heavy sweep is due (PortStateChange set, a switch not answering, a
     /// Trap 128, or nothing swept yet).
     pub fn light_sweep(&mut self, tr: &mut dyn Transport) -> (bool, Vec<Issue>, Vec<u16>) {
-        let mut x = Exchange {
-            queue: VecDeque::new(),
-            pending: HashMap::new(),
-            sent: 0,
-            received: 0,
-            resends: 0,
-            issues: Vec::new(),
-            traps: Vec::new(),
-        };
+        let mut x = Exchange::new();
         let paths = self.switch_paths.clone();
         for (k, (_, p)) in paths.iter().enumerate() {
-            self.get(
-                &mut x,
-                Req::SwitchInfo { node: k as u32 },
-                p.clone(),
-                AttrId::SwitchInfo,
-                0,
-            );
+            self.get(&mut x, Req::SwitchInfo { node: k as u32 }, p, AttrId::SwitchInfo, 0);
         }
         let mut changed = false;
         self.pump(tr, &mut x, &mut |_, _, req, _, resp| {
@@ -1133,6 +1197,28 @@ fn lids_of(nodes: &[DNode]) -> BTreeMap<Guid, (fabric::Lid, fabric::Lid)> {
         }
     }
     m
+}
+
+/// Requests queued per call of a [`Feed`]: enough to keep any window full.
+const FEED_BATCH: usize = 256;
+
+/// DR path to port `p` of end node `i` into `out` (a CA is reached through its peer
+/// switch).
+fn end_path(nodes: &[DNode], i: usize, p: u8, sm_port: u8, out: &mut Vec<u8>) {
+    let n = &nodes[i];
+    out.clear();
+    // The SM's own port is local; another port of the SM's own CA is reached from
+    // outside, through the switch it is cabled to.
+    if n.path.is_empty() && (n.kind == NodeKind::Switch || p == sm_port.max(1)) {
+        return;
+    }
+    match n.ports.get(p as usize).and_then(|d| d.peer) {
+        Some((sw, sp)) if nodes[sw as usize].kind == NodeKind::Switch => {
+            out.extend_from_slice(&nodes[sw as usize].path);
+            out.push(sp);
+        }
+        _ => out.extend_from_slice(&n.path),
+    }
 }
 
 /// Move the exchange counters and issues into the report (issues of the exchange

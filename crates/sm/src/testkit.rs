@@ -284,8 +284,12 @@ pub fn random_irregular(seed: u64, switches: usize, extra: usize, cas: usize) ->
     f
 }
 
-/// The shared-formats directory (`../shared/formats` from the workspace root).
+/// The shared-formats directory (`../shared/formats` from the workspace root, or
+/// `$RDMALAB_SHARED/formats` when that variable is set, e.g. in a worktree elsewhere).
 pub fn shared_formats() -> std::path::PathBuf {
+    if let Some(d) = std::env::var_os("RDMALAB_SHARED") {
+        return std::path::PathBuf::from(d).join("formats");
+    }
     let here = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     here.join("../../../shared/formats")
 }

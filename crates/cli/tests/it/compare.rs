@@ -250,3 +250,76 @@ fn compare_runs_the_users_roce_config_as_a_variant() {
     ));
     assert!(e.contains("/nonexistent/config_db.json"), "{e}");
 }
+
+fn small_tcp() -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/small-tcp.toml")
+        .display()
+        .to_string()
+}
+
+/// Background TCP on the converged variants: every RoCEv2 variant reports it, the
+/// others say why they carry none, and the numbers in the report are the JSON's.
+#[test]
+fn compare_background_tcp_on_the_converged_variants() {
+    let mut runs = Vec::new();
+    let mut html = String::new();
+    let mut text = String::new();
+    for _ in 0..2 {
+        let dir = tempfile::tempdir().unwrap();
+        let o = rdmalab(&["compare", &small_tcp(), "--out", dir.path().to_str().unwrap()], None);
+        assert!(o.status.success(), "{}", err(&o));
+        let mut j: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.path().join("results.json")).unwrap()).unwrap();
+        strip_wall(&mut j);
+        runs.push(j);
+        html = std::fs::read_to_string(dir.path().join("report.html")).unwrap();
+        text = redact(&out(&o), dir.path());
+    }
+    insta::assert_snapshot!("compare_background_tcp_terminal_summary", text);
+    assert_eq!(runs[0], runs[1], "same seed, different results");
+    let vs = runs[0]["variants"].as_array().unwrap();
+    for v in vs {
+        let id = v["id"].as_str().unwrap();
+        let tcp = &v["tcp"];
+        if !id.starts_with("roce") {
+            assert!(tcp.is_null(), "{id} carries no background TCP");
+            continue;
+        }
+        assert_eq!(tcp["flows"], 8, "{id}");
+        assert_eq!(tcp["offered_gbps_per_flow"].as_f64().unwrap(), 40.0);
+        // The application offers 40 Gb/s; TCP delivers most of it within the short runs.
+        let good = tcp["goodput_gbps_per_flow"].as_f64().unwrap();
+        assert!(good > 30.0 && good <= 40.0, "{id}: goodput {good}");
+        // The collective loses what TCP takes of the NIC, no more than its share.
+        let quiet = tcp["quiet_busbw_gbs"].as_f64().unwrap();
+        let loaded = v["collectives"][0]["rows"].as_array().unwrap().last().unwrap()["busbw_per_nic"]
+            .as_f64()
+            .unwrap();
+        assert!(
+            loaded < quiet && loaded > 0.8 * quiet,
+            "{id}: busbw {loaded} with TCP vs {quiet} without"
+        );
+        assert!(tcp["quiet_p99_us"].as_f64().unwrap() < v["latency"]["p99_us"].as_f64().unwrap());
+        assert_eq!(
+            tcp["drops"].as_u64().unwrap(),
+            tcp["drop_reasons"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|r| r[1].as_u64().unwrap())
+                .sum::<u64>()
+        );
+        // Every TCP figure of the report's table is the JSON's, as printed.
+        for cell in [format!("{good:.2}"), format!("{quiet:.1}")] {
+            assert!(
+                html.contains(&format!("<td>{cell}</td>")),
+                "{id}: {cell} not in the report"
+            );
+            assert!(text.contains(&cell), "{id}: {cell} not in the terminal summary");
+        }
+    }
+    assert!(html.contains("<table id=\"tcp\""));
+    assert!(text.contains("none: InfiniBand has no lossy Ethernet class"), "{text}");
+    assert!(text.contains("none: IPoIB is itself the TCP"), "{text}");
+}

@@ -25,6 +25,21 @@ fn scenario_show_round_trips_through_check() {
     );
 }
 
+/// The documented background-TCP example is a valid scenario that differs from
+/// the default only in its name and its background load.
+#[test]
+fn scenario_background_tcp_example_checks() {
+    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/lab/rail-16x8-400g-tcp.toml");
+    let c = rdmalab(&["scenario", "check", p.to_str().unwrap()], None);
+    assert!(c.status.success(), "{}", err(&c));
+    let example = lab::Scenario::load(&p).unwrap();
+    let mut default = lab::Scenario::default_rail();
+    assert_eq!(example.workload.background_tcp_load, 0.1);
+    default.name = example.name.clone();
+    default.workload.background_tcp_load = 0.1;
+    assert_eq!(example, default);
+}
+
 #[test]
 fn scenario_check_names_file_line_and_field() {
     let dir = tempfile::tempdir().unwrap();

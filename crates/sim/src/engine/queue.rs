@@ -1,6 +1,7 @@
-//! The event queue: a binary min-heap ordered by `(time, insertion sequence)`, so
-//! events at the same picosecond run in the order they were scheduled and every
-//! run repeats exactly.
+//! The event queues, ordered by `(time, insertion sequence)`, so events at the
+//! same picosecond run in the order they were scheduled and every run repeats
+//! exactly: [`PackedQueue`] (a calendar queue of packed keys, the simulators' hot
+//! queue) and [`EventQueue`] (a binary heap for events of any type).
 //!
 //! ```text
 //!   link FIFOs (one per link direction, arrivals in time order)
@@ -15,8 +16,8 @@
 //! sequence number when it is scheduled, and the head enters the heap with that
 //! stamp, so the pop order is exactly the order a single heap holding every event
 //! would give (a later FIFO entry cannot be earlier than the head it follows).
-//! Cost: O(log h) per event with h = timers + non-empty FIFOs (a few thousand on a
-//! 432-host fabric) instead of O(log packets-in-flight).
+//! The queue then holds timers + non-empty FIFOs (a few thousand on a 432-host
+//! fabric) instead of every packet in flight.
 //!
 //! Cancellation is lazy: components stamp their timer events (a wake time or an
 //! epoch) and ignore a popped event whose stamp is stale.
@@ -50,14 +51,109 @@ impl Packed for u32 {
 pub const EV_BITS: u32 = 28;
 const SEQ_BITS: u32 = 64 - EV_BITS;
 
-/// The simulator's hot queue, ordered by `(time, sequence)` like [`EventQueue`]: a 4-ary min-heap of
-/// packed `u128` keys. Four children per node halve the depth of a binary heap
-/// and sit in one 64-byte cache line; 16-byte entries keep a heap of thousands
-/// of pending events inside L2. Sequence numbers have 36 bits (6.8 × 10^10
-/// events per run).
+/// A 4-ary min-heap of packed `u128` keys: four children per node halve the
+/// depth of a binary heap and sit in one 64-byte cache line. [`PackedQueue`]
+/// keeps its far-future events here.
+#[derive(Debug, Default)]
+struct Heap4 {
+    h: Vec<u128>,
+}
+
+impl Heap4 {
+    #[inline]
+    fn push(&mut self, k: u128) {
+        let h = &mut self.h;
+        let mut i = h.len();
+        h.push(k);
+        while i > 0 {
+            let parent = (i - 1) / 4;
+            if h[parent] <= k {
+                break;
+            }
+            h[i] = h[parent];
+            i = parent;
+        }
+        h[i] = k;
+    }
+
+    #[inline]
+    fn peek(&self) -> Option<u128> {
+        self.h.first().copied()
+    }
+
+    fn pop(&mut self) -> Option<u128> {
+        let last = self.h.pop()?;
+        if self.h.is_empty() {
+            return Some(last);
+        }
+        let top = self.h[0];
+        let h = &mut self.h;
+        let n = h.len();
+        let mut i = 0;
+        loop {
+            let c = 4 * i + 1;
+            if c >= n {
+                break;
+            }
+            let end = (c + 4).min(n);
+            let mut m = c;
+            let mut mk = h[c];
+            for (j, &v) in h[c + 1..end].iter().enumerate() {
+                if v < mk {
+                    mk = v;
+                    m = c + 1 + j;
+                }
+            }
+            if mk >= last {
+                break;
+            }
+            h[i] = mk;
+            i = m;
+        }
+        h[i] = last;
+        Some(top)
+    }
+}
+
+/// Width of a calendar slot: 2^10 ps (1.024 ns).
+const SLOT_SHIFT: u32 = 10;
+/// Slots in the calendar wheel: 4,096 × 1.024 ns = 4.2 µs ahead of the current slot.
+const NSLOTS: usize = 4096;
+const NWORDS: usize = NSLOTS / 64;
+
+/// The simulator's hot queue, ordered by `(time, sequence)` like [`EventQueue`]:
+/// a calendar queue of packed `u128` keys (`time (64) | sequence (36) | event (28)`).
+///
+/// ```text
+///   cur (slot s, sorted)   wheel: slot s+1 .. s+4095 (unsorted, bitmap of non-empty)   far: 4-ary heap
+///   [k3 k2 k1] ─► pop k1    [..] [k7 k5] [] [k9] ...                                      (≥ s+4096)
+/// ```
+///
+/// Time is cut into 1.024 ns slots. Events of the slot being drained sit sorted
+/// in `cur`; events of the next 4,095 slots sit unsorted in the wheel, one small
+/// vector per slot; anything later waits in a 4-ary heap and moves into the wheel
+/// when the wheel reaches it. A pop takes the last key of `cur`; when `cur` runs
+/// dry the next non-empty slot (found through a bitmap) is sorted and becomes
+/// `cur`. A push is an append to its slot's vector (a sorted insert when it lands
+/// in the current slot). On a fabric every event is scheduled a few hundred
+/// nanoseconds ahead, so almost nothing reaches the heap and both operations are
+/// O(1) with a handful of keys per slot: pops come out in exactly the order of a
+/// single heap holding every key (keys are unique, so the order is total).
+///
+/// Sequence numbers have 36 bits (6.8 × 10^10 events per run).
 #[derive(Debug)]
 pub struct PackedQueue<E> {
-    heap: Vec<u128>,
+    /// Keys of slot `cur_slot`, sorted ascending; `cur[cur_pos]` is the next.
+    cur: Vec<u128>,
+    cur_pos: usize,
+    cur_slot: u64,
+    /// Slot `s` (cur_slot < s < cur_slot + NSLOTS) at index `s % NSLOTS`.
+    wheel: Vec<Vec<u128>>,
+    occupied: [u64; NWORDS],
+    in_wheel: usize,
+    /// Keys of slots at or after cur_slot + NSLOTS.
+    far: Heap4,
+    len: usize,
     seq: u64,
     pushed: u64,
     _e: std::marker::PhantomData<E>,
@@ -73,7 +169,14 @@ impl<E: Packed> PackedQueue<E> {
     /// An empty queue.
     pub fn new() -> PackedQueue<E> {
         PackedQueue {
-            heap: Vec::with_capacity(4096),
+            cur: Vec::with_capacity(64),
+            cur_pos: 0,
+            cur_slot: 0,
+            wheel: (0..NSLOTS).map(|_| Vec::new()).collect(),
+            occupied: [0; NWORDS],
+            in_wheel: 0,
+            far: Heap4::default(),
+            len: 0,
             seq: 0,
             pushed: 0,
             _e: std::marker::PhantomData,
@@ -99,6 +202,11 @@ impl<E: Packed> PackedQueue<E> {
         (Time((k >> 64) as u64), E::unpack((k as u32) & ((1 << EV_BITS) - 1)))
     }
 
+    #[inline]
+    fn slot_of(k: u128) -> u64 {
+        ((k >> 64) as u64) >> SLOT_SHIFT
+    }
+
     /// Schedule `ev` at `t`, after everything already scheduled at `t`.
     #[inline]
     pub fn push(&mut self, t: Time, ev: E) {
@@ -110,99 +218,248 @@ impl<E: Packed> PackedQueue<E> {
     #[inline]
     pub fn push_seq(&mut self, t: Time, seq: u64, ev: E) {
         self.pushed += 1;
-        let k = Self::key(t, seq, ev);
-        let h = &mut self.heap;
-        let mut i = h.len();
-        h.push(k);
-        while i > 0 {
-            let parent = (i - 1) / 4;
-            if h[parent] <= k {
-                break;
-            }
-            h[i] = h[parent];
-            i = parent;
-        }
-        h[i] = k;
+        self.insert(Self::key(t, seq, ev));
     }
 
-    /// Put `k` at the root's place and sift it down.
+    #[inline(always)]
+    fn insert(&mut self, k: u128) {
+        let s = Self::slot_of(k);
+        let d = s.wrapping_sub(self.cur_slot);
+        if d.wrapping_sub(1) < NSLOTS as u64 - 1 && self.len > 0 {
+            // The common case: a later slot inside the wheel.
+            let i = (s as usize) % NSLOTS;
+            self.wheel[i].push(k);
+            self.occupied[i / 64] |= 1 << (i % 64);
+            self.in_wheel += 1;
+            self.len += 1;
+        } else {
+            self.insert_slow(k, s);
+        }
+    }
+
+    #[inline(never)]
+    fn insert_slow(&mut self, k: u128, s: u64) {
+        if self.len == 0 {
+            self.cur_slot = s;
+        }
+        if s < self.cur_slot {
+            self.rebase(s);
+        }
+        self.len += 1;
+        self.place(k, s);
+    }
+
+    /// Put key `k` of slot `s >= cur_slot` where it belongs.
     #[inline]
-    fn sift_down_from_root(&mut self, k: u128) {
-        let h = &mut self.heap;
-        let n = h.len();
-        let mut i = 0;
-        loop {
-            let c = 4 * i + 1;
-            if c >= n {
-                break;
+    fn place(&mut self, k: u128, s: u64) {
+        debug_assert!(s >= self.cur_slot);
+        if s == self.cur_slot {
+            // Usually the newest key of the slot: an append.
+            if self.cur.last().is_none_or(|&l| l < k) {
+                self.cur.push(k);
+            } else {
+                let pos = self.cur_pos + self.cur[self.cur_pos..].partition_point(|&x| x < k);
+                self.cur.insert(pos, k);
             }
-            let end = (c + 4).min(n);
-            let mut m = c;
-            let mut mk = h[c];
-            for (j, &v) in h[c + 1..end].iter().enumerate() {
-                if v < mk {
-                    mk = v;
-                    m = c + 1 + j;
+        } else if s - self.cur_slot < NSLOTS as u64 {
+            let i = (s as usize) % NSLOTS;
+            self.wheel[i].push(k);
+            self.occupied[i / 64] |= 1 << (i % 64);
+            self.in_wheel += 1;
+        } else {
+            self.far.push(k);
+        }
+    }
+
+    /// A key earlier than the current slot (an event scheduled before the last one
+    /// popped): rebuild with the wheel starting at slot `s`. Never happens in a
+    /// model that schedules at or after `now`; kept so the queue is a correct
+    /// priority queue for any input.
+    #[cold]
+    #[inline(never)]
+    fn rebase(&mut self, s: u64) {
+        let mut all = self.cur.split_off(self.cur_pos);
+        self.cur.clear();
+        self.cur_pos = 0;
+        for b in &mut self.wheel {
+            all.append(b);
+        }
+        all.append(&mut self.far.h);
+        self.occupied = [0; NWORDS];
+        self.in_wheel = 0;
+        self.cur_slot = s;
+        for k in all {
+            self.place(k, Self::slot_of(k));
+        }
+    }
+
+    /// Distance from `cur_slot` to the next non-empty wheel slot.
+    #[inline]
+    fn next_occupied(&self) -> Option<u64> {
+        if self.in_wheel == 0 {
+            return None;
+        }
+        let ci = (self.cur_slot as usize) % NSLOTS;
+        let start = (ci + 1) % NSLOTS;
+        let (w0, b0) = (start / 64, start % 64);
+        let first = self.occupied[w0] & (!0u64 << b0);
+        let found = if first != 0 {
+            w0 * 64 + first.trailing_zeros() as usize
+        } else {
+            let mut f = None;
+            for k in 1..=NWORDS {
+                let w = (w0 + k) % NWORDS;
+                let m = self.occupied[w];
+                if m != 0 {
+                    f = Some(w * 64 + m.trailing_zeros() as usize);
+                    break;
                 }
             }
-            if mk >= k {
+            f.expect("in_wheel > 0 means a bit is set")
+        };
+        Some(((found + NSLOTS - ci) % NSLOTS) as u64)
+    }
+
+    /// `cur` is empty and the queue is not: move to the next non-empty slot.
+    #[inline(never)]
+    fn advance(&mut self) {
+        debug_assert!(self.cur_pos == self.cur.len() && self.len > 0);
+        self.cur.clear();
+        self.cur_pos = 0;
+        let next = match self.next_occupied() {
+            Some(d) => self.cur_slot + d,
+            None => Self::slot_of(self.far.peek().expect("len > 0")),
+        };
+        self.cur_slot = next;
+        // Far keys that the wheel now reaches (each lands in a slot that was
+        // empty: those between the old and new current slots).
+        while let Some(k) = self.far.peek() {
+            let s = Self::slot_of(k);
+            if s - next >= NSLOTS as u64 {
                 break;
             }
-            h[i] = mk;
-            i = m;
+            self.far.pop();
+            if s == next {
+                self.cur.push(k);
+            } else {
+                let i = (s as usize) % NSLOTS;
+                self.wheel[i].push(k);
+                self.occupied[i / 64] |= 1 << (i % 64);
+                self.in_wheel += 1;
+            }
         }
-        h[i] = k;
+        let i = (next as usize) % NSLOTS;
+        if self.occupied[i / 64] & (1 << (i % 64)) != 0 {
+            self.occupied[i / 64] &= !(1 << (i % 64));
+            self.in_wheel -= self.wheel[i].len();
+            if self.cur.is_empty() {
+                std::mem::swap(&mut self.cur, &mut self.wheel[i]);
+            } else {
+                self.cur.append(&mut self.wheel[i]);
+            }
+        }
+        sort_asc(&mut self.cur);
     }
 
     /// Remove and return the earliest event.
     #[inline]
     pub fn pop(&mut self) -> Option<(Time, E)> {
-        let last = self.heap.pop()?;
-        if self.heap.is_empty() {
-            return Some(Self::decode(last));
+        if self.cur_pos == self.cur.len() {
+            if self.len == 0 {
+                return None;
+            }
+            self.advance();
         }
-        let top = self.heap[0];
-        self.sift_down_from_root(last);
-        Some(Self::decode(top))
+        let k = self.cur[self.cur_pos];
+        self.cur_pos += 1;
+        self.len -= 1;
+        Some(Self::decode(k))
+    }
+
+    /// The earliest key, left in place.
+    #[inline]
+    fn peek_key(&self) -> Option<u128> {
+        if let Some(&k) = self.cur.get(self.cur_pos) {
+            return Some(k);
+        }
+        if self.len == 0 {
+            return None;
+        }
+        match self.next_occupied() {
+            Some(d) => {
+                let i = ((self.cur_slot + d) as usize) % NSLOTS;
+                self.wheel[i].iter().copied().min()
+            }
+            None => self.far.peek(),
+        }
     }
 
     /// The earliest event, left in place.
     #[inline]
     pub fn peek(&self) -> Option<(Time, E)> {
-        self.heap.first().map(|&k| Self::decode(k))
+        self.peek_key().map(Self::decode)
     }
 
-    /// Replace the earliest event by `ev` at (`t`, `seq`) — one sift instead of a
-    /// pop and a push; used when a link FIFO's next arrival follows its head.
+    /// The earliest event, left in place, making it the head of the current slot
+    /// so that the [`Self::pop`] or [`Self::replace_top`] that follows is O(1).
+    /// Same result as [`Self::peek`].
+    #[inline]
+    pub fn first(&mut self) -> Option<(Time, E)> {
+        if self.cur_pos == self.cur.len() {
+            if self.len == 0 {
+                return None;
+            }
+            self.advance();
+        }
+        Some(Self::decode(self.cur[self.cur_pos]))
+    }
+
+    /// Replace the earliest event by `ev` at (`t`, `seq`): a pop and a push in one
+    /// call; used when a link FIFO's next arrival follows its head.
     #[inline]
     pub fn replace_top(&mut self, t: Time, seq: u64, ev: E) {
-        self.pushed += 1;
-        if self.heap.is_empty() {
-            self.push_seq(t, seq, ev);
-        } else {
-            self.sift_down_from_root(Self::key(t, seq, ev));
-        }
+        self.pop();
+        self.push_seq(t, seq, ev);
     }
 
     /// Time of the earliest event.
     #[inline]
     pub fn peek_time(&self) -> Option<Time> {
-        self.heap.first().map(|&k| Time((k >> 64) as u64))
+        self.peek_key().map(|k| Time((k >> 64) as u64))
     }
 
-    /// Events waiting in the heap.
+    /// Events waiting.
     pub fn len(&self) -> usize {
-        self.heap.len()
+        self.len
     }
 
     /// True when nothing is scheduled.
     pub fn is_empty(&self) -> bool {
-        self.heap.is_empty()
+        self.len == 0
     }
 
-    /// Events ever pushed into the heap.
+    /// Events ever pushed.
     pub fn pushed(&self) -> u64 {
         self.pushed
+    }
+}
+
+/// Sort a slot's keys (a slot holds a handful, mostly pushed in order:
+/// insertion sort).
+#[inline]
+fn sort_asc(v: &mut [u128]) {
+    if v.len() > 32 {
+        v.sort_unstable();
+        return;
+    }
+    for i in 1..v.len() {
+        let k = v[i];
+        let mut j = i;
+        while j > 0 && v[j - 1] > k {
+            v[j] = v[j - 1];
+            j -= 1;
+        }
+        v[j] = k;
     }
 }
 
@@ -415,6 +672,68 @@ mod tests {
             want.sort();
             // Popping in between never reorders: the result is the sorted sequence
             // whenever pushes never go below the last popped time.
+            proptest::prop_assert_eq!(got, want);
+        }
+
+        /// The calendar queue against a sorted reference, with times spread over
+        /// the current slot, the wheel and the far heap, pops interleaved, and
+        /// pushes at or after the last popped time (what a simulation does).
+        #[test]
+        fn calendar_matches_a_sorted_reference(
+            ops in proptest::collection::vec((0u8..4, 0u8..4, 0u64..1 << 20), 1..400)
+        ) {
+            let mut q: PackedQueue<u32> = PackedQueue::new();
+            let mut reference = std::collections::BTreeSet::new();
+            let mut now = 0u64;
+            for (i, &(kind, scale, r)) in ops.iter().enumerate() {
+                if kind == 0 {
+                    let got = q.pop().map(|(t, v)| (t.0, v));
+                    let want = reference.pop_first().map(|(t, _s, v)| (t, v));
+                    proptest::prop_assert_eq!(got, want);
+                    if let Some((t, _)) = got {
+                        now = t;
+                    }
+                } else {
+                    // same picosecond, same slot, inside the wheel, beyond the wheel
+                    let dt = match scale { 0 => 0, 1 => r % 1024, 2 => r * 4, _ => r << 8 };
+                    let s = q.next_seq();
+                    q.push_seq(Time(now + dt), s, i as u32);
+                    reference.insert((now + dt, s, i as u32));
+                }
+                proptest::prop_assert_eq!(q.len(), reference.len());
+                proptest::prop_assert_eq!(q.peek_time().map(|t| t.0), reference.first().map(|e| e.0));
+                if scale == 3 {
+                    // `first` moves to the head's slot; later pushes may land before it.
+                    let want = reference.first().map(|e| (e.0, e.2));
+                    proptest::prop_assert_eq!(q.first().map(|(t, v)| (t.0, v)), want);
+                }
+            }
+            while let Some((t, v)) = q.pop() {
+                let (wt, _, wv) = reference.pop_first().expect("reference has it");
+                proptest::prop_assert_eq!((t.0, v), (wt, wv));
+            }
+            proptest::prop_assert!(reference.is_empty());
+        }
+
+        /// A key earlier than the current slot (never made by the simulator) still
+        /// comes out first.
+        #[test]
+        fn calendar_takes_a_key_before_the_current_slot(ts in proptest::collection::vec(0u64..1 << 40, 2..100), back in 1u64..1 << 30) {
+            let mut q: PackedQueue<u32> = PackedQueue::new();
+            let mut all: Vec<(u64, u32)> = Vec::new();
+            for (i, &t) in ts.iter().enumerate() {
+                q.push(Time(t + back), i as u32);
+                all.push((t + back, i as u32));
+            }
+            all.sort();
+            let first = q.pop().expect("non-empty");
+            proptest::prop_assert_eq!((first.0.0, first.1), all[0]);
+            let early = first.0.0 - back.min(first.0.0);
+            q.push(Time(early), 9999);
+            let mut want: Vec<(u64, u32)> = all[1..].to_vec();
+            want.push((early, 9999));
+            want.sort_by_key(|&(t, v)| (t, v == 9999));
+            let got: Vec<(u64, u32)> = std::iter::from_fn(|| q.pop()).map(|(t, v)| (t.0, v)).collect();
             proptest::prop_assert_eq!(got, want);
         }
 

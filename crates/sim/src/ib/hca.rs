@@ -610,7 +610,6 @@ impl Sim {
             sl,
             vl,
             in_gp: NONE,
-            born: now,
             flags: if grh { flag::GRH } else { 0 },
             ..Packet::default()
         };
@@ -865,7 +864,6 @@ impl Sim {
             payload: 0,
             wire,
             in_gp: NONE,
-            born: self.now,
             opcode: Opcode::Acknowledge,
             sl: q.sl,
             vl: q.vl,

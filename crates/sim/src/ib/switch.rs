@@ -202,12 +202,12 @@ impl Sim {
             // FECN when the packet joins a queue at or over the threshold, but only
             // at a root of congestion: a port waiting for credits is a victim of
             // congestion further on and does not mark (Annex A10.2.1).
-            if !vl15 && !self.ports[g].starved && self.oq[g * (nvl + 1) + qi].len() as u32 >= cc.threshold_packets {
+            if !vl15 && !self.ports[g].starved && self.oq[g * (nvl + 1) + qi].len >= cc.threshold_packets {
                 self.pkts[p].flags |= flag::FECN;
                 self.stats.fecn_marked += 1;
             }
         }
-        self.oq[g * (nvl + 1) + qi].push_back(p);
+        self.oq[g * (nvl + 1) + qi].push(&mut self.pkts, p);
         self.ports[g].oq_len += 1;
         self.kick(og);
     }
@@ -219,14 +219,14 @@ impl Sim {
             return Pick::Wait(Time::NEVER);
         }
         let base = g * (self.nvl + 1);
-        if let Some(p) = self.oq[base + self.nvl].pop_front() {
+        if let Some(p) = self.oq[base + self.nvl].pop(&self.pkts) {
             self.ports[g].oq_len -= 1;
             return Pick::Send(p);
         }
         match self.arbitrate(gp) {
             Ok(vl) => {
                 let p = self.oq[base + vl]
-                    .pop_front()
+                    .pop(&self.pkts)
                     .expect("arbitration chose a non-empty VL");
                 self.ports[g].oq_len -= 1;
                 Pick::Send(p)

@@ -328,6 +328,15 @@ pub enum Admit {
     Drop(MmuDrop),
 }
 
+/// Bytes one ingress (port, PG) holds in each area, and its XOFF state.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct PgUse {
+    reserved: u64,
+    shared: u64,
+    headroom: u64,
+    paused: bool,
+}
+
 /// The MMU state of one switch.
 #[derive(Clone, Debug)]
 pub struct Mmu {
@@ -335,10 +344,9 @@ pub struct Mmu {
     nports: usize,
     shared_size: u64,
     shared_used: u64,
-    pg_reserved: Vec<u64>,
-    pg_shared: Vec<u64>,
-    pg_headroom: Vec<u64>,
-    paused: Vec<bool>,
+    /// Ingress (port, PG) accounting, `[port * 8 + pg]`: one record per PG so an
+    /// admission touches one cache line.
+    pg: Vec<PgUse>,
     egress: Vec<u64>,
     /// Drops by reason: [lossy over threshold, headroom overflow].
     pub drops: [u64; 2],
@@ -359,10 +367,7 @@ impl Mmu {
             nports,
             shared_size,
             shared_used: 0,
-            pg_reserved: vec![0; nports * NPRIO],
-            pg_shared: vec![0; nports * NPRIO],
-            pg_headroom: vec![0; nports * NPRIO],
-            paused: vec![false; nports * NPRIO],
+            pg: vec![PgUse::default(); nports * NPRIO],
             egress: vec![0; nports * NPRIO],
             drops: [0; 2],
             peak_shared: 0,
@@ -396,12 +401,12 @@ impl Mmu {
     /// Bytes held by ingress (port, PG): (reserved, shared, headroom).
     pub fn pg_use(&self, port: usize, pg: u8) -> (u64, u64, u64) {
         let i = port * NPRIO + usize::from(pg);
-        (self.pg_reserved[i], self.pg_shared[i], self.pg_headroom[i])
+        (self.pg[i].reserved, self.pg[i].shared, self.pg[i].headroom)
     }
 
     /// Is XOFF asserted for ingress (port, PG)?
     pub fn pg_paused(&self, port: usize, pg: u8) -> bool {
-        self.paused[port * NPRIO + usize::from(pg)]
+        self.pg[port * NPRIO + usize::from(pg)].paused
     }
 
     /// Bytes queued at egress (port, queue).
@@ -418,14 +423,14 @@ impl Mmu {
         let b = u64::from(bytes);
         let lossless = self.cfg.maps.lossless(pg);
         let mut charge = Charge::default();
-        let res_free = self.cfg.reserved_per_pg.saturating_sub(self.pg_reserved[i]);
+        let res_free = self.cfg.reserved_per_pg.saturating_sub(self.pg[i].reserved);
         let from_res = res_free.min(b);
         let rest = b - from_res;
         let th = self.threshold(in_port);
         let mut xoff = false;
         if rest > 0 {
-            let fits_shared = self.pg_headroom[i] == 0
-                && self.pg_shared[i] + rest <= th
+            let fits_shared = self.pg[i].headroom == 0
+                && self.pg[i].shared + rest <= th
                 && self.shared_used + rest <= self.shared_size;
             if fits_shared {
                 charge.shared = rest as u32;
@@ -439,7 +444,7 @@ impl Mmu {
                     .get(in_port)
                     .copied()
                     .unwrap_or(0)
-                    .saturating_sub(self.pg_headroom[i]);
+                    .saturating_sub(self.pg[i].headroom);
                 if rest > room {
                     self.drops[1] += 1;
                     return Admit::Drop(MmuDrop::HeadroomOverflow);
@@ -448,17 +453,17 @@ impl Mmu {
             }
         }
         charge.reserved = from_res as u32;
-        self.pg_reserved[i] += from_res;
-        self.pg_shared[i] += u64::from(charge.shared);
+        self.pg[i].reserved += from_res;
+        self.pg[i].shared += u64::from(charge.shared);
         self.shared_used += u64::from(charge.shared);
         self.peak_shared = self.peak_shared.max(self.shared_used);
-        self.pg_headroom[i] += u64::from(charge.headroom);
+        self.pg[i].headroom += u64::from(charge.headroom);
         self.egress[out_port * NPRIO + usize::from(queue)] += b;
-        if lossless && !self.paused[i] {
+        if lossless && !self.pg[i].paused {
             // HPCC ns-3 CheckShouldPause: headroom in use, or shared use at the threshold.
             let th = self.threshold(in_port);
-            if self.pg_headroom[i] > 0 || self.pg_shared[i] >= th {
-                self.paused[i] = true;
+            if self.pg[i].headroom > 0 || self.pg[i].shared >= th {
+                self.pg[i].paused = true;
                 xoff = true;
             }
         }
@@ -473,15 +478,15 @@ impl Mmu {
         // Free headroom first, then shared, then reserve (HPCC ns-3
         // RemoveFromIngressAdmission), so a paused PG drains its headroom first.
         let mut b = u64::from(bytes);
-        let h = self.pg_headroom[i].min(b);
-        self.pg_headroom[i] -= h;
+        let h = self.pg[i].headroom.min(b);
+        self.pg[i].headroom -= h;
         b -= h;
-        let s = self.pg_shared[i].min(b);
-        self.pg_shared[i] -= s;
+        let s = self.pg[i].shared.min(b);
+        self.pg[i].shared -= s;
         self.shared_used -= s;
         b -= s;
-        let r = self.pg_reserved[i].min(b);
-        self.pg_reserved[i] -= r;
+        let r = self.pg[i].reserved.min(b);
+        self.pg[i].reserved -= r;
         let e = out_port * NPRIO + usize::from(queue);
         self.egress[e] = self.egress[e].saturating_sub(u64::from(bytes));
         self.check_resume(in_port, pg)
@@ -491,11 +496,11 @@ impl Mmu {
     /// (HPCC ns-3 CheckShouldResume: headroom empty and shared + resume offset ≤ T).
     pub fn check_resume(&mut self, port: usize, pg: u8) -> bool {
         let i = port * NPRIO + usize::from(pg);
-        if !self.paused[i] {
+        if !self.pg[i].paused {
             return false;
         }
-        if self.pg_headroom[i] == 0 && self.pg_shared[i] + self.cfg.resume_offset <= self.threshold(port) {
-            self.paused[i] = false;
+        if self.pg[i].headroom == 0 && self.pg[i].shared + self.cfg.resume_offset <= self.threshold(port) {
+            self.pg[i].paused = false;
             return true;
         }
         false
@@ -503,7 +508,7 @@ impl Mmu {
 
     /// Total bytes held (all PGs, all areas).
     pub fn held(&self) -> u64 {
-        self.pg_reserved.iter().sum::<u64>() + self.shared_used + self.pg_headroom.iter().sum::<u64>()
+        self.pg.iter().map(|g| g.reserved + g.headroom).sum::<u64>() + self.shared_used
     }
 }
 

@@ -140,6 +140,10 @@ pub struct DcqcnParams {
     /// NP: the shortest time between two CNPs for one QP (zero: a CNP for every
     /// marked packet, as HPCC ns-3 piggy-backs one on each ACK).
     pub cnp_interval: Time,
+    /// NP: `cnp_interval` limits the CNPs of the whole receiving port, not of
+    /// each QP (mlx5 `min_time_between_cnps`: "minimum time between sending
+    /// CNPs from the port", PRM and the kernel's mlx5 debugfs patch).
+    pub cnp_per_port: bool,
     /// The congestion point's marking the profile was published with.
     pub red: Red,
 }
@@ -207,6 +211,7 @@ impl Profile {
                 first_cnp_alpha: None,
                 first_cnp_rate_factor: None,
                 cnp_interval: Time::us(50),
+                cnp_per_port: false,
                 red: Red {
                     kmin: 5_000,
                     kmax: 200_000,
@@ -241,6 +246,7 @@ impl Profile {
                 first_cnp_alpha: None,
                 first_cnp_rate_factor: None,
                 cnp_interval: Time::us(4),
+                cnp_per_port: true,
                 red: Red {
                     kmin: 150_000,
                     kmax: 1_500_000,
@@ -274,6 +280,7 @@ impl Profile {
                     first_cnp_alpha: Some(1.0),
                     first_cnp_rate_factor: Some(1.0),
                     cnp_interval: Time::ZERO,
+                    cnp_per_port: false,
                     red: Red {
                         kmin: (100_000.0 * scale) as u64,
                         kmax: (400_000.0 * scale) as u64,
@@ -318,7 +325,9 @@ pub struct ReactionPoint {
     t_stage: u32,
     b_stage: u32,
     bytes: u64,
-    increased_since_cut: bool,
+    /// The timer raised the rate since the last cut (rpTimeStage ≠ 0): with
+    /// [`Clamp::AfterIncrease`] only then does a cut move the target.
+    timer_increased_since_cut: bool,
     /// Counters.
     pub counters: RpCounters,
 }
@@ -341,7 +350,7 @@ impl ReactionPoint {
             t_stage: 0,
             b_stage: 0,
             bytes: 0,
-            increased_since_cut: false,
+            timer_increased_since_cut: false,
             counters: RpCounters::default(),
         }
     }
@@ -494,6 +503,10 @@ impl ReactionPoint {
                 self.increase_due = t + self.p.increase_timer;
                 self.increase();
                 self.t_stage += 1;
+                // Only the timer's increases count for the clamp: NVIDIA
+                // `CLAMP_TGT_RATE_AFTER_TIME_INC`, HPCC ns-3 `rpTimeStage != 0`; the
+                // byte counter's do not.
+                self.timer_increased_since_cut = true;
                 if self.rate >= self.p.line_bps {
                     self.increase_due = Time::NEVER;
                 }
@@ -503,7 +516,7 @@ impl ReactionPoint {
 
     fn cut(&mut self, now: Time) {
         self.cnp_pending_cut = false;
-        if self.p.clamp == Clamp::Always || self.increased_since_cut || self.counters.cuts == 0 {
+        if self.p.clamp == Clamp::Always || self.timer_increased_since_cut || self.counters.cuts == 0 {
             self.target = self.rate;
         }
         let factor = (1.0 - self.alpha / 2.0).max(self.p.min_dec_factor);
@@ -512,7 +525,7 @@ impl ReactionPoint {
         self.t_stage = 0;
         self.b_stage = 0;
         self.bytes = 0;
-        self.increased_since_cut = false;
+        self.timer_increased_since_cut = false;
         self.increase_due = now + self.p.increase_timer;
         self.counters.cuts += 1;
     }
@@ -535,7 +548,6 @@ impl ReactionPoint {
         }
         self.target = self.target.min(self.p.line_bps);
         self.rate = ((self.rate + self.target) / 2.0).min(self.p.line_bps);
-        self.increased_since_cut = true;
         self.counters.increases += 1;
     }
 }
@@ -597,6 +609,36 @@ mod tests {
         assert_eq!(va, vb);
     }
 
+    /// NVIDIA `CLAMP_TGT_RATE 0, CLAMP_TGT_RATE_AFTER_TIME_INC 1`: a cut moves the
+    /// target to the current rate only if the *timer* raised the rate since the
+    /// last cut; byte-counter increases do not count. (Before this was fixed any
+    /// increase clamped, and the byte counter, which fires every 32,767 B — 0.7 µs
+    /// at 400G — ratcheted the target down cut after cut.)
+    #[test]
+    fn nvidia_clamps_the_target_only_after_a_timer_increase() {
+        let line = 4.0 * G100 as f64;
+        let mut rp = ReactionPoint::new(Profile::NvidiaCx.params(4 * G100));
+        rp.on_cnp(Time::ZERO);
+        assert_eq!(rp.target(), line);
+        let first = rp.rate();
+        assert!((first / line - (1.0 - 1023.0 / 2048.0)).abs() < 1e-9, "{first}");
+        for k in 0..4u64 {
+            rp.on_sent(Time::ns(500 * (k + 1)), 32_767);
+        }
+        assert_eq!(rp.stages(), (0, 4));
+        let raised = rp.rate();
+        assert!(raised > first && raised < line);
+        rp.on_cnp(Time::us(10));
+        assert_eq!(rp.target(), line, "byte-counter increases must not clamp the target");
+        assert!(rp.rate() < raised);
+        // The timer fires 300 µs after the cut; the next cut clamps.
+        rp.poll(Time::us(310));
+        assert_eq!(rp.stages().0, 1);
+        let before = rp.rate();
+        rp.on_cnp(Time::us(311));
+        assert_eq!(rp.target(), before);
+    }
+
     #[test]
     fn profiles_carry_the_cited_values() {
         let h = Profile::HpccNs3.params(G100);
@@ -615,6 +657,7 @@ mod tests {
         assert!((n.g - 5.0 / 1024.0).abs() < 1e-15);
         assert_eq!(n.byte_counter, Some(32_767));
         assert_eq!(n.increase_timer, Time::us(300));
+        assert!(n.cnp_per_port && n.cnp_interval == Time::us(4));
         let p = Profile::DcqcnPaper.params(40_000_000_000);
         assert_eq!(p.cnp_interval, Time::us(50));
         assert_eq!(p.byte_counter, Some(10_000_000));

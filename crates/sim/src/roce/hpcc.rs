@@ -347,21 +347,31 @@ impl HpccConfig {
                 why: why.to_string(),
             })
         };
-        match self.cc_mode.unwrap_or(1) {
-            1 => {}
-            3 => add("CC_MODE", "3 (HPCC) is not modelled; only 1 (DCQCN) is"),
-            7 => add("CC_MODE", "7 (TIMELY) is not modelled; only 1 (DCQCN) is"),
-            8 => add("CC_MODE", "8 (DCTCP) is not modelled; only 1 (DCQCN) is"),
-            10 => add("CC_MODE", "10 (HPCC-PINT) is not modelled; only 1 (DCQCN) is"),
-            _ => add("CC_MODE", "unknown congestion-control mode; only 1 (DCQCN) is modelled"),
+        let mode = self.cc_mode.unwrap_or(1);
+        match mode {
+            1 | 8 => {}
+            3 => add("CC_MODE", "3 (HPCC) is not modelled; only 1 (DCQCN) and 8 (DCTCP) are"),
+            7 => add(
+                "CC_MODE",
+                "7 (TIMELY) is not modelled; only 1 (DCQCN) and 8 (DCTCP) are",
+            ),
+            10 => add(
+                "CC_MODE",
+                "10 (HPCC-PINT) is not modelled; only 1 (DCQCN) and 8 (DCTCP) are",
+            ),
+            _ => add(
+                "CC_MODE",
+                "unknown congestion-control mode; only 1 (DCQCN) and 8 (DCTCP) are modelled",
+            ),
         }
-        if self.has_win.unwrap_or(true)
-            && self.cc_mode.unwrap_or(1) == 1
-            && self.lines.iter().any(|(k, _)| k == "HAS_WIN")
-        {
+        if self.has_win.unwrap_or(true) && (mode == 1 || mode == 8) && self.lines.iter().any(|(k, _)| k == "HAS_WIN") {
             add(
                 "HAS_WIN",
-                "the BDP window is not modelled for DCQCN; flows are paced by rate only",
+                if mode == 1 {
+                    "the BDP window is not modelled for DCQCN; flows are paced by rate only"
+                } else {
+                    "the BDP window is not modelled for DCTCP; flows are paced by rate only"
+                },
             );
         }
         if self.var_win == Some(true) {
@@ -379,7 +389,7 @@ impl HpccConfig {
         if self.qlen_mon_file.is_some() {
             add("QLEN_MON_FILE", "the queue-length histogram file is not written");
         }
-        if self.cc_mode.unwrap_or(1) == 1 && self.ewma_gain.is_none() {
+        if (mode == 1 || mode == 8) && self.ewma_gain.is_none() {
             add(
                 "EWMA_GAIN",
                 "absent: third.cc's default `1 / 16` is integer division (g = 0); rdmalab uses 0 as ns-3 does",
@@ -395,8 +405,10 @@ impl HpccConfig {
             ("PINT_LOG_BASE", self.pint_log_base.is_some()),
             ("PINT_PROB", self.pint_prob.is_some()),
         ] {
-            if set && self.cc_mode.unwrap_or(1) == 1 {
+            if set && mode == 1 {
                 add(k, "HPCC/PINT parameter: unused under DCQCN (ns-3 ignores it as well)");
+            } else if set && mode == 8 {
+                add(k, "HPCC/PINT parameter: unused under DCTCP (ns-3 ignores it as well)");
             }
         }
         w
@@ -433,6 +445,23 @@ impl HpccConfig {
             first_cnp_alpha: Some(1.0),
             first_cnp_rate_factor: Some(1.0),
             cnp_interval: Time::ZERO,
+            cnp_per_port: false,
+            red: self.red(line_bps).unwrap_or(Red {
+                kmin: u64::MAX,
+                kmax: u64::MAX,
+                pmax: 0.0,
+            }),
+        }
+    }
+
+    /// DCTCP parameters (`CC_MODE 8`) for a NIC of `line_bps`: `EWMA_GAIN`,
+    /// `DCTCP_RATE_AI` (third.cc default 1000 Mb/s), `MIN_RATE` (100 Mb/s).
+    pub fn dctcp(&self, line_bps: u64) -> crate::roce::dctcp::DctcpParams {
+        crate::roce::dctcp::DctcpParams {
+            line_bps: line_bps as f64,
+            g: self.ewma_gain.unwrap_or(0.0),
+            rate_ai_bps: self.dctcp_rate_ai.unwrap_or(1_000_000_000) as f64,
+            min_rate_bps: self.min_rate.unwrap_or(100_000_000) as f64,
             red: self.red(line_bps).unwrap_or(Red {
                 kmin: u64::MAX,
                 kmax: u64::MAX,

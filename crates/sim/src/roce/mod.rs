@@ -12,6 +12,7 @@
 //!   transport  RC go-back-N / go-back-0 requester and responder state
 //!   ipoib      TCP over IPoIB: per-message / per-byte CPU cost and a cwnd
 //!   hpcc       ns-3 HPCC config / flow files in, fct.txt / pfc.txt out
+//!   tcp        kernel TCP (NewReno / DCTCP) on the lossy class beside RoCE
 //!   net        the packet-level RoCEv2 world built from all of the above
 //! ```
 //!
@@ -22,6 +23,7 @@
 
 pub mod buffer;
 pub mod dcqcn;
+pub mod dctcp;
 pub mod ecmp;
 pub mod hpcc;
 pub mod hpcc_run;
@@ -29,4 +31,5 @@ pub mod ipoib;
 pub mod net;
 pub mod pfc;
 pub mod repro;
+pub mod tcp;
 pub mod transport;

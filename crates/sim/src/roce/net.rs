@@ -47,9 +47,11 @@ use crate::engine::{Fifo, Time, TraceHash};
 use crate::engine::{Packed, PackedQueue};
 use crate::roce::buffer::{Admit, Mmu, MmuConfig, MmuDrop, NPRIO, QosMaps, Scheduler, hpcc_headroom_bytes};
 use crate::roce::dcqcn::{CnpPacer, DcqcnParams, ReactionPoint, Red};
+use crate::roce::dctcp::DctcpRp;
 use crate::roce::ecmp::{EcmpTable, FlowKey, HashConfig, HashFn, field, host_ip};
 use crate::roce::hpcc::{FctRecord, PfcRecord};
 use crate::roce::pfc::{PauseFrame, PauseGen, PauseMode, PausedTx, QueueSample, Watchdog, WdAction, WdConfig, WdEvent};
+use crate::roce::tcp::{TcpConfig, TcpFlowSpec, TcpWorld};
 use crate::roce::transport::{Completion, NicRx, Recovery, Requester, RequesterConfig, Responder, RxVerdict};
 
 const NONE: u32 = u32::MAX;
@@ -67,6 +69,8 @@ pub const PAUSE_BYTES: u32 = 64;
 pub const DSCP_ROCE: u8 = 26;
 /// DSCP of CNPs (NVIDIA firmware default `CNP_DSCP` 48).
 pub const DSCP_CNP: u8 = 48;
+/// TTL of the IPv4 header the NIC writes (Linux `ip_default_ttl` 64).
+pub const IP_TTL: u8 = 64;
 
 /// Why a packet was dropped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
@@ -90,11 +94,13 @@ pub enum RoceDrop {
     /// Sent to a faulty NIC (its receive pipeline is stuck), e.g. after the
     /// watchdog turned its queue lossy.
     FaultyNic,
+    /// The IP TTL ran out (a routing loop, e.g. a bounce during convergence).
+    TtlExpired,
 }
 
 impl RoceDrop {
     /// Every reason, in report order.
-    pub const ALL: [RoceDrop; 8] = [
+    pub const ALL: [RoceDrop; 9] = [
         RoceDrop::LossyOverThreshold,
         RoceDrop::HeadroomOverflow,
         RoceDrop::Watchdog,
@@ -103,6 +109,7 @@ impl RoceDrop {
         RoceDrop::NicRxDiscard,
         RoceDrop::Injected,
         RoceDrop::FaultyNic,
+        RoceDrop::TtlExpired,
     ];
 }
 
@@ -114,9 +121,9 @@ pub struct RoceLedger {
     /// Packets consumed where they were going.
     pub delivered: u64,
     /// Drops by reason (indexed like [`RoceDrop::ALL`]), all priorities.
-    pub dropped: [u64; 8],
+    pub dropped: [u64; 9],
     /// Of those, drops of packets on a lossless (PFC) priority.
-    pub dropped_lossless: [u64; 8],
+    pub dropped_lossless: [u64; 9],
 }
 
 impl RoceLedger {
@@ -125,8 +132,9 @@ impl RoceLedger {
         self.dropped.iter().sum()
     }
 
-    /// Drops on lossless priorities that are not the watchdog's or injected:
-    /// each one is a fault of the model or the configuration.
+    /// Drops on lossless priorities that are not the watchdog's, injected, at a
+    /// faulty NIC or a routing loop's TTL: each one is a buffer fault of the model
+    /// or the configuration.
     pub fn lossless_faults(&self) -> u64 {
         self.dropped_lossless
             .iter()
@@ -134,7 +142,7 @@ impl RoceLedger {
             .filter(|(i, _)| {
                 !matches!(
                     RoceDrop::ALL[*i],
-                    RoceDrop::Watchdog | RoceDrop::Injected | RoceDrop::FaultyNic
+                    RoceDrop::Watchdog | RoceDrop::Injected | RoceDrop::FaultyNic | RoceDrop::TtlExpired
                 )
             })
             .map(|x| x.1)
@@ -149,6 +157,9 @@ pub enum CongestionControl {
     None,
     /// DCQCN with these parameters (`line_bps` is replaced per NIC).
     Dcqcn(DcqcnParams),
+    /// DCTCP as HPCC ns-3 runs it (`CC_MODE 8`): ACKs echo CE, the sender's rate
+    /// follows α (`line_bps` is replaced per NIC).
+    Dctcp(crate::roce::dctcp::DctcpParams),
 }
 
 /// Parameters of a RoCE run.
@@ -190,6 +201,12 @@ pub struct RoceConfig {
     pub hash: HashConfig,
     /// ECMP convergence delay after a link failure.
     pub ecmp_convergence: Time,
+    /// Local repair: a switch next to a failed link reroutes at once over the
+    /// shortest paths that avoid it (its own view), while the others keep their
+    /// old ECMP groups until `ecmp_convergence` — the window in which routes
+    /// bounce (Hu et al., HotNets'16). Off: packets sent into the dead link are
+    /// lost until convergence.
+    pub local_repair: bool,
     /// Static route overrides: (switch, destination host, egress port).
     pub route_overrides: Vec<(NodeId, NodeId, u8)>,
     /// Check for a PFC deadlock this often (0 = never).
@@ -245,6 +262,7 @@ impl Default for RoceConfig {
                 func: HashFn::Murmur3,
             },
             ecmp_convergence: Time::us(100),
+            local_repair: false,
             route_overrides: Vec::new(),
             deadlock_check: Time::us(500),
             seed: 1,
@@ -333,6 +351,18 @@ enum Kind {
     Nak,
     Cnp,
     Pause,
+    /// A TCP segment ([`crate::roce::tcp`]): `flow` indexes the TCP flows,
+    /// `psn` is the segment number.
+    TcpData,
+    /// A TCP cumulative ACK: `psn` is the next segment expected, `ce` the ECE echo.
+    TcpAck,
+}
+
+impl Kind {
+    #[inline]
+    fn is_tcp(self) -> bool {
+        matches!(self, Kind::TcpData | Kind::TcpAck)
+    }
 }
 
 /// A packet in flight.
@@ -355,6 +385,8 @@ struct Pkt {
     /// Sent by a queue whose PFC watchdog (action forward) ignores pauses: a
     /// downstream headroom overflow is then the watchdog's doing.
     wd_fwd: bool,
+    /// IP TTL, decremented by every switch (RoCEv2 rides IP).
+    ttl: u8,
     /// At a switch: ingress port index (local) and PG.
     in_port: u8,
     pg: u8,
@@ -433,6 +465,7 @@ struct Flow {
     spec: FlowSpec,
     req: Requester,
     rp: Option<ReactionPoint>,
+    dctcp: Option<DctcpRp>,
     next_ok: Time,
     resp: Responder,
     np: CnpPacer,
@@ -506,6 +539,8 @@ struct Switch {
     red: Vec<Option<Red>>,
     /// Packets queued per egress port (to skip idle-port wake-ups).
     queued: Vec<u32>,
+    /// Bit q set when egress queue q of a port holds packets.
+    nonempty: Vec<u8>,
     /// Ingress (port, PG) with XOFF asserted: re-checked on every release, since
     /// the threshold rises for all of them as the shared pool frees.
     xoff: Vec<(u8, u8)>,
@@ -522,25 +557,29 @@ struct Nic {
     last_drain: Time,
     drain_bps: u64,
     timer_at: Time,
+    /// The port's CNP limiter, for profiles that pace CNPs per port.
+    np: CnpPacer,
 }
 
-/// A PFC deadlock: the cycle of paused switch egress ports.
+/// A PFC deadlock: the cycle of paused switch egress queues.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct PfcDeadlock {
     /// When it was found.
     pub at: Time,
-    /// `(switch, port)` names around the cycle.
-    pub cycle: Vec<(String, u8)>,
+    /// `(switch, egress port, priority)` around the cycle: each queue holds
+    /// packets it may not send because the next switch paused that priority, and
+    /// the next switch's paused ingress holds packets queued for the next entry.
+    pub cycle: Vec<(String, u8, u8)>,
 }
 
 impl std::fmt::Display for PfcDeadlock {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "PFC deadlock at {}: ", self.at)?;
-        for (i, (s, p)) in self.cycle.iter().enumerate() {
+        for (i, (s, p, q)) in self.cycle.iter().enumerate() {
             if i > 0 {
                 write!(f, " → ")?;
             }
-            write!(f, "{s}/{p}")?;
+            write!(f, "{s}/{p} prio {q}")?;
         }
         Ok(())
     }
@@ -632,7 +671,34 @@ pub struct RoceSim {
     progress: u64,
     flows_left: usize,
     wd_period: Time,
+    /// Background TCP on the lossy class (empty unless [`RoceSim::add_tcp_flow`]).
+    tcp: TcpWorld,
+    /// The popped event is still the heap's root (see [`RoceSim::run`]).
+    top_pending: bool,
+    /// ECMP egress per (flow, direction, switch): `[(flow * 2 + dir) * switches + switch]`,
+    /// [`NO_ROUTE`] until first hashed; cleared when the ECMP groups change.
+    route_cache: Vec<u8>,
+    /// With `local_repair`, from a link failure to ECMP convergence: the routes
+    /// of the switches next to the failure (shortest paths without it).
+    local_view: Option<EcmpTable>,
+    /// A candidate deadlock cycle seen at the last check, with the packets each
+    /// of its queues had sent: `(egress port, priority, packets sent)`.
+    suspect: Option<Vec<(u32, u8, u64)>>,
 }
+
+/// A DCTCP sender for a NIC of `line` bits/s, if the run uses DCTCP.
+fn dctcp_for(cc: &CongestionControl, line: u64) -> Option<DctcpRp> {
+    match cc {
+        CongestionControl::Dctcp(p) => Some(DctcpRp::new(crate::roce::dctcp::DctcpParams {
+            line_bps: line as f64,
+            ..p.clone()
+        })),
+        _ => None,
+    }
+}
+
+/// A `route_cache` slot not filled yet.
+const NO_ROUTE: u8 = u8::MAX;
 
 impl RoceSim {
     /// Build the world for `fabric` (switches and CAs; every CA has its NIC on
@@ -746,6 +812,7 @@ impl RoceSim {
                             }
                             cfg.red.iter().find(|(r, _)| *r == b).map(|x| x.1).or(match &cfg.cc {
                                 CongestionControl::Dcqcn(p) => Some(p.red),
+                                CongestionControl::Dctcp(p) => Some(p.red),
                                 CongestionControl::None => None,
                             })
                         })
@@ -781,6 +848,7 @@ impl RoceSim {
                         },
                         red,
                         queued: vec![0; np],
+                        nonempty: vec![0; np],
                         xoff: Vec::new(),
                     });
                 }
@@ -806,6 +874,7 @@ impl RoceSim {
                         last_drain: Time::ZERO,
                         drain_bps: drain,
                         timer_at: Time::NEVER,
+                        np: CnpPacer::default(),
                     });
                 }
             }
@@ -839,7 +908,6 @@ impl RoceSim {
             nics[nic as usize].flows.push(k as u32);
             let line = ports[(port_base[f.src.idx()] + 1) as usize].bps.max(1);
             let rp = match &cfg.cc {
-                CongestionControl::None => None,
                 CongestionControl::Dcqcn(p) => {
                     let mut p = p.clone();
                     let scale = line as f64 / p.line_bps;
@@ -851,7 +919,9 @@ impl RoceSim {
                     p.line_bps = line as f64;
                     Some(ReactionPoint::new(p))
                 }
+                _ => None,
             };
+            let dctcp = dctcp_for(&cfg.cc, line);
             let rc = RequesterConfig {
                 mtu: cfg.mtu,
                 recovery: cfg.recovery,
@@ -861,6 +931,7 @@ impl RoceSim {
                 spec: *f,
                 req: Requester::new(rc, Psn::new(0)),
                 rp,
+                dctcp,
                 next_ok: Time::ZERO,
                 resp: Responder::new(Psn::new(0), cfg.ack_every, cfg.recovery),
                 np: CnpPacer::default(),
@@ -874,6 +945,7 @@ impl RoceSim {
         let ecmp = EcmpTable::build(fabric, cfg.ecmp_convergence);
         let overrides = cfg.route_overrides.iter().map(|(s, d, p)| (s.0, d.0, *p)).collect();
         let wd_period = cfg.watchdog.map_or(Time::NEVER, |w| w.poll);
+        let nics_len = nics.len();
         let mut sim = RoceSim {
             now: Time::ZERO,
             q: PackedQueue::new(),
@@ -908,11 +980,16 @@ impl RoceSim {
             last_progress: 0,
             progress: 0,
             wd_period,
+            tcp: TcpWorld::new(nics_len),
+            top_pending: false,
+            route_cache: Vec::new(),
+            local_view: None,
+            suspect: None,
             fabric: fabric.clone(),
             cfg,
         };
         for (k, f) in flows.iter().enumerate() {
-            sim.q.push(f.start, Ev::FlowStart { flow: k as u32 });
+            sim.push_ev(f.start, Ev::FlowStart { flow: k as u32 });
         }
         if let Some((node, port)) = sim.cfg.capture {
             if node.idx() >= n || usize::from(port) >= fabric.node(node).ports.len() {
@@ -923,6 +1000,7 @@ impl RoceSim {
             }
             sim.capture_gp = sim.port_base[node.idx()] + u32::from(port);
         }
+        sim.route_cache = vec![NO_ROUTE; sim.flows.len() * 2 * sim.switches.len()];
         sim.arm_periodic();
         // Faulty NICs start pausing at once.
         for i in 0..sim.nics.len() {
@@ -936,7 +1014,7 @@ impl RoceSim {
     /// Fail `link` at `at`: packets sent into it are lost; ECMP shrinks after the
     /// convergence delay.
     pub fn fail_link_at(&mut self, link: LinkId, at: Time) {
-        self.q.push(at, Ev::LinkFail { link: link.0 });
+        self.push_ev(at, Ev::LinkFail { link: link.0 });
     }
 
     /// Current time.
@@ -974,6 +1052,44 @@ impl RoceSim {
         self.flows[k].delivered_bytes
     }
 
+    /// The switches flow `k`'s data packets cross now, with the egress port each
+    /// one picks (static override or ECMP hash over its current groups), from the
+    /// sender's switch to the receiver's. Stops after 64 hops (a routing loop).
+    pub fn flow_path(&self, k: usize) -> Vec<(String, u8)> {
+        let f = &self.flows[k];
+        let pk = Pkt {
+            kind: Kind::Data,
+            src: f.spec.src.0,
+            dst: f.spec.dst.0,
+            flow: k as u32,
+            ..Pkt::default()
+        };
+        let mut out = Vec::new();
+        let mut gp = self.port_base[f.spec.src.idx()] + 1;
+        for _ in 0..64 {
+            let peer = self.ports[gp as usize].peer;
+            if peer == NONE {
+                break;
+            }
+            let node = self.ports[peer as usize].node;
+            let (is_sw, si) = self.role[node as usize];
+            if !is_sw {
+                break;
+            }
+            let over = self
+                .overrides
+                .iter()
+                .find(|o| o.0 == node && o.1 == pk.dst)
+                .map(|o| o.2);
+            let Some(port) = over.or_else(|| self.route_hashed(si, &pk)) else {
+                break;
+            };
+            out.push((self.fabric.nodes[node as usize].name.clone(), port));
+            gp = self.port_base[node as usize] + u32::from(port);
+        }
+        out
+    }
+
     /// Completion time of flow `k`.
     pub fn flow_done(&self, k: usize) -> Option<Time> {
         self.flows[k].done
@@ -984,9 +1100,17 @@ impl RoceSim {
         self.flows[k].req.counters
     }
 
-    /// Current DCQCN rate of flow `k` (bits/s), if it runs DCQCN.
+    /// Current DCQCN or DCTCP rate of flow `k` (bits/s), if it runs either.
     pub fn flow_rate(&self, k: usize) -> Option<f64> {
-        self.flows[k].rp.as_ref().map(ReactionPoint::rate)
+        let f = &self.flows[k];
+        f.rp.as_ref()
+            .map(ReactionPoint::rate)
+            .or(f.dctcp.as_ref().map(DctcpRp::rate))
+    }
+
+    /// The DCTCP counters of flow `k`, if it runs DCTCP.
+    pub fn flow_dctcp(&self, k: usize) -> Option<crate::roce::dctcp::DctcpCounters> {
+        self.flows[k].dctcp.as_ref().map(|d| d.counters)
     }
 
     /// PFC frames (XOFF, XON) sent from port `port` of `node`.
@@ -1041,7 +1165,13 @@ impl RoceSim {
         let mut w = wire::pcap::CaptureWriter::create(path, wire::pcap::CaptureLink::Ethernet)?;
         let zeros = vec![0u8; 9216];
         let mut buf = vec![0u8; 10_240];
+        let mut written = 0;
         for (t, pk) in &self.captured {
+            if pk.kind.is_tcp() {
+                // TCP frames are not written (the capture is of the RoCE stream).
+                continue;
+            }
+            written += 1;
             let n = match pk.kind {
                 Kind::Pause => {
                     let mut quanta = [0u16; 8];
@@ -1127,7 +1257,7 @@ impl RoceSim {
             w.write(t.0 / 1000, &buf[..n])?;
         }
         w.finish()?;
-        Ok(self.captured.len())
+        Ok(written)
     }
 
     /// A human-readable dump of queued packets, asserted XOFFs and paused ports
@@ -1227,8 +1357,9 @@ impl RoceSim {
         let nic = self.role[src.idx()].1;
         let gp = self.nics[nic as usize].gp;
         let line = self.ports[gp as usize].bps.max(1);
+        let dctcp = dctcp_for(&self.cfg.cc, line);
         let rp = match &self.cfg.cc {
-            CongestionControl::None => None,
+            CongestionControl::None | CongestionControl::Dctcp(_) => None,
             CongestionControl::Dcqcn(p) => {
                 let mut p = p.clone();
                 if p.name == "hpcc-ns3" {
@@ -1249,6 +1380,7 @@ impl RoceSim {
             spec,
             req: Requester::new(rc, Psn::new(0)),
             rp,
+            dctcp,
             next_ok: Time::ZERO,
             resp: Responder::new(Psn::new(0), self.cfg.ack_every, self.cfg.recovery),
             np: CnpPacer::default(),
@@ -1259,6 +1391,8 @@ impl RoceSim {
             rx_tags: VecDeque::new(),
         });
         self.nics[nic as usize].flows.push(k as u32);
+        self.route_cache
+            .resize(self.flows.len() * 2 * self.switches.len(), NO_ROUTE);
         Ok(k as u32)
     }
 
@@ -1267,6 +1401,60 @@ impl RoceSim {
     /// world lets the clock run to `until` (the driver's next instant).
     pub fn drive(&mut self) {
         self.driven = true;
+    }
+
+    /// Set the TCP parameters (before the first [`add_tcp_flow`](Self::add_tcp_flow)).
+    pub fn set_tcp_config(&mut self, cfg: TcpConfig) -> Result<(), RoceError> {
+        cfg.validate()
+            .map_err(|(field, why)| RoceError::Config { field, why })?;
+        if !self.tcp.is_empty() {
+            return Err(RoceError::Config {
+                field: "tcp",
+                why: "set the TCP configuration before adding TCP flows".into(),
+            });
+        }
+        self.tcp.set_config(cfg);
+        Ok(())
+    }
+
+    /// Add a TCP connection on the lossy class ([`crate::roce::tcp`]); returns its
+    /// index for [`tcp`](Self::tcp)'s per-flow counters.
+    pub fn add_tcp_flow(&mut self, spec: TcpFlowSpec) -> Result<u32, RoceError> {
+        let k = self.tcp.len();
+        for node in [spec.src, spec.dst] {
+            if node.idx() >= self.role.len() || self.role[node.idx()].0 || self.fabric.node(node).kind != NodeKind::Ca {
+                let name = if node.idx() < self.role.len() {
+                    self.fabric.node(node).name.clone()
+                } else {
+                    format!("#{}", node.0)
+                };
+                return Err(RoceError::NotNic { flow: k, node: name });
+            }
+        }
+        if spec.src == spec.dst {
+            return Err(RoceError::Config {
+                field: "tcp flow",
+                why: format!("flow {k} sends from {} to itself", self.fabric.node(spec.src).name),
+            });
+        }
+        if k + 1 >= 1 << ID_BITS {
+            return Err(RoceError::Config {
+                field: "tcp flow",
+                why: format!("at most {} TCP flows", (1u32 << ID_BITS) - 1),
+            });
+        }
+        let nic = self.role[spec.src.idx()].1;
+        let f = self.tcp.add(nic, spec);
+        let gp = self.nics[nic as usize].gp;
+        if self.ports[gp as usize].peer != NONE {
+            self.schedule_wake(gp, spec.start.max(self.now));
+        }
+        Ok(f)
+    }
+
+    /// The TCP flows (counters, windows, drops).
+    pub fn tcp(&self) -> &TcpWorld {
+        &self.tcp
     }
 
     /// Post a message of `bytes` on QP `qp` now (SEND; delivered in posting order).
@@ -1290,11 +1478,11 @@ impl RoceSim {
     fn arm_periodic(&mut self) {
         if self.wd_period != Time::NEVER && self.timers_armed & 1 == 0 {
             self.timers_armed |= 1;
-            self.q.push(self.now + self.wd_period, Ev::WdPoll);
+            self.push_ev(self.now + self.wd_period, Ev::WdPoll);
         }
         if self.cfg.deadlock_check > Time::ZERO && self.timers_armed & 2 == 0 {
             self.timers_armed |= 2;
-            self.q.push(self.now + self.cfg.deadlock_check, Ev::Check);
+            self.push_ev(self.now + self.cfg.deadlock_check, Ev::Check);
         }
     }
 
@@ -1332,75 +1520,141 @@ impl RoceSim {
                 self.now = until.max(self.now);
                 return RoceStatus::TimeLimit;
             }
-            let (t, ev) = self.q.pop().expect("peeked");
+            // The event stays at the heap's root while it is handled: the first
+            // event the handler schedules replaces it (one sift instead of a pop
+            // and a push; the order is the same, as the new key is later).
+            let (t, ev) = self.q.peek().expect("peeked");
+            self.top_pending = true;
             self.now = t;
             self.events += 1;
             self.trace.fold(t.0);
             self.trace.fold(ev.word());
-            match ev {
-                Ev::Arrive { dir } => {
-                    let (p, next) = self.link_fifo[dir as usize].pop().expect("FIFO head");
-                    if let Some((nt, ns)) = next {
-                        self.q.push_seq(nt, ns, Ev::Arrive { dir });
-                    }
-                    let to = self.ports[dir as usize].peer;
-                    self.arrive(to, p);
-                }
-                Ev::TxWake { gp } => {
-                    if self.ports[gp as usize].wake_at == t {
-                        self.ports[gp as usize].wake_at = Time::NEVER;
-                        self.try_tx(gp);
-                    }
-                }
-                Ev::FlowStart { flow } => self.flow_start(flow),
-                Ev::NicTimer { nic } => {
-                    if self.nics[nic as usize].timer_at == t {
-                        self.nics[nic as usize].timer_at = Time::NEVER;
-                        self.nic_timer(nic);
-                    }
-                }
-                Ev::PauseTimer { gp } => {
-                    if self.ports[gp as usize].pause_timer_at == t {
-                        self.ports[gp as usize].pause_timer_at = Time::NEVER;
-                        self.pause_refresh(gp);
-                    }
-                }
-                Ev::WdPoll => {
-                    self.watchdog_poll();
-                    if self.flows_left > 0 || self.live > 0 {
-                        self.q.push(self.now + self.wd_period, Ev::WdPoll);
-                    } else {
-                        self.timers_armed &= !1;
-                    }
-                }
-                Ev::Check => {
-                    if self.progress == self.last_progress && self.live > 0 {
-                        if let Some(d) = self.find_deadlock() {
-                            self.deadlock = Some(d.clone());
-                            return RoceStatus::Deadlock(d);
-                        }
-                    }
-                    self.last_progress = self.progress;
-                    if self.flows_left > 0 || self.live > 0 {
-                        self.q.push(self.now + self.cfg.deadlock_check, Ev::Check);
-                    } else {
-                        self.timers_armed &= !2;
-                    }
-                }
-                Ev::LinkFail { link } => {
-                    let l = &self.fabric.links[link as usize];
-                    for e in [l.a, l.b] {
-                        let g = self.port_base[e.node.idx()] + u32::from(e.port);
-                        self.ports[g as usize].down = true;
-                    }
-                    self.ecmp.fail_link(LinkId(link), self.now);
-                    self.q.push(self.ecmp.next_deadline(), Ev::Converge);
-                }
-                Ev::Converge => {
-                    self.ecmp.poll(&self.fabric, self.now);
-                }
+            let status = self.dispatch(t, ev);
+            if self.top_pending {
+                self.top_pending = false;
+                self.q.pop();
+            }
+            if let Some(s) = status {
+                return s;
             }
         }
+    }
+
+    /// Schedule `ev` at `t`.
+    #[inline]
+    fn push_ev(&mut self, t: Time, ev: Ev) {
+        let s = self.q.next_seq();
+        self.push_ev_seq(t, s, ev);
+    }
+
+    /// Schedule `ev` at `t` with a sequence number taken earlier.
+    #[inline]
+    fn push_ev_seq(&mut self, t: Time, seq: u64, ev: Ev) {
+        if self.top_pending {
+            self.top_pending = false;
+            self.q.replace_top(t, seq, ev);
+        } else {
+            self.q.push_seq(t, seq, ev);
+        }
+    }
+
+    /// Handle one event; `Some` ends the run.
+    #[inline]
+    fn dispatch(&mut self, t: Time, ev: Ev) -> Option<RoceStatus> {
+        match ev {
+            Ev::Arrive { dir } => {
+                let (p, next) = self.link_fifo[dir as usize].pop().expect("FIFO head");
+                if let Some((nt, ns)) = next {
+                    self.push_ev_seq(nt, ns, Ev::Arrive { dir });
+                }
+                let to = self.ports[dir as usize].peer;
+                self.arrive(to, p);
+            }
+            Ev::TxWake { gp } => {
+                if self.ports[gp as usize].wake_at == t {
+                    self.ports[gp as usize].wake_at = Time::NEVER;
+                    self.try_tx(gp);
+                }
+            }
+            Ev::FlowStart { flow } => self.flow_start(flow),
+            Ev::NicTimer { nic } => {
+                if self.nics[nic as usize].timer_at == t {
+                    self.nics[nic as usize].timer_at = Time::NEVER;
+                    self.nic_timer(nic);
+                }
+            }
+            Ev::PauseTimer { gp } => {
+                if self.ports[gp as usize].pause_timer_at == t {
+                    self.ports[gp as usize].pause_timer_at = Time::NEVER;
+                    self.pause_refresh(gp);
+                }
+            }
+            Ev::WdPoll => {
+                self.watchdog_poll();
+                if self.flows_left > 0 || self.live > 0 {
+                    self.push_ev(self.now + self.wd_period, Ev::WdPoll);
+                } else {
+                    self.timers_armed &= !1;
+                }
+            }
+            Ev::Check => {
+                // A cycle of paused queues is a deadlock when nothing at all moved
+                // for a whole period, or when the same cycle is found twice with
+                // none of its queues having sent a packet in between (other
+                // traffic may still flow around a partial deadlock).
+                if self.live > 0 {
+                    let stalled = self.progress == self.last_progress;
+                    match self.find_cycle() {
+                        Some(c) => {
+                            let key: Vec<(u32, u8, u64)> =
+                                c.iter().map(|&(g, q)| (g, q, self.queue_sent(g, q))).collect();
+                            if stalled || self.suspect.as_ref() == Some(&key) {
+                                let d = self.describe_cycle(&c);
+                                self.deadlock = Some(d.clone());
+                                return Some(RoceStatus::Deadlock(d));
+                            }
+                            self.suspect = Some(key);
+                        }
+                        None => self.suspect = None,
+                    }
+                }
+                self.last_progress = self.progress;
+                if self.flows_left > 0 || self.live > 0 {
+                    self.push_ev(self.now + self.cfg.deadlock_check, Ev::Check);
+                } else {
+                    self.timers_armed &= !2;
+                }
+            }
+            Ev::LinkFail { link } => {
+                let l = &self.fabric.links[link as usize];
+                for e in [l.a, l.b] {
+                    let g = self.port_base[e.node.idx()] + u32::from(e.port);
+                    self.ports[g as usize].down = true;
+                }
+                self.ecmp.fail_link(LinkId(link), self.now);
+                self.route_cache.fill(NO_ROUTE);
+                if self.cfg.local_repair {
+                    let mut v = EcmpTable::build(&self.fabric, Time::ZERO);
+                    for (li, l) in self.fabric.links.iter().enumerate() {
+                        let g = self.port_base[l.a.node.idx()] + u32::from(l.a.port);
+                        if self.ports[g as usize].down {
+                            v.fail_link(LinkId(li as u32), self.now);
+                        }
+                    }
+                    v.poll(&self.fabric, self.now);
+                    self.local_view = Some(v);
+                }
+                let t = self.ecmp.next_deadline();
+                self.push_ev(t, Ev::Converge);
+            }
+            Ev::Converge => {
+                if self.ecmp.poll(&self.fabric, self.now) {
+                    self.local_view = None;
+                }
+                self.route_cache.fill(NO_ROUTE);
+            }
+        }
+        None
     }
 
     fn new_pkt(&mut self, p: Pkt) -> Pkt {
@@ -1417,6 +1671,9 @@ impl RoceSim {
     fn drop_pkt(&mut self, p: Pkt, why: RoceDrop) {
         let i = RoceDrop::ALL.iter().position(|r| *r == why).expect("listed");
         self.ledger.dropped[i] += 1;
+        if p.kind.is_tcp() {
+            self.tcp.on_drop(i);
+        }
         let pk = p;
         let (_, pg, _) = self.maps.classify(pk.dscp);
         if pk.kind != Kind::Pause && self.maps.lossless(pg) {
@@ -1429,7 +1686,7 @@ impl RoceSim {
         let p = &mut self.ports[gp as usize];
         if t < p.wake_at {
             p.wake_at = t;
-            self.q.push(t, Ev::TxWake { gp });
+            self.push_ev(t, Ev::TxWake { gp });
         }
     }
 
@@ -1474,20 +1731,29 @@ impl RoceSim {
         }
     }
 
-    fn has_work(&self, gp: u32) -> bool {
+    /// When transmitter `gp`, free from `free`, next has something it may send:
+    /// `free` if a frame is queued, else (a NIC) the earliest pacing time of a flow
+    /// with data; `None` when there is nothing to send. A NIC whose DCQCN rate is
+    /// under the line rate is woken once per packet, at its pacing time.
+    fn next_work(&self, gp: u32, free: Time) -> Option<Time> {
         let port = &self.ports[gp as usize];
         if !port.ctrl.is_empty() {
-            return true;
+            return Some(free);
         }
         let (is_sw, idx) = self.role[port.node as usize];
         if is_sw {
-            self.switches[idx as usize].queued[usize::from(port.num)] > 0
+            (self.switches[idx as usize].queued[usize::from(port.num)] > 0).then_some(free)
         } else {
             let n = &self.nics[idx as usize];
-            !n.ctrl.is_empty()
-                || n.flows
-                    .iter()
-                    .any(|&f| self.flows[f as usize].started && self.flows[f as usize].req.has_data())
+            if !n.ctrl.is_empty() || (self.tcp.sends(idx) && self.tcp.has_work(idx, self.now)) {
+                return Some(free);
+            }
+            n.flows
+                .iter()
+                .map(|&f| &self.flows[f as usize])
+                .filter(|f| f.started && f.req.has_data())
+                .map(|f| f.next_ok.max(free))
+                .min()
         }
     }
 
@@ -1519,13 +1785,14 @@ impl RoceSim {
             None => {
                 let seq = self.q.next_seq();
                 if self.link_fifo[g].push(arrive, seq, p) {
-                    self.q.push_seq(arrive, seq, Ev::Arrive { dir: gp });
+                    self.push_ev_seq(arrive, seq, Ev::Arrive { dir: gp });
                 }
             }
         }
-        // Look again when the line frees, if there is anything left to send.
-        if self.has_work(gp) {
-            self.schedule_wake(gp, end);
+        // Look again when the line frees, or a NIC's pacing lets it send, if there
+        // is anything left to send.
+        if let Some(t) = self.next_work(gp, end) {
+            self.schedule_wake(gp, t);
         }
     }
 
@@ -1601,6 +1868,7 @@ impl RoceSim {
             prio,
             quanta,
             wd_fwd: false,
+            ttl: IP_TTL,
             in_port: 0,
             pg: 0,
             queue: 0,
@@ -1617,7 +1885,7 @@ impl RoceSim {
         let port = &mut self.ports[gp as usize];
         if t < port.pause_timer_at {
             port.pause_timer_at = t;
-            self.q.push(t, Ev::PauseTimer { gp });
+            self.push_ev(t, Ev::PauseTimer { gp });
         }
     }
 
@@ -1636,12 +1904,43 @@ impl RoceSim {
 
     // ----------------------------------------------------------------- switch
 
-    fn route(&self, si: u32, pk: &Pkt) -> Option<u8> {
+    /// The egress port of switch `si` for `pk`: a static override, else the
+    /// ECMP member its 5-tuple hashes to (cached per flow, direction and switch:
+    /// every packet of a QP in one direction carries the same 5-tuple).
+    #[inline]
+    fn route(&mut self, si: u32, pk: &Pkt) -> Option<u8> {
         let sw = &self.switches[si as usize];
-        if let Some(o) = self.overrides.iter().find(|o| o.0 == sw.node && o.1 == pk.dst) {
-            return Some(o.2);
+        if !self.overrides.is_empty() {
+            if let Some(o) = self.overrides.iter().find(|o| o.0 == sw.node && o.1 == pk.dst) {
+                return Some(o.2);
+            }
         }
-        let f = &self.flows[pk.flow as usize].spec;
+        if pk.kind.is_tcp() {
+            // TCP flows are numbered apart from QPs: not in the QP route cache.
+            return self.route_hashed(si, pk);
+        }
+        let dir = usize::from(pk.kind != Kind::Data);
+        let ci = (pk.flow as usize * 2 + dir) * self.switches.len() + si as usize;
+        let c = self.route_cache[ci];
+        if c != NO_ROUTE {
+            return Some(c);
+        }
+        let out = self.route_hashed(si, pk);
+        if let Some(o) = out {
+            self.route_cache[ci] = o;
+        }
+        out
+    }
+
+    fn route_hashed(&self, si: u32, pk: &Pkt) -> Option<u8> {
+        let sw = &self.switches[si as usize];
+        let (sport, dport, proto) = if pk.kind.is_tcp() {
+            // TCP hashes its own ports; the ACK direction swaps them.
+            let (s, d) = self.tcp.ports(pk.flow);
+            if pk.kind == Kind::TcpData { (s, d, 6) } else { (d, s, 6) }
+        } else {
+            (self.flows[pk.flow as usize].spec.sport, 4791, 17)
+        };
         // Both directions of a QP hash its UDP source port (the responder
         // answers with the same entropy), addresses in packet direction.
         let key = if self.cfg.rocev1.is_some() {
@@ -1651,9 +1950,9 @@ impl RoceSim {
             FlowKey {
                 sip: host_ip(pk.src),
                 dip: host_ip(pk.dst),
-                sport: f.sport,
-                dport: 4791,
-                proto: 17,
+                sport,
+                dport,
+                proto,
                 smac: 0,
                 dmac: 0,
                 dqpn: pk.flow,
@@ -1668,12 +1967,24 @@ impl RoceSim {
         } else {
             sw.hash.hash(&key)
         };
-        self.ecmp.next_port(NodeId(sw.node), NodeId(pk.dst), h)
+        let out = self.ecmp.next_port(NodeId(sw.node), NodeId(pk.dst), h)?;
+        if let Some(v) = &self.local_view {
+            // The switch knows its own link is down: it takes its repaired route.
+            if self.ports[(self.port_base[sw.node as usize] + u32::from(out)) as usize].down {
+                return v.next_port(NodeId(sw.node), NodeId(pk.dst), h);
+            }
+        }
+        Some(out)
     }
 
     fn switch_arrive(&mut self, si: u32, gp: u32, mut p: Pkt) {
         let in_port = self.ports[gp as usize].num;
         let pk = p;
+        if p.ttl <= 1 {
+            self.drop_pkt(p, RoceDrop::TtlExpired);
+            return;
+        }
+        p.ttl -= 1;
         let (_, pg, queue) = self.switches[si as usize].maps.classify(pk.dscp);
         let Some(out) = self.route(si, &pk) else {
             self.drop_pkt(p, RoceDrop::NoRoute);
@@ -1701,6 +2012,7 @@ impl RoceSim {
                 p.wd_fwd = false;
                 s.q[qi].push_back(p);
                 s.queued[usize::from(out)] += 1;
+                s.nonempty[usize::from(out)] |= 1 << queue;
                 let og = self.port_base[s.node as usize] + u32::from(out);
                 if xoff {
                     s.xoff.push((in_port, pg));
@@ -1717,37 +2029,35 @@ impl RoceSim {
     fn switch_pick(&mut self, si: u32, gp: u32) -> Result<Pkt, Time> {
         let now = self.now;
         let port = self.ports[gp as usize].num as usize;
-        // Copy only the 8 resume times, not the whole pause state with its counters.
-        let until = self.ports[gp as usize].paused.until_all();
         let forward = self.cfg.watchdog.is_some_and(|w| w.action == WdAction::Forward);
         let s = &mut self.switches[si as usize];
-        let mut wait = Time::NEVER;
-        let (qs, stormed) = (&s.q, &s.wd_stormed);
-        let head = |q: usize| -> Option<u32> {
-            let p = qs[port * NPRIO + q].front()?;
-            // PFC priority p pauses queue p (SONiC MAP_PFC_PRIORITY_TO_QUEUE AZURE is identity).
-            if until[q] > now && !(forward && stormed[port * NPRIO + q]) {
-                return None;
-            }
-            Some(p.wire)
-        };
-        // Fast path: one non-empty queue that may send needs no arbitration.
-        let mut only = None;
-        let mut count = 0;
-        for q in 0..NPRIO {
-            if !s.q[port * NPRIO + q].is_empty() {
-                count += 1;
-                only = Some(q);
-            }
+        let mask = s.nonempty[port];
+        if mask == 0 {
+            return Err(Time::NEVER);
         }
-        let chosen = match (count, only) {
-            (0, _) => None,
-            (1, Some(q)) if head(q).is_some() => Some(q),
-            _ => s.sched[port].pick(head),
+        let paused = &self.ports[gp as usize].paused;
+        let stormed = &s.wd_stormed;
+        // PFC priority p pauses queue p (SONiC MAP_PFC_PRIORITY_TO_QUEUE AZURE is identity).
+        let blocked = |q: usize| paused.until(q as u8) > now && !(forward && stormed[port * NPRIO + q]);
+        let chosen = if mask.is_power_of_two() {
+            // Fast path: one non-empty queue needs no arbitration.
+            let q = mask.trailing_zeros() as usize;
+            (!blocked(q)).then_some(q)
+        } else {
+            let qs = &s.q;
+            s.sched[port].pick(|q| {
+                let p = qs[port * NPRIO + q].front()?;
+                if blocked(q) {
+                    return None;
+                }
+                Some(p.wire)
+            })
         };
         let Some(q) = chosen else {
-            for (q, &u) in until.iter().enumerate() {
-                if !s.q[port * NPRIO + q].is_empty() && u > now {
+            let mut wait = Time::NEVER;
+            for q in 0..NPRIO {
+                let u = paused.until(q as u8);
+                if mask & (1 << q) != 0 && u > now {
                     wait = wait.min(u);
                 }
             }
@@ -1756,12 +2066,15 @@ impl RoceSim {
         let qi = port * NPRIO + q;
         let qlen = s.mmu.egress_bytes(port, q as u8);
         let mut p = s.q[qi].pop_front().expect("picked");
+        if s.q[qi].is_empty() {
+            s.nonempty[port] &= !(1 << q);
+        }
         p.wd_fwd = forward && s.wd_stormed[qi];
         s.queued[port] -= 1;
         s.q_tx[qi] += 1;
         let pk = p;
         // RED/ECN at dequeue on the egress queue's bytes (HPCC ns-3).
-        if pk.kind == Kind::Data {
+        if pk.kind == Kind::Data || (pk.kind == Kind::TcpData && self.tcp.ect()) {
             if let Some(red) = s.red[port] {
                 if red.should_mark(qlen, &mut self.rng) && !p.ce {
                     p.ce = true;
@@ -1770,7 +2083,8 @@ impl RoceSim {
             }
         }
         s.mmu.release(usize::from(pk.in_port), pk.pg, port, q as u8, pk.wire);
-        self.progress += 1;
+        // TCP moving on its own class is no sign that the RDMA class is not deadlocked.
+        self.progress += u64::from(!pk.kind.is_tcp());
         self.resume_check(si);
         Ok(p)
     }
@@ -1837,6 +2151,58 @@ impl RoceSim {
             }
             wait = wait.min(until[usize::from(pg)]);
         }
+        if !self.tcp.sends(nic) {
+            return self.nic_pick_rdma(nic, wait);
+        }
+        // RDMA and TCP share the port by the NIC's ETS (tcp.rs).
+        let mut tcp_idle = false;
+        if self.tcp.tcp_first(nic) {
+            match self.nic_pick_tcp(nic, false) {
+                Ok(p) => return Ok(p),
+                Err(t) => {
+                    wait = wait.min(t);
+                    tcp_idle = true;
+                }
+            }
+        }
+        match self.nic_pick_rdma(nic, wait) {
+            Ok(p) => {
+                self.tcp.served(nic, false, p.wire, tcp_idle);
+                Ok(p)
+            }
+            Err(w) if tcp_idle => Err(w),
+            Err(w) => self.nic_pick_tcp(nic, true).map_err(|t| t.min(w)),
+        }
+    }
+
+    /// A TCP segment from NIC `nic` if one may go now (`rdma_idle`: RDMA had none).
+    fn nic_pick_tcp(&mut self, nic: u32, rdma_idle: bool) -> Result<Pkt, Time> {
+        let seg = self.tcp.pick(nic, self.now)?;
+        self.tcp.served(nic, true, seg.wire, rdma_idle);
+        let (src, dst) = {
+            let s = self.tcp.spec(seg.flow);
+            (s.src.0, s.dst.0)
+        };
+        Ok(self.new_pkt(Pkt {
+            kind: Kind::TcpData,
+            src,
+            dst,
+            flow: seg.flow,
+            psn: seg.seq,
+            payload: seg.payload,
+            wire: seg.wire,
+            dscp: self.tcp.config().dscp,
+            ttl: IP_TTL,
+            ..Pkt::default()
+        }))
+    }
+
+    /// The next RDMA data packet of NIC `nic` (`wait`: the earliest time found so far).
+    fn nic_pick_rdma(&mut self, nic: u32, mut wait: Time) -> Result<Pkt, Time> {
+        let now = self.now;
+        let n = &self.nics[nic as usize];
+        let gp = n.gp;
+        let until = self.ports[gp as usize].paused.until_all();
         let data_prio = self.maps.classify(DSCP_ROCE).1;
         if until[usize::from(data_prio)] > now && self.maps.lossless(data_prio) {
             return Err(wait.min(until[usize::from(data_prio)]));
@@ -1857,9 +2223,11 @@ impl RoceSim {
             let f = &mut self.flows[fi];
             let tx = f.req.next_packet(now).expect("has data");
             let wire = tx.payload + ROCEV2_HEADERS;
-            let rate =
-                f.rp.as_ref()
-                    .map_or(self.ports[gp as usize].bps, ReactionPoint::rate_bps);
+            let rate = match (&f.rp, &f.dctcp) {
+                (Some(rp), _) => rp.rate_bps(),
+                (None, Some(d)) => d.rate_bps(),
+                (None, None) => self.ports[gp as usize].bps,
+            };
             if let Some(rp) = f.rp.as_mut() {
                 rp.on_sent(now, u64::from(wire));
             }
@@ -1880,6 +2248,7 @@ impl RoceSim {
                 prio: 0,
                 quanta: 0,
                 wd_fwd: false,
+                ttl: IP_TTL,
                 in_port: 0,
                 pg: 0,
                 queue: 0,
@@ -1903,7 +2272,7 @@ impl RoceSim {
         let n = &mut self.nics[nic as usize];
         if t < n.timer_at {
             n.timer_at = t;
-            self.q.push(t, Ev::NicTimer { nic });
+            self.push_ev(t, Ev::NicTimer { nic });
         }
     }
 
@@ -1922,6 +2291,10 @@ impl RoceSim {
                 kick = true;
             }
             next = next.min(f.req.next_deadline());
+        }
+        if self.tcp.sends(nic) {
+            kick |= self.tcp.poll(nic, now);
+            next = next.min(self.tcp.next_deadline(nic));
         }
         // Host drain and the NIC's stall prevention.
         self.nic_drain(nic);
@@ -2025,9 +2398,17 @@ impl RoceSim {
                     prio: 0,
                     quanta: 0,
                     wd_fwd: false,
+                    ttl: IP_TTL,
                     in_port: 0,
                     pg: 0,
                     queue: 0,
+                };
+                // DCTCP: the ACK echoes the CE mark of the packet that triggered it
+                // (HPCC ns-3 sets the ACK's CNP flag).
+                let echo = pk.ce && matches!(self.cfg.cc, CongestionControl::Dctcp(_));
+                let reply = |kind: Kind, psn: u32| Pkt {
+                    ce: echo && kind == Kind::Ack,
+                    ..reply(kind, psn)
                 };
                 match verdict {
                     RxVerdict::Accept { ack } => {
@@ -2047,11 +2428,17 @@ impl RoceSim {
                     RxVerdict::OutOfOrder { nak: None } => {}
                 }
                 if pk.ce {
-                    let interval = match &self.cfg.cc {
-                        CongestionControl::Dcqcn(p) => p.cnp_interval,
-                        CongestionControl::None => Time::NEVER,
+                    let (interval, per_port) = match &self.cfg.cc {
+                        CongestionControl::Dcqcn(p) => (p.cnp_interval, p.cnp_per_port),
+                        CongestionControl::None | CongestionControl::Dctcp(_) => (Time::NEVER, false),
                     };
-                    if interval != Time::NEVER && self.flows[fi].np.on_marked(now, interval) {
+                    let send = interval != Time::NEVER
+                        && if per_port {
+                            self.nics[nic as usize].np.on_marked(now, interval)
+                        } else {
+                            self.flows[fi].np.on_marked(now, interval)
+                        };
+                    if send {
                         self.cnps_sent += 1;
                         let mut c = reply(Kind::Cnp, 0);
                         c.wire = CNP_BYTES;
@@ -2065,7 +2452,11 @@ impl RoceSim {
                 let fi = pk.flow as usize;
                 let mut done = Vec::new();
                 if pk.kind == Kind::Ack {
-                    self.flows[fi].req.on_ack(now, Psn::new(pk.psn), &mut done);
+                    let f = &mut self.flows[fi];
+                    f.req.on_ack(now, Psn::new(pk.psn), &mut done);
+                    if let Some(d) = f.dctcp.as_mut() {
+                        d.on_ack(Psn::new(pk.psn).next(), pk.ce, Psn::new(0), f.req.window().1);
+                    }
                 } else {
                     self.flows[fi].req.on_nak(now, Psn::new(pk.psn), &mut done);
                 }
@@ -2105,6 +2496,32 @@ impl RoceSim {
                 }
                 self.deliver(p);
                 self.arm_flow_timers(nic, fi);
+            }
+            Kind::TcpData => {
+                let (ack, ece) = self.tcp.on_data(pk.flow, pk.psn, pk.ce);
+                self.deliver(p);
+                let a = Pkt {
+                    kind: Kind::TcpAck,
+                    src: pk.dst,
+                    dst: pk.src,
+                    flow: pk.flow,
+                    psn: ack,
+                    wire: crate::roce::tcp::TCP_HEADERS,
+                    dscp: pk.dscp,
+                    ce: ece,
+                    ttl: IP_TTL,
+                    ..Pkt::default()
+                };
+                self.nic_ctrl(nic, a);
+            }
+            Kind::TcpAck => {
+                self.deliver(p);
+                if self.tcp.on_ack(pk.flow, pk.psn, pk.ce, now) {
+                    let gp = self.nics[nic as usize].gp;
+                    self.kick(gp);
+                }
+                let t = self.tcp.next_deadline(nic);
+                self.arm_nic(nic, t);
             }
             Kind::Pause => unreachable!("handled in arrive"),
         }
@@ -2164,6 +2581,7 @@ impl RoceSim {
                                         );
                                         self.drop_pkt(p, RoceDrop::Watchdog);
                                     }
+                                    self.switches[si].nonempty[port] &= !(1 << q);
                                     self.resume_check(si as u32);
                                 }
                                 WdAction::Forward => self.kick(gp),
@@ -2184,10 +2602,10 @@ impl RoceSim {
     /// A cycle of switch egress ports, each holding lossless packets it may not
     /// send because the next switch paused it, where the next switch's paused
     /// ingress holds packets queued for the next port in the cycle.
-    fn find_deadlock(&self) -> Option<PfcDeadlock> {
+    fn find_cycle(&self) -> Option<Vec<(u32, u8)>> {
         let now = self.now;
         // blocked[gp] = egress port with a non-empty, paused lossless queue.
-        let mut edges: Vec<(u32, u32)> = Vec::new();
+        let mut edges: Vec<(u32, u32, u8)> = Vec::new();
         for s in &self.switches {
             let base = self.port_base[s.node as usize];
             let nports = s.q.len() / NPRIO;
@@ -2213,7 +2631,7 @@ impl RoceSim {
                     let pbase = self.port_base[pn as usize];
                     for (qi, qq) in ps.q.iter().enumerate() {
                         if qq.iter().any(|p| p.in_port == in_num) {
-                            edges.push((gp, pbase + (qi / NPRIO) as u32));
+                            edges.push((gp, pbase + (qi / NPRIO) as u32, q as u8));
                         }
                     }
                 }
@@ -2225,28 +2643,41 @@ impl RoceSim {
         let blocked: std::collections::BTreeSet<u32> = edges.iter().map(|e| e.0).collect();
         for &start in &blocked {
             let mut path = vec![start];
+            // prios[i]: the paused priority of path[i]'s queue on the edge taken from it.
+            let mut prios: Vec<u8> = Vec::new();
             let mut cur = start;
             for _ in 0..=blocked.len() {
-                let Some(&(_, nxt)) = edges.iter().find(|e| e.0 == cur && blocked.contains(&e.1)) else {
+                let Some(&(_, nxt, q)) = edges.iter().find(|e| e.0 == cur && blocked.contains(&e.1)) else {
                     break;
                 };
+                prios.push(q);
                 if let Some(pos) = path.iter().position(|&x| x == nxt) {
-                    let cycle = path[pos..]
-                        .iter()
-                        .map(|&g| {
-                            (
-                                self.fabric.nodes[self.ports[g as usize].node as usize].name.clone(),
-                                self.ports[g as usize].num,
-                            )
-                        })
-                        .collect();
-                    return Some(PfcDeadlock { at: now, cycle });
+                    return Some(path[pos..].iter().copied().zip(prios[pos..].iter().copied()).collect());
                 }
                 path.push(nxt);
                 cur = nxt;
             }
         }
         None
+    }
+
+    /// Name the queues of a cycle found by [`Self::find_cycle`].
+    fn describe_cycle(&self, c: &[(u32, u8)]) -> PfcDeadlock {
+        let cycle = c
+            .iter()
+            .map(|&(g, q)| {
+                let p = &self.ports[g as usize];
+                (self.fabric.nodes[p.node as usize].name.clone(), p.num, q)
+            })
+            .collect();
+        PfcDeadlock { at: self.now, cycle }
+    }
+
+    /// Packets switch egress queue (`gp`, `q`) has sent.
+    fn queue_sent(&self, gp: u32, q: u8) -> u64 {
+        let p = &self.ports[gp as usize];
+        let si = self.role[p.node as usize].1;
+        self.switches[si as usize].q_tx[usize::from(p.num) * NPRIO + usize::from(q)]
     }
 }
 

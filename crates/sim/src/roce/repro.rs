@@ -307,9 +307,187 @@ mod tests {
         };
         assert_eq!(d.cycle.len(), 4, "{d}");
         let names: std::collections::BTreeSet<&str> = d.cycle.iter().map(|c| c.0.as_str()).collect();
+        assert!(d.cycle.iter().all(|c| c.1 == 2 && c.2 == 3), "{d}");
         assert_eq!(names.len(), 4, "{d}");
         assert_eq!(s4.ledger.total_dropped(), 0, "lossless: a deadlock, not drops");
         assert!(s4.ledger_balances());
+    }
+
+    /// Hu et al., HotNets'16: a link failure makes routes bounce, the bounce
+    /// builds a cyclic buffer dependency, and PFC turns it into a deadlock. On
+    /// 2 leaves × 2 spines with destination-based ECMP (5-tuple hash), the
+    /// spine1–leaf1 link fails. spine1 sees it at once and reroutes traffic for
+    /// leaf1 down to leaf0 (its only other path, local repair); leaf0 has not
+    /// converged yet and still hashes that flow up to spine1, so its packets
+    /// bounce leaf0 → spine1 → leaf0 → spine1 … until leaf0 converges or their
+    /// TTL runs out. With a fast convergence (2 µs) the bounced packets go
+    /// round once, then leaf0 sends them to spine0, and every flow finishes with
+    /// no drop; with 1 ms the two loop queues pause each other and the deadlock
+    /// outlives the convergence: the detector names both queues.
+    #[test]
+    fn link_failure_bounce_loop_gives_a_pfc_deadlock_hotnets16() {
+        let (f, leaves, spines, h) = leaf_spine_2x2(2);
+        let dead = f.peer(leaves[1], 4).expect("leaf1 → spine1").1;
+        let cfg = |conv: Time| RoceConfig {
+            cc: CongestionControl::None,
+            ecn: false,
+            buffer_bytes: 2 << 20,
+            local_repair: true,
+            ecmp_convergence: conv,
+            deadlock_check: Time::us(100),
+            rto: Time::us(400),
+            ..RoceConfig::default()
+        };
+        // Pick UDP source ports (the ECMP entropy) so that leaf0 hashes flow A
+        // to spine1 and flow B to spine0, as two of many flows would fall.
+        let cands: Vec<FlowSpec> = (0..64u16)
+            .flat_map(|i| {
+                [
+                    flow(h[0][0], h[1][0], 4 << 20, 1, Time::ZERO, 0xc000 + i),
+                    flow(h[0][1], h[1][1], 4 << 20, 1, Time::ZERO, 0xc000 + i),
+                ]
+            })
+            .collect();
+        let probe = RoceSim::new(&f, cfg(Time::ms(1)), &cands).unwrap();
+        let pick = |first: usize, port: u8| {
+            (0..64)
+                .map(|i| 2 * i + first)
+                .find(|&k| probe.flow_path(k)[0] == ("leaf0".to_string(), port))
+                .map(|k| cands[k])
+                .expect("a source port hashing that way")
+        };
+        let flows = [pick(0, 4), pick(1, 3)];
+        let run = |conv: Time| {
+            let mut sim = RoceSim::new(&f, cfg(conv), &flows).unwrap();
+            let before = sim.flow_path(0);
+            sim.fail_link_at(dead, Time::us(50));
+            let _ = sim.run(Time::us(51));
+            let during = sim.flow_path(0);
+            let st = sim.run(Time::ms(30));
+            (st, sim, before, during)
+        };
+        let ttl = RoceDrop::ALL.iter().position(|r| *r == RoceDrop::TtlExpired).unwrap();
+
+        let (st, fast, before, during) = run(Time::us(2));
+        eprintln!(
+            "flow A before the failure: {before:?}; in the window: {:?} …",
+            &during[..5.min(during.len())]
+        );
+        assert_eq!(
+            before,
+            vec![
+                ("leaf0".to_string(), 4),
+                ("spine1".to_string(), 2),
+                ("leaf1".to_string(), 1)
+            ]
+        );
+        assert_eq!(
+            &during[..4],
+            &[
+                ("leaf0".to_string(), 4),
+                ("spine1".to_string(), 1),
+                ("leaf0".to_string(), 4),
+                ("spine1".to_string(), 1)
+            ]
+        );
+        eprintln!(
+            "convergence 2 µs: {st:?} at {}, TTL drops {}, other drops {}",
+            fast.now(),
+            fast.ledger.dropped[ttl],
+            fast.ledger.total_dropped() - fast.ledger.dropped[ttl]
+        );
+        assert_eq!(st, RoceStatus::Done, "{}", fast.state_summary());
+        assert_eq!(fast.ledger.total_dropped(), 0);
+        assert!(fast.ledger_balances());
+
+        let (st, slow, _, _) = run(Time::ms(1));
+        let RoceStatus::Deadlock(d) = st else {
+            panic!("1 ms convergence: {st:?}\n{}", slow.state_summary())
+        };
+        eprintln!(
+            "convergence 1 ms: {d}; TTL drops {}, other drops {}; flow B done at {:?}, flow A delivered {} of {} B",
+            slow.ledger.dropped[ttl],
+            slow.ledger.total_dropped() - slow.ledger.dropped[ttl],
+            slow.flow_done(1),
+            slow.flow_delivered(0),
+            4 << 20
+        );
+        let mut cycle = d.cycle.clone();
+        cycle.sort();
+        assert_eq!(
+            cycle,
+            vec![("leaf0".to_string(), 4, 3), ("spine1".to_string(), 1, 3)],
+            "{d}"
+        );
+        assert!(d.at < Time::ms(1), "found inside the convergence window: {d}");
+        assert_eq!(slow.ledger.lossless_faults(), 0);
+        assert!(slow.ledger_balances());
+
+        // Without the detector: the deadlock outlives the convergence. Flow A
+        // delivers nothing more from 2 ms to 10 ms (its packets sit in the paused
+        // loop queues and its sender's port on leaf0 stays paused); flow B, hashed
+        // to spine0, finishes — the detector found the cycle while B still moved.
+        let mut sim = RoceSim::new(
+            &f,
+            RoceConfig {
+                deadlock_check: Time::ZERO,
+                ..cfg(Time::ms(1))
+            },
+            &flows,
+        )
+        .unwrap();
+        sim.fail_link_at(dead, Time::us(50));
+        let _ = sim.run(Time::ms(2));
+        let at2 = [sim.flow_delivered(0), sim.flow_delivered(1)];
+        let st = sim.run(Time::ms(10));
+        let at10 = [sim.flow_delivered(0), sim.flow_delivered(1)];
+        eprintln!("no detector: delivered at 2 ms {at2:?}, at 10 ms {at10:?} ({st:?})");
+        assert_eq!(at2[0], at10[0]);
+        assert!(at10[0] < 4 << 20 && sim.flow_done(0).is_none());
+        assert!(sim.flow_done(1).is_some());
+        assert_eq!(sim.ledger.lossless_faults(), 0);
+        let _ = spines;
+    }
+
+    /// mlx5 `min_time_between_cnps` paces the CNPs of the receiving *port*
+    /// (NVIDIA's PRM: "minimum time between sending CNPs from the port"): with
+    /// every packet marked, two senders into one receiver get at most one CNP per
+    /// 4 µs between them under `nvidia-cx`, where a per-QP limiter sends one per
+    /// QP per 4 µs, twice as many.
+    #[test]
+    fn nvidia_cx_paces_cnps_per_receiving_port() {
+        let (f, _, h) = star(3);
+        let flows = [
+            flow(h[0], h[2], 64 << 20, 1, Time::ZERO, 10000),
+            flow(h[1], h[2], 64 << 20, 1, Time::ZERO, 10001),
+        ];
+        let run = |per_port: bool| {
+            let mut p = Profile::NvidiaCx.params(100_000_000_000);
+            p.cnp_per_port = per_port;
+            // Keep both senders above half the line so the queue, and the
+            // marking, never stop: the CNP count is then the limiter's alone.
+            p.min_rate_bps = 60e9;
+            let cfg = RoceConfig {
+                cc: CongestionControl::Dcqcn(p),
+                red: vec![(
+                    100_000_000_000,
+                    crate::roce::dcqcn::Red {
+                        kmin: 0,
+                        kmax: 0,
+                        pmax: 1.0,
+                    },
+                )],
+                ..RoceConfig::default()
+            };
+            let mut sim = RoceSim::new(&f, cfg, &flows).unwrap();
+            sim.run(Time::us(400));
+            (sim.cnps_sent, sim.ecn_marks)
+        };
+        let (port, marks) = run(true);
+        let (qp, _) = run(false);
+        eprintln!("400 µs, every packet marked ({marks} marks): {port} CNPs paced per port, {qp} per QP");
+        assert!((80..=400 / 4 + 1).contains(&port), "{port}");
+        assert!(qp > 3 * port / 2, "{qp} vs {port}");
     }
 
     /// Pause frames travel on the link and are captured with the data: the

@@ -216,18 +216,3 @@ pub(crate) fn alloc_lfts(g: &SwitchGraph, t: &mut RoutingTables) {
         }
     }
 }
-
-/// Index among `cands` of the port with the lowest `load`, ties to the earliest.
-#[inline]
-pub(crate) fn least_loaded(cands: &[u8], load: &[u32], base: usize) -> usize {
-    let mut best = 0;
-    let mut bl = u32::MAX;
-    for (i, &p) in cands.iter().enumerate() {
-        let l = load[base + p as usize];
-        if l < bl {
-            bl = l;
-            best = i;
-        }
-    }
-    best
-}

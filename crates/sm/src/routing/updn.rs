@@ -23,10 +23,42 @@
 
 use fabric::Guid;
 
-use super::{RouteError, RouteOptions, RoutingEngine, SwitchGraph, alloc_lfts, least_loaded};
+use super::{RouteError, RouteOptions, RoutingEngine, SwitchGraph, alloc_lfts};
 use crate::tables::RoutingTables;
 
 const INF: u32 = u32::MAX;
+
+/// LIDs routed together, switch by switch (bounds the per-LID route counters to
+/// switches × CHUNK).
+const CHUNK: usize = 64;
+
+/// One destination LID being routed.
+#[derive(Clone, Copy, Debug, Default)]
+struct Job {
+    lid: u32,
+    /// Index of its destination in `g.dests`.
+    di: u32,
+    /// Port of the destination switch towards it (0 = the switch itself).
+    port: u8,
+    /// A CA/router port (its routes are counted in the weights).
+    end: bool,
+}
+
+/// An ISL seen from one end: peer switch and local port.
+#[derive(Clone, Copy, Debug)]
+struct Hop {
+    peer: u32,
+    port: u8,
+}
+
+/// d-mod-k inputs of [`Ftree`]: height of each switch above the leaves, the divisor per
+/// height and each destination's index.
+#[derive(Clone, Copy, Debug)]
+struct DModK<'a> {
+    height: &'a [u32],
+    div: &'a [u64],
+    dest_index: &'a [u64],
+}
 
 /// Shared machinery and scratch of the two engines.
 #[derive(Debug, Default)]
@@ -34,21 +66,31 @@ struct Ranked {
     rank: Vec<u32>,
     key: Vec<u32>,
     by_key: Vec<u32>,
+    /// ISLs of each switch towards smaller keys (`up`) and larger keys (`dn`), each in
+    /// the switch's ISL order: `up[up_off[s]..up_off[s+1]]`.
+    up_off: Vec<u32>,
+    up: Vec<Hop>,
+    dn_off: Vec<u32>,
+    dn: Vec<Hop>,
     down: Vec<u32>,
     reach: Vec<u32>,
     queue: Vec<u32>,
-    cand_off: Vec<u32>,
-    cands: Vec<u8>,
-    /// Per switch: true when its candidates towards the current d go down.
-    goes_down: Vec<bool>,
     /// Per port slot: peer switch (u32::MAX = none).
     peer_sw: Vec<u32>,
     /// Switches that reach d, farthest first.
     order: Vec<u32>,
     bucket: Vec<u32>,
+    /// Routes towards each LID of the chunk entering each switch: `cnt[s * m + j]`.
     cnt: Vec<u32>,
     /// Routes (source end port → destination LID) per port slot so far.
     weight: Vec<u32>,
+    jobs: Vec<Job>,
+    /// Candidate ports of one switch and their weights (contiguous, for [`argmin`]).
+    cbuf: Vec<u8>,
+    cw: Vec<u32>,
+    /// d-mod-k candidate index per LID of the chunk, per (height, up-arity) met.
+    memo_key: Vec<(u32, u32)>,
+    memo: Vec<u16>,
 }
 
 impl Ranked {
@@ -62,8 +104,6 @@ impl Ranked {
         }
         self.weight.clear();
         self.weight.resize(g.port_slots(), 0);
-        self.cnt.clear();
-        self.cnt.resize(g.len(), 0);
     }
 
     /// Order the switches that reach d by decreasing distance (counting sort).
@@ -92,30 +132,6 @@ impl Ranked {
         }
     }
 
-    /// After `lid`'s entries are written: push the end ports of every switch along the
-    /// new routes, adding them to the per-port route weights.
-    fn push_routes(&mut self, g: &SwitchGraph, t: &RoutingTables, lid: usize, d: u32) {
-        for &s in &self.order {
-            self.cnt[s as usize] = g.ends_at[s as usize];
-        }
-        for &s in &self.order {
-            let c = self.cnt[s as usize];
-            if s == d || c == 0 {
-                continue;
-            }
-            let p = t.lft[g.sw_node[s as usize].idx()].ports[lid];
-            if p == crate::tables::NO_ROUTE {
-                continue;
-            }
-            let i = g.pidx(s, p);
-            self.weight[i] = self.weight[i].saturating_add(c);
-            let nx = self.peer_sw[i];
-            if nx != INF {
-                self.cnt[nx as usize] += c;
-            }
-        }
-    }
-
     fn rank_from(&mut self, g: &SwitchGraph, roots: &[u32]) {
         g.bfs(roots, &mut self.rank, &mut self.queue);
         self.by_key.clear();
@@ -127,17 +143,43 @@ impl Ranked {
         for (i, &s) in self.by_key.iter().enumerate() {
             self.key[s as usize] = i as u32;
         }
+        self.up_off.clear();
+        self.up.clear();
+        self.dn_off.clear();
+        self.dn.clear();
+        self.up_off.push(0);
+        self.dn_off.push(0);
+        for s in 0..g.len() as u32 {
+            let ks = self.key[s as usize];
+            for a in g.isls(s) {
+                let kp = self.key[a.peer as usize];
+                let h = Hop {
+                    peer: a.peer,
+                    port: a.port,
+                };
+                if kp < ks {
+                    self.up.push(h);
+                } else if kp > ks {
+                    self.dn.push(h);
+                }
+            }
+            self.up_off.push(self.up.len() as u32);
+            self.dn_off.push(self.dn.len() as u32);
+        }
     }
 
-    /// Distances and candidate ports towards destination switch d.
-    fn towards(&mut self, g: &SwitchGraph, d: u32) {
-        self.distances(g, d);
-        self.candidates(g, d);
+    #[inline]
+    fn ups(&self, s: u32) -> &[Hop] {
+        &self.up[self.up_off[s as usize] as usize..self.up_off[s as usize + 1] as usize]
     }
 
-    /// `down` and `reach` towards destination switch d.
-    fn distances(&mut self, g: &SwitchGraph, d: u32) {
-        let n = g.len();
+    /// `down` and `reach` towards destination switch d:
+    /// - `down[s]`: shortest down-only distance from s to d (a BFS from d that climbs
+    ///   to smaller keys);
+    /// - `reach[s]`: `down[s]` when finite, else `1 + min reach[up neighbour]`,
+    ///   computed in key order so neighbours above are final first.
+    fn distances(&mut self, d: u32) {
+        let n = self.key.len();
         self.down.clear();
         self.down.resize(n, INF);
         self.queue.clear();
@@ -147,11 +189,11 @@ impl Ranked {
         while h < self.queue.len() {
             let x = self.queue[h];
             h += 1;
-            let kx = self.key[x as usize];
             let dx = self.down[x as usize] + 1;
-            for a in g.isls(x) {
+            let (lo, hi) = (self.up_off[x as usize] as usize, self.up_off[x as usize + 1] as usize);
+            for a in &self.up[lo..hi] {
                 let s = a.peer as usize;
-                if self.key[s] < kx && self.down[s] == INF {
+                if self.down[s] == INF {
                     self.down[s] = dx;
                     self.queue.push(a.peer);
                 }
@@ -165,100 +207,12 @@ impl Ranked {
                 self.reach[su] = self.down[su];
                 continue;
             }
-            let ks = self.key[su];
             let mut best = INF;
-            for a in g.isls(s) {
-                if self.key[a.peer as usize] < ks {
-                    best = best.min(self.reach[a.peer as usize]);
-                }
+            for a in self.ups(s) {
+                best = best.min(self.reach[a.peer as usize]);
             }
             if best != INF {
                 self.reach[su] = best + 1;
-            }
-        }
-    }
-
-    /// Candidate ports of every switch towards d (after [`Ranked::distances`]).
-    fn candidates(&mut self, g: &SwitchGraph, d: u32) {
-        let n = g.len();
-        self.cand_off.clear();
-        self.cands.clear();
-        self.goes_down.clear();
-        self.goes_down.resize(n, false);
-        self.cand_off.push(0);
-        for s in 0..n as u32 {
-            let su = s as usize;
-            let ks = self.key[su];
-            if s != d && self.down[su] != INF {
-                self.goes_down[su] = true;
-                let want = self.down[su] - 1;
-                for a in g.isls(s) {
-                    let p = a.peer as usize;
-                    if self.key[p] > ks && self.down[p] == want {
-                        self.cands.push(a.port);
-                    }
-                }
-            } else if s != d && self.reach[su] != INF {
-                let want = self.reach[su] - 1;
-                for a in g.isls(s) {
-                    let p = a.peer as usize;
-                    if self.key[p] < ks && self.reach[p] == want {
-                        self.cands.push(a.port);
-                    }
-                }
-            }
-            self.cand_off.push(self.cands.len() as u32);
-        }
-    }
-
-    #[inline]
-    fn cands_of(&self, s: u32) -> &[u8] {
-        &self.cands[self.cand_off[s as usize] as usize..self.cand_off[s as usize + 1] as usize]
-    }
-
-    /// Route switch d's own LID(s) at every switch: the lightest legal port (down-only
-    /// when a down path exists, else up), as [`Ranked::fill`] would pick, without
-    /// building candidate lists or pushing weights.
-    fn switch_lid(&self, g: &SwitchGraph, t: &mut RoutingTables, d: u32, dests: &[super::Dest]) {
-        for s in 0..g.len() as u32 {
-            let lft = &mut t.lft[g.sw_node[s as usize].idx()].ports;
-            if s == d {
-                for de in dests {
-                    lft[de.base as usize] = de.port;
-                }
-                continue;
-            }
-            let su = s as usize;
-            let ks = self.key[su];
-            let (down, want) = if self.down[su] != INF {
-                (true, self.down[su] - 1)
-            } else if self.reach[su] != INF {
-                (false, self.reach[su] - 1)
-            } else {
-                continue;
-            };
-            let base = g.port_base[su] as usize;
-            let mut best = None;
-            let mut bw = u32::MAX;
-            for a in g.isls(s) {
-                let p = a.peer as usize;
-                let ok = if down {
-                    self.key[p] > ks && self.down[p] == want
-                } else {
-                    self.key[p] < ks && self.reach[p] == want
-                };
-                if ok {
-                    let w = self.weight[base + a.port as usize];
-                    if w < bw {
-                        bw = w;
-                        best = Some(a.port);
-                    }
-                }
-            }
-            if let Some(p) = best {
-                for de in dests {
-                    lft[de.base as usize] = p;
-                }
             }
         }
     }
@@ -277,6 +231,196 @@ impl Ranked {
         }
         Ok(())
     }
+
+    /// Write d's LIDs into every switch's LFT (after [`Ranked::distances`]).
+    ///
+    /// The candidates of a switch s are its legal min-hop ports: down ports to
+    /// switches one down-hop closer when s has a down-only route (so a packet that has
+    /// turned down never climbs again), else up ports to switches one hop closer. Each
+    /// LID goes to the candidate with the fewest routes so far (ties to the first), or
+    /// with `dm`, up-going switches pick by destination index modulo the up-arity.
+    /// Every route from a source end port to an end LID is then counted on the ports
+    /// it crosses.
+    ///
+    /// Switches are visited farthest first, all LIDs of a chunk at each: a switch's
+    /// choices only change its own ports' weights, and the routes entering it come
+    /// from farther switches, already done. That gives the same tables as routing one
+    /// LID at a time over all switches, with each switch's state in cache.
+    fn fill(&mut self, g: &SwitchGraph, t: &mut RoutingTables, d: u32, dm: Option<DModK<'_>>) {
+        self.order_by_reach();
+        self.jobs.clear();
+        let first = g.dest_off[d as usize] as usize;
+        for (i, de) in g.dests_at(d).iter().enumerate() {
+            for k in 0..de.count {
+                self.jobs.push(Job {
+                    lid: de.base as u32 + k as u32,
+                    di: (first + i) as u32,
+                    port: de.port,
+                    end: de.is_end,
+                });
+            }
+        }
+        let jobs = std::mem::take(&mut self.jobs);
+        for chunk in jobs.chunks(CHUNK) {
+            self.fill_chunk(g, t, d, chunk, dm);
+        }
+        self.jobs = jobs;
+    }
+
+    fn fill_chunk(&mut self, g: &SwitchGraph, t: &mut RoutingTables, d: u32, chunk: &[Job], dm: Option<DModK<'_>>) {
+        let m = chunk.len();
+        let Ranked {
+            dn_off,
+            dn,
+            up_off,
+            up,
+            down,
+            reach,
+            peer_sw,
+            order,
+            cnt,
+            weight,
+            cbuf,
+            cw,
+            memo_key,
+            memo,
+            ..
+        } = self;
+        if cnt.len() < g.len() * m {
+            cnt.resize(g.len() * m, 0);
+        }
+        for &s in order.iter() {
+            let e = g.ends_at[s as usize];
+            let row = &mut cnt[s as usize * m..(s as usize + 1) * m];
+            for (c, j) in row.iter_mut().zip(chunk) {
+                *c = if j.end { e } else { 0 };
+            }
+        }
+        memo_key.clear();
+        memo.clear();
+        for &s in order.iter() {
+            let su = s as usize;
+            let lft = &mut t.lft[g.sw_node[su].idx()].ports;
+            if s == d {
+                for j in chunk {
+                    lft[j.lid as usize] = j.port;
+                }
+                continue;
+            }
+            let goes_down = down[su] != INF;
+            cbuf.clear();
+            if goes_down {
+                let want = down[su] - 1;
+                for h in &dn[dn_off[su] as usize..dn_off[su + 1] as usize] {
+                    if down[h.peer as usize] == want {
+                        cbuf.push(h.port);
+                    }
+                }
+            } else {
+                let want = reach[su] - 1;
+                for h in &up[up_off[su] as usize..up_off[su + 1] as usize] {
+                    if reach[h.peer as usize] == want {
+                        cbuf.push(h.port);
+                    }
+                }
+            }
+            let nc = cbuf.len();
+            if nc == 0 {
+                continue;
+            }
+            let base = g.port_base[su] as usize;
+            let row = su * m;
+            if nc == 1 {
+                let p = cbuf[0];
+                let i = base + p as usize;
+                let nx = peer_sw[i];
+                let mut sum = 0u64;
+                for (j, job) in chunk.iter().enumerate() {
+                    lft[job.lid as usize] = p;
+                    if job.end {
+                        let c = cnt[row + j];
+                        sum += c as u64;
+                        if nx != INF && c != 0 {
+                            cnt[nx as usize * m + j] += c;
+                        }
+                    }
+                }
+                weight[i] = (weight[i] as u64 + sum).min(u32::MAX as u64) as u32;
+                continue;
+            }
+            match dm {
+                Some(dm) if !goes_down => {
+                    // d-mod-k: the index depends on the LID, the height and the arity.
+                    let h = dm.height[su];
+                    let at = match memo_key.iter().position(|&k| k == (h, nc as u32)) {
+                        Some(k) => k * m,
+                        None => {
+                            memo_key.push((h, nc as u32));
+                            let dv = dm.div[h as usize];
+                            memo.extend(
+                                chunk
+                                    .iter()
+                                    .map(|j| ((dm.dest_index[j.di as usize] / dv) % nc as u64) as u16),
+                            );
+                            memo.len() - m
+                        }
+                    };
+                    for (j, job) in chunk.iter().enumerate() {
+                        let p = cbuf[memo[at + j] as usize];
+                        lft[job.lid as usize] = p;
+                        if job.end {
+                            let c = cnt[row + j];
+                            if c != 0 {
+                                let i = base + p as usize;
+                                weight[i] = weight[i].saturating_add(c);
+                                let nx = peer_sw[i];
+                                if nx != INF {
+                                    cnt[nx as usize * m + j] += c;
+                                }
+                            }
+                        }
+                    }
+                }
+                _ => {
+                    // Lightest candidate: weights gathered, updated locally, written back.
+                    cw.clear();
+                    cw.extend(cbuf.iter().map(|&p| weight[base + p as usize]));
+                    for (j, job) in chunk.iter().enumerate() {
+                        let k = argmin(cw);
+                        let p = cbuf[k];
+                        lft[job.lid as usize] = p;
+                        if job.end {
+                            let c = cnt[row + j];
+                            if c != 0 {
+                                cw[k] = cw[k].saturating_add(c);
+                                let nx = peer_sw[base + p as usize];
+                                if nx != INF {
+                                    cnt[nx as usize * m + j] += c;
+                                }
+                            }
+                        }
+                    }
+                    for (k, &p) in cbuf.iter().enumerate() {
+                        weight[base + p as usize] = cw[k];
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Index of the first smallest value of `w` (non-empty).
+#[inline]
+fn argmin(w: &[u32]) -> usize {
+    let mut best = 0;
+    let mut bw = w[0];
+    for (k, &x) in w.iter().enumerate().skip(1) {
+        if x < bw {
+            bw = x;
+            best = k;
+        }
+    }
+    best
 }
 
 /// Switches furthest (in ISL hops) from any switch with end ports; a single lowest-GUID
@@ -354,61 +498,16 @@ impl UpDn {
             if dests.is_empty() {
                 continue;
             }
-            if dests.iter().all(|x| !x.is_end) {
-                // A switch's own LID: management traffic, not balanced into the route
-                // weights, so pick the lightest legal port directly (no candidate lists).
-                self.r.distances(g, d);
-                self.r.switch_lid(g, t, d, dests);
-                continue;
+            self.r.distances(d);
+            // A switch's own LID is management traffic: routed on the lightest legal
+            // port but not counted in the weights, and no source needs to reach it.
+            if dests.iter().any(|x| x.is_end) {
+                self.r.check_sources(g, d, "updn")?;
             }
-            self.r.towards(g, d);
-            self.r.check_sources(g, d, "updn")?;
-            self.r.fill(g, t, d, |s, c, _, w, _| lightest(g, s, c, w));
+            self.r.fill(g, t, d, None);
         }
         Ok(())
     }
-}
-
-impl Ranked {
-    /// Write d's LIDs into every switch's LFT, one LID at a time, choosing among the
-    /// candidates with `pick(switch, candidates, dest index in g.dests, route weights
-    /// per port slot, goes down)`, then pushing the new routes into the weights.
-    fn fill(
-        &mut self,
-        g: &SwitchGraph,
-        t: &mut RoutingTables,
-        d: u32,
-        mut pick: impl FnMut(u32, &[u8], usize, &[u32], bool) -> u8,
-    ) {
-        self.order_by_reach();
-        let first = g.dest_off[d as usize] as usize;
-        for (i, de) in g.dests_at(d).iter().enumerate() {
-            for k in 0..de.count {
-                let lid = (de.base + k) as usize;
-                for s in 0..g.len() as u32 {
-                    let lft = &mut t.lft[g.sw_node[s as usize].idx()].ports;
-                    if s == d {
-                        lft[lid] = de.port;
-                        continue;
-                    }
-                    let c = self.cands_of(s);
-                    if !c.is_empty() {
-                        lft[lid] = pick(s, c, first + i, &self.weight, self.goes_down[s as usize]);
-                    }
-                }
-                if de.is_end {
-                    // Switch LIDs carry management traffic only: balance CA routes.
-                    self.push_routes(g, t, lid, d);
-                }
-            }
-        }
-    }
-}
-
-/// The candidate with the fewest routes so far (ties to the first).
-#[inline]
-fn lightest(g: &SwitchGraph, s: u32, c: &[u8], weight: &[u32]) -> u8 {
-    c[least_loaded(c, weight, g.port_base[s as usize] as usize)]
 }
 
 /// Root switches from GUIDs: a switch GUID, or a CA node/port GUID meaning the switch
@@ -471,19 +570,16 @@ impl Ftree {
             if dests.is_empty() {
                 continue;
             }
-            self.r.towards(g, d);
+            self.r.distances(d);
             if dests.iter().any(|x| x.is_end) {
                 self.r.check_sources(g, d, "ftree")?;
             }
-            let (height, div, dest_index) = (&self.height, &self.div, &self.dest_index);
-            self.r.fill(g, t, d, |s, c, di, w, down| {
-                if down || !dmodk {
-                    lightest(g, s, c, w)
-                } else {
-                    let h = height[s as usize] as usize;
-                    c[((dest_index[di] / div[h]) % c.len() as u64) as usize]
-                }
-            });
+            let dm = DModK {
+                height: &self.height,
+                div: &self.div,
+                dest_index: &self.dest_index,
+            };
+            self.r.fill(g, t, d, dmodk.then_some(dm));
         }
         Ok(self.max_isl_weight(g))
     }
