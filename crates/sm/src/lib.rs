@@ -10,6 +10,9 @@
 //!   sweep::SubnetManager ──SMP bytes──▶ dyn sma::Transport (sma::InProcess answers from a Fabric)
 //!        heavy_sweep: discover → model → lids → routing → program (LFT blocks, SL2VL, ACTIVE)
 //!        light_sweep / poll: SwitchInfo.PortStateChange + Trap 128 → heavy sweep + change report
+//!
+//!   umad_daemon::run ── mastership (SMInfo: DISCOVERING/STANDBY/MASTER, handover) ──▶ SubnetManager
+//!        over umad::UmadTransport (libibumad, dlopen'ed at run time) or any other Transport
 //! ```
 //!
 //! Entry points: [`run::run`] (LIDs + routing + validation straight from a model),

@@ -308,7 +308,14 @@ impl Exchange {
             let deadline = Instant::now() + timeout;
             let mut buf = [0u8; MAD_LEN];
             while Instant::now() < deadline {
-                let Some(n) = tr.recv(&mut buf) else { continue };
+                let t0 = Instant::now();
+                let Some(n) = tr.recv(&mut buf) else {
+                    // An in-process transport says "nothing" at once; do not spin.
+                    if t0.elapsed() < Duration::from_millis(1) {
+                        std::thread::sleep(Duration::from_millis(2));
+                    }
+                    continue;
+                };
                 let Ok(r) = Smp::from_bytes(&buf[..n]) else { continue };
                 if r.method == Method::Trap {
                     if let Ok(no) = wire::mad::attr::notice::Notice::parse(&r.data) {

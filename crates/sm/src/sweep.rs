@@ -331,18 +331,13 @@ impl Exchange {
     }
 }
 
-/// Hasher for transaction ids and GUIDs (single u64 keys): the splitmix64 finaliser,
-/// a few instructions instead of SipHash, and every key bit reaches the low bits the
-/// table indexes with.
+/// Hasher for transaction ids (distinct small integers): one multiply, no SipHash.
 #[derive(Default)]
 struct TidHasher(u64);
 
 impl std::hash::Hasher for TidHasher {
     fn finish(&self) -> u64 {
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        self.0
     }
     fn write(&mut self, bytes: &[u8]) {
         for &b in bytes {
@@ -350,7 +345,7 @@ impl std::hash::Hasher for TidHasher {
         }
     }
     fn write_u64(&mut self, v: u64) {
-        self.0 = self.0.rotate_left(29) ^ v;
+        self.0 = v.wrapping_mul(0x9e37_79b9_7f4a_7c15);
     }
 }
 
@@ -589,7 +584,7 @@ impl SubnetManager {
     /// Discover the fabric; returns the nodes found.
     fn discover(&mut self, tr: &mut dyn Transport, x: &mut Exchange) -> Vec<DNode> {
         let mut nodes: Vec<DNode> = Vec::new();
-        let mut by_guid: HashMap<Guid, u32, BuildHasherDefault<TidHasher>> = HashMap::default();
+        let mut by_guid: HashMap<Guid, u32> = HashMap::new();
         self.get(
             x,
             Req::NodeInfo {
@@ -933,11 +928,9 @@ impl SubnetManager {
                 }
             }
         }
-        // 2. LFT blocks that changed since this SM's last sweep, then SL2VL tables when
-        // several VLs are in use, produced as the window opens (millions of blocks on a
-        // large fabric). Blocks go block-major across groups of `max_in_flight`
-        // switches: like OpenSM's block-major pipelining no switch has two blocks in
-        // flight, and a group's tables stay in cache while they are read.
+        // 2. LFT blocks that changed since this SM's last sweep, block-major across
+        // switches as OpenSM does, then SL2VL tables when several VLs are in use; both
+        // produced as the window opens (millions of blocks on a large fabric).
         let switches: Vec<usize> = (0..nodes.len())
             .filter(|&i| nodes[i].kind == NodeKind::Switch)
             .collect();
@@ -964,19 +957,14 @@ impl SubnetManager {
             d
         };
         let blocks = (max_lid as usize / attr::lft::BLOCK) + 1;
-        let group = self.opts.max_in_flight.max(1);
-        // Cursor: group start, block, switch (index into `switches`).
-        let (mut g0, mut b, mut k) = (0usize, 0usize, 0usize);
+        let (mut b, mut k) = (0usize, 0usize);
         let (mut sent, mut unchanged, mut changed) = (0u64, 0u64, 0u64);
         // SL2VL cursor: (switch, input port, output port).
         let (mut sk, mut si, mut so) = (0usize, 0usize, 0usize);
         let mut sl2vl_sent = 0u64;
-        let mut staged: Vec<(usize, u32, [u8; 64])> = Vec::with_capacity(FEED_BATCH);
         let mut feed = |sm: &mut SubnetManager, x: &mut Exchange| {
-            // Copy the next blocks out first (independent loads of tables that are not in
-            // cache), then encode them.
-            staged.clear();
-            while g0 < switches.len() && staged.len() < FEED_BATCH {
+            let mut queued = 0;
+            while b < blocks && !switches.is_empty() && queued < FEED_BATCH {
                 let i = switches[k];
                 let lo = b * attr::lft::BLOCK;
                 let d = block_of(&t.lft[i].ports, lo);
@@ -991,23 +979,16 @@ impl SubnetManager {
                 if same {
                     unchanged += 1;
                 } else {
-                    staged.push((i, b as u32, d));
+                    sent += 1;
+                    queued += 1;
+                    let path = &nodes[i].path;
+                    sm.enqueue(x, Req::Set, path, Method::Set, AttrId::LinearFwdTable, b as u32, d);
                 }
                 k += 1;
-                if k == switches.len().min(g0 + group) {
-                    k = g0;
+                if k == switches.len() {
+                    k = 0;
                     b += 1;
-                    if b == blocks {
-                        (g0, b) = (g0 + group, 0);
-                        k = g0;
-                    }
                 }
-            }
-            let mut queued = staged.len();
-            sent += queued as u64;
-            for (i, blk, d) in staged.drain(..) {
-                let path = &nodes[i].path;
-                sm.enqueue(x, Req::Set, path, Method::Set, AttrId::LinearFwdTable, blk, d);
             }
             let Some(s2v) = &t.sl2vl else { return };
             while sk < switches.len() && queued < FEED_BATCH {
@@ -1191,28 +1172,6 @@ fn sm_ports_of(nodes: &[DNode]) -> Vec<(Guid, Vec<u8>)> {
     out
 }
 
-/// Requests queued per call of a [`Feed`]: enough to keep any window full.
-const FEED_BATCH: usize = 256;
-
-/// DR path to port `p` of end node `i` into `out` (a CA is reached through its peer
-/// switch).
-fn end_path(nodes: &[DNode], i: usize, p: u8, sm_port: u8, out: &mut Vec<u8>) {
-    let n = &nodes[i];
-    out.clear();
-    // The SM's own port is local; another port of the SM's own CA is reached from
-    // outside, through the switch it is cabled to.
-    if n.path.is_empty() && (n.kind == NodeKind::Switch || p == sm_port.max(1)) {
-        return;
-    }
-    match n.ports.get(p as usize).and_then(|d| d.peer) {
-        Some((sw, sp)) if nodes[sw as usize].kind == NodeKind::Switch => {
-            out.extend_from_slice(&nodes[sw as usize].path);
-            out.push(sp);
-        }
-        _ => out.extend_from_slice(&n.path),
-    }
-}
-
 /// The LIDs ports report (switches: port 0, by node GUID; end ports by port GUID);
 /// ports without a LID are left out.
 fn lids_of(nodes: &[DNode]) -> BTreeMap<Guid, (fabric::Lid, fabric::Lid)> {
@@ -1238,6 +1197,28 @@ fn lids_of(nodes: &[DNode]) -> BTreeMap<Guid, (fabric::Lid, fabric::Lid)> {
         }
     }
     m
+}
+
+/// Requests queued per call of a [`Feed`]: enough to keep any window full.
+const FEED_BATCH: usize = 256;
+
+/// DR path to port `p` of end node `i` into `out` (a CA is reached through its peer
+/// switch).
+fn end_path(nodes: &[DNode], i: usize, p: u8, sm_port: u8, out: &mut Vec<u8>) {
+    let n = &nodes[i];
+    out.clear();
+    // The SM's own port is local; another port of the SM's own CA is reached from
+    // outside, through the switch it is cabled to.
+    if n.path.is_empty() && (n.kind == NodeKind::Switch || p == sm_port.max(1)) {
+        return;
+    }
+    match n.ports.get(p as usize).and_then(|d| d.peer) {
+        Some((sw, sp)) if nodes[sw as usize].kind == NodeKind::Switch => {
+            out.extend_from_slice(&nodes[sw as usize].path);
+            out.push(sp);
+        }
+        _ => out.extend_from_slice(&n.path),
+    }
 }
 
 /// Move the exchange counters and issues into the report (issues of the exchange
