@@ -2,6 +2,7 @@
 
 mod compare;
 mod lab_cmds;
+mod sim_hpcc;
 
 use std::process::{Command, Output};
 

@@ -832,7 +832,9 @@ mod tests {
                 // current queue length, one draw per packet.
                 while credit[i] >= pkt {
                     credit[i] -= pkt;
-                    if params.red.should_mark(q as u64, &mut rng) && pacers[i].on_marked(t, params.cnp_interval) {
+                    // Both flows share one receiver: a per-port NP limiter is shared.
+                    let np = if params.cnp_per_port { 0 } else { i };
+                    if params.red.should_mark(q as u64, &mut rng) && pacers[np].on_marked(t, params.cnp_interval) {
                         rps[i].on_cnp(t);
                     }
                 }

@@ -164,6 +164,9 @@ impl HpccExperiment {
             buffer_bytes: c.buffer_size_mb.unwrap_or(16) << 20,
             pause_mode: PauseMode::UntilXon,
             ack_high_prio: c.ack_high_prio.unwrap_or(false),
+            // third.cc `TakeDownLink` recomputes every node's routes at the moment
+            // the link goes down: no convergence delay.
+            ecmp_convergence: Time::ZERO,
             ..RoceConfig::default()
         };
         Ok(HpccExperiment {
@@ -204,8 +207,8 @@ impl HpccExperiment {
     pub fn run(&self, until: Option<Time>, out_dir: Option<&Path>) -> Result<(HpccReport, RoceSim), HpccRunError> {
         let specs = self.flow_specs();
         let mut sim = RoceSim::new(&self.fabric, self.roce.clone(), &specs)?;
-        // LINK_DOWN t a b: the link a–b fails at 2 s + t µs (third.cc), and routes
-        // are recomputed after the ECMP convergence delay.
+        // LINK_DOWN t a b: the link a–b fails at 2 s + t µs (third.cc), and every
+        // route is recomputed at that moment (`ecmp_convergence` 0, as TakeDownLink).
         if let Some((t, a, b)) = self.config.link_down.filter(|l| *l != (0, 0, 0)) {
             let link = self
                 .fabric

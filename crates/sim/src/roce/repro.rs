@@ -445,6 +445,31 @@ mod tests {
         assert_eq!(at2[0], at10[0]);
         assert!(at10[0] < 4 << 20 && sim.flow_done(0).is_none());
         assert!(sim.flow_done(1).is_some());
+
+        // A loop alone is not a deadlock: eight packets sent into the same bounce
+        // (flow A's 5-tuple, 8,000 B starting after the failure) go round until
+        // their TTL runs out and are dropped as `TtlExpired`; go-back-N resends
+        // them after each timeout, and once leaf0 converges (1.05 ms) they arrive.
+        let small = [FlowSpec {
+            size: 8_000,
+            start: Time::us(60),
+            ..flows[0]
+        }];
+        let mut sim = RoceSim::new(&f, cfg(Time::ms(1)), &small).unwrap();
+        sim.fail_link_at(dead, Time::us(50));
+        let st = sim.run(Time::ms(10));
+        let ttl_drops = sim.ledger.dropped[ttl];
+        eprintln!(
+            "8 packets into the loop: {st:?} at {}, TTL drops {ttl_drops}, retransmitted {}",
+            sim.now(),
+            sim.flow_counters(0).retransmitted
+        );
+        assert_eq!(st, RoceStatus::Done);
+        assert!(ttl_drops >= 8 && ttl_drops % 8 == 0, "{ttl_drops}");
+        assert_eq!(sim.ledger.total_dropped(), ttl_drops);
+        assert!(sim.flow_done(0).unwrap() > Time::ms(1) + Time::us(50));
+        assert_eq!(sim.ledger.lossless_faults(), 0);
+        assert!(sim.ledger_balances());
         assert_eq!(sim.ledger.lossless_faults(), 0);
         let _ = spines;
     }

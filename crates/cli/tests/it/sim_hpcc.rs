@@ -1,0 +1,58 @@
+//! `rdmalab sim hpcc` end to end on ns-3 HPCC's own small example (copies in
+//! `crates/sim/src/roce/testdata/hpcc`), run under DCTCP (`CC_MODE 8`).
+
+use std::path::{Path, PathBuf};
+
+use crate::{err, out, rdmalab};
+
+fn testdata(f: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../sim/src/roce/testdata/hpcc")
+        .join(f)
+}
+
+/// ns-3's `config.txt` with `mix/topology.txt` and `mix/flow.txt` beside it, its
+/// CC_MODE replaced.
+fn example(dir: &Path, cc_mode: u32) -> PathBuf {
+    std::fs::create_dir_all(dir.join("mix")).unwrap();
+    for f in ["topology.txt", "flow.txt"] {
+        std::fs::copy(testdata(f), dir.join("mix").join(f)).unwrap();
+    }
+    let cfg = std::fs::read_to_string(testdata("config.txt"))
+        .unwrap()
+        .replace("CC_MODE 3", &format!("CC_MODE {cc_mode}"));
+    let path = dir.join("config.txt");
+    std::fs::write(&path, cfg).unwrap();
+    path
+}
+
+/// The JSON report with the wall-clock time removed and the temporary directory
+/// replaced: hops, events, drops, warnings (each with its file:line) and outputs.
+#[test]
+fn sim_hpcc_dctcp_json_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = example(dir.path(), 8);
+    let o = rdmalab(
+        &["sim", "hpcc", cfg.to_str().unwrap(), "--until-us", "200", "--json"],
+        None,
+    );
+    assert!(o.status.success(), "{}", err(&o));
+    let mut v: serde_json::Value = serde_json::from_str(&out(&o)).unwrap();
+    let m = v.as_object_mut().unwrap();
+    assert!(m.remove("wall_s").unwrap().as_f64().unwrap() > 0.0);
+    let text = serde_json::to_string_pretty(&v)
+        .unwrap()
+        .replace(&dir.path().display().to_string(), "[DIR]");
+    assert!(!text.contains("CC_MODE"), "CC_MODE 8 is modelled: {text}");
+    insta::assert_snapshot!(text);
+}
+
+/// A missing config names the file and exits 2 (bad input).
+#[test]
+fn sim_hpcc_missing_config_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("nope.txt");
+    let o = rdmalab(&["sim", "hpcc", missing.to_str().unwrap()], None);
+    assert_eq!(o.status.code(), Some(2), "{}", err(&o));
+    assert!(err(&o).contains("nope.txt"), "{}", err(&o));
+}
