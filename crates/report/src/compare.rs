@@ -11,6 +11,16 @@ use lab::results::{CompareResults, VariantResult};
 use crate::html::{Block, Document, Table, Tone};
 use crate::svg::{Chart, Scale, Series, TickFormat, fmt_tick};
 
+/// Width of the variant column: 44, or the longest label if longer.
+fn label_width(r: &CompareResults) -> usize {
+    r.variants
+        .iter()
+        .map(|v| v.label.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(44)
+}
+
 fn opt(v: Option<f64>, prec: usize) -> String {
     v.map_or("-".into(), |x| format!("{x:.prec$}"))
 }
@@ -34,20 +44,22 @@ pub fn terminal_summary(r: &CompareResults) -> String {
         r.busbw_bound_gbs
     );
     let _ = writeln!(o);
+    // The variant column fits the longest label (user scenarios name their own).
+    let w = label_width(r);
     let _ = writeln!(
         o,
-        "{:<44} {:>9} {:>9} {:>9} {:>9} {:>10} {:>9} {:>11} {:>9} {:>8}",
+        "{:<w$} {:>9} {:>9} {:>9} {:>9} {:>10} {:>9} {:>11} {:>9} {:>8}",
         "variant", "busbw", "p50 µs", "p99 µs", "p99.9 µs", "drops", "retrans", "pause µs", "CNPs", "deadlk"
     );
     for v in &r.variants {
         if let Some(why) = &v.refused {
-            let _ = writeln!(o, "{:<44} refused: {}", v.label, why);
+            let _ = writeln!(o, "{:<w$} refused: {}", v.label, why);
             continue;
         }
         let l = v.latency.as_ref();
         let _ = writeln!(
             o,
-            "{:<44} {:>9} {:>9} {:>9} {:>9} {:>10} {:>9} {:>11.1} {:>9} {:>8}",
+            "{:<w$} {:>9} {:>9} {:>9} {:>9} {:>10} {:>9} {:>11.1} {:>9} {:>8}",
             v.label,
             opt(v.large_ring_busbw(), 1),
             opt(l.map(|l| l.p50_us), 2),
@@ -93,6 +105,7 @@ fn no_tcp_reason(v: &VariantResult) -> &'static str {
 /// The background-TCP section of the terminal summary (empty when the scenario
 /// runs none).
 fn tcp_summary(r: &CompareResults) -> String {
+    let w = label_width(r);
     let mut o = String::new();
     let Some(t0) = r.variants.iter().find_map(|v| v.tcp.as_ref()) else {
         return o;
@@ -104,7 +117,7 @@ fn tcp_summary(r: &CompareResults) -> String {
     );
     let _ = writeln!(
         o,
-        "{:<44} {:>9} {:>9} {:>9} {:>9} {:>17} {:>19}",
+        "{:<w$} {:>9} {:>9} {:>9} {:>9} {:>17} {:>19}",
         "variant", "Gb/s", "drops", "retrans", "timeouts", "busbw quiet→TCP", "p99 µs quiet→TCP"
     );
     for v in &r.variants {
@@ -112,12 +125,12 @@ fn tcp_summary(r: &CompareResults) -> String {
             continue;
         }
         let Some(t) = &v.tcp else {
-            let _ = writeln!(o, "{:<44} {}", v.label, no_tcp_reason(v));
+            let _ = writeln!(o, "{:<w$} {}", v.label, no_tcp_reason(v));
             continue;
         };
         let _ = writeln!(
             o,
-            "{:<44} {:>9.2} {:>9} {:>9} {:>9} {:>17} {:>19}",
+            "{:<w$} {:>9.2} {:>9} {:>9} {:>9} {:>17} {:>19}",
             v.label,
             t.goodput_gbps_per_flow,
             t.drops,

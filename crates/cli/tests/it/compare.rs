@@ -323,3 +323,38 @@ fn compare_background_tcp_on_the_converged_variants() {
     assert!(text.contains("none: InfiniBand has no lossy Ethernet class"), "{text}");
     assert!(text.contains("none: IPoIB is itself the TCP"), "{text}");
 }
+
+/// A user's variant label longer than the default column keeps the table aligned:
+/// every row's busbw figure ends in the same column as the header's.
+#[test]
+fn compare_terminal_table_fits_long_variant_labels() {
+    let dir = tempfile::tempdir().unwrap();
+    let long = "RoCEv2 tuned on the spare pod (PFC + DCQCN, nvidia-cx profile)";
+    let text = std::fs::read_to_string(small())
+        .unwrap()
+        .replace("label = \"RoCEv2 tuned\"", &format!("label = \"{long}\""));
+    assert!(text.contains(long));
+    let scen = dir.path().join("long.toml");
+    std::fs::write(&scen, text).unwrap();
+    let outdir = dir.path().join("out");
+    let o = rdmalab(
+        &["compare", scen.to_str().unwrap(), "--out", outdir.to_str().unwrap()],
+        None,
+    );
+    assert!(o.status.success(), "{}", err(&o));
+    let text = out(&o);
+    let header = text.lines().find(|l| l.starts_with("variant ")).expect("header");
+    let col = header.find("busbw").unwrap() + "busbw".len();
+    let row = text.lines().find(|l| l.starts_with(long)).expect("long row");
+    let ib = text.lines().find(|l| l.starts_with("InfiniBand NDR")).expect("IB row");
+    for r in [row, ib] {
+        // The busbw figure is right-aligned to the header's "busbw".
+        let upto: String = r.chars().take(header[..col].chars().count()).collect();
+        let fig = upto.split_whitespace().last().unwrap();
+        assert!(
+            fig.parse::<f64>().is_ok(),
+            "busbw column misaligned in {r:?} (got {fig:?})"
+        );
+        assert!(r.chars().nth(header[..col].chars().count()) == Some(' '), "{r:?}");
+    }
+}
