@@ -3,6 +3,7 @@
 mod compare;
 mod lab_cmds;
 mod sim_hpcc;
+mod sm_umad;
 
 use std::process::{Command, Output};
 
