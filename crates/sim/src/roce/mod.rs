@@ -26,6 +26,7 @@ pub mod dcqcn;
 pub mod dctcp;
 pub mod ecmp;
 pub mod hpcc;
+pub mod hpcc_cc;
 pub mod hpcc_run;
 pub mod ipoib;
 pub mod net;
