@@ -400,6 +400,20 @@ impl HpccConfig {
                     add(k, "PINT parameter: unused under HPCC (ns-3 ignores it as well)");
                 }
             }
+            for (k, set) in [
+                ("ALPHA_RESUME_INTERVAL", self.alpha_resume_interval.is_some()),
+                ("RATE_DECREASE_INTERVAL", self.rate_decrease_interval.is_some()),
+                ("CLAMP_TARGET_RATE", self.clamp_target_rate.is_some()),
+                ("RP_TIMER", self.rp_timer.is_some()),
+                ("EWMA_GAIN", self.ewma_gain.is_some()),
+                ("FAST_RECOVERY_TIMES", self.fast_recovery_times.is_some()),
+                ("RATE_HAI", self.rate_hai.is_some()),
+                ("DCTCP_RATE_AI", self.dctcp_rate_ai.is_some()),
+            ] {
+                if set {
+                    add(k, "DCQCN/DCTCP parameter: unused under HPCC (ns-3 ignores it as well)");
+                }
+            }
         }
         if self.var_win == Some(true) && mode != 3 {
             add("VAR_WIN", "variable windows are not modelled");
@@ -797,7 +811,7 @@ mod tests {
         let keys: Vec<&str> = w.iter().map(|w| w.key.as_str()).collect();
         assert!(!keys.contains(&"CC_MODE") && !keys.contains(&"MULTI_RATE"), "{w:?}");
         assert!(!keys.contains(&"HAS_WIN") && !keys.contains(&"VAR_WIN"), "{w:?}");
-        for k in ["PINT_LOG_BASE", "PINT_PROB"] {
+        for k in ["PINT_LOG_BASE", "PINT_PROB", "RP_TIMER", "EWMA_GAIN", "RATE_HAI"] {
             assert!(keys.contains(&k), "{k}: {w:?}");
         }
         let p = c.hpcc(100_000_000_000, Time::us(4));
