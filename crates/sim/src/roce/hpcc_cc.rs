@@ -65,44 +65,53 @@ impl IntHeader {
     }
 }
 
-/// INT headers of packets in flight, by slot: packets carry a `u32` handle
-/// (0 = none), so a packet stays small and DCQCN runs never touch this.
-/// Cost: one 168-byte slot per HPCC packet in flight, reused through a free list.
+/// INT headers of packets in flight, by slot: packets carry a `u16` handle
+/// (0 = none), which fits in the packet's padding, so a packet does not grow
+/// and DCQCN runs never touch this. Cost: one 168-byte slot per HPCC packet in
+/// flight, reused through a free list; at most 65,535 at once (more would
+/// need 11 MB of headers in flight): past that a packet goes without INT and
+/// [`IntStore::overflow`] counts it.
 #[derive(Debug, Default)]
 pub struct IntStore {
     slots: Vec<IntHeader>,
-    free: Vec<u32>,
+    free: Vec<u16>,
+    /// Packets sent without INT because every handle was in use.
+    pub overflow: u64,
 }
 
 impl IntStore {
-    /// A fresh empty header; returns its handle (≥ 1).
-    pub fn alloc(&mut self) -> u32 {
+    /// A fresh empty header; returns its handle (≥ 1), or 0 when all are in use.
+    pub fn alloc(&mut self) -> u16 {
         match self.free.pop() {
             Some(i) => {
-                self.slots[i as usize] = IntHeader::default();
+                self.slots[usize::from(i)] = IntHeader::default();
                 i + 1
             }
-            None => {
+            None if self.slots.len() < usize::from(u16::MAX) => {
                 self.slots.push(IntHeader::default());
-                self.slots.len() as u32
+                self.slots.len() as u16
+            }
+            None => {
+                self.overflow += 1;
+                0
             }
         }
     }
 
     /// The header of handle `h` (≥ 1).
     #[inline]
-    pub fn get(&self, h: u32) -> &IntHeader {
-        &self.slots[h as usize - 1]
+    pub fn get(&self, h: u16) -> &IntHeader {
+        &self.slots[usize::from(h) - 1]
     }
 
     /// Mutable header of handle `h` (≥ 1).
     #[inline]
-    pub fn get_mut(&mut self, h: u32) -> &mut IntHeader {
-        &mut self.slots[h as usize - 1]
+    pub fn get_mut(&mut self, h: u16) -> &mut IntHeader {
+        &mut self.slots[usize::from(h) - 1]
     }
 
     /// Return handle `h` (≥ 1) to the pool.
-    pub fn release(&mut self, h: u32) {
+    pub fn release(&mut self, h: u16) {
         self.free.push(h - 1);
     }
 
@@ -409,5 +418,12 @@ mod tests {
         let c = s.alloc();
         assert_eq!(c, a);
         assert_eq!(s.get(c).n, 0);
+        // 65,535 handles at most: then 0 (no INT), counted.
+        while s.live() < usize::from(u16::MAX) {
+            assert_ne!(s.alloc(), 0);
+        }
+        assert_eq!((s.alloc(), s.overflow), (0, 1));
+        s.release(b);
+        assert_eq!(s.alloc(), b);
     }
 }

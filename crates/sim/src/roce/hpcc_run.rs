@@ -700,6 +700,7 @@ mod tests {
         assert!(jain > 0.95, "{jain}");
         assert!(sim.ledger_balances());
         assert_eq!(sim.ledger.lossless_faults(), 0);
+        assert_eq!(sim.int_overflow(), 0);
         // Every INT header belongs to a packet still in flight.
         assert!(
             sim.int_live() as u64 <= sim.in_flight(),

@@ -398,8 +398,11 @@ struct Pkt {
     pg: u8,
     queue: u8,
     /// HPCC: handle of this packet's INT header in [`RoceSim`]'s store (0 = none).
-    int: u32,
+    int: u16,
 }
+
+// HPCC's INT handle sits in what was padding: a packet stays 40 bytes.
+const _: () = assert!(std::mem::size_of::<Pkt>() <= 40);
 
 /// Closed event set of the RoCE world.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -474,7 +477,8 @@ struct Flow {
     req: Requester,
     rp: Option<ReactionPoint>,
     dctcp: Option<DctcpRp>,
-    hpcc: Option<HpccRp>,
+    /// Boxed: a DCQCN flow carries 8 bytes for it, not ~150.
+    hpcc: Option<Box<HpccRp>>,
     next_ok: Time,
     resp: Responder,
     np: CnpPacer,
@@ -719,12 +723,12 @@ fn dctcp_for(cc: &CongestionControl, line: u64) -> Option<DctcpRp> {
 }
 
 /// An HPCC sender for a NIC of `line` bits/s, if the run uses HPCC.
-fn hpcc_for(cc: &CongestionControl, line: u64) -> Option<HpccRp> {
+fn hpcc_for(cc: &CongestionControl, line: u64) -> Option<Box<HpccRp>> {
     match cc {
-        CongestionControl::Hpcc(p) => Some(HpccRp::new(crate::roce::hpcc_cc::HpccParams {
+        CongestionControl::Hpcc(p) => Some(Box::new(HpccRp::new(crate::roce::hpcc_cc::HpccParams {
             line_bps: line as f64,
             ..p.clone()
-        })),
+        }))),
         _ => None,
     }
 }
@@ -1140,7 +1144,7 @@ impl RoceSim {
         f.rp.as_ref()
             .map(ReactionPoint::rate)
             .or(f.dctcp.as_ref().map(DctcpRp::rate))
-            .or(f.hpcc.as_ref().map(HpccRp::rate))
+            .or(f.hpcc.as_deref().map(HpccRp::rate))
     }
 
     /// The HPCC counters of flow `k`, if it runs HPCC.
@@ -1151,6 +1155,11 @@ impl RoceSim {
     /// INT headers held by packets in flight (HPCC; 0 once a run drains).
     pub fn int_live(&self) -> usize {
         self.int.live()
+    }
+
+    /// HPCC packets sent without INT because 65,535 headers were in flight.
+    pub fn int_overflow(&self) -> u64 {
+        self.int.overflow
     }
 
     /// The DCTCP counters of flow `k`, if it runs DCTCP.
