@@ -63,6 +63,16 @@ impl IntHeader {
             self.n += 1;
         }
     }
+
+    /// Write hop `i` (0-based) without reading the header: the simulator knows
+    /// `i` from the packet's switch count, so a switch only stores into the
+    /// slot (no cache-miss stall); [`IntHeader::n`] is set once at the receiver.
+    #[inline]
+    pub fn set(&mut self, i: usize, h: IntHop) {
+        if i < MAX_HOPS {
+            self.hops[i] = h;
+        }
+    }
 }
 
 /// INT headers of packets in flight, by slot: packets carry a `u16` handle

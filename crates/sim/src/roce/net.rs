@@ -2157,18 +2157,22 @@ impl RoceSim {
             }
         }
         s.mmu.release(usize::from(pk.in_port), pk.pg, port, q as u8, pk.wire);
-        if pk.int != 0 {
-            // HPCC INT at egress (ns-3 SwitchNode::SwitchNotifyDequeue): the
+        if pk.int != 0 && pk.kind == Kind::Data {
+            // HPCC INT at egress (data only: an ACK carries its data packet's
+            // records back untouched) (ns-3 SwitchNode::SwitchNotifyDequeue): the
             // port's bytes sent with this packet, its queue (every class) after
             // the dequeue, now, the link rate.
             let qlen = (0..NPRIO as u8).map(|c| s.mmu.egress_bytes(port, c)).sum();
             let g = &self.ports[gp as usize];
-            self.int.get_mut(pk.int).push(IntHop {
-                ts: now,
-                tx_bytes: g.tx_bytes + u64::from(pk.wire),
-                qlen,
-                rate_bps: g.bps,
-            });
+            self.int.get_mut(pk.int).set(
+                usize::from(pk.hops) - 1,
+                IntHop {
+                    ts: now,
+                    tx_bytes: g.tx_bytes + u64::from(pk.wire),
+                    qlen,
+                    rate_bps: g.bps,
+                },
+            );
         }
         // TCP moving on its own class is no sign that the RDMA class is not deadlocked.
         self.progress += u64::from(!pk.kind.is_tcp());
@@ -2507,6 +2511,10 @@ impl RoceSim {
                 // (ns-3 copies the IntHeader into the ACK), 42 bytes more on the wire.
                 let mut int = pk.int;
                 p.int = 0;
+                if int != 0 {
+                    // The switches wrote hops 0..hops−1 (the first MAX_HOPS of them).
+                    self.int.get_mut(int).n = pk.hops.min(crate::roce::hpcc_cc::MAX_HOPS as u8);
+                }
                 let mut reply = |kind: Kind, psn: u32| {
                     let mut r = reply(kind, psn);
                     if int != 0 {
