@@ -709,6 +709,9 @@ pub struct RoceSim {
     tcp: TcpWorld,
     /// INT headers of HPCC packets in flight (empty unless the run uses HPCC).
     int: IntStore,
+    /// The run uses HPCC: gates every INT and window check, so other runs
+    /// never touch a flow's HPCC state.
+    hpcc_on: bool,
 }
 
 /// A DCTCP sender for a NIC of `line` bits/s, if the run uses DCTCP.
@@ -1023,6 +1026,7 @@ impl RoceSim {
             suspect: None,
             tcp: TcpWorld::new(nics_len),
             int: IntStore::default(),
+            hpcc_on: matches!(cfg.cc, CongestionControl::Hpcc(_)),
             fabric: fabric.clone(),
             cfg,
         };
@@ -1823,7 +1827,7 @@ impl RoceSim {
             n.flows
                 .iter()
                 .map(|&f| &self.flows[f as usize])
-                .filter(|f| f.started && f.req.has_data() && !f.window_bound(self.cfg.mtu))
+                .filter(|f| f.started && f.req.has_data() && !(self.hpcc_on && f.window_bound(self.cfg.mtu)))
                 .map(|f| f.next_ok.max(free))
                 .min()
         }
@@ -2302,7 +2306,7 @@ impl RoceSim {
             let i = (n.rr + k) % nf;
             let fi = n.flows[i] as usize;
             let f = &self.flows[fi];
-            if !f.started || !f.req.has_data() || f.window_bound(self.cfg.mtu) {
+            if !f.started || !f.req.has_data() || (self.hpcc_on && f.window_bound(self.cfg.mtu)) {
                 // A window-bound HPCC QP waits for an ACK (which kicks the NIC).
                 continue;
             }
@@ -2313,7 +2317,7 @@ impl RoceSim {
             self.nics[nic as usize].rr = (i + 1) % nf;
             let f = &mut self.flows[fi];
             let tx = f.req.next_packet(now).expect("has data");
-            let hpcc = f.hpcc.is_some();
+            let hpcc = self.hpcc_on;
             let wire = tx.payload + ROCEV2_HEADERS + if hpcc { INT_BYTES } else { 0 };
             let rate = match (&f.rp, &f.dctcp, &f.hpcc) {
                 (Some(rp), _, _) => rp.rate_bps(),
