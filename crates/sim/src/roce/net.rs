@@ -2169,7 +2169,7 @@ impl RoceSim {
             let qlen = (0..NPRIO as u8).map(|c| s.mmu.egress_bytes(port, c)).sum();
             let g = &self.ports[gp as usize];
             self.int.get_mut(pk.int).set(
-                usize::from(pk.hops) - 1,
+                usize::from(pk.hops).saturating_sub(1),
                 IntHop {
                     ts: now,
                     tx_bytes: g.tx_bytes + u64::from(pk.wire),
