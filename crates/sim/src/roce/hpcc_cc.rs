@@ -52,6 +52,9 @@ pub struct IntHeader {
     pub n: u8,
     /// Records, in path order.
     pub hops: [IntHop; MAX_HOPS],
+    /// When the data packet reached its destination (set there with `n`):
+    /// every record is older.
+    pub rx: Time,
 }
 
 impl IntHeader {
@@ -77,9 +80,9 @@ impl IntHeader {
 
 /// INT headers of packets in flight, by slot: packets carry a `u16` handle
 /// (0 = none), which fits in the packet's padding, so a packet does not grow
-/// and DCQCN runs never touch this. Cost: one 168-byte slot per HPCC packet in
+/// and DCQCN runs never touch this. Cost: one 176-byte slot per HPCC packet in
 /// flight, reused through a free list; at most 65,535 at once (more would
-/// need 11 MB of headers in flight): past that a packet goes without INT and
+/// need 11.5 MB of headers in flight): past that a packet goes without INT and
 /// [`IntStore::overflow`] counts it.
 #[derive(Debug, Default)]
 pub struct IntStore {
@@ -169,6 +172,8 @@ pub struct HpccCounters {
     pub multiplicative: u64,
     /// The last normalised utilisation u.
     pub u: f64,
+    /// Hops in the last INT header seen (the switches on the data path, ≤ 5).
+    pub hops: u8,
 }
 
 /// The sender side of one QP.
@@ -237,6 +242,14 @@ impl HpccRp {
     /// An ACK arrived acknowledging everything before `next`, echoing `int`;
     /// `snd_nxt` is the next PSN the sender will send.
     pub fn on_ack(&mut self, next: Psn, int: &IntHeader, snd_nxt: Psn) {
+        self.counters.hops = int.n;
+        // The records follow the data path: each hop dequeued it later than the
+        // last, all before it arrived (not the ACK's way back).
+        debug_assert!(
+            int.hops[..usize::from(int.n)].windows(2).all(|w| w[0].ts < w[1].ts)
+                && int.hops[..usize::from(int.n)].iter().all(|h| h.ts < int.rx),
+            "INT hops not on the data path: {int:?}"
+        );
         match self.last_update {
             None => {
                 // First ACK: only the reference hops and where the first RTT ends.
@@ -341,6 +354,7 @@ mod tests {
             qlen: q,
             rate_bps: 100_000_000_000,
         });
+        h.rx = Time(t_ns * 1000 + 1);
         h
     }
 

@@ -803,6 +803,34 @@ mod tests {
         assert!(sim.ledger_balances());
     }
 
+    /// On the paper's fat tree the INT header holds exactly the data path's
+    /// switches: 1 under one ToR, 5 across the core (ToR, agg, core, agg, ToR);
+    /// the ACK's reverse path adds and overwrites nothing (`HpccRp::on_ack`
+    /// checks, in debug builds, that the records are in path order).
+    #[test]
+    fn int_records_the_data_path_only() {
+        let dir = std::env::temp_dir().join(format!("rdmalab-hpcc-int-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::copy(testdata("fat.txt"), dir.join("fat.txt")).unwrap();
+        std::fs::write(
+            dir.join("flow_perm320.txt"),
+            "2\n0 1 3 100 1000000 2\n2 319 3 100 1000000 2\n",
+        )
+        .unwrap();
+        let cfg = std::fs::read_to_string(testdata("config_dcqcn_perm320.txt"))
+            .unwrap()
+            .replace("CC_MODE 1", "CC_MODE 3");
+        std::fs::write(dir.join("c.txt"), cfg).unwrap();
+        let e = HpccExperiment::load(&dir.join("c.txt")).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        let mut sim = RoceSim::new(&e.fabric, e.roce.clone(), &e.flow_specs()).unwrap();
+        sim.run(Time(2_000_030_000_000));
+        let c: Vec<_> = (0..2).map(|k| sim.flow_hpcc(k).unwrap()).collect();
+        assert_eq!((c[0].hops, c[1].hops), (1, 5), "{c:?}");
+        assert!(c[0].updates > 0 && c[1].updates > 0, "{c:?}");
+        assert!(sim.ledger_balances());
+    }
+
     /// HPCC runs repeat: the same config gives the same event trace.
     #[test]
     fn hpcc_is_deterministic() {

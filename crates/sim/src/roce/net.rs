@@ -2517,7 +2517,9 @@ impl RoceSim {
                 p.int = 0;
                 if int != 0 {
                     // The switches wrote hops 0..hops−1 (the first MAX_HOPS of them).
-                    self.int.get_mut(int).n = pk.hops.min(crate::roce::hpcc_cc::MAX_HOPS as u8);
+                    let h = self.int.get_mut(int);
+                    h.n = pk.hops.min(crate::roce::hpcc_cc::MAX_HOPS as u8);
+                    h.rx = now;
                 }
                 let mut reply = |kind: Kind, psn: u32| {
                     let mut r = reply(kind, psn);
