@@ -1,5 +1,6 @@
 //! `rdmalab sim hpcc` end to end on ns-3 HPCC's own small example (copies in
-//! `crates/sim/src/roce/testdata/hpcc`), run under DCTCP (`CC_MODE 8`).
+//! `crates/sim/src/roce/testdata/hpcc`), run under DCTCP (`CC_MODE 8`) and as
+//! shipped, under HPCC (`CC_MODE 3`).
 
 use std::path::{Path, PathBuf};
 
@@ -44,6 +45,35 @@ fn sim_hpcc_dctcp_json_report() {
         .unwrap()
         .replace(&dir.path().display().to_string(), "[DIR]");
     assert!(!text.contains("CC_MODE"), "CC_MODE 8 is modelled: {text}");
+    insta::assert_snapshot!(text);
+}
+
+/// The example as ns-3 ships it (`CC_MODE 3`, HPCC): runs end to end, nothing
+/// about CC_MODE, HAS_WIN or VAR_WIN is named (all modelled), the DCQCN keys the
+/// file also sets are named as unused; fct.txt is written in ns-3's layout.
+#[test]
+fn sim_hpcc_hpcc_json_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = example(dir.path(), 3);
+    let o = rdmalab(
+        &["sim", "hpcc", cfg.to_str().unwrap(), "--until-us", "200", "--json"],
+        None,
+    );
+    assert!(o.status.success(), "{}", err(&o));
+    let mut v: serde_json::Value = serde_json::from_str(&out(&o)).unwrap();
+    let m = v.as_object_mut().unwrap();
+    assert!(m.remove("wall_s").unwrap().as_f64().unwrap() > 0.0);
+    assert!(m["hops"].as_u64().unwrap() > 5_000, "{v}");
+    let text = serde_json::to_string_pretty(&v)
+        .unwrap()
+        .replace(&dir.path().display().to_string(), "[DIR]");
+    for k in ["CC_MODE", "HAS_WIN", "VAR_WIN", "U_TARGET", "FAST_REACT"] {
+        assert!(!text.contains(k), "{k} is modelled under HPCC: {text}");
+    }
+    assert!(
+        text.contains("RP_TIMER: DCQCN/DCTCP parameter: unused under HPCC"),
+        "{text}"
+    );
     insta::assert_snapshot!(text);
 }
 

@@ -349,19 +349,18 @@ impl HpccConfig {
         };
         let mode = self.cc_mode.unwrap_or(1);
         match mode {
-            1 | 8 => {}
-            3 => add("CC_MODE", "3 (HPCC) is not modelled; only 1 (DCQCN) and 8 (DCTCP) are"),
+            1 | 3 | 8 => {}
             7 => add(
                 "CC_MODE",
-                "7 (TIMELY) is not modelled; only 1 (DCQCN) and 8 (DCTCP) are",
+                "7 (TIMELY) is not modelled; only 1 (DCQCN), 3 (HPCC) and 8 (DCTCP) are",
             ),
             10 => add(
                 "CC_MODE",
-                "10 (HPCC-PINT) is not modelled; only 1 (DCQCN) and 8 (DCTCP) are",
+                "10 (HPCC-PINT) is not modelled; only 1 (DCQCN), 3 (HPCC) and 8 (DCTCP) are",
             ),
             _ => add(
                 "CC_MODE",
-                "unknown congestion-control mode; only 1 (DCQCN) and 8 (DCTCP) are modelled",
+                "unknown congestion-control mode; only 1 (DCQCN), 3 (HPCC) and 8 (DCTCP) are modelled",
             ),
         }
         if self.has_win.unwrap_or(true) && (mode == 1 || mode == 8) && self.lines.iter().any(|(k, _)| k == "HAS_WIN") {
@@ -374,7 +373,49 @@ impl HpccConfig {
                 },
             );
         }
-        if self.var_win == Some(true) {
+        if mode == 3 {
+            if self.multi_rate.unwrap_or(true) {
+                add(
+                    "MULTI_RATE",
+                    "1 (a rate per hop) is not modelled; HPCC runs with one rate from the most utilised hop",
+                );
+            }
+            if self.int_multi.is_some_and(|m| m != 1) {
+                add(
+                    "INT_MULTI",
+                    "INT records are carried exact (no 80/128-byte units); the multiplier has no effect",
+                );
+            }
+            if self.global_t == Some(false) {
+                add(
+                    "GLOBAL_T",
+                    "0 (a base RTT per host pair) is not modelled; every QP uses the largest pair RTT",
+                );
+            }
+            for (k, set) in [
+                ("PINT_LOG_BASE", self.pint_log_base.is_some()),
+                ("PINT_PROB", self.pint_prob.is_some()),
+            ] {
+                if set {
+                    add(k, "PINT parameter: unused under HPCC (ns-3 ignores it as well)");
+                }
+            }
+            for (k, set) in [
+                ("ALPHA_RESUME_INTERVAL", self.alpha_resume_interval.is_some()),
+                ("RATE_DECREASE_INTERVAL", self.rate_decrease_interval.is_some()),
+                ("CLAMP_TARGET_RATE", self.clamp_target_rate.is_some()),
+                ("RP_TIMER", self.rp_timer.is_some()),
+                ("EWMA_GAIN", self.ewma_gain.is_some()),
+                ("FAST_RECOVERY_TIMES", self.fast_recovery_times.is_some()),
+                ("RATE_HAI", self.rate_hai.is_some()),
+                ("DCTCP_RATE_AI", self.dctcp_rate_ai.is_some()),
+            ] {
+                if set {
+                    add(k, "DCQCN/DCTCP parameter: unused under HPCC (ns-3 ignores it as well)");
+                }
+            }
+        }
+        if self.var_win == Some(true) && mode != 3 {
             add("VAR_WIN", "variable windows are not modelled");
         }
         if self.enable_trace.unwrap_or(true) {
@@ -451,6 +492,31 @@ impl HpccConfig {
                 kmax: u64::MAX,
                 pmax: 0.0,
             }),
+        }
+    }
+
+    /// HPCC parameters (`CC_MODE 3`) for a NIC of `line_bps` with base RTT
+    /// `base_rtt`: `U_TARGET` (third.cc default 0.95), `MI_THRESH` (5),
+    /// `RATE_AI` (5 Mb/s, the RdmaHw attribute default), `MIN_RATE` (100 Mb/s),
+    /// `FAST_REACT` (1), `SAMPLE_FEEDBACK` (0).
+    /// `HAS_WIN` (1) gives a BDP window, `VAR_WIN` (0) scales it with the rate.
+    pub fn hpcc(&self, line_bps: u64, base_rtt: Time) -> crate::roce::hpcc_cc::HpccParams {
+        crate::roce::hpcc_cc::HpccParams {
+            line_bps: line_bps as f64,
+            base_rtt,
+            eta: self.u_target.unwrap_or(0.95),
+            max_stage: self.mi_thresh.unwrap_or(5),
+            rate_ai_bps: self.rate_ai.unwrap_or(5_000_000) as f64,
+            min_rate_bps: self.min_rate.unwrap_or(100_000_000) as f64,
+            fast_react: self.fast_react.unwrap_or(true),
+            sample_feedback: self.sample_feedback.unwrap_or(false),
+            // third.cc: m_win = the largest pair BDP, rtt·bw/8 (NIC rate).
+            window_bytes: if self.has_win.unwrap_or(true) {
+                (line_bps as u128 * u128::from(base_rtt.0) / 8 / 1_000_000_000_000) as u64
+            } else {
+                0
+            },
+            var_win: self.var_win.unwrap_or(false),
         }
     }
 
@@ -739,10 +805,32 @@ mod tests {
                 .all(|w| w.at.starts_with("config_dcqcn_perm320.txt:") && !w.at.ends_with(":0")),
             "{w:?}"
         );
-        // The HPCC example runs CC_MODE 3: named as unsupported.
+        // The HPCC example runs CC_MODE 3: modelled, not named.
         let c = HpccConfig::parse("config.txt", &shared("config.txt").unwrap()).unwrap();
         let w = c.unsupported();
-        assert!(w.iter().any(|w| w.key == "CC_MODE" && w.why.contains("HPCC")), "{w:?}");
+        let keys: Vec<&str> = w.iter().map(|w| w.key.as_str()).collect();
+        assert!(!keys.contains(&"CC_MODE") && !keys.contains(&"MULTI_RATE"), "{w:?}");
+        assert!(!keys.contains(&"HAS_WIN") && !keys.contains(&"VAR_WIN"), "{w:?}");
+        for k in ["PINT_LOG_BASE", "PINT_PROB", "RP_TIMER", "EWMA_GAIN", "RATE_HAI"] {
+            assert!(keys.contains(&k), "{k}: {w:?}");
+        }
+        let p = c.hpcc(100_000_000_000, Time::us(4));
+        assert_eq!((p.eta, p.max_stage, p.rate_ai_bps), (0.95, 0, 50e6));
+        assert!(p.fast_react && !p.sample_feedback && p.var_win);
+        assert_eq!(p.window_bytes, 50_000);
+        // MULTI_RATE defaults to 1 in third.cc: absent, it is named.
+        let c = HpccConfig::parse("c.txt", "CC_MODE 3\nINT_MULTI 4\n").unwrap();
+        let keys: Vec<String> = c.unsupported().into_iter().map(|w| w.key).collect();
+        assert!(
+            keys.contains(&"MULTI_RATE".into()) && keys.contains(&"INT_MULTI".into()),
+            "{keys:?}"
+        );
+        let c = HpccConfig::parse("c.txt", "CC_MODE 7\n").unwrap();
+        assert!(
+            c.unsupported()
+                .iter()
+                .any(|w| w.key == "CC_MODE" && w.why.contains("TIMELY"))
+        );
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! RoCE models: lossless Ethernet (shared-buffer MMU, PFC, ECN), DCQCN, ECMP and
+//! RoCE models: lossless Ethernet (shared-buffer MMU, PFC, ECN), DCQCN, DCTCP and
+//! HPCC (INT), ECMP and
 //! L3 addressing, the RC transport over Ethernet (go-back-N / go-back-0), the
 //! IPoIB kernel TCP cost model, and ns-3 HPCC file formats.
 //!
@@ -11,6 +12,8 @@
 //!   ecmp       host addressing, ECMP groups, 5-tuple hash, RoCEv1 L2 domain
 //!   transport  RC go-back-N / go-back-0 requester and responder state
 //!   ipoib      TCP over IPoIB: per-message / per-byte CPU cost and a cwnd
+//!   dctcp      DCTCP sender as HPCC ns-3 runs it (CC_MODE 8)
+//!   hpcc_cc    HPCC: INT records, their slab, the sender (CC_MODE 3)
 //!   hpcc       ns-3 HPCC config / flow files in, fct.txt / pfc.txt out
 //!   tcp        kernel TCP (NewReno / DCTCP) on the lossy class beside RoCE
 //!   net        the packet-level RoCEv2 world built from all of the above
@@ -26,6 +29,7 @@ pub mod dcqcn;
 pub mod dctcp;
 pub mod ecmp;
 pub mod hpcc;
+pub mod hpcc_cc;
 pub mod hpcc_run;
 pub mod ipoib;
 pub mod net;

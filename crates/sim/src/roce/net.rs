@@ -50,6 +50,7 @@ use crate::roce::dcqcn::{CnpPacer, DcqcnParams, ReactionPoint, Red};
 use crate::roce::dctcp::DctcpRp;
 use crate::roce::ecmp::{EcmpTable, FlowKey, HashConfig, HashFn, field, host_ip};
 use crate::roce::hpcc::{FctRecord, PfcRecord};
+use crate::roce::hpcc_cc::{HpccRp, INT_BYTES, IntHop, IntStore};
 use crate::roce::pfc::{PauseFrame, PauseGen, PauseMode, PausedTx, QueueSample, Watchdog, WdAction, WdConfig, WdEvent};
 use crate::roce::tcp::{TcpConfig, TcpFlowSpec, TcpWorld};
 use crate::roce::transport::{Completion, NicRx, Recovery, Requester, RequesterConfig, Responder, RxVerdict};
@@ -160,6 +161,10 @@ pub enum CongestionControl {
     /// DCTCP as HPCC ns-3 runs it (`CC_MODE 8`): ACKs echo CE, the sender's rate
     /// follows α (`line_bps` is replaced per NIC).
     Dctcp(crate::roce::dctcp::DctcpParams),
+    /// HPCC as HPCC ns-3 runs it (`CC_MODE 3`): switches append INT records at
+    /// egress, ACKs echo them, the sender's rate follows the most utilised hop
+    /// (`line_bps` is replaced per NIC).
+    Hpcc(crate::roce::hpcc_cc::HpccParams),
 }
 
 /// Parameters of a RoCE run.
@@ -392,7 +397,12 @@ struct Pkt {
     in_port: u8,
     pg: u8,
     queue: u8,
+    /// HPCC: handle of this packet's INT header in [`RoceSim`]'s store (0 = none).
+    int: u16,
 }
+
+// HPCC's INT handle sits in what was padding: a packet stays 40 bytes.
+const _: () = assert!(std::mem::size_of::<Pkt>() <= 40);
 
 /// Closed event set of the RoCE world.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -467,6 +477,8 @@ struct Flow {
     req: Requester,
     rp: Option<ReactionPoint>,
     dctcp: Option<DctcpRp>,
+    /// Boxed: a DCQCN flow carries 8 bytes for it, not ~150.
+    hpcc: Option<Box<HpccRp>>,
     next_ok: Time,
     resp: Responder,
     np: CnpPacer,
@@ -479,6 +491,18 @@ struct Flow {
     /// Dynamic QPs: (tag, post time) of each message, in posting order, until
     /// its last packet is received in order.
     rx_tags: VecDeque<(u64, Time)>,
+}
+
+impl Flow {
+    /// HPCC: the QP's window is full (unacknowledged packets × MTU, as ns-3
+    /// counts bytes between `snd_una` and `snd_nxt`).
+    #[inline]
+    fn window_bound(&self, mtu: u32) -> bool {
+        self.hpcc.as_ref().is_some_and(|h| {
+            let (una, nxt) = self.req.window();
+            h.window_bound(una.distance_to(nxt).max(0) as u64 * u64::from(mtu))
+        })
+    }
 }
 
 /// A message received whole at its destination (dynamic QPs).
@@ -683,6 +707,11 @@ pub struct RoceSim {
     suspect: Option<Vec<(u32, u8, u64)>>,
     /// Background TCP on the lossy class (empty unless [`RoceSim::add_tcp_flow`]).
     tcp: TcpWorld,
+    /// INT headers of HPCC packets in flight (empty unless the run uses HPCC).
+    int: IntStore,
+    /// The run uses HPCC: gates every INT and window check, so other runs
+    /// never touch a flow's HPCC state.
+    hpcc_on: bool,
 }
 
 /// A DCTCP sender for a NIC of `line` bits/s, if the run uses DCTCP.
@@ -692,6 +721,17 @@ fn dctcp_for(cc: &CongestionControl, line: u64) -> Option<DctcpRp> {
             line_bps: line as f64,
             ..p.clone()
         })),
+        _ => None,
+    }
+}
+
+/// An HPCC sender for a NIC of `line` bits/s, if the run uses HPCC.
+fn hpcc_for(cc: &CongestionControl, line: u64) -> Option<Box<HpccRp>> {
+    match cc {
+        CongestionControl::Hpcc(p) => Some(Box::new(HpccRp::new(crate::roce::hpcc_cc::HpccParams {
+            line_bps: line as f64,
+            ..p.clone()
+        }))),
         _ => None,
     }
 }
@@ -812,7 +852,7 @@ impl RoceSim {
                             cfg.red.iter().find(|(r, _)| *r == b).map(|x| x.1).or(match &cfg.cc {
                                 CongestionControl::Dcqcn(p) => Some(p.red),
                                 CongestionControl::Dctcp(p) => Some(p.red),
-                                CongestionControl::None => None,
+                                CongestionControl::None | CongestionControl::Hpcc(_) => None,
                             })
                         })
                         .collect();
@@ -921,6 +961,7 @@ impl RoceSim {
                 _ => None,
             };
             let dctcp = dctcp_for(&cfg.cc, line);
+            let hpcc = hpcc_for(&cfg.cc, line);
             let rc = RequesterConfig {
                 mtu: cfg.mtu,
                 recovery: cfg.recovery,
@@ -931,6 +972,7 @@ impl RoceSim {
                 req: Requester::new(rc, Psn::new(0)),
                 rp,
                 dctcp,
+                hpcc,
                 next_ok: Time::ZERO,
                 resp: Responder::new(Psn::new(0), cfg.ack_every, cfg.recovery),
                 np: CnpPacer::default(),
@@ -983,6 +1025,8 @@ impl RoceSim {
             local_view: None,
             suspect: None,
             tcp: TcpWorld::new(nics_len),
+            int: IntStore::default(),
+            hpcc_on: matches!(cfg.cc, CongestionControl::Hpcc(_)),
             fabric: fabric.clone(),
             cfg,
         };
@@ -1104,6 +1148,22 @@ impl RoceSim {
         f.rp.as_ref()
             .map(ReactionPoint::rate)
             .or(f.dctcp.as_ref().map(DctcpRp::rate))
+            .or(f.hpcc.as_deref().map(HpccRp::rate))
+    }
+
+    /// The HPCC counters of flow `k`, if it runs HPCC.
+    pub fn flow_hpcc(&self, k: usize) -> Option<crate::roce::hpcc_cc::HpccCounters> {
+        self.flows[k].hpcc.as_ref().map(|h| h.counters)
+    }
+
+    /// INT headers held by packets in flight (HPCC; 0 once a run drains).
+    pub fn int_live(&self) -> usize {
+        self.int.live()
+    }
+
+    /// HPCC packets sent without INT because 65,535 headers were in flight.
+    pub fn int_overflow(&self) -> u64 {
+        self.int.overflow
     }
 
     /// The DCTCP counters of flow `k`, if it runs DCTCP.
@@ -1124,6 +1184,18 @@ impl RoceSim {
     pub fn paused_time(&self, node: NodeId, port: u8, prio: u8) -> Time {
         let p = &self.ports[(self.port_base[node.idx()] + u32::from(port)) as usize];
         Time(p.paused.paused_total(self.now, prio))
+    }
+
+    /// Bytes queued for egress at port `port` of switch `node`, every class
+    /// (what HPCC's INT reports); 0 for a NIC.
+    pub fn egress_queue_bytes(&self, node: NodeId, port: u8) -> u64 {
+        let (is_sw, idx) = self.role[node.idx()];
+        if !is_sw {
+            return 0;
+        }
+        let num = usize::from(self.ports[(self.port_base[node.idx()] + u32::from(port)) as usize].num);
+        let s = &self.switches[idx as usize];
+        (0..NPRIO as u8).map(|c| s.mmu.egress_bytes(num, c)).sum()
     }
 
     /// Bytes sent out of port `port` of `node`.
@@ -1356,8 +1428,9 @@ impl RoceSim {
         let gp = self.nics[nic as usize].gp;
         let line = self.ports[gp as usize].bps.max(1);
         let dctcp = dctcp_for(&self.cfg.cc, line);
+        let hpcc = hpcc_for(&self.cfg.cc, line);
         let rp = match &self.cfg.cc {
-            CongestionControl::None | CongestionControl::Dctcp(_) => None,
+            CongestionControl::None | CongestionControl::Dctcp(_) | CongestionControl::Hpcc(_) => None,
             CongestionControl::Dcqcn(p) => {
                 let mut p = p.clone();
                 if p.name == "hpcc-ns3" {
@@ -1379,6 +1452,7 @@ impl RoceSim {
             req: Requester::new(rc, Psn::new(0)),
             rp,
             dctcp,
+            hpcc,
             next_ok: Time::ZERO,
             resp: Responder::new(Psn::new(0), self.cfg.ack_every, self.cfg.recovery),
             np: CnpPacer::default(),
@@ -1659,7 +1733,10 @@ impl RoceSim {
         p
     }
 
-    fn deliver(&mut self, _p: Pkt) {
+    fn deliver(&mut self, p: Pkt) {
+        if p.int != 0 {
+            self.int.release(p.int);
+        }
         self.ledger.delivered += 1;
         self.live -= 1;
     }
@@ -1667,6 +1744,9 @@ impl RoceSim {
     fn drop_pkt(&mut self, p: Pkt, why: RoceDrop) {
         let i = RoceDrop::ALL.iter().position(|r| *r == why).expect("listed");
         self.ledger.dropped[i] += 1;
+        if p.int != 0 {
+            self.int.release(p.int);
+        }
         if p.kind.is_tcp() {
             self.tcp.on_drop(i);
         }
@@ -1747,7 +1827,7 @@ impl RoceSim {
             n.flows
                 .iter()
                 .map(|&f| &self.flows[f as usize])
-                .filter(|f| f.started && f.req.has_data())
+                .filter(|f| f.started && f.req.has_data() && !(self.hpcc_on && f.window_bound(self.cfg.mtu)))
                 .map(|f| f.next_ok.max(free))
                 .min()
         }
@@ -1868,6 +1948,7 @@ impl RoceSim {
             in_port: 0,
             pg: 0,
             queue: 0,
+            int: 0,
         });
         self.ports[gp as usize].ctrl.push_back(p);
         if matches!(f, PauseFrame::Xoff { .. }) && self.cfg.pause_mode == PauseMode::Timed {
@@ -2080,6 +2161,23 @@ impl RoceSim {
             }
         }
         s.mmu.release(usize::from(pk.in_port), pk.pg, port, q as u8, pk.wire);
+        if pk.int != 0 && pk.kind == Kind::Data {
+            // HPCC INT at egress (data only: an ACK carries its data packet's
+            // records back untouched) (ns-3 SwitchNode::SwitchNotifyDequeue): the
+            // port's bytes sent with this packet, its queue (every class) after
+            // the dequeue, now, the link rate.
+            let qlen = (0..NPRIO as u8).map(|c| s.mmu.egress_bytes(port, c)).sum();
+            let g = &self.ports[gp as usize];
+            self.int.get_mut(pk.int).set(
+                usize::from(pk.hops).saturating_sub(1),
+                IntHop {
+                    ts: now,
+                    tx_bytes: g.tx_bytes + u64::from(pk.wire),
+                    qlen,
+                    rate_bps: g.bps,
+                },
+            );
+        }
         // TCP moving on its own class is no sign that the RDMA class is not deadlocked.
         self.progress += u64::from(!pk.kind.is_tcp());
         self.resume_check(si);
@@ -2208,7 +2306,8 @@ impl RoceSim {
             let i = (n.rr + k) % nf;
             let fi = n.flows[i] as usize;
             let f = &self.flows[fi];
-            if !f.started || !f.req.has_data() {
+            if !f.started || !f.req.has_data() || (self.hpcc_on && f.window_bound(self.cfg.mtu)) {
+                // A window-bound HPCC QP waits for an ACK (which kicks the NIC).
                 continue;
             }
             if f.next_ok > now {
@@ -2218,17 +2317,20 @@ impl RoceSim {
             self.nics[nic as usize].rr = (i + 1) % nf;
             let f = &mut self.flows[fi];
             let tx = f.req.next_packet(now).expect("has data");
-            let wire = tx.payload + ROCEV2_HEADERS;
-            let rate = match (&f.rp, &f.dctcp) {
-                (Some(rp), _) => rp.rate_bps(),
-                (None, Some(d)) => d.rate_bps(),
-                (None, None) => self.ports[gp as usize].bps,
+            let hpcc = self.hpcc_on;
+            let wire = tx.payload + ROCEV2_HEADERS + if hpcc { INT_BYTES } else { 0 };
+            let rate = match (&f.rp, &f.dctcp, &f.hpcc) {
+                (Some(rp), _, _) => rp.rate_bps(),
+                (None, Some(d), _) => d.rate_bps(),
+                (None, None, Some(h)) => h.rate_bps(),
+                (None, None, None) => self.ports[gp as usize].bps,
             };
             if let Some(rp) = f.rp.as_mut() {
                 rp.on_sent(now, u64::from(wire));
             }
             f.next_ok = now + Time(crate::engine::time::serialization_ps(u64::from(wire), rate.max(1)));
             let (src, dst) = (f.spec.src.0, f.spec.dst.0);
+            let int = if hpcc { self.int.alloc() } else { 0 };
             let p = self.new_pkt(Pkt {
                 kind: Kind::Data,
                 src,
@@ -2248,6 +2350,7 @@ impl RoceSim {
                 in_port: 0,
                 pg: 0,
                 queue: 0,
+                int,
             });
             self.arm_flow_timers(nic, fi);
             return Ok(p);
@@ -2354,6 +2457,7 @@ impl RoceSim {
     fn nic_arrive(&mut self, nic: u32, p: Pkt) {
         let now = self.now;
         let pk = p;
+        let mut p = p;
         match pk.kind {
             Kind::Data => {
                 self.nic_drain(nic);
@@ -2398,6 +2502,7 @@ impl RoceSim {
                     in_port: 0,
                     pg: 0,
                     queue: 0,
+                    int: 0,
                 };
                 // DCTCP: the ACK echoes the CE mark of the packet that triggered it
                 // (HPCC ns-3 sets the ACK's CNP flag).
@@ -2405,6 +2510,25 @@ impl RoceSim {
                 let reply = |kind: Kind, psn: u32| Pkt {
                     ce: echo && kind == Kind::Ack,
                     ..reply(kind, psn)
+                };
+                // HPCC: the first ACK/NAK this packet triggers echoes its INT
+                // (ns-3 copies the IntHeader into the ACK), 42 bytes more on the wire.
+                let mut int = pk.int;
+                p.int = 0;
+                if int != 0 {
+                    // The switches wrote hops 0..hops−1 (the first MAX_HOPS of them).
+                    let h = self.int.get_mut(int);
+                    h.n = pk.hops.min(crate::roce::hpcc_cc::MAX_HOPS as u8);
+                    h.rx = now;
+                }
+                let mut reply = |kind: Kind, psn: u32| {
+                    let mut r = reply(kind, psn);
+                    if int != 0 {
+                        r.int = int;
+                        r.wire += INT_BYTES;
+                        int = 0;
+                    }
+                    r
                 };
                 match verdict {
                     RxVerdict::Accept { ack } => {
@@ -2426,7 +2550,9 @@ impl RoceSim {
                 if pk.ce {
                     let (interval, per_port) = match &self.cfg.cc {
                         CongestionControl::Dcqcn(p) => (p.cnp_interval, p.cnp_per_port),
-                        CongestionControl::None | CongestionControl::Dctcp(_) => (Time::NEVER, false),
+                        CongestionControl::None | CongestionControl::Dctcp(_) | CongestionControl::Hpcc(_) => {
+                            (Time::NEVER, false)
+                        }
                     };
                     let send = interval != Time::NEVER
                         && if per_port {
@@ -2442,6 +2568,10 @@ impl RoceSim {
                         self.nic_ctrl(nic, c);
                     }
                 }
+                if int != 0 {
+                    // No ACK/NAK went out for this packet: its INT ends here.
+                    self.int.release(int);
+                }
                 self.deliver(p);
             }
             Kind::Ack | Kind::Nak => {
@@ -2455,6 +2585,18 @@ impl RoceSim {
                     }
                 } else {
                     self.flows[fi].req.on_nak(now, Psn::new(pk.psn), &mut done);
+                }
+                if pk.int != 0 {
+                    // HPCC reacts to ACKs and NAKs alike (ns-3 ReceiveAck → HandleAckHp).
+                    let f = &mut self.flows[fi];
+                    if let Some(h) = f.hpcc.as_mut() {
+                        let next = if pk.kind == Kind::Ack {
+                            Psn::new(pk.psn).next()
+                        } else {
+                            Psn::new(pk.psn)
+                        };
+                        h.on_ack(next, self.int.get(pk.int), f.req.window().1);
+                    }
                 }
                 self.deliver(p);
                 for c in done {
