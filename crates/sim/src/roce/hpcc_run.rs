@@ -514,6 +514,20 @@ mod tests {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(dir).join(name)
     }
 
+    /// ns-3's small example copied into a fresh temp dir (`config.txt` beside
+    /// `mix/topology.txt` and `mix/flow.txt`, as the config names them), its config
+    /// text passed through `edit`. Returns the config's path.
+    fn small_example(tag: &str, edit: impl Fn(String) -> String) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("rdmalab-hpcc-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("mix")).unwrap();
+        for f in ["topology.txt", "flow.txt"] {
+            std::fs::copy(testdata(f), dir.join("mix").join(f)).unwrap();
+        }
+        let cfg = edit(std::fs::read_to_string(testdata("config.txt")).unwrap());
+        std::fs::write(dir.join("config.txt"), cfg).unwrap();
+        dir.join("config.txt")
+    }
+
     #[test]
     fn websearch_cdf_and_poisson_arrivals() {
         let text = "0 0\n10000 15\n20000 20\n30000 30\n50000 40\n80000 53\n200000 60\n1000000 70\n2000000 80\n5000000 90\n10000000 97\n30000000 100\n";
@@ -563,31 +577,22 @@ mod tests {
     /// LINK_DOWN fails the named link at 2 s + t µs; a bad pair is named.
     #[test]
     fn link_down_key_fails_the_link() {
-        let dir = std::env::temp_dir().join(format!("rdmalab-hpcc-ld-{}", std::process::id()));
-        std::fs::create_dir_all(dir.join("mix")).unwrap();
-        for f in ["topology.txt", "flow.txt"] {
-            std::fs::copy(testdata(f), dir.join("mix").join(f)).unwrap();
-        }
-        let base = std::fs::read_to_string(testdata("config.txt"))
-            .unwrap()
-            .replace("CC_MODE 3", "CC_MODE 1");
         // Node 1 (the receiver) hangs off switch 0 by link 0–1: fail it 100 µs in.
-        std::fs::write(
-            dir.join("config.txt"),
-            base.replace("LINK_DOWN 0 0 0", "LINK_DOWN 100 0 1")
-                .replace("SIMULATOR_STOP_TIME 4.00", "SIMULATOR_STOP_TIME 2.001"),
-        )
-        .unwrap();
-        let e = HpccExperiment::load(&dir.join("config.txt")).unwrap();
+        let cfg = small_example("ld", |c| {
+            c.replace("CC_MODE 3", "CC_MODE 1")
+                .replace("LINK_DOWN 0 0 0", "LINK_DOWN 100 0 1")
+                .replace("SIMULATOR_STOP_TIME 4.00", "SIMULATOR_STOP_TIME 2.001")
+        });
+        let dir = cfg.parent().unwrap().to_path_buf();
+        let e = HpccExperiment::load(&cfg).unwrap();
         let (r, sim) = e.run(None, None).unwrap();
         assert!(r.dropped.iter().any(|(k, n)| k == "LinkDown" && *n > 0), "{r:?}");
         assert!(sim.ledger_balances());
-        std::fs::write(
-            dir.join("config.txt"),
-            base.replace("LINK_DOWN 0 0 0", "LINK_DOWN 100 2 3"),
-        )
-        .unwrap();
-        let e = HpccExperiment::load(&dir.join("config.txt")).unwrap();
+        let cfg = small_example("ld", |c| {
+            c.replace("CC_MODE 3", "CC_MODE 1")
+                .replace("LINK_DOWN 0 0 0", "LINK_DOWN 100 2 3")
+        });
+        let e = HpccExperiment::load(&cfg).unwrap();
         let err = e.run(None, None).unwrap_err().to_string();
         assert!(
             err.contains("LINK_DOWN names nodes 2 and 3") && err.contains("config.txt:"),
@@ -603,17 +608,12 @@ mod tests {
     /// named unsupported about CC_MODE.
     #[test]
     fn cc_mode_8_runs_dctcp() {
-        let dir = std::env::temp_dir().join(format!("rdmalab-hpcc-dctcp-{}", std::process::id()));
-        std::fs::create_dir_all(dir.join("mix")).unwrap();
-        for f in ["topology.txt", "flow.txt"] {
-            std::fs::copy(testdata(f), dir.join("mix").join(f)).unwrap();
-        }
-        let cfg = std::fs::read_to_string(testdata("config.txt"))
-            .unwrap()
-            .replace("CC_MODE 3", "CC_MODE 8")
-            .replace("SIMULATOR_STOP_TIME 4.00", "SIMULATOR_STOP_TIME 2.003");
-        std::fs::write(dir.join("config.txt"), cfg).unwrap();
-        let e = HpccExperiment::load(&dir.join("config.txt")).unwrap();
+        let cfg = small_example("dctcp", |c| {
+            c.replace("CC_MODE 3", "CC_MODE 8")
+                .replace("SIMULATOR_STOP_TIME 4.00", "SIMULATOR_STOP_TIME 2.003")
+        });
+        let dir = cfg.parent().unwrap().to_path_buf();
+        let e = HpccExperiment::load(&cfg).unwrap();
         assert!(!e.warnings.iter().any(|w| w.key == "CC_MODE"), "{:?}", e.warnings);
         assert!(matches!(e.roce.cc, CongestionControl::Dctcp(_)));
         let (r, sim) = e.run(None, None).unwrap();
@@ -639,17 +639,9 @@ mod tests {
     /// bottleneck (switch 0 → host 1) sampled every µs over 2.0005–2.003 s,
     /// bottleneck utilisation then, bytes delivered per flow then, the sim).
     fn small_2to1(mode: &str, tag: &str) -> (f64, f64, [f64; 2], RoceSim, Vec<Warning>) {
-        let dir = std::env::temp_dir().join(format!("rdmalab-hpcc-{tag}-{}", std::process::id()));
-        std::fs::create_dir_all(dir.join("mix")).unwrap();
-        for f in ["topology.txt", "flow.txt"] {
-            std::fs::copy(testdata(f), dir.join("mix").join(f)).unwrap();
-        }
-        let cfg = std::fs::read_to_string(testdata("config.txt"))
-            .unwrap()
-            .replace("CC_MODE 3", mode);
-        std::fs::write(dir.join("config.txt"), cfg).unwrap();
-        let e = HpccExperiment::load(&dir.join("config.txt")).unwrap();
-        let _ = std::fs::remove_dir_all(&dir);
+        let cfg = small_example(tag, |c| c.replace("CC_MODE 3", mode));
+        let e = HpccExperiment::load(&cfg).unwrap();
+        let _ = std::fs::remove_dir_all(cfg.parent().unwrap());
         let mut sim = RoceSim::new(&e.fabric, e.roce.clone(), &e.flow_specs()).unwrap();
         let l = e.fabric.links.iter().find(|l| l.b.node.0 == 1).expect("link 0-1");
         let (sw, port) = (l.a.node, l.a.port);
@@ -719,17 +711,9 @@ mod tests {
     fn hpcc_start_drains_the_incast_queue() {
         let mut series = Vec::new();
         for mode in ["CC_MODE 3", "CC_MODE 1"] {
-            let dir = std::env::temp_dir().join(format!("rdmalab-hpcc-ser{}-{}", &mode[8..], std::process::id()));
-            std::fs::create_dir_all(dir.join("mix")).unwrap();
-            for f in ["topology.txt", "flow.txt"] {
-                std::fs::copy(testdata(f), dir.join("mix").join(f)).unwrap();
-            }
-            let cfg = std::fs::read_to_string(testdata("config.txt"))
-                .unwrap()
-                .replace("CC_MODE 3", mode);
-            std::fs::write(dir.join("config.txt"), cfg).unwrap();
-            let e = HpccExperiment::load(&dir.join("config.txt")).unwrap();
-            let _ = std::fs::remove_dir_all(&dir);
+            let cfg = small_example(&format!("ser{}", &mode[8..]), |c| c.replace("CC_MODE 3", mode));
+            let e = HpccExperiment::load(&cfg).unwrap();
+            let _ = std::fs::remove_dir_all(cfg.parent().unwrap());
             let mut sim = RoceSim::new(&e.fabric, e.roce.clone(), &e.flow_specs()).unwrap();
             let l = e.fabric.links.iter().find(|l| l.b.node.0 == 1).expect("link 0-1");
             let mut rows = Vec::new();
@@ -856,16 +840,9 @@ mod tests {
         // config.txt itself names mix/… paths: the error names the missing file.
         let e = HpccExperiment::load(&testdata("config.txt")).unwrap_err();
         assert!(e.to_string().contains("mix/topology.txt"), "{e}");
-        let dir = std::env::temp_dir().join(format!("rdmalab-hpcc-small-{}", std::process::id()));
-        std::fs::create_dir_all(dir.join("mix")).unwrap();
-        for f in ["topology.txt", "flow.txt"] {
-            std::fs::copy(testdata(f), dir.join("mix").join(f)).unwrap();
-        }
-        let cfg = std::fs::read_to_string(testdata("config.txt"))
-            .unwrap()
-            .replace("CC_MODE 3", "CC_MODE 1");
-        std::fs::write(dir.join("config.txt"), cfg).unwrap();
-        let e = HpccExperiment::load(&dir.join("config.txt")).unwrap();
+        let cfg = small_example("small", |c| c.replace("CC_MODE 3", "CC_MODE 1"));
+        let dir = cfg.parent().unwrap().to_path_buf();
+        let e = HpccExperiment::load(&cfg).unwrap();
         assert!(e.warnings.iter().any(|w| w.key == "flow count"), "{:?}", e.warnings);
         let (r, sim) = e.run(None, None).unwrap();
         assert_eq!(r.status, "done", "{r:?}");
