@@ -6,7 +6,7 @@ use std::process::Stdio;
 
 use sm::routing::EngineKind;
 
-use crate::support::{Ibsim, have_ibsim_tools};
+use crate::support::{Ibsim, require_ibsim_tools};
 
 /// Run OpenSM once (`-o`) with `engine` on `net`; returns the `opensm-lfts.dump` text.
 fn opensm_lfts(net: &str, engine: &str) -> String {
@@ -35,9 +35,7 @@ fn opensm_lfts(net: &str, engine: &str) -> String {
 
 #[test]
 fn opensm_over_ibsim_ftree_and_updn_busiest_port_vs_ours() {
-    if !have_ibsim_tools() {
-        return;
-    }
+    require_ibsim_tools();
     let p = sm::testkit::shared_formats().join("ibsim-net/fattree-648.generated.net");
     let net = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
     let f = crate::support::read_net("fattree-648.generated.net");

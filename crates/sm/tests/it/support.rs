@@ -56,19 +56,24 @@ pub fn umad2sim() -> Option<PathBuf> {
     .find(|p| p.exists())
 }
 
-/// ibsim, libumad2sim, OpenSM and infiniband-diags are all there (scripts/test
-/// installs them).
-pub fn have_ibsim_tools() -> bool {
-    let ok = umad2sim().is_some()
-        && Path::new("/usr/bin/ibsim").exists()
-        && Path::new("/usr/sbin/opensm").exists()
-        && Path::new("/usr/sbin/ibnetdiscover").exists();
-    if !ok {
-        eprintln!(
-            "skipped: ibsim-utils/libumad2sim0/opensm/infiniband-diags not installed (scripts/test installs them)"
-        );
-    }
-    ok
+/// Panics naming the Debian packages missing among ibsim, libumad2sim, OpenSM and
+/// infiniband-diags (scripts/test installs them all).
+pub fn require_ibsim_tools() {
+    let missing: Vec<&str> = [
+        ("libumad2sim0", umad2sim().is_some()),
+        ("ibsim-utils", Path::new("/usr/bin/ibsim").exists()),
+        ("opensm", Path::new("/usr/sbin/opensm").exists()),
+        ("infiniband-diags", Path::new("/usr/sbin/ibnetdiscover").exists()),
+    ]
+    .into_iter()
+    .filter_map(|(pkg, ok)| (!ok).then_some(pkg))
+    .collect();
+    // A real-peer test that passes without its peers proves nothing: fail instead.
+    assert!(
+        missing.is_empty(),
+        "not installed: {} (scripts/test installs them)",
+        missing.join(", ")
+    );
 }
 
 /// A child process killed (by its own handle) when dropped.

@@ -12,7 +12,7 @@ use fabric::{Fabric, NodeId, NodeKind};
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 
-use crate::support::{Ibsim, have_ibsim_tools, parse_guid2lid, parse_lfts, parse_tracert, predict_path};
+use crate::support::{Ibsim, parse_guid2lid, parse_lfts, parse_tracert, predict_path, require_ibsim_tools};
 
 const UP: Duration = Duration::from_secs(120);
 
@@ -171,9 +171,7 @@ fn once(sim: &Ibsim, host: &str, dump: &std::path::Path, extra: &[&str]) -> Stri
 
 #[test]
 fn umad_ibsim_once_brings_up_a_small_fabric_and_the_diags_agree() {
-    if !have_ibsim_tools() {
-        return;
-    }
+    require_ibsim_tools();
     let f = small();
     let sim = start(&f, "small");
     let host = f.node(cas(&f)[0]).name.clone();
@@ -186,9 +184,7 @@ fn umad_ibsim_once_brings_up_a_small_fabric_and_the_diags_agree() {
 
 #[test]
 fn umad_ibsim_once_brings_up_the_ibsim_example_nets() {
-    if !have_ibsim_tools() {
-        return;
-    }
+    require_ibsim_tools();
     for (name, host) in [("net.2sw2path4hca", "Hca1"), ("net.2sw2path4hca2port", "Hca1")] {
         // ibsim-utils ships the upstream examples (the same files as shared/formats).
         let p = std::path::Path::new("/usr/share/doc/ibsim-utils/net-examples").join(name);
@@ -209,9 +205,7 @@ fn umad_ibsim_once_brings_up_the_ibsim_example_nets() {
 
 #[test]
 fn umad_ibsim_648_host_fat_tree_comes_up_routed_as_predicted() {
-    if !have_ibsim_tools() {
-        return;
-    }
+    require_ibsim_tools();
     let f = leaf_spine(&LeafSpineParams::default()).unwrap();
     assert_eq!(f.count(NodeKind::Ca), 648);
     let sim = start(&f, "ft648");
@@ -224,9 +218,7 @@ fn umad_ibsim_648_host_fat_tree_comes_up_routed_as_predicted() {
 /// The 2592-host 3-tier fat tree (2,988 nodes, 396 switches): about 12 s here.
 #[test]
 fn umad_ibsim_2592_host_3_tier_fat_tree_comes_up_routed_as_predicted() {
-    if !have_ibsim_tools() {
-        return;
-    }
+    require_ibsim_tools();
     let f = fabric::fat_tree3(&fabric::FatTree3Params {
         radix: 36,
         pods: Some(8),
@@ -243,9 +235,7 @@ fn umad_ibsim_2592_host_3_tier_fat_tree_comes_up_routed_as_predicted() {
 
 #[test]
 fn umad_opensm_at_higher_priority_keeps_us_standby_until_it_dies_then_we_take_over() {
-    if !have_ibsim_tools() {
-        return;
-    }
+    require_ibsim_tools();
     let f = small();
     let sim = start(&f, "standby");
     let c = cas(&f);
@@ -295,9 +285,7 @@ fn umad_opensm_at_higher_priority_keeps_us_standby_until_it_dies_then_we_take_ov
 
 #[test]
 fn umad_opensm_hands_over_to_us_and_stands_by_while_we_are_master() {
-    if !have_ibsim_tools() {
-        return;
-    }
+    require_ibsim_tools();
     let f = small();
     let sim = start(&f, "handover");
     let c = cas(&f);
@@ -384,9 +372,7 @@ fn lfts_via_ibroute(sim: &Ibsim, f: &Fabric) -> String {
 
 #[test]
 fn umad_ibsim_unlink_trap_reroutes_and_ibtracert_works_again() {
-    if !have_ibsim_tools() {
-        return;
-    }
+    require_ibsim_tools();
     let f = small();
     let mut sim = start(&f, "unlink");
     let host = f.node(cas(&f)[0]).name.clone();
@@ -433,9 +419,7 @@ fn umad_ibsim_unlink_trap_reroutes_and_ibtracert_works_again() {
 
 #[test]
 fn umad_opensm_arriving_later_at_higher_priority_gets_the_subnet_handed_over() {
-    if !have_ibsim_tools() {
-        return;
-    }
+    require_ibsim_tools();
     let f = small();
     let sim = start(&f, "handto");
     let c = cas(&f);
