@@ -60,17 +60,30 @@ pub(crate) struct CreditRing {
 }
 
 impl CreditRing {
+    /// Slot of the `k`-th entry (`k < RING`): a compare, not a division.
+    #[inline(always)]
+    fn slot(&self, k: usize) -> usize {
+        let i = self.head as usize + k;
+        if i >= RING { i - RING } else { i }
+    }
+
     #[inline]
     fn at(&self, k: usize) -> (Time, u8, u32) {
-        let i = (self.head as usize + k) % RING;
+        let i = self.slot(k);
         (Time(self.t[i]), (self.vb[i] >> 12) as u8, u32::from(self.vb[i] & 0xfff))
     }
 
     #[inline]
     fn set(&mut self, k: usize, e: (Time, u8, u32)) {
-        let i = (self.head as usize + k) % RING;
+        let i = self.slot(k);
         self.t[i] = e.0.0;
         self.vb[i] = (u16::from(e.1) << 12) | e.2 as u16;
+    }
+
+    /// When the earliest return lands (`NEVER` if none is on its way).
+    #[inline(always)]
+    fn first_time(&self) -> Time {
+        if self.len > 0 { Time(self.t[self.head as usize]) } else { Time::NEVER }
     }
 
     /// Insert in time order (after equal times); the ring must have room.
@@ -88,7 +101,7 @@ impl CreditRing {
 
     #[inline]
     fn pop_front(&mut self) {
-        self.head = ((self.head as usize + 1) % RING) as u8;
+        self.head = self.slot(1) as u8;
         self.len -= 1;
     }
 
@@ -156,8 +169,16 @@ impl Sim {
     }
 
     /// Apply every credit return that has landed by now.
-    #[inline]
+    #[inline(always)]
     fn absorb_credits(&mut self, gp: u32) {
+        // Most looks find the earliest return still on its way (or none).
+        if self.ports[gp as usize].cred.first_time() <= self.now {
+            self.absorb_landed(gp);
+        }
+    }
+
+    #[inline(never)]
+    fn absorb_landed(&mut self, gp: u32) {
         let g = gp as usize;
         let nvl = self.nvl;
         while self.ports[g].cred.len > 0 {
@@ -216,8 +237,7 @@ impl Sim {
     /// When the next credit return lands at `gp` (`NEVER` if none is on its way).
     #[inline]
     pub(crate) fn credit_wait(&self, gp: u32) -> Time {
-        let r = &self.ports[gp as usize].cred;
-        if r.len > 0 { r.at(0).0 } else { Time::NEVER }
+        self.ports[gp as usize].cred.first_time()
     }
 
     /// Transmitter `gp` is free or was woken: send the next packet if one may go.
@@ -227,6 +247,13 @@ impl Sim {
             self.schedule_wake(gp, self.ports[g].busy_until);
             return;
         }
+        self.try_tx_idle(gp);
+    }
+
+    /// [`Self::try_tx`] on a line known to be idle.
+    #[inline]
+    fn try_tx_idle(&mut self, gp: u32) {
+        let g = gp as usize;
         self.absorb_credits(gp);
         self.ports[g].starved = false;
         let pick = match self.ports[g].model {
@@ -265,7 +292,6 @@ impl Sim {
         }
         let end = now + self.ports[g].ser.time(u32::from(pk.wire));
         self.ports[g].busy_until = end;
-        self.last_tx[g] = now;
         self.stats.hops += 1;
         self.ports[g].tx_bytes += u64::from(pk.wire);
         self.ports[g].tx_pkts = self.ports[g].tx_pkts.wrapping_add(1);
@@ -510,7 +536,7 @@ impl Sim {
         if self.ports[g].busy_until > self.now {
             self.schedule_wake(gp, self.ports[g].busy_until);
         } else if self.ports[g].wake_at > self.now {
-            self.try_tx(gp);
+            self.try_tx_idle(gp);
         }
     }
 }

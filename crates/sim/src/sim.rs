@@ -263,7 +263,6 @@ pub struct Sim {
     pub(crate) link_fifo: Vec<PktList>,
     /// Input buffer blocks in use, `[gp * nvl + vl]`.
     pub(crate) in_used: Vec<u32>,
-    pub(crate) last_tx: Vec<Time>,
 
     // Routing state (data from the SM).
     pub(crate) lft: Vec<Vec<u8>>,
@@ -437,7 +436,6 @@ impl Sim {
             arb: vec![ArbState::default(); np],
             link_fifo: vec![PktList::default(); np],
             in_used: vec![0; np * nvl],
-            last_tx: vec![Time::ZERO; np],
             lft,
             sl2vl: tables.sl2vl.clone(),
             tables: tables.clone(),
@@ -574,15 +572,15 @@ impl Sim {
                     .expect("arrival FIFO has a head");
                 let next = self.pkts[p].next;
                 if next == NONE {
-                    self.q.pop();
+                    self.q.pop_first();
                 } else {
                     let nt = self.arrival_time(dir, &self.pkts[next]);
-                    self.q.replace_top(nt, self.pkts[next].seq, ev);
+                    self.q.replace_first(nt, self.pkts[next].seq, ev);
                 }
                 self.dispatch_arrival(self.ports[dir as usize].peer, p);
                 continue;
             }
-            self.q.pop();
+            self.q.pop_first();
             match ev {
                 Event::Arrive { .. } => unreachable!("handled above"),
                 Event::TxWake { gp } => {
