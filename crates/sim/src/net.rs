@@ -170,7 +170,7 @@ impl Sim {
 
     /// Apply every credit return that has landed by now.
     #[inline(always)]
-    fn absorb_credits(&mut self, gp: u32) {
+    pub(crate) fn absorb_credits(&mut self, gp: u32) {
         // Most looks find the earliest return still on its way (or none).
         if self.ports[gp as usize].cred.first_time() <= self.now {
             self.absorb_landed(gp);
@@ -273,54 +273,70 @@ impl Sim {
     }
 
     /// Put packet `p` on the wire at `gp` now.
-    fn transmit(&mut self, gp: u32, p: PacketId) {
+    ///
+    /// Written against local borrows of the fields it touches (ports, packets,
+    /// credits, the link FIFO): every packet-link hop runs through here, and with
+    /// `self.x[i]` everywhere the compiler reloads each vector's pointer and length
+    /// after every store.
+    pub(crate) fn transmit(&mut self, gp: u32, p: PacketId) {
         let g = gp as usize;
         let now = self.now;
         let nvl = self.nvl;
-        let pk = self.pkts[p];
+        let Sim {
+            ports,
+            pkts,
+            credits,
+            stats,
+            link_fifo,
+            q,
+            ib,
+            ..
+        } = self;
+        let pk = pkts[p];
         let nb = pk.blocks();
         let vl15 = pk.flags & flag::VL15 != 0;
+        let pt = &mut ports[g];
         if !vl15 {
             let ci = g * nvl + pk.vl as usize;
-            self.credits[ci] -= nb as i32;
-            if self.ports[g].stalling {
-                self.stats.stall_end(ci, now);
+            credits[ci] -= nb as i32;
+            if pt.stalling {
+                stats.stall_end(ci, now);
                 if nvl == 1 {
-                    self.ports[g].stalling = false;
+                    pt.stalling = false;
                 }
             }
         }
-        let end = now + self.ports[g].ser.time(u32::from(pk.wire));
-        self.ports[g].busy_until = end;
-        self.stats.hops += 1;
-        self.ports[g].tx_bytes += u64::from(pk.wire);
-        self.ports[g].tx_pkts = self.ports[g].tx_pkts.wrapping_add(1);
-        if self.stats.capture == gp {
-            self.stats.captured.push((now, self.pkts.full(p)));
-        }
-        let prop = self.ports[g].prop;
-        let arrive = match self.ports[g].peer_model {
+        let end = now + pt.ser.time(u32::from(pk.wire));
+        pt.busy_until = end;
+        pt.tx_bytes += u64::from(pk.wire);
+        pt.tx_pkts = pt.tx_pkts.wrapping_add(1);
+        let prop = pt.prop;
+        let arrive = match pt.peer_model {
             NodeModel::IbSwitch => {
-                let head_or_tail = match self.ib.forwarding {
+                let head_or_tail = match ib.forwarding {
                     crate::config::Forwarding::CutThrough => now,
                     crate::config::Forwarding::StoreAndForward => end,
                 };
-                head_or_tail + prop + Time(self.ib.switch_latency_ps)
+                head_or_tail + prop + Time(ib.switch_latency_ps)
             }
-            _ => end + prop + Time(self.ib.hca_rx_latency_ps),
+            _ => end + prop + Time(ib.hca_rx_latency_ps),
         };
-        let seq = self.q.next_seq();
+        stats.hops += 1;
+        if stats.capture == gp {
+            stats.captured.push((now, pkts.full(p)));
+        }
+        let seq = q.next_seq();
         {
-            let pm = &mut self.pkts[p];
+            let pm = &mut pkts[p];
             pm.hops = pm.hops.saturating_add(1);
             pm.tail_at = end + prop;
             pm.in_gp = NONE;
             pm.seq = seq;
         }
-        debug_assert_eq!(self.arrival_time(gp, &self.pkts[p]), arrive);
-        if self.link_fifo[g].push(&mut self.pkts, p) {
-            self.q.push_seq(arrive, seq, Event::Arrive { dir: gp });
+        if link_fifo[g].push(pkts, p) {
+            q.push_seq(arrive, seq, Event::Arrive { dir: gp });
         }
+        debug_assert_eq!(self.arrival_time(gp, &self.pkts[p]), arrive);
         if pk.in_gp != NONE {
             // The packet leaves the switch input buffer it sat in once its last byte
             // is out; its credits travel back over the input link.

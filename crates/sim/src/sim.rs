@@ -26,6 +26,13 @@ use crate::packet::Packets;
 /// "None" for `u32` ids.
 pub(crate) const NONE: u32 = u32::MAX;
 
+/// Forwarding-table codes beside global port ids (which stay below 2^25).
+pub(crate) const FWD_NO_ROUTE: u32 = u32::MAX;
+/// The LFT names port 0 (the switch itself) for a data packet.
+pub(crate) const FWD_UNKNOWN: u32 = u32::MAX - 1;
+/// The LFT names a port the switch lacks or that has no cable.
+pub(crate) const FWD_DEAD: u32 = u32::MAX - 2;
+
 /// A FIFO of packets threaded through their `next` field: a link's packets in
 /// flight or a switch output queue. Pushing and popping touch only the list (12
 /// bytes) and the packets themselves, which the caller reads anyway.
@@ -265,7 +272,15 @@ pub struct Sim {
     pub(crate) in_used: Vec<u32>,
 
     // Routing state (data from the SM).
-    pub(crate) lft: Vec<Vec<u8>>,
+    /// Every switch's LFT flattened, each entry resolved to the global output
+    /// port (or a `FWD_*` code): `fwd[fwd_span[node].0 + dlid]`, for LIDs below
+    /// `fwd_span[node].1`.
+    pub(crate) fwd: Vec<u32>,
+    pub(crate) fwd_span: Vec<(u32, u32)>,
+    /// One data VL, no SL→VL tables, no adaptive routing, no congestion control:
+    /// a switch may forward a packet that finds its output idle and empty
+    /// without queueing it first (see `switch_arrive`).
+    pub(crate) plain: bool,
     pub(crate) sl2vl: Option<Vec<Vec<Vec<[u8; 16]>>>>,
     pub(crate) tables: RoutingTables,
 
@@ -401,7 +416,20 @@ impl Sim {
             }
         }
 
-        let lft: Vec<Vec<u8>> = tables.lft.iter().map(|l| l.ports.clone()).collect();
+        let mut fwd = Vec::new();
+        let mut fwd_span = Vec::with_capacity(n);
+        for (node, l) in tables.lft.iter().enumerate() {
+            fwd_span.push((fwd.len() as u32, l.ports.len() as u32));
+            let nports = port_base[node + 1] - port_base[node];
+            fwd.extend(l.ports.iter().map(|&o| match o {
+                sm::NO_ROUTE => FWD_NO_ROUTE,
+                0 => FWD_UNKNOWN,
+                o if u32::from(o) < nports && ports[(port_base[node] + u32::from(o)) as usize].peer != NONE => {
+                    port_base[node] + u32::from(o)
+                }
+                _ => FWD_DEAD,
+            }));
+        }
 
         // Almost every event is scheduled at most one packet time, one cable and
         // one node latency ahead: a calendar wheel just that long (with a quarter
@@ -436,7 +464,9 @@ impl Sim {
             arb: vec![ArbState::default(); np],
             link_fifo: vec![PktList::default(); np],
             in_used: vec![0; np * nvl],
-            lft,
+            fwd,
+            fwd_span,
+            plain: false,
             sl2vl: tables.sl2vl.clone(),
             tables: tables.clone(),
             ca_port: vec![NONE; np],
@@ -454,6 +484,7 @@ impl Sim {
         if sim.ib.adaptive_routing {
             sim.ar = Some(crate::ib::switch::ArTables::build(&sim));
         }
+        sim.plain = sim.nvl == 1 && sim.sl2vl.is_none() && sim.ar.is_none() && sim.ib.cc.is_none();
         if sim.eng.sample_interval_ps > 0 {
             sim.sample_armed = true;
             sim.q.push(Time(sim.eng.sample_interval_ps), Event::Sample);
