@@ -100,12 +100,6 @@ impl CreditRing {
     }
 
     #[inline]
-    fn pop_front(&mut self) {
-        self.head = self.slot(1) as u8;
-        self.len -= 1;
-    }
-
-    #[inline]
     fn pop_back(&mut self) -> (Time, u8, u32) {
         self.len -= 1;
         self.at(self.len as usize)
@@ -158,11 +152,12 @@ impl Sim {
                 f.insert(pos, e);
             }
         }
-        let pt = self.ports[g];
+        let pt = &self.ports[g];
         if pt.starved {
-            if pt.need_blocks == 0 {
+            let (need_vl, need_blocks) = (pt.need_vl, pt.need_blocks);
+            if need_blocks == 0 {
                 self.schedule_wake(gp, t);
-            } else if let Some(at) = self.credit_ready(gp, pt.need_vl, u32::from(pt.need_blocks), t) {
+            } else if let Some(at) = self.credit_ready(gp, need_vl, u32::from(need_blocks), t) {
                 self.schedule_wake(gp, at);
             }
         }
@@ -181,15 +176,40 @@ impl Sim {
     fn absorb_landed(&mut self, gp: u32) {
         let g = gp as usize;
         let nvl = self.nvl;
-        while self.ports[g].cred.len > 0 {
-            let (t, vl, b) = self.ports[g].cred.at(0);
-            if t > self.now {
-                break;
+        let now = self.now.0;
+        let Sim {
+            ports,
+            credits,
+            credit_spill,
+            ..
+        } = self;
+        let r = &mut ports[g].cred;
+        let cr = &mut credits[g * nvl..(g + 1) * nvl];
+        loop {
+            let (mut head, mut len) = (r.head as usize, r.len as usize);
+            while len > 0 && r.t[head] <= now {
+                let vb = r.vb[head];
+                cr[usize::from(vb >> 12)] += i32::from(vb & 0xfff);
+                head = if head + 1 == RING { 0 } else { head + 1 };
+                len -= 1;
             }
-            self.credits[g * nvl + vl as usize] += b as i32;
-            self.ports[g].cred.pop_front();
-            if let Some(e) = self.credit_spill[g].pop_front() {
-                self.ports[g].cred.insert(e);
+            r.head = head as u8;
+            r.len = len as u8;
+            // Refill from the spill: its returns all land at or after the
+            // ring's, so each is an append; the spill stays empty while the
+            // ring has room.
+            let spill = &mut credit_spill[g];
+            if spill.is_empty() {
+                return;
+            }
+            while (r.len as usize) < RING {
+                match spill.pop_front() {
+                    Some(e) => r.insert(e),
+                    None => break,
+                }
+            }
+            if r.first_time().0 > now {
+                return;
             }
         }
     }
@@ -204,7 +224,17 @@ impl Sim {
         if avail >= nb as i32 {
             return Some(from);
         }
-        for (t, v, b) in self.credit_returns(gp) {
+        let r = &self.ports[g].cred;
+        for k in 0..r.len as usize {
+            let (t, v, b) = r.at(k);
+            if v == vl {
+                avail += b as i32;
+                if avail >= nb as i32 {
+                    return Some(t.max(from));
+                }
+            }
+        }
+        for &(t, v, b) in &self.credit_spill[g] {
             if v == vl {
                 avail += b as i32;
                 if avail >= nb as i32 {
