@@ -25,8 +25,6 @@ pub struct Stats {
     /// Time a VL had a packet waiting for credits, per port and VL (ps).
     pub stall_ps: Vec<u64>,
     stall_since: Vec<Time>,
-    /// Peak input-buffer occupancy per port and VL, in 64-byte blocks.
-    pub peak_in_blocks: Vec<u32>,
     /// Out-of-order PSNs seen by RC responders/requesters (must stay 0 on a lossless,
     /// in-order fabric).
     pub psn_errors: u64,
@@ -63,7 +61,6 @@ impl Stats {
             idle_looks: 0,
             stall_ps: vec![0; nports * nvl],
             stall_since: vec![Time::NEVER; nports * nvl],
-            peak_in_blocks: vec![0; nports * nvl],
             psn_errors: 0,
             fecn_marked: 0,
             becn_received: 0,
@@ -101,18 +98,18 @@ impl Stats {
         }
     }
 
-    #[inline]
-    pub(crate) fn note_occupancy(&mut self, i: usize, used: u32) {
-        if used > self.peak_in_blocks[i] {
-            self.peak_in_blocks[i] = used;
-        }
-    }
 
-    pub(crate) fn sample(&mut self, now: Time, tx_bytes: impl Iterator<Item = u64>, in_used: &[u32], nvl: usize) {
+    pub(crate) fn sample(
+        &mut self,
+        now: Time,
+        tx_bytes: impl Iterator<Item = u64>,
+        in_buf: &[crate::sim::InBuf],
+        nvl: usize,
+    ) {
         self.sample_times.push(now);
         self.sample_tx.extend(tx_bytes);
         for gp in 0..self.nports {
-            self.sample_occ.push(in_used[gp * nvl..(gp + 1) * nvl].iter().sum());
+            self.sample_occ.push(in_buf[gp * nvl..(gp + 1) * nvl].iter().map(|b| b.used).sum());
         }
     }
 }
@@ -225,9 +222,9 @@ impl Sim {
                 utilisation: (busy_ps / t).min(1.0),
                 credit_stall_ps: self.stats.stall_ps[gp * nvl..(gp + 1) * nvl].to_vec(),
                 peak_buffer_bytes: if self.node_model[node] == NodeModel::IbSwitch {
-                    self.stats.peak_in_blocks[gp * nvl..(gp + 1) * nvl]
+                    self.in_buf[gp * nvl..(gp + 1) * nvl]
                         .iter()
-                        .map(|&b| u64::from(b) * 64)
+                        .map(|b| u64::from(b.peak) * 64)
                         .collect()
                 } else {
                     Vec::new()

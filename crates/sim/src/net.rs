@@ -43,10 +43,10 @@ pub(crate) struct ArbState {
 }
 
 /// Returns kept inline in a port record.
-const RING: usize = 6;
+const RING: usize = 4;
 
 /// Credit returns on their way back to one transmitter, sorted by landing time:
-/// the earliest six inline (in the second cache line of the port's record, so a
+/// the earliest four inline (in the second cache line of the port's record, so a
 /// look at the port brings them along), any more in a per-port spill deque. At
 /// most a handful are on their way at once unless the port sits idle.
 #[derive(Clone, Copy, Debug, Default)]
@@ -317,7 +317,6 @@ impl Sim {
             pkts,
             credits,
             stats,
-            link_fifo,
             q,
             ib,
             ..
@@ -363,7 +362,7 @@ impl Sim {
             pm.in_gp = NONE;
             pm.seq = seq;
         }
-        if link_fifo[g].push(pkts, p) {
+        if pt.fifo.push(pkts, p) {
             q.push_seq(arrive, seq, Event::Arrive { dir: gp });
         }
         debug_assert_eq!(self.arrival_time(gp, &self.pkts[p]), arrive);
@@ -450,7 +449,7 @@ impl Sim {
         }
         let i = in_gp as usize;
         let ui = i * self.nvl + vl as usize;
-        self.in_used[ui] -= nb;
+        self.in_buf[ui].used -= nb;
         let up = self.ports[i].peer;
         self.push_credit(up, at + self.ports[i].prop, vl, nb);
     }

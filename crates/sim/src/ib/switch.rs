@@ -139,8 +139,9 @@ impl Sim {
         let nb = pk.blocks();
         if !vl15 {
             let ui = i * nvl + pk.vl as usize;
-            self.in_used[ui] += nb;
-            self.stats.note_occupancy(ui, self.in_used[ui]);
+            let b = &mut self.in_buf[ui];
+            b.used += nb;
+            b.peak = b.peak.max(b.used);
         }
         {
             let pm = &mut self.pkts[p];
