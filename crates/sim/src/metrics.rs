@@ -22,6 +22,9 @@ pub struct Stats {
     pub stale_wakes: u64,
     /// Transmitter looks that sent nothing.
     pub idle_looks: u64,
+    /// Packets a switch sent on arrival without queueing them (its output was
+    /// idle and empty; see `Sim::plain`).
+    pub forwarded_at_once: u64,
     /// Time a VL had a packet waiting for credits, per port and VL (ps).
     pub stall_ps: Vec<u64>,
     stall_since: Vec<Time>,
@@ -59,6 +62,7 @@ impl Stats {
             hops: 0,
             stale_wakes: 0,
             idle_looks: 0,
+            forwarded_at_once: 0,
             stall_ps: vec![0; nports * nvl],
             stall_since: vec![Time::NEVER; nports * nvl],
             psn_errors: 0,

@@ -541,6 +541,14 @@ impl Sim {
         Ok(self.ledger.check(self.in_flight())?)
     }
 
+    /// Turn off the switches' forward-on-arrival shortcut (it is on whenever
+    /// the configuration allows). The shortcut must not change anything but the
+    /// speed; tests compare traces with it on and off.
+    #[doc(hidden)]
+    pub fn disable_forward_at_once(&mut self) {
+        self.plain = false;
+    }
+
     /// Counters and per-port statistics.
     pub fn stats(&self) -> &Stats {
         &self.stats

@@ -241,6 +241,7 @@ impl Sim {
         if pk.tail_at.saturating_sub(self.ports[g].ser.time(u32::from(pk.wire))) > self.now {
             return false;
         }
+        self.stats.forwarded_at_once += 1;
         self.transmit(og, p);
         true
     }
