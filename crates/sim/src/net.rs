@@ -187,6 +187,8 @@ impl Sim {
         let cr = &mut credits[g * nvl..(g + 1) * nvl];
         loop {
             let (mut head, mut len) = (r.head as usize, r.len as usize);
+            // The spill holds returns only while the ring is full.
+            let may_spill = len == RING;
             while len > 0 && r.t[head] <= now {
                 let vb = r.vb[head];
                 cr[usize::from(vb >> 12)] += i32::from(vb & 0xfff);
@@ -198,6 +200,9 @@ impl Sim {
             // Refill from the spill: its returns all land at or after the
             // ring's, so each is an append; the spill stays empty while the
             // ring has room.
+            if !may_spill {
+                return;
+            }
             let spill = &mut credit_spill[g];
             if spill.is_empty() {
                 return;
