@@ -102,7 +102,6 @@ impl Stats {
         }
     }
 
-
     pub(crate) fn sample(
         &mut self,
         now: Time,
@@ -113,7 +112,8 @@ impl Stats {
         self.sample_times.push(now);
         self.sample_tx.extend(tx_bytes);
         for gp in 0..self.nports {
-            self.sample_occ.push(in_buf[gp * nvl..(gp + 1) * nvl].iter().map(|b| b.used).sum());
+            self.sample_occ
+                .push(in_buf[gp * nvl..(gp + 1) * nvl].iter().map(|b| b.used).sum());
         }
     }
 }

@@ -83,7 +83,11 @@ impl CreditRing {
     /// When the earliest return lands (`NEVER` if none is on its way).
     #[inline(always)]
     fn first_time(&self) -> Time {
-        if self.len > 0 { Time(self.t[self.head as usize]) } else { Time::NEVER }
+        if self.len > 0 {
+            Time(self.t[self.head as usize])
+        } else {
+            Time::NEVER
+        }
     }
 
     /// Insert in time order (after equal times); the ring must have room.

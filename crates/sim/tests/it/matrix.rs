@@ -70,7 +70,11 @@ fn forwarding_on_arrival_changes_nothing_but_speed() {
     for seed in [3, 11] {
         let (h_fast, r_fast, fast) = run_perm_with(seed, true);
         let (h_slow, r_slow, slow) = run_perm_with(seed, false);
-        assert!(fast.stats().forwarded_at_once > 1000, "{}", fast.stats().forwarded_at_once);
+        assert!(
+            fast.stats().forwarded_at_once > 1000,
+            "{}",
+            fast.stats().forwarded_at_once
+        );
         assert_eq!(slow.stats().forwarded_at_once, 0);
         assert_eq!(h_fast, h_slow, "seed {seed}: traces differ");
         assert_eq!(fast.stats().events, slow.stats().events);
