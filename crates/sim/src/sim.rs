@@ -26,6 +26,19 @@ use crate::packet::Packets;
 /// "None" for `u32` ids.
 pub(crate) const NONE: u32 = u32::MAX;
 
+/// Ask the CPU to bring `r`'s cache line in (a hint; no effect on results).
+#[inline(always)]
+fn prefetch<T>(r: &T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is a hint that reads nothing architecturally; the
+    // address comes from a live reference.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>((r as *const T).cast::<i8>());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = r;
+}
+
 /// Forwarding-table codes beside global port ids (which stay below 2^25).
 pub(crate) const FWD_NO_ROUTE: u32 = u32::MAX;
 /// The LFT names port 0 (the switch itself) for a data packet.
@@ -616,6 +629,7 @@ impl Sim {
                 return RunStatus::TimeLimit;
             }
             self.now = t;
+            self.prefetch_ahead();
             self.stats.events += 1;
             self.trace.fold(t.0);
             self.trace.fold(ev.hash_word());
@@ -669,6 +683,35 @@ impl Sim {
                             .push(self.now + Time(self.eng.deadlock_check_ps), Event::Watchdog);
                     }
                 }
+            }
+        }
+    }
+
+    /// Start loading what the next events will touch while this one runs: the
+    /// hop is bound by cache misses (a port record, a packet: about one L1 miss
+    /// apiece per hop under cachegrind), and the calendar slot being drained
+    /// already says which ports come next. Two events ahead: the transmitter's
+    /// record (both lines: its credit returns land there when the packet moves
+    /// on); one ahead, its record now near: the packet at the head of its link
+    /// and the receiving port. Only hints: nothing is read that the events
+    /// would not read. Measured (min of 5 interleaved runs of
+    /// the ft432 benchmark) 5.27 → 4.96 s of CPU; going a step further (the
+    /// forwarding entry, or a packet's transport half before an end node) gained
+    /// nothing more.
+    #[inline(always)]
+    fn prefetch_ahead(&self) {
+        if let Some(Event::Arrive { dir } | Event::TxWake { gp: dir }) = self.q.ahead(2) {
+            let r = &self.ports[dir as usize];
+            prefetch(r);
+            prefetch(&r.cred);
+        }
+        if let Some(Event::Arrive { dir }) = self.q.ahead(1) {
+            let pt = &self.ports[dir as usize];
+            if pt.fifo.head != NONE {
+                prefetch(self.pkts.hot_ref(pt.fifo.head));
+            }
+            if pt.peer != NONE {
+                prefetch(&self.ports[pt.peer as usize]);
             }
         }
     }
