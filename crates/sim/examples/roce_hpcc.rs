@@ -66,7 +66,11 @@ fn results_digest(sim: &sim::roce::net::RoceSim, flows: usize) -> u64 {
     };
     put(sim.ledger.created);
     put(sim.ledger.delivered);
-    sim.ledger.dropped.iter().chain(&sim.ledger.dropped_lossless).for_each(|&d| put(d));
+    sim.ledger
+        .dropped
+        .iter()
+        .chain(&sim.ledger.dropped_lossless)
+        .for_each(|&d| put(d));
     put(sim.ecn_marks);
     put(sim.cnps_sent);
     put(sim.in_flight());

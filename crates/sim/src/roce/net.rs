@@ -2146,6 +2146,10 @@ impl RoceSim {
         let mut p = s.q[qi].pop_front().expect("picked");
         if s.q[qi].is_empty() {
             s.nonempty[port] &= !(1 << q);
+            // Back to the ring's first slot: a queue that mostly holds a packet or
+            // two then reuses the same, cached, line instead of walking the whole
+            // capacity a past burst gave it (a `VecDeque` keeps its head otherwise).
+            s.q[qi].clear();
         }
         p.wd_fwd = forward && s.wd_stormed[qi];
         s.queued[port] -= 1;
@@ -2241,7 +2245,12 @@ impl RoceSim {
         if let Some(pk) = n.ctrl.front() {
             let (_, pg, _) = self.maps.classify(pk.dscp);
             if self.cfg.ack_high_prio || until[usize::from(pg)] <= now || !self.maps.lossless(pg) {
-                let p = self.nics[nic as usize].ctrl.pop_front().expect("front");
+                let ctrl = &mut self.nics[nic as usize].ctrl;
+                let p = ctrl.pop_front().expect("front");
+                if ctrl.is_empty() {
+                    // Reuse the ring's first slot (see `switch_pick`).
+                    ctrl.clear();
+                }
                 return Ok(p);
             }
             wait = wait.min(until[usize::from(pg)]);
