@@ -516,29 +516,44 @@ pub struct Delivered {
     pub done: Time,
 }
 
-/// Per-port state. `repr(C)` keeps the fields every packet touches in the
-/// first cache lines; the pause generator (touched only on XOFF/XON) is boxed.
+/// Per-port state a packet touches on every hop, in one 64-byte line: the
+/// rest (pause state and generator, control frames, loss injection, rate) is
+/// in [`PortCold`], beside it in `RoceSim::pc`, and the link peer in `RoceSim::peer`.
 #[derive(Clone)]
-#[repr(C)]
+#[repr(C, align(64))]
 struct Port {
     busy_until: Time,
     wake_at: Time,
     ser: Serializer,
     prop: Time,
+    /// Bytes and packets sent.
+    tx_bytes: u64,
+    tx_pkts: u64,
+    /// The latest time any priority of this transmitter is paused until (the
+    /// largest of [`PausedTx::until_all`]): when it is not after now nothing is
+    /// paused and the cold pause state need not be read.
+    pause_max: Time,
     node: u32,
-    peer: u32,
-    link: u32,
     /// Local port number.
     num: u8,
     down: bool,
+    /// `PortCold::ctrl` holds frames.
+    has_ctrl: bool,
+    /// Loss injection is on for this link (`PortCold::loss_every` > 0).
+    lossy: bool,
+}
+
+const _: () = assert!(std::mem::size_of::<Port>() == 64);
+
+/// Per-port state touched only by PFC, loss injection and set-up.
+#[derive(Clone)]
+struct PortCold {
+    link: u32,
     /// Control frames (PFC) waiting: they go before any queued data.
     ctrl: VecDeque<Pkt>,
     /// Data packets sent on this link since the start (loss injection).
     data_sent: u64,
     loss_every: u64,
-    /// Bytes and packets sent.
-    tx_bytes: u64,
-    tx_pkts: u64,
     bps: u64,
     pause_timer_at: Time,
     /// Pauses received here (they stop our transmitter).
@@ -659,6 +674,10 @@ pub struct RoceSim {
     maps: QosMaps,
     port_base: Vec<u32>,
     ports: Vec<Port>,
+    /// The cold half of each port (see [`Port`]).
+    pc: Vec<PortCold>,
+    /// The port at the other end of each port's link (`NONE`: not cabled).
+    peer: Vec<u32>,
     link_fifo: Vec<Fifo<Pkt>>,
     /// Node → switch or NIC index.
     role: Vec<(bool, u32)>,
@@ -752,29 +771,36 @@ impl RoceSim {
         let n = fabric.nodes.len();
         let mut port_base = Vec::with_capacity(n + 1);
         let mut ports = Vec::new();
+        let mut pc = Vec::new();
+        let mut peer = Vec::new();
         port_base.push(0u32);
         for (i, node) in fabric.nodes.iter().enumerate() {
             for p in 0..node.ports.len() {
                 ports.push(Port {
                     node: i as u32,
                     num: p as u8,
-                    peer: NONE,
                     ser: Serializer::new(1),
-                    bps: 0,
                     prop: Time::ZERO,
                     busy_until: Time::ZERO,
                     wake_at: Time::NEVER,
-                    link: NONE,
+                    pause_max: Time::ZERO,
                     down: false,
+                    has_ctrl: false,
+                    lossy: false,
+                    tx_bytes: 0,
+                    tx_pkts: 0,
+                });
+                pc.push(PortCold {
+                    bps: 0,
+                    link: NONE,
                     ctrl: VecDeque::new(),
                     paused: PausedTx::default(),
                     pausegen: Box::new(PauseGen::new(cfg.pause_quanta)),
                     pause_timer_at: Time::NEVER,
                     data_sent: 0,
                     loss_every: 0,
-                    tx_bytes: 0,
-                    tx_pkts: 0,
                 });
+                peer.push(NONE);
             }
             port_base.push(ports.len() as u32);
         }
@@ -784,18 +810,20 @@ impl RoceSim {
             let bps = l.rate.data_bps();
             let every = cfg.loss_every.iter().find(|(x, _)| x.idx() == li).map_or(0, |x| x.1);
             for (g, pg, node) in [(a, b, l.a.node), (b, a, l.b.node)] {
+                peer[g as usize] = pg;
                 let p = &mut ports[g as usize];
-                p.peer = pg;
                 p.ser = Serializer::new(bps);
-                p.bps = bps;
                 let pipeline = if fabric.node(node).kind == NodeKind::Switch {
                     cfg.switch_latency
                 } else {
                     Time::ZERO
                 };
                 p.prop = Time(l.delay_ps) + pipeline;
-                p.link = li as u32;
-                p.loss_every = every;
+                p.lossy = every > 0;
+                let c = &mut pc[g as usize];
+                c.bps = bps;
+                c.link = li as u32;
+                c.loss_every = every;
             }
         }
         let mut maps = QosMaps::default();
@@ -817,7 +845,7 @@ impl RoceSim {
             let np = node.ports.len();
             match node.kind {
                 NodeKind::Switch | NodeKind::Router => {
-                    let bps: Vec<u64> = (0..np).map(|p| ports[base + p].bps).collect();
+                    let bps: Vec<u64> = (0..np).map(|p| pc[base + p].bps).collect();
                     let delay: Vec<u64> = (0..np).map(|p| ports[base + p].prop.0).collect();
                     let mut mc = MmuConfig::hpcc_ns3(0, &bps, &delay, nic_bps, None);
                     mc.buffer_bytes = cfg.buffer_bytes;
@@ -945,7 +973,7 @@ impl RoceSim {
             }
             let nic = role[f.src.idx()].1;
             nics[nic as usize].flows.push(k as u32);
-            let line = ports[(port_base[f.src.idx()] + 1) as usize].bps.max(1);
+            let line = pc[(port_base[f.src.idx()] + 1) as usize].bps.max(1);
             let rp = match &cfg.cc {
                 CongestionControl::Dcqcn(p) => {
                     let mut p = p.clone();
@@ -997,6 +1025,8 @@ impl RoceSim {
             link_fifo: vec![Fifo::default(); ports.len()],
             port_base,
             ports,
+            pc,
+            peer,
             role,
             switches,
             nics,
@@ -1109,7 +1139,7 @@ impl RoceSim {
         let mut out = Vec::new();
         let mut gp = self.port_base[f.spec.src.idx()] + 1;
         for _ in 0..64 {
-            let peer = self.ports[gp as usize].peer;
+            let peer = self.peer[gp as usize];
             if peer == NONE {
                 break;
             }
@@ -1173,7 +1203,7 @@ impl RoceSim {
 
     /// PFC frames (XOFF, XON) sent from port `port` of `node`.
     pub fn pause_sent(&self, node: NodeId, port: u8, prio: u8) -> (u64, u64) {
-        let p = &self.ports[(self.port_base[node.idx()] + u32::from(port)) as usize];
+        let p = &self.pc[(self.port_base[node.idx()] + u32::from(port)) as usize];
         (
             p.pausegen.xoff_sent[usize::from(prio)],
             p.pausegen.xon_sent[usize::from(prio)],
@@ -1182,7 +1212,7 @@ impl RoceSim {
 
     /// Time port `port` of `node` spent paused on `prio` so far.
     pub fn paused_time(&self, node: NodeId, port: u8, prio: u8) -> Time {
-        let p = &self.ports[(self.port_base[node.idx()] + u32::from(port)) as usize];
+        let p = &self.pc[(self.port_base[node.idx()] + u32::from(port)) as usize];
         Time(p.paused.paused_total(self.now, prio))
     }
 
@@ -1367,7 +1397,7 @@ impl RoceSim {
                         qi / NPRIO,
                         qi % NPRIO,
                         q.len(),
-                        self.ports[gp as usize].paused.is_paused(self.now, (qi % NPRIO) as u8)
+                        self.pc[gp as usize].paused.is_paused(self.now, (qi % NPRIO) as u8)
                     );
                 }
             }
@@ -1379,7 +1409,7 @@ impl RoceSim {
                 "{}: ctrl {} paused3 {} busy_until {} wake {} rx {}",
                 self.fabric.nodes[n.node as usize].name,
                 n.ctrl.len(),
-                p.paused.is_paused(self.now, 3),
+                self.pc[n.gp as usize].paused.is_paused(self.now, 3),
                 p.busy_until,
                 p.wake_at,
                 n.rx.used()
@@ -1426,7 +1456,7 @@ impl RoceSim {
         };
         let nic = self.role[src.idx()].1;
         let gp = self.nics[nic as usize].gp;
-        let line = self.ports[gp as usize].bps.max(1);
+        let line = self.pc[gp as usize].bps.max(1);
         let dctcp = dctcp_for(&self.cfg.cc, line);
         let hpcc = hpcc_for(&self.cfg.cc, line);
         let rp = match &self.cfg.cc {
@@ -1527,7 +1557,7 @@ impl RoceSim {
         let nic = self.role[spec.src.idx()].1;
         let f = self.tcp.add(nic, spec);
         let gp = self.nics[nic as usize].gp;
-        if self.ports[gp as usize].peer != NONE {
+        if self.peer[gp as usize] != NONE {
             self.schedule_wake(gp, spec.start.max(self.now));
         }
         Ok(f)
@@ -1637,7 +1667,7 @@ impl RoceSim {
                 if let Some((nt, ns)) = next {
                     self.push_ev_seq(nt, ns, Ev::Arrive { dir });
                 }
-                let to = self.ports[dir as usize].peer;
+                let to = self.peer[dir as usize];
                 self.arrive(to, p);
             }
             Ev::TxWake { gp } => {
@@ -1654,8 +1684,8 @@ impl RoceSim {
                 }
             }
             Ev::PauseTimer { gp } => {
-                if self.ports[gp as usize].pause_timer_at == t {
-                    self.ports[gp as usize].pause_timer_at = Time::NEVER;
+                if self.pc[gp as usize].pause_timer_at == t {
+                    self.pc[gp as usize].pause_timer_at = Time::NEVER;
                     self.pause_refresh(gp);
                 }
             }
@@ -1766,11 +1796,22 @@ impl RoceSim {
         }
     }
 
+    /// When each priority of transmitter `gp` may send again; all `ZERO` (free)
+    /// without reading the cold pause state when nothing is paused.
+    #[inline]
+    fn pause_until(&self, gp: u32) -> [Time; 8] {
+        if self.ports[gp as usize].pause_max > self.now {
+            self.pc[gp as usize].paused.until_all()
+        } else {
+            [Time::ZERO; 8]
+        }
+    }
+
     fn kick(&mut self, gp: u32) {
-        let p = &self.ports[gp as usize];
-        if p.peer == NONE {
+        if self.peer[gp as usize] == NONE {
             return;
         }
+        let p = &self.ports[gp as usize];
         if p.busy_until > self.now {
             let b = p.busy_until;
             self.schedule_wake(gp, b);
@@ -1787,7 +1828,10 @@ impl RoceSim {
             self.schedule_wake(gp, b);
             return;
         }
-        if let Some(p) = self.ports[g].ctrl.pop_front() {
+        if self.ports[g].has_ctrl {
+            let c = &mut self.pc[g].ctrl;
+            let p = c.pop_front().expect("has_ctrl");
+            self.ports[g].has_ctrl = !c.is_empty();
             self.transmit(gp, p);
             return;
         }
@@ -1813,7 +1857,7 @@ impl RoceSim {
     /// under the line rate is woken once per packet, at its pacing time.
     fn next_work(&self, gp: u32, free: Time) -> Option<Time> {
         let port = &self.ports[gp as usize];
-        if !port.ctrl.is_empty() {
+        if port.has_ctrl {
             return Some(free);
         }
         let (is_sw, idx) = self.role[port.node as usize];
@@ -1850,9 +1894,9 @@ impl RoceSim {
         let mut lost = None;
         if self.ports[g].down {
             lost = Some(RoceDrop::LinkDown);
-        } else if pk.kind == Kind::Data && self.ports[g].loss_every > 0 {
-            self.ports[g].data_sent += 1;
-            if self.ports[g].data_sent % self.ports[g].loss_every == 0 {
+        } else if pk.kind == Kind::Data && self.ports[g].lossy {
+            self.pc[g].data_sent += 1;
+            if self.pc[g].data_sent % self.pc[g].loss_every == 0 {
                 lost = Some(RoceDrop::Injected);
             }
         }
@@ -1894,15 +1938,18 @@ impl RoceSim {
         let now = self.now;
         if !self.maps.lossless(prio) {
             // PFC is off for this priority here: the frame is counted and ignored.
-            self.ports[gp as usize].paused.frames[usize::from(prio & 7)] += 1;
+            self.pc[gp as usize].paused.frames[usize::from(prio & 7)] += 1;
             return;
         }
         let mode = self.cfg.pause_mode;
+        let cold = &mut self.pc[gp as usize];
+        let was = cold.paused.is_paused(now, prio);
+        let bps = cold.bps;
+        cold.paused.on_frame(now, prio, quanta, bps, mode);
+        let is = cold.paused.is_paused(now, prio);
+        let latest = cold.paused.until_all().into_iter().max().unwrap_or(Time::ZERO);
         let port = &mut self.ports[gp as usize];
-        let was = port.paused.is_paused(now, prio);
-        let bps = port.bps;
-        port.paused.on_frame(now, prio, quanta, bps, mode);
-        let is = port.paused.is_paused(now, prio);
+        port.pause_max = latest;
         if self.cfg.record_pfc && was != is {
             let node = port.node;
             let is_sw = self.role[node as usize].0;
@@ -1918,7 +1965,7 @@ impl RoceSim {
             self.kick(gp);
         } else if mode == PauseMode::Timed {
             // Look again when the pause runs out.
-            let until = self.ports[gp as usize].paused.until(prio);
+            let until = self.pc[gp as usize].paused.until(prio);
             self.schedule_wake(gp, until);
         }
     }
@@ -1950,16 +1997,17 @@ impl RoceSim {
             queue: 0,
             int: 0,
         });
-        self.ports[gp as usize].ctrl.push_back(p);
+        self.pc[gp as usize].ctrl.push_back(p);
+        self.ports[gp as usize].has_ctrl = true;
         if matches!(f, PauseFrame::Xoff { .. }) && self.cfg.pause_mode == PauseMode::Timed {
-            let t = self.ports[gp as usize].pausegen.next_deadline();
+            let t = self.pc[gp as usize].pausegen.next_deadline();
             self.arm_pause_timer(gp, t);
         }
         self.kick(gp);
     }
 
     fn arm_pause_timer(&mut self, gp: u32, t: Time) {
-        let port = &mut self.ports[gp as usize];
+        let port = &mut self.pc[gp as usize];
         if t < port.pause_timer_at {
             port.pause_timer_at = t;
             self.push_ev(t, Ev::PauseTimer { gp });
@@ -1968,12 +2016,12 @@ impl RoceSim {
 
     fn pause_refresh(&mut self, gp: u32) {
         let mut out = Vec::new();
-        let bps = self.ports[gp as usize].bps;
-        self.ports[gp as usize].pausegen.poll(self.now, bps, &mut out);
+        let bps = self.pc[gp as usize].bps;
+        self.pc[gp as usize].pausegen.poll(self.now, bps, &mut out);
         for f in out {
             self.send_pause(gp, f);
         }
-        let t = self.ports[gp as usize].pausegen.next_deadline();
+        let t = self.pc[gp as usize].pausegen.next_deadline();
         if t != Time::NEVER {
             self.arm_pause_timer(gp, t);
         }
@@ -2094,8 +2142,8 @@ impl RoceSim {
                 let og = self.port_base[s.node as usize] + u32::from(out);
                 if xoff {
                     s.xoff.push((in_port, pg));
-                    let bps = self.ports[gp as usize].bps;
-                    if let Some(f) = self.ports[gp as usize].pausegen.xoff(self.now, pg, bps) {
+                    let bps = self.pc[gp as usize].bps;
+                    if let Some(f) = self.pc[gp as usize].pausegen.xoff(self.now, pg, bps) {
                         self.send_pause(gp, f);
                     }
                 }
@@ -2113,10 +2161,12 @@ impl RoceSim {
         if mask == 0 {
             return Err(Time::NEVER);
         }
-        let paused = &self.ports[gp as usize].paused;
+        // Nothing paused (the common case): the cold pause state is not read.
+        let any_paused = self.ports[gp as usize].pause_max > now;
+        let paused = &self.pc[gp as usize].paused;
         let stormed = &s.wd_stormed;
         // PFC priority p pauses queue p (SONiC MAP_PFC_PRIORITY_TO_QUEUE AZURE is identity).
-        let blocked = |q: usize| paused.until(q as u8) > now && !(forward && stormed[port * NPRIO + q]);
+        let blocked = |q: usize| any_paused && paused.until(q as u8) > now && !(forward && stormed[port * NPRIO + q]);
         let chosen = if mask.is_power_of_two() {
             // Fast path: one non-empty queue needs no arbitration.
             let q = mask.trailing_zeros() as usize;
@@ -2178,7 +2228,7 @@ impl RoceSim {
                     ts: now,
                     tx_bytes: g.tx_bytes + u64::from(pk.wire),
                     qlen,
-                    rate_bps: g.bps,
+                    rate_bps: self.pc[gp as usize].bps,
                 },
             );
         }
@@ -2203,7 +2253,7 @@ impl RoceSim {
             if !m.pg_paused(usize::from(port), pg) || m.check_resume(usize::from(port), pg) {
                 self.switches[si as usize].xoff.swap_remove(i);
                 let ig = self.port_base[node as usize] + u32::from(port);
-                if let Some(f) = self.ports[ig as usize].pausegen.xon(pg) {
+                if let Some(f) = self.pc[ig as usize].pausegen.xon(pg) {
                     self.send_pause(ig, f);
                 }
             } else {
@@ -2239,7 +2289,7 @@ impl RoceSim {
         let now = self.now;
         let n = &self.nics[nic as usize];
         let gp = n.gp;
-        let until = self.ports[gp as usize].paused.until_all();
+        let until = self.pause_until(gp);
         let mut wait = Time::NEVER;
         // ACK/NAK/CNP first (HPCC ACK_HIGH_PRIO); each honours PFC on its priority.
         if let Some(pk) = n.ctrl.front() {
@@ -2305,7 +2355,7 @@ impl RoceSim {
         let now = self.now;
         let n = &self.nics[nic as usize];
         let gp = n.gp;
-        let until = self.ports[gp as usize].paused.until_all();
+        let until = self.pause_until(gp);
         let data_prio = self.maps.classify(DSCP_ROCE).1;
         if until[usize::from(data_prio)] > now && self.maps.lossless(data_prio) {
             return Err(wait.min(until[usize::from(data_prio)]));
@@ -2332,7 +2382,7 @@ impl RoceSim {
                 (Some(rp), _, _) => rp.rate_bps(),
                 (None, Some(d), _) => d.rate_bps(),
                 (None, None, Some(h)) => h.rate_bps(),
-                (None, None, None) => self.ports[gp as usize].bps,
+                (None, None, None) => self.pc[gp as usize].bps,
             };
             if let Some(rp) = f.rp.as_mut() {
                 rp.on_sent(now, u64::from(wire));
@@ -2448,11 +2498,11 @@ impl RoceSim {
         let gp = self.nics[nic as usize].gp;
         let prio = self.maps.classify(DSCP_ROCE).1;
         let want = self.nics[nic as usize].rx.wants_pause();
-        let bps = self.ports[gp as usize].bps;
+        let bps = self.pc[gp as usize].bps;
         let f = if want {
-            self.ports[gp as usize].pausegen.xoff(self.now, prio, bps)
+            self.pc[gp as usize].pausegen.xoff(self.now, prio, bps)
         } else {
-            self.ports[gp as usize].pausegen.xon(prio)
+            self.pc[gp as usize].pausegen.xon(prio)
         };
         if let Some(f) = f {
             self.send_pause(gp, f);
@@ -2684,7 +2734,7 @@ impl RoceSim {
             let nports = self.switches[si].q.len() / NPRIO;
             for port in 0..nports {
                 let gp = base + port as u32;
-                if self.ports[gp as usize].peer == NONE {
+                if self.peer[gp as usize] == NONE {
                     continue;
                 }
                 for q in 0..NPRIO {
@@ -2692,7 +2742,7 @@ impl RoceSim {
                         continue;
                     }
                     let qi = port * NPRIO + q;
-                    let pt = &self.ports[gp as usize];
+                    let pt = &self.pc[gp as usize];
                     let sample = QueueSample {
                         occupancy_bytes: self.switches[si].mmu.egress_bytes(port, q as u8),
                         tx_pkts: self.switches[si].q_tx[qi],
@@ -2760,13 +2810,13 @@ impl RoceSim {
                 for q in 0..NPRIO {
                     if !self.maps.lossless(q as u8)
                         || s.q[port * NPRIO + q].is_empty()
-                        || !self.ports[gp as usize].paused.is_paused(now, q as u8)
+                        || !self.pc[gp as usize].paused.is_paused(now, q as u8)
                     {
                         continue;
                     }
                     // The peer switch's ingress (peer port) is paused; which of its
                     // egress ports hold packets from that ingress?
-                    let peer = self.ports[gp as usize].peer;
+                    let peer = self.peer[gp as usize];
                     let pn = self.ports[peer as usize].node;
                     let (is_sw, pi) = self.role[pn as usize];
                     if !is_sw {
