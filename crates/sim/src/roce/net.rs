@@ -370,39 +370,39 @@ impl Kind {
     }
 }
 
-/// A packet in flight.
+/// A packet in flight: 24 bytes, as it is copied into a link FIFO and an
+/// egress queue on every hop. Its end hosts are not stored: they are its flow's
+/// (see [`RoceSim::ends`]).
 #[derive(Clone, Copy, Debug, Default)]
 struct Pkt {
-    kind: Kind,
-    src: u32,
-    dst: u32,
     flow: u32,
+    /// PSN (RDMA), segment or next expected segment (TCP); a pause frame: its
+    /// quanta (0 = XON).
     psn: u32,
-    payload: u32,
-    wire: u32,
+    /// Bytes on the wire and of payload (at most 9000 + headers: both fit 16 bits).
+    wire: u16,
+    payload: u16,
+    /// HPCC: handle of this packet's INT header in [`RoceSim`]'s store (0 = none).
+    int: u16,
+    kind: Kind,
     dscp: u8,
-    ce: bool,
-    first: bool,
-    last: bool,
-    /// Pause frame: priority and quanta (0 = XON).
-    prio: u8,
-    quanta: u16,
-    /// Sent by a queue whose PFC watchdog (action forward) ignores pauses: a
-    /// downstream headroom overflow is then the watchdog's doing.
-    wd_fwd: bool,
     /// Switches crossed so far: the IP TTL is `IP_TTL - hops` (RoCEv2 rides IP;
     /// counting up keeps `Pkt::default()` a fresh packet).
     hops: u8,
-    /// At a switch: ingress port index (local) and PG.
+    /// At a switch: ingress port index (local), PG and egress queue. A pause
+    /// frame (never queued at a switch) carries its priority in `pg`.
     in_port: u8,
     pg: u8,
     queue: u8,
-    /// HPCC: handle of this packet's INT header in [`RoceSim`]'s store (0 = none).
-    int: u16,
+    ce: bool,
+    first: bool,
+    last: bool,
+    /// Sent by a queue whose PFC watchdog (action forward) ignores pauses: a
+    /// downstream headroom overflow is then the watchdog's doing.
+    wd_fwd: bool,
 }
 
-// HPCC's INT handle sits in what was padding: a packet stays 40 bytes.
-const _: () = assert!(std::mem::size_of::<Pkt>() <= 40);
+const _: () = assert!(std::mem::size_of::<Pkt>() == 24);
 
 /// Closed event set of the RoCE world.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -1131,11 +1131,10 @@ impl RoceSim {
         let f = &self.flows[k];
         let pk = Pkt {
             kind: Kind::Data,
-            src: f.spec.src.0,
-            dst: f.spec.dst.0,
             flow: k as u32,
             ..Pkt::default()
         };
+        let dst = f.spec.dst.0;
         let mut out = Vec::new();
         let mut gp = self.port_base[f.spec.src.idx()] + 1;
         for _ in 0..64 {
@@ -1148,11 +1147,7 @@ impl RoceSim {
             if !is_sw {
                 break;
             }
-            let over = self
-                .overrides
-                .iter()
-                .find(|o| o.0 == node && o.1 == pk.dst)
-                .map(|o| o.2);
+            let over = self.overrides.iter().find(|o| o.0 == node && o.1 == dst).map(|o| o.2);
             let Some(port) = over.or_else(|| self.route_hashed(si, &pk)) else {
                 break;
             };
@@ -1266,6 +1261,8 @@ impl RoceSim {
         let zeros = vec![0u8; 9216];
         let mut buf = vec![0u8; 10_240];
         let mut written = 0;
+        // Every captured frame was sent from the capture port: a pause frame's source.
+        let cap_node = self.ports.get(self.capture_gp as usize).map_or(NONE, |p| p.node);
         for (t, pk) in &self.captured {
             if pk.kind.is_tcp() {
                 // TCP frames are not written (the capture is of the RoCE stream).
@@ -1275,17 +1272,17 @@ impl RoceSim {
             let n = match pk.kind {
                 Kind::Pause => {
                     let mut quanta = [0u16; 8];
-                    quanta[usize::from(pk.prio & 7)] = pk.quanta;
+                    quanta[usize::from(pk.pg & 7)] = pk.psn as u16;
                     let eth = ethernet::Repr {
                         dst: [0x01, 0x80, 0xc2, 0, 0, 1],
-                        src: mac(pk.src),
+                        src: mac(cap_node),
                         vlan: None,
                         ethertype: ethernet::ETHERTYPE_MAC_CONTROL,
                     };
                     emit_mac_control(
                         &eth,
                         &pfc::Repr::Pfc {
-                            enable: 1 << (pk.prio & 7),
+                            enable: 1 << (pk.pg & 7),
                             quanta,
                         },
                         &mut buf,
@@ -1300,7 +1297,7 @@ impl RoceSim {
                                 (false, true) => Opcode::RcSendLast,
                                 (false, false) => Opcode::RcSendMiddle,
                             };
-                            (op, ExtHeaders::default(), &zeros[..pk.payload as usize])
+                            (op, ExtHeaders::default(), &zeros[..usize::from(pk.payload)])
                         }
                         Kind::Ack | Kind::Nak => {
                             let syndrome = if pk.kind == Kind::Ack {
@@ -1335,11 +1332,12 @@ impl RoceSim {
                     };
                     let b = bth::Repr::new(op, qpn, Psn::new(pk.psn));
                     let ip = |n: u32| crate::roce::ecmp::host_ip(n).to_be_bytes();
+                    let (src, dst) = self.ends(pk);
                     IbPacket::roce_v2_ipv4(
-                        mac(pk.src),
-                        mac(pk.dst),
-                        ip(pk.src),
-                        ip(pk.dst),
+                        mac(src),
+                        mac(dst),
+                        ip(src),
+                        ip(dst),
                         pk.dscp,
                         ecn,
                         sport,
@@ -1757,6 +1755,28 @@ impl RoceSim {
         None
     }
 
+    /// The sending and receiving host of `pk` (node indices): its flow's, the
+    /// other way round for replies; a pause frame has no flow (`NONE`, `NONE`).
+    #[inline]
+    fn ends(&self, pk: &Pkt) -> (u32, u32) {
+        let (s, d) = match pk.kind {
+            Kind::Pause => return (NONE, NONE),
+            Kind::TcpData | Kind::TcpAck => {
+                let t = self.tcp.spec(pk.flow);
+                (t.src.0, t.dst.0)
+            }
+            Kind::Data | Kind::Ack | Kind::Nak | Kind::Cnp => {
+                let f = &self.flows[pk.flow as usize].spec;
+                (f.src.0, f.dst.0)
+            }
+        };
+        if matches!(pk.kind, Kind::Data | Kind::TcpData) {
+            (s, d)
+        } else {
+            (d, s)
+        }
+    }
+
     fn new_pkt(&mut self, p: Pkt) -> Pkt {
         self.ledger.created += 1;
         self.live += 1;
@@ -1883,7 +1903,7 @@ impl RoceSim {
         if gp == self.capture_gp {
             self.captured.push((self.now, pk));
         }
-        let end = self.now + self.ports[g].ser.time(pk.wire);
+        let end = self.now + self.ports[g].ser.time(u32::from(pk.wire));
         let arrive = end + self.ports[g].prop;
         {
             let port = &mut self.ports[g];
@@ -1921,7 +1941,7 @@ impl RoceSim {
     fn arrive(&mut self, gp: u32, p: Pkt) {
         let pk = p;
         if pk.kind == Kind::Pause {
-            self.on_pause_frame(gp, pk.prio, pk.quanta);
+            self.on_pause_frame(gp, pk.pg, pk.psn as u16);
             self.deliver(p);
             return;
         }
@@ -1971,29 +1991,24 @@ impl RoceSim {
     }
 
     fn send_pause(&mut self, gp: u32, f: PauseFrame) {
-        let node = self.ports[gp as usize].node;
         let (prio, quanta) = match f {
             PauseFrame::Xoff { prio, quanta } => (prio, quanta),
             PauseFrame::Xon { prio } => (prio, 0),
         };
         let p = self.new_pkt(Pkt {
             kind: Kind::Pause,
-            src: node,
-            dst: NONE,
             flow: NONE,
-            psn: 0,
+            psn: u32::from(quanta),
             payload: 0,
-            wire: PAUSE_BYTES,
+            wire: PAUSE_BYTES as u16,
             dscp: 0,
             ce: false,
             first: false,
             last: false,
-            prio,
-            quanta,
             wd_fwd: false,
             hops: 0,
             in_port: 0,
-            pg: 0,
+            pg: prio,
             queue: 0,
             int: 0,
         });
@@ -2036,7 +2051,8 @@ impl RoceSim {
     fn route(&mut self, si: u32, pk: &Pkt) -> Option<u8> {
         let sw = &self.switches[si as usize];
         if !self.overrides.is_empty() {
-            if let Some(o) = self.overrides.iter().find(|o| o.0 == sw.node && o.1 == pk.dst) {
+            let dst = self.ends(pk).1;
+            if let Some(o) = self.overrides.iter().find(|o| o.0 == sw.node && o.1 == dst) {
                 return Some(o.2);
             }
         }
@@ -2068,13 +2084,14 @@ impl RoceSim {
         };
         // Both directions of a QP hash its UDP source port (the responder
         // answers with the same entropy), addresses in packet direction.
+        let (src, dst) = self.ends(pk);
         let key = if self.cfg.rocev1.is_some() {
             // RoCEv1 has no IP/UDP header: a switch hashes MAC addresses only.
-            FlowKey::rocev1(pk.src, pk.dst, pk.flow)
+            FlowKey::rocev1(src, dst, pk.flow)
         } else {
             FlowKey {
-                sip: host_ip(pk.src),
-                dip: host_ip(pk.dst),
+                sip: host_ip(src),
+                dip: host_ip(dst),
                 sport,
                 dport,
                 proto,
@@ -2092,11 +2109,11 @@ impl RoceSim {
         } else {
             sw.hash.hash(&key)
         };
-        let out = self.ecmp.next_port(NodeId(sw.node), NodeId(pk.dst), h)?;
+        let out = self.ecmp.next_port(NodeId(sw.node), NodeId(dst), h)?;
         if let Some(v) = &self.local_view {
             // The switch knows its own link is down: it takes its repaired route.
             if self.ports[(self.port_base[sw.node as usize] + u32::from(out)) as usize].down {
-                return v.next_port(NodeId(sw.node), NodeId(pk.dst), h);
+                return v.next_port(NodeId(sw.node), NodeId(dst), h);
             }
         }
         Some(out)
@@ -2122,7 +2139,10 @@ impl RoceSim {
             self.drop_pkt(p, RoceDrop::Watchdog);
             return;
         }
-        match s.mmu.admit(usize::from(in_port), pg, usize::from(out), queue, pk.wire) {
+        match s
+            .mmu
+            .admit(usize::from(in_port), pg, usize::from(out), queue, u32::from(pk.wire))
+        {
             Admit::Drop(d) => {
                 let why = match d {
                     MmuDrop::LossyOverThreshold => RoceDrop::LossyOverThreshold,
@@ -2178,7 +2198,7 @@ impl RoceSim {
                 if blocked(q) {
                     return None;
                 }
-                Some(p.wire)
+                Some(u32::from(p.wire))
             })
         };
         let Some(q) = chosen else {
@@ -2214,7 +2234,8 @@ impl RoceSim {
                 }
             }
         }
-        s.mmu.release(usize::from(pk.in_port), pk.pg, port, q as u8, pk.wire);
+        s.mmu
+            .release(usize::from(pk.in_port), pk.pg, port, q as u8, u32::from(pk.wire));
         if pk.int != 0 && pk.kind == Kind::Data {
             // HPCC INT at egress (data only: an ACK carries its data packet's
             // records back untouched) (ns-3 SwitchNode::SwitchNotifyDequeue): the
@@ -2277,8 +2298,7 @@ impl RoceSim {
         self.kick(gp);
     }
 
-    fn nic_ctrl(&mut self, nic: u32, mut pk: Pkt) {
-        pk.src = self.nics[nic as usize].node;
+    fn nic_ctrl(&mut self, nic: u32, pk: Pkt) {
         let p = self.new_pkt(pk);
         self.nics[nic as usize].ctrl.push_back(p);
         let gp = self.nics[nic as usize].gp;
@@ -2321,7 +2341,7 @@ impl RoceSim {
         }
         match self.nic_pick_rdma(nic, wait) {
             Ok(p) => {
-                self.tcp.served(nic, false, p.wire, tcp_idle);
+                self.tcp.served(nic, false, u32::from(p.wire), tcp_idle);
                 Ok(p)
             }
             Err(w) if tcp_idle => Err(w),
@@ -2333,18 +2353,13 @@ impl RoceSim {
     fn nic_pick_tcp(&mut self, nic: u32, rdma_idle: bool) -> Result<Pkt, Time> {
         let seg = self.tcp.pick(nic, self.now)?;
         self.tcp.served(nic, true, seg.wire, rdma_idle);
-        let (src, dst) = {
-            let s = self.tcp.spec(seg.flow);
-            (s.src.0, s.dst.0)
-        };
+        // Segments are at most 9000 bytes (TcpConfig::validate).
         Ok(self.new_pkt(Pkt {
             kind: Kind::TcpData,
-            src,
-            dst,
             flow: seg.flow,
             psn: seg.seq,
-            payload: seg.payload,
-            wire: seg.wire,
+            payload: seg.payload as u16,
+            wire: seg.wire as u16,
             dscp: self.tcp.config().dscp,
             ..Pkt::default()
         }))
@@ -2388,22 +2403,18 @@ impl RoceSim {
                 rp.on_sent(now, u64::from(wire));
             }
             f.next_ok = now + Time(crate::engine::time::serialization_ps(u64::from(wire), rate.max(1)));
-            let (src, dst) = (f.spec.src.0, f.spec.dst.0);
             let int = if hpcc { self.int.alloc() } else { 0 };
+            // Payloads are at most the MTU, 9000 bytes (checked in `new`).
             let p = self.new_pkt(Pkt {
                 kind: Kind::Data,
-                src,
-                dst,
                 flow: fi as u32,
                 psn: tx.psn.value(),
-                payload: tx.payload,
-                wire,
+                payload: tx.payload as u16,
+                wire: wire as u16,
                 dscp: DSCP_ROCE,
                 ce: false,
                 first: tx.first,
                 last: tx.last,
-                prio: 0,
-                quanta: 0,
                 wd_fwd: false,
                 hops: 0,
                 in_port: 0,
@@ -2520,7 +2531,7 @@ impl RoceSim {
         match pk.kind {
             Kind::Data => {
                 self.nic_drain(nic);
-                let ok = self.nics[nic as usize].rx.on_arrive(now, pk.wire);
+                let ok = self.nics[nic as usize].rx.on_arrive(now, u32::from(pk.wire));
                 if !ok {
                     self.nic_pause_update(nic);
                     let why = if self.nics[nic as usize].rx.faulty {
@@ -2532,7 +2543,7 @@ impl RoceSim {
                     return;
                 }
                 if self.nics[nic as usize].drain_bps == 0 {
-                    self.nics[nic as usize].rx.on_drain(now, pk.wire);
+                    self.nics[nic as usize].rx.on_drain(now, u32::from(pk.wire));
                 } else {
                     let t = now + Time::us(1);
                     self.arm_nic(nic, t);
@@ -2541,21 +2552,17 @@ impl RoceSim {
                 let fi = pk.flow as usize;
                 let verdict = self.flows[fi]
                     .resp
-                    .on_packet(Psn::new(pk.psn), pk.payload, pk.first, pk.last);
+                    .on_packet(Psn::new(pk.psn), u32::from(pk.payload), pk.first, pk.last);
                 let reply = |kind: Kind, psn: u32| Pkt {
                     kind,
-                    src: pk.dst,
-                    dst: pk.src,
                     flow: pk.flow,
                     psn,
                     payload: 0,
-                    wire: ACK_BYTES,
+                    wire: ACK_BYTES as u16,
                     dscp: DSCP_ROCE,
                     ce: false,
                     first: false,
                     last: false,
-                    prio: 0,
-                    quanta: 0,
                     wd_fwd: false,
                     hops: 0,
                     in_port: 0,
@@ -2584,7 +2591,7 @@ impl RoceSim {
                     let mut r = reply(kind, psn);
                     if int != 0 {
                         r.int = int;
-                        r.wire += INT_BYTES;
+                        r.wire += INT_BYTES as u16;
                         int = 0;
                     }
                     r
@@ -2622,7 +2629,7 @@ impl RoceSim {
                     if send {
                         self.cnps_sent += 1;
                         let mut c = reply(Kind::Cnp, 0);
-                        c.wire = CNP_BYTES;
+                        c.wire = CNP_BYTES as u16;
                         c.dscp = DSCP_CNP;
                         self.nic_ctrl(nic, c);
                     }
@@ -2699,11 +2706,9 @@ impl RoceSim {
                 self.deliver(p);
                 let a = Pkt {
                     kind: Kind::TcpAck,
-                    src: pk.dst,
-                    dst: pk.src,
                     flow: pk.flow,
                     psn: ack,
-                    wire: crate::roce::tcp::TCP_HEADERS,
+                    wire: crate::roce::tcp::TCP_HEADERS as u16,
                     dscp: pk.dscp,
                     ce: ece,
                     ..Pkt::default()
@@ -2773,7 +2778,7 @@ impl RoceSim {
                                             pk.pg,
                                             port,
                                             q as u8,
-                                            pk.wire,
+                                            u32::from(pk.wire),
                                         );
                                         self.drop_pkt(p, RoceDrop::Watchdog);
                                     }
