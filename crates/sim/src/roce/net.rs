@@ -1952,20 +1952,20 @@ impl RoceSim {
         if gp == self.capture_gp {
             self.captured.push((self.now, pk));
         }
-        let end = self.now + self.ports[g].ser.time(u32::from(pk.wire));
-        let arrive = end + self.ports[g].prop;
-        {
-            let port = &mut self.ports[g];
-            port.busy_until = end;
-            port.tx_bytes += u64::from(pk.wire);
-            port.tx_pkts += 1;
-        }
+        // One look-up of the port's line for everything a send updates.
+        let port = &mut self.ports[g];
+        let end = self.now + port.ser.time(u32::from(pk.wire));
+        let arrive = end + port.prop;
+        port.busy_until = end;
+        port.tx_bytes += u64::from(pk.wire);
+        port.tx_pkts += 1;
         let mut lost = None;
-        if self.ports[g].down {
+        if port.down {
             lost = Some(RoceDrop::LinkDown);
-        } else if pk.kind == Kind::Data && self.ports[g].lossy {
-            self.pc[g].data_sent += 1;
-            if self.pc[g].data_sent % self.pc[g].loss_every == 0 {
+        } else if port.lossy && pk.kind == Kind::Data {
+            let c = &mut self.pc[g];
+            c.data_sent += 1;
+            if c.data_sent % c.loss_every == 0 {
                 lost = Some(RoceDrop::Injected);
             }
         }
@@ -2278,7 +2278,7 @@ impl RoceSim {
         let pk = p;
         // RED/ECN at dequeue on the egress queue's bytes (HPCC ns-3).
         if pk.kind == Kind::Data || (pk.kind == Kind::TcpData && self.tcp.ect()) {
-            if let Some(red) = s.red[port] {
+            if let Some(red) = &s.red[port] {
                 if red.should_mark(qlen, &mut self.rng) && !p.ce {
                     p.ce = true;
                     self.ecn_marks += 1;
@@ -2306,7 +2306,9 @@ impl RoceSim {
         }
         // TCP moving on its own class is no sign that the RDMA class is not deadlocked.
         self.progress += u64::from(!pk.kind.is_tcp());
-        self.resume_check(si);
+        if !s.xoff.is_empty() {
+            self.resume_check(si);
+        }
         Ok(p)
     }
 
