@@ -599,6 +599,9 @@ struct Nic {
     timer_at: Time,
     /// The port's CNP limiter, for profiles that pace CNPs per port.
     np: CnpPacer,
+    /// The NIC's port asserts XOFF on the RDMA priority (mirrors its pause
+    /// generator, which only [`RoceSim::nic_pause_update`] drives).
+    xoff_on: bool,
 }
 
 /// A PFC deadlock: the cycle of paused switch egress queues.
@@ -964,6 +967,7 @@ impl RoceSim {
                         drain_bps: drain,
                         timer_at: Time::NEVER,
                         np: CnpPacer::default(),
+                        xoff_on: false,
                     });
                 }
             }
@@ -2559,9 +2563,20 @@ impl RoceSim {
         if !self.cfg.pfc && !self.nics[nic as usize].rx.faulty {
             return;
         }
-        let gp = self.nics[nic as usize].gp;
+        let n = &mut self.nics[nic as usize];
+        let gp = n.gp;
+        let want = n.rx.wants_pause();
+        if !want && !n.xoff_on {
+            // Nothing asserted and nothing to assert (every packet at a healthy
+            // NIC): the port's pause generator (a cold line) would answer None.
+            let t = n.rx.next_deadline();
+            if t != Time::NEVER {
+                self.arm_nic(nic, t);
+            }
+            return;
+        }
+        n.xoff_on = want;
         let prio = self.maps.classify(DSCP_ROCE).1;
-        let want = self.nics[nic as usize].rx.wants_pause();
         let bps = self.pc[gp as usize].bps;
         let f = if want {
             self.pc[gp as usize].pausegen.xoff(self.now, prio, bps)
