@@ -761,6 +761,18 @@ fn hpcc_for(cc: &CongestionControl, line: u64) -> Option<Box<HpccRp>> {
     }
 }
 
+/// [`crate::engine::time::serialization_ps`] (exact, rounded up) in 64-bit
+/// arithmetic when the numerator fits, as it does for any frame (bytes · 8 · 10¹²
+/// < 2⁶⁴ up to 2.3 MB): a DCQCN sender paces every packet at its own rate, so
+/// this division is per packet, and the 128-bit one is a library call.
+#[inline]
+fn pace_ps(bytes: u64, bps: u64) -> u64 {
+    match bytes.checked_mul(8_000_000_000_000) {
+        Some(num) => num.div_ceil(bps),
+        None => crate::engine::time::serialization_ps(bytes, bps),
+    }
+}
+
 /// How many events ahead [`RoceSim::run`] prefetches an arrival's packet.
 const PREFETCH_AHEAD: usize = 2;
 
@@ -2434,7 +2446,8 @@ impl RoceSim {
         }
         let nf = n.flows.len();
         for k in 0..nf {
-            let i = (n.rr + k) % nf;
+            // (rr + k) mod nf without a division: rr < nf and k < nf.
+            let i = if n.rr + k >= nf { n.rr + k - nf } else { n.rr + k };
             let fi = n.flows[i] as usize;
             let f = &self.flows[fi];
             if !f.started || !f.req.has_data() || (self.hpcc_on && f.window_bound(self.cfg.mtu)) {
@@ -2445,7 +2458,7 @@ impl RoceSim {
                 wait = wait.min(f.next_ok);
                 continue;
             }
-            self.nics[nic as usize].rr = (i + 1) % nf;
+            self.nics[nic as usize].rr = if i + 1 == nf { 0 } else { i + 1 };
             let f = &mut self.flows[fi];
             let tx = f.req.next_packet(now).expect("has data");
             let hpcc = self.hpcc_on;
@@ -2459,7 +2472,7 @@ impl RoceSim {
             if let Some(rp) = f.rp.as_mut() {
                 rp.on_sent(now, u64::from(wire));
             }
-            f.next_ok = now + Time(crate::engine::time::serialization_ps(u64::from(wire), rate.max(1)));
+            f.next_ok = now + Time(pace_ps(u64::from(wire), rate.max(1)));
             let int = if hpcc { self.int.alloc() } else { 0 };
             // Payloads are at most the MTU, 9000 bytes (checked in `new`).
             let p = self.new_pkt(Pkt {
