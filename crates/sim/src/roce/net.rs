@@ -2223,10 +2223,21 @@ impl RoceSim {
                 p.pg = pg;
                 p.queue = queue;
                 p.wd_fwd = false;
+                let og = self.port_base[s.node as usize] + u32::from(out);
+                if !xoff && s.queued[usize::from(out)] == 0 && self.may_send_now(og, queue) {
+                    // Cut-through: the egress port is idle, nothing else is queued
+                    // there and this queue is not paused, so queueing the packet
+                    // and kicking the port would dequeue it again at once. Skip
+                    // the ring (a cache miss each way); the dequeue work and the
+                    // send are the same, in the same order.
+                    let p = self.switch_dequeued(si, og, usize::from(out), usize::from(queue), p);
+                    self.transmit(og, p);
+                    return;
+                }
+                let s = &mut self.switches[si as usize];
                 s.q[qi].push_back(p);
                 s.queued[usize::from(out)] += 1;
                 s.nonempty[usize::from(out)] |= 1 << queue;
-                let og = self.port_base[s.node as usize] + u32::from(out);
                 if xoff {
                     s.xoff.push((in_port, pg));
                     let bps = self.pc[gp as usize].bps;
@@ -2279,8 +2290,7 @@ impl RoceSim {
             return Err(wait);
         };
         let qi = port * NPRIO + q;
-        let qlen = s.mmu.egress_bytes(port, q as u8);
-        let mut p = s.q[qi].pop_front().expect("picked");
+        let p = s.q[qi].pop_front().expect("picked");
         if s.q[qi].is_empty() {
             s.nonempty[port] &= !(1 << q);
             // Back to the ring's first slot: a queue that mostly holds a packet or
@@ -2288,8 +2298,38 @@ impl RoceSim {
             // capacity a past burst gave it (a `VecDeque` keeps its head otherwise).
             s.q[qi].clear();
         }
-        p.wd_fwd = forward && s.wd_stormed[qi];
         s.queued[port] -= 1;
+        Ok(self.switch_dequeued(si, gp, port, q, p))
+    }
+
+    /// May switch egress port `gp` send a packet of queue `q` right now, with
+    /// nothing else queued at it: exactly when [`Self::kick`] would call
+    /// [`Self::try_tx`] and [`Self::switch_pick`] would pick queue `q`.
+    #[inline]
+    fn may_send_now(&self, gp: u32, q: u8) -> bool {
+        let port = &self.ports[gp as usize];
+        let now = self.now;
+        if self.peer[gp as usize] == NONE || port.busy_until > now || port.wake_at <= now || port.has_ctrl {
+            return false;
+        }
+        if port.pause_max <= now || self.pc[gp as usize].paused.until(q) <= now {
+            return true;
+        }
+        // Paused, unless a forwarding watchdog ignores pauses on this queue.
+        let (_, si) = self.role[port.node as usize];
+        self.wd_forward && self.switches[si as usize].wd_stormed[usize::from(port.num) * NPRIO + usize::from(q)]
+    }
+
+    /// The dequeue-time work of switch `si` for packet `p` leaving egress queue
+    /// (`port`, `q`) through `gp` now: watchdog mark, RED/ECN on the queue's
+    /// bytes, MMU release, HPCC INT, XON re-check.
+    fn switch_dequeued(&mut self, si: u32, gp: u32, port: usize, q: usize, mut p: Pkt) -> Pkt {
+        let now = self.now;
+        let forward = self.wd_forward;
+        let s = &mut self.switches[si as usize];
+        let qi = port * NPRIO + q;
+        let qlen = s.mmu.egress_bytes(port, q as u8);
+        p.wd_fwd = forward && s.wd_stormed[qi];
         s.q_tx[qi] += 1;
         let pk = p;
         // RED/ECN at dequeue on the egress queue's bytes (HPCC ns-3).
@@ -2325,7 +2365,7 @@ impl RoceSim {
         if !s.xoff.is_empty() {
             self.resume_check(si);
         }
-        Ok(p)
+        p
     }
 
     /// XON every paused ingress PG of switch `si` that may resume now.
