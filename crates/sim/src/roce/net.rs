@@ -1691,10 +1691,16 @@ impl RoceSim {
             // An arrival a couple of events ahead reads its link FIFO's head, written
             // a cable's delay ago and long out of cache: start loading it now, so the
             // load overlaps the events in between (the single costliest miss per hop).
-            if let Some((_, Ev::Arrive { dir })) = self.q.peek_ahead(PREFETCH_AHEAD) {
-                if let Some(head) = self.link_fifo[dir as usize].iter().next() {
-                    prefetch(head);
+            // Likewise a switch port's wake-up reads the head of the queue it will
+            // serve (nothing depends on these loads: they overlap the current event).
+            match self.q.peek_ahead(PREFETCH_AHEAD) {
+                Some((_, Ev::Arrive { dir })) => {
+                    if let Some(head) = self.link_fifo[dir as usize].iter().next() {
+                        prefetch(head);
+                    }
                 }
+                Some((_, Ev::TxWake { gp })) => self.prefetch_egress(gp),
+                _ => {}
             }
             self.q.pop();
             self.now = t;
@@ -1878,6 +1884,25 @@ impl RoceSim {
         if t < p.wake_at {
             p.wake_at = t;
             self.push_ev(t, Ev::TxWake { gp });
+        }
+    }
+
+    /// Prefetch the packet switch port `gp` would send next from its lowest
+    /// non-empty queue (a hint for an upcoming wake-up; no effect on results).
+    #[inline]
+    fn prefetch_egress(&self, gp: u32) {
+        let port = &self.ports[gp as usize];
+        let (is_sw, si) = self.role[port.node as usize];
+        if !is_sw {
+            return;
+        }
+        let s = &self.switches[si as usize];
+        let num = usize::from(port.num);
+        let mask = s.nonempty[num];
+        if mask != 0 {
+            if let Some(front) = s.q[num * NPRIO + mask.trailing_zeros() as usize].front() {
+                prefetch(front);
+            }
         }
     }
 
