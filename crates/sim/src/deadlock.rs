@@ -83,7 +83,7 @@ pub(crate) fn find(sim: &Sim) -> Option<DeadlockReport> {
         if sim.node_model[sim.ports[sim.ports[gp].peer as usize].port_node as usize] != NodeModel::IbSwitch {
             continue;
         }
-        if !sim.link_fifo[gp].is_empty() {
+        if !sim.ports[gp].fifo.is_empty() {
             continue;
         }
         for vl in 0..nvl {

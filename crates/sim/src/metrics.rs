@@ -22,11 +22,12 @@ pub struct Stats {
     pub stale_wakes: u64,
     /// Transmitter looks that sent nothing.
     pub idle_looks: u64,
+    /// Packets a switch sent on arrival without queueing them (its output was
+    /// idle and empty; see `Sim::plain`).
+    pub forwarded_at_once: u64,
     /// Time a VL had a packet waiting for credits, per port and VL (ps).
     pub stall_ps: Vec<u64>,
     stall_since: Vec<Time>,
-    /// Peak input-buffer occupancy per port and VL, in 64-byte blocks.
-    pub peak_in_blocks: Vec<u32>,
     /// Out-of-order PSNs seen by RC responders/requesters (must stay 0 on a lossless,
     /// in-order fabric).
     pub psn_errors: u64,
@@ -61,9 +62,9 @@ impl Stats {
             hops: 0,
             stale_wakes: 0,
             idle_looks: 0,
+            forwarded_at_once: 0,
             stall_ps: vec![0; nports * nvl],
             stall_since: vec![Time::NEVER; nports * nvl],
-            peak_in_blocks: vec![0; nports * nvl],
             psn_errors: 0,
             fecn_marked: 0,
             becn_received: 0,
@@ -101,18 +102,18 @@ impl Stats {
         }
     }
 
-    #[inline]
-    pub(crate) fn note_occupancy(&mut self, i: usize, used: u32) {
-        if used > self.peak_in_blocks[i] {
-            self.peak_in_blocks[i] = used;
-        }
-    }
-
-    pub(crate) fn sample(&mut self, now: Time, tx_bytes: impl Iterator<Item = u64>, in_used: &[u32], nvl: usize) {
+    pub(crate) fn sample(
+        &mut self,
+        now: Time,
+        tx_bytes: impl Iterator<Item = u64>,
+        in_buf: &[crate::sim::InBuf],
+        nvl: usize,
+    ) {
         self.sample_times.push(now);
         self.sample_tx.extend(tx_bytes);
         for gp in 0..self.nports {
-            self.sample_occ.push(in_used[gp * nvl..(gp + 1) * nvl].iter().sum());
+            self.sample_occ
+                .push(in_buf[gp * nvl..(gp + 1) * nvl].iter().map(|b| b.used).sum());
         }
     }
 }
@@ -225,9 +226,9 @@ impl Sim {
                 utilisation: (busy_ps / t).min(1.0),
                 credit_stall_ps: self.stats.stall_ps[gp * nvl..(gp + 1) * nvl].to_vec(),
                 peak_buffer_bytes: if self.node_model[node] == NodeModel::IbSwitch {
-                    self.stats.peak_in_blocks[gp * nvl..(gp + 1) * nvl]
+                    self.in_buf[gp * nvl..(gp + 1) * nvl]
                         .iter()
-                        .map(|&b| u64::from(b) * 64)
+                        .map(|b| u64::from(b.peak) * 64)
                         .collect()
                 } else {
                     Vec::new()

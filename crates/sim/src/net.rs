@@ -43,10 +43,10 @@ pub(crate) struct ArbState {
 }
 
 /// Returns kept inline in a port record.
-const RING: usize = 6;
+const RING: usize = 4;
 
 /// Credit returns on their way back to one transmitter, sorted by landing time:
-/// the earliest six inline (in the second cache line of the port's record, so a
+/// the earliest four inline (in the second cache line of the port's record, so a
 /// look at the port brings them along), any more in a per-port spill deque. At
 /// most a handful are on their way at once unless the port sits idle.
 #[derive(Clone, Copy, Debug, Default)]
@@ -60,17 +60,34 @@ pub(crate) struct CreditRing {
 }
 
 impl CreditRing {
+    /// Slot of the `k`-th entry (`k < RING`): a compare, not a division.
+    #[inline(always)]
+    fn slot(&self, k: usize) -> usize {
+        let i = self.head as usize + k;
+        if i >= RING { i - RING } else { i }
+    }
+
     #[inline]
     fn at(&self, k: usize) -> (Time, u8, u32) {
-        let i = (self.head as usize + k) % RING;
+        let i = self.slot(k);
         (Time(self.t[i]), (self.vb[i] >> 12) as u8, u32::from(self.vb[i] & 0xfff))
     }
 
     #[inline]
     fn set(&mut self, k: usize, e: (Time, u8, u32)) {
-        let i = (self.head as usize + k) % RING;
+        let i = self.slot(k);
         self.t[i] = e.0.0;
         self.vb[i] = (u16::from(e.1) << 12) | e.2 as u16;
+    }
+
+    /// When the earliest return lands (`NEVER` if none is on its way).
+    #[inline(always)]
+    fn first_time(&self) -> Time {
+        if self.len > 0 {
+            Time(self.t[self.head as usize])
+        } else {
+            Time::NEVER
+        }
     }
 
     /// Insert in time order (after equal times); the ring must have room.
@@ -84,12 +101,6 @@ impl CreditRing {
         }
         self.set(k, e);
         self.len += 1;
-    }
-
-    #[inline]
-    fn pop_front(&mut self) {
-        self.head = ((self.head as usize + 1) % RING) as u8;
-        self.len -= 1;
     }
 
     #[inline]
@@ -145,30 +156,69 @@ impl Sim {
                 f.insert(pos, e);
             }
         }
-        let pt = self.ports[g];
+        let pt = &self.ports[g];
         if pt.starved {
-            if pt.need_blocks == 0 {
+            let (need_vl, need_blocks) = (pt.need_vl, pt.need_blocks);
+            if need_blocks == 0 {
                 self.schedule_wake(gp, t);
-            } else if let Some(at) = self.credit_ready(gp, pt.need_vl, u32::from(pt.need_blocks), t) {
+            } else if let Some(at) = self.credit_ready(gp, need_vl, u32::from(need_blocks), t) {
                 self.schedule_wake(gp, at);
             }
         }
     }
 
     /// Apply every credit return that has landed by now.
-    #[inline]
-    fn absorb_credits(&mut self, gp: u32) {
+    #[inline(always)]
+    pub(crate) fn absorb_credits(&mut self, gp: u32) {
+        // Most looks find the earliest return still on its way (or none).
+        if self.ports[gp as usize].cred.first_time() <= self.now {
+            self.absorb_landed(gp);
+        }
+    }
+
+    #[inline(never)]
+    fn absorb_landed(&mut self, gp: u32) {
         let g = gp as usize;
         let nvl = self.nvl;
-        while self.ports[g].cred.len > 0 {
-            let (t, vl, b) = self.ports[g].cred.at(0);
-            if t > self.now {
-                break;
+        let now = self.now.0;
+        let Sim {
+            ports,
+            credits,
+            credit_spill,
+            ..
+        } = self;
+        let r = &mut ports[g].cred;
+        let cr = &mut credits[g * nvl..(g + 1) * nvl];
+        loop {
+            let (mut head, mut len) = (r.head as usize, r.len as usize);
+            // The spill holds returns only while the ring is full.
+            let may_spill = len == RING;
+            while len > 0 && r.t[head] <= now {
+                let vb = r.vb[head];
+                cr[usize::from(vb >> 12)] += i32::from(vb & 0xfff);
+                head = if head + 1 == RING { 0 } else { head + 1 };
+                len -= 1;
             }
-            self.credits[g * nvl + vl as usize] += b as i32;
-            self.ports[g].cred.pop_front();
-            if let Some(e) = self.credit_spill[g].pop_front() {
-                self.ports[g].cred.insert(e);
+            r.head = head as u8;
+            r.len = len as u8;
+            // Refill from the spill: its returns all land at or after the
+            // ring's, so each is an append; the spill stays empty while the
+            // ring has room.
+            if !may_spill {
+                return;
+            }
+            let spill = &mut credit_spill[g];
+            if spill.is_empty() {
+                return;
+            }
+            while (r.len as usize) < RING {
+                match spill.pop_front() {
+                    Some(e) => r.insert(e),
+                    None => break,
+                }
+            }
+            if r.first_time().0 > now {
+                return;
             }
         }
     }
@@ -183,7 +233,17 @@ impl Sim {
         if avail >= nb as i32 {
             return Some(from);
         }
-        for (t, v, b) in self.credit_returns(gp) {
+        let r = &self.ports[g].cred;
+        for k in 0..r.len as usize {
+            let (t, v, b) = r.at(k);
+            if v == vl {
+                avail += b as i32;
+                if avail >= nb as i32 {
+                    return Some(t.max(from));
+                }
+            }
+        }
+        for &(t, v, b) in &self.credit_spill[g] {
             if v == vl {
                 avail += b as i32;
                 if avail >= nb as i32 {
@@ -216,8 +276,7 @@ impl Sim {
     /// When the next credit return lands at `gp` (`NEVER` if none is on its way).
     #[inline]
     pub(crate) fn credit_wait(&self, gp: u32) -> Time {
-        let r = &self.ports[gp as usize].cred;
-        if r.len > 0 { r.at(0).0 } else { Time::NEVER }
+        self.ports[gp as usize].cred.first_time()
     }
 
     /// Transmitter `gp` is free or was woken: send the next packet if one may go.
@@ -227,6 +286,13 @@ impl Sim {
             self.schedule_wake(gp, self.ports[g].busy_until);
             return;
         }
+        self.try_tx_idle(gp);
+    }
+
+    /// [`Self::try_tx`] on a line known to be idle.
+    #[inline]
+    fn try_tx_idle(&mut self, gp: u32) {
+        let g = gp as usize;
         self.absorb_credits(gp);
         self.ports[g].starved = false;
         let pick = match self.ports[g].model {
@@ -246,55 +312,69 @@ impl Sim {
     }
 
     /// Put packet `p` on the wire at `gp` now.
-    fn transmit(&mut self, gp: u32, p: PacketId) {
+    ///
+    /// Written against local borrows of the fields it touches (ports, packets,
+    /// credits, the link FIFO): every packet-link hop runs through here, and with
+    /// `self.x[i]` everywhere the compiler reloads each vector's pointer and length
+    /// after every store.
+    pub(crate) fn transmit(&mut self, gp: u32, p: PacketId) {
         let g = gp as usize;
         let now = self.now;
         let nvl = self.nvl;
-        let pk = self.pkts[p];
+        let Sim {
+            ports,
+            pkts,
+            credits,
+            stats,
+            q,
+            ib,
+            ..
+        } = self;
+        let pk = pkts[p];
         let nb = pk.blocks();
         let vl15 = pk.flags & flag::VL15 != 0;
+        let pt = &mut ports[g];
         if !vl15 {
             let ci = g * nvl + pk.vl as usize;
-            self.credits[ci] -= nb as i32;
-            if self.ports[g].stalling {
-                self.stats.stall_end(ci, now);
+            credits[ci] -= nb as i32;
+            if pt.stalling {
+                stats.stall_end(ci, now);
                 if nvl == 1 {
-                    self.ports[g].stalling = false;
+                    pt.stalling = false;
                 }
             }
         }
-        let end = now + self.ports[g].ser.time(u32::from(pk.wire));
-        self.ports[g].busy_until = end;
-        self.last_tx[g] = now;
-        self.stats.hops += 1;
-        self.ports[g].tx_bytes += u64::from(pk.wire);
-        self.ports[g].tx_pkts = self.ports[g].tx_pkts.wrapping_add(1);
-        if self.stats.capture == gp {
-            self.stats.captured.push((now, self.pkts.full(p)));
-        }
-        let prop = self.ports[g].prop;
-        let arrive = match self.ports[g].peer_model {
+        let end = now + pt.ser.time(u32::from(pk.wire));
+        pt.busy_until = end;
+        pt.tx_bytes += u64::from(pk.wire);
+        pt.tx_pkts = pt.tx_pkts.wrapping_add(1);
+        let prop = pt.prop;
+        let arrive = match pt.peer_model {
             NodeModel::IbSwitch => {
-                let head_or_tail = match self.ib.forwarding {
+                let head_or_tail = match ib.forwarding {
                     crate::config::Forwarding::CutThrough => now,
                     crate::config::Forwarding::StoreAndForward => end,
                 };
-                head_or_tail + prop + Time(self.ib.switch_latency_ps)
+                head_or_tail + prop + Time(ib.switch_latency_ps)
             }
-            _ => end + prop + Time(self.ib.hca_rx_latency_ps),
+            _ => end + prop + Time(ib.hca_rx_latency_ps),
         };
-        let seq = self.q.next_seq();
+        stats.hops += 1;
+        if stats.capture == gp {
+            stats.captured.push((now, pkts.full(p)));
+        }
+        let seq = q.next_seq();
         {
-            let pm = &mut self.pkts[p];
+            let pm = &mut pkts[p];
             pm.hops = pm.hops.saturating_add(1);
             pm.tail_at = end + prop;
             pm.in_gp = NONE;
             pm.seq = seq;
         }
-        debug_assert_eq!(self.arrival_time(gp, &self.pkts[p]), arrive);
-        if self.link_fifo[g].push(&mut self.pkts, p) {
-            self.q.push_seq(arrive, seq, Event::Arrive { dir: gp });
+        if pt.fifo.push(pkts, p) {
+            q.push_seq(arrive, seq, Event::Arrive { dir: gp });
         }
+        debug_assert_eq!(self.arrival_time(gp, &self.pkts[p]), arrive);
         if pk.in_gp != NONE {
             // The packet leaves the switch input buffer it sat in once its last byte
             // is out; its credits travel back over the input link.
@@ -378,7 +458,7 @@ impl Sim {
         }
         let i = in_gp as usize;
         let ui = i * self.nvl + vl as usize;
-        self.in_used[ui] -= nb;
+        self.in_buf[ui].used -= nb;
         let up = self.ports[i].peer;
         self.push_credit(up, at + self.ports[i].prop, vl, nb);
     }
@@ -510,7 +590,7 @@ impl Sim {
         if self.ports[g].busy_until > self.now {
             self.schedule_wake(gp, self.ports[g].busy_until);
         } else if self.ports[g].wake_at > self.now {
-            self.try_tx(gp);
+            self.try_tx_idle(gp);
         }
     }
 }

@@ -47,9 +47,9 @@ impl PortIndex {
         base.push(total);
         let mut peer_node = vec![NO_PEER; total as usize];
         let mut peer_port = vec![0u8; total as usize];
-        for i in 0..n {
+        for (i, &b) in base[..n].iter().enumerate() {
             for a in flat.neighbors(NodeId(i as u32)) {
-                let idx = (base[i] + a.port as u32) as usize;
+                let idx = (b + a.port as u32) as usize;
                 peer_node[idx] = a.peer.0;
                 peer_port[idx] = a.peer_port;
             }

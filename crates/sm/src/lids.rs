@@ -277,9 +277,7 @@ pub fn assign(
                 return Err(exhausted());
             }
             if (lo..lo + want).all(|l| !used[l]) {
-                for l in lo..lo + want {
-                    used[l] = true;
-                }
+                used[lo..lo + want].fill(true);
                 t.base_lid[n.idx()][p as usize] = Lid(lo as u16);
                 cursor = lo + want;
                 break;

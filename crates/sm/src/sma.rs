@@ -96,6 +96,9 @@ pub struct InProcess {
     sm: (NodeId, u8),
     agents: Vec<Agent>,
     outbox: VecDeque<Box<[u8; MAD_LEN]>>,
+    /// Spent MAD buffers, boxed so that they move between the outbox and the
+    /// pool as pointers, not as 256-byte copies.
+    #[allow(clippy::vec_box)]
     pool: Vec<Box<[u8; MAD_LEN]>>,
     faults: BTreeMap<Guid, Fault>,
     /// Cabling as flat arrays, kept in step with `fabric` by [`InProcess::link`] and

@@ -1078,16 +1078,16 @@ mod hand_tables {
         }
         let mut t = RoutingTables::empty_for(&f);
         t.lid_owner = vec![None; 5];
-        for i in 0..4 {
-            t.base_lid[ca[i].idx()][1] = Lid(i as u16 + 1);
-            t.lid_owner[i + 1] = Some((ca[i], 1));
+        for (i, &c) in ca.iter().enumerate() {
+            t.base_lid[c.idx()][1] = Lid(i as u16 + 1);
+            t.lid_owner[i + 1] = Some((c, 1));
         }
-        for i in 0..4 {
+        for (i, &s) in sw.iter().enumerate() {
             let mut ports = vec![NO_ROUTE; 5];
             for d in 0..4 {
                 ports[d + 1] = if d == i { 1 } else { 2 };
             }
-            t.lft[sw[i].idx()] = Lft { ports };
+            t.lft[s.idx()] = Lft { ports };
         }
         let flat = f.freeze();
         let r = check_routes(&flat, &t);

@@ -432,6 +432,8 @@ impl<E: Packed> PackedQueue<E> {
             }
             self.advance();
         }
+        // advance() leaves cur_pos < cur.len() when len > 0.
+        debug_assert!(self.cur_pos < self.cur.len());
         Some(Self::decode(self.cur[self.cur_pos]))
     }
 
@@ -448,6 +450,22 @@ impl<E: Packed> PackedQueue<E> {
     #[inline]
     pub fn replace_top(&mut self, t: Time, seq: u64, ev: E) {
         self.pop();
+        self.push_seq(t, seq, ev);
+    }
+
+    /// Remove the event [`Self::first`] just returned (it must have returned
+    /// `Some`, with no push since): the pop without its checks.
+    #[inline(always)]
+    pub fn pop_first(&mut self) {
+        debug_assert!(self.cur_pos < self.cur.len());
+        self.cur_pos += 1;
+        self.len -= 1;
+    }
+
+    /// [`Self::pop_first`] then a push at (`t`, `seq`).
+    #[inline(always)]
+    pub fn replace_first(&mut self, t: Time, seq: u64, ev: E) {
+        self.pop_first();
         self.push_seq(t, seq, ev);
     }
 

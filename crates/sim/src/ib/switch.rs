@@ -13,7 +13,7 @@ use wire::Lid;
 use crate::engine::{DropReason, PacketId, Time};
 use crate::net::Pick;
 use crate::packet::flag;
-use crate::sim::{NONE, Sim};
+use crate::sim::{FWD_DEAD, FWD_NO_ROUTE, FWD_UNKNOWN, NONE, Sim};
 
 /// What adaptive routing needs: hop distances between switches and the switch
 /// each LID hangs off. `S × S` bytes for S switches (1.6 MB for a 1,280-switch
@@ -139,34 +139,32 @@ impl Sim {
         let nb = pk.blocks();
         if !vl15 {
             let ui = i * nvl + pk.vl as usize;
-            self.in_used[ui] += nb;
-            self.stats.note_occupancy(ui, self.in_used[ui]);
+            let b = &mut self.in_buf[ui];
+            b.used += nb;
+            b.peak = b.peak.max(b.used);
         }
         {
             let pm = &mut self.pkts[p];
             pm.in_gp = in_gp;
             pm.in_vl = pk.vl;
         }
-        let in_port = self.ports[i].port_num;
         let out = if pk.hops > self.ib.hop_limit {
             Err(DropReason::HopLimit)
         } else {
-            match self.lft[node].get(pk.dlid as usize) {
-                None | Some(&sm::NO_ROUTE) => Err(DropReason::NoRoute),
-                Some(&0) => Err(DropReason::UnknownDestination),
-                Some(&o) if o == in_port => Err(DropReason::Loopback),
-                Some(&o) => {
-                    let og = self.port_base[node] + u32::from(o);
-                    if (o as usize) < self.port_base[node + 1] as usize - self.port_base[node] as usize
-                        && self.ports[og as usize].peer != NONE
-                    {
-                        Ok((o, og))
-                    } else {
-                        Err(DropReason::DeadPort)
-                    }
-                }
-            }
+            self.lft_out(node, pk.dlid, in_gp)
         };
+        if self.plain && !vl15 {
+            if let Ok(og) = out {
+                self.pkts[p].vl = 0;
+                if self.forward_at_once(og, p) {
+                    return;
+                }
+                self.enqueue(og, 0, p);
+                return;
+            }
+        }
+        let in_port = self.ports[i].port_num;
+        let out = out.map(|og| (self.ports[og as usize].port_num, og));
         let (out_port, og) = match out {
             Ok((o, og)) if self.ar.is_some() && !vl15 => {
                 let a = self.adaptive_port(node, pk.dlid, o);
@@ -201,6 +199,58 @@ impl Sim {
             self.pkts[p].vl = vl;
             (vl as usize).min(nvl - 1)
         };
+        self.enqueue(og, qi, p);
+    }
+
+    /// The output port of `node`'s LFT for `dlid`, for a packet that came in at
+    /// `in_gp`.
+    #[inline]
+    fn lft_out(&self, node: usize, dlid: u16, in_gp: u32) -> Result<u32, DropReason> {
+        let (off, len) = self.fwd_span[node];
+        if u32::from(dlid) >= len {
+            return Err(DropReason::NoRoute);
+        }
+        match self.fwd[(off + u32::from(dlid)) as usize] {
+            FWD_NO_ROUTE => Err(DropReason::NoRoute),
+            FWD_UNKNOWN => Err(DropReason::UnknownDestination),
+            FWD_DEAD => Err(DropReason::DeadPort),
+            og if og == in_gp => Err(DropReason::Loopback),
+            og => Ok(og),
+        }
+    }
+
+    /// A plain switch (see [`Sim::plain`]): if output `og` is idle, has nothing
+    /// queued and no wake-up due now, and its peer has the credits, send `p` now.
+    /// This is exactly what queueing it and looking at the port would do (the
+    /// look absorbs landed credits and clears `starved`, then sends the only
+    /// packet queued), without the queue round trip. False leaves `p` to be queued.
+    #[inline]
+    fn forward_at_once(&mut self, og: u32, p: PacketId) -> bool {
+        let g = og as usize;
+        let pt = &self.ports[g];
+        if pt.oq_len != 0 || pt.busy_until > self.now || pt.wake_at <= self.now {
+            return false;
+        }
+        self.absorb_credits(og);
+        self.ports[g].starved = false;
+        let pk = &self.pkts[p];
+        if self.credits[g] < pk.blocks() as i32 {
+            return false;
+        }
+        // Cut-through must not underrun: the last byte cannot leave before it arrives.
+        if pk.tail_at.saturating_sub(self.ports[g].ser.time(u32::from(pk.wire))) > self.now {
+            return false;
+        }
+        self.stats.forwarded_at_once += 1;
+        self.transmit(og, p);
+        true
+    }
+
+    /// Queue `p` at output `og`, queue `qi` (a data VL, or `nvl` for VL15), and
+    /// make sure the transmitter will look at it.
+    fn enqueue(&mut self, og: u32, qi: usize, p: PacketId) {
+        let nvl = self.nvl;
+        let vl15 = qi == nvl;
         let g = og as usize;
         if let Some(cc) = &self.ib.cc {
             // FECN when the packet joins a queue at or over the threshold, but only

@@ -154,7 +154,7 @@ fn run_on(
     f: &fabric::Fabric,
     t: &sm::RoutingTables,
     m: &Matrix,
-) -> Result<sim::workload::MatrixReport, (WorkloadError, Sim)> {
+) -> Result<sim::workload::MatrixReport, Box<(WorkloadError, Sim)>> {
     let hosts = cas(f);
     let ib = IbConfig {
         switch_buffer_bytes_per_vl: 8_448,
@@ -168,7 +168,7 @@ fn run_on(
             assert_eq!(sim.in_flight(), 0);
             Ok(r)
         }
-        Err(e) => Err((e, sim)),
+        Err(e) => Err(Box::new((e, sim))),
     }
 }
 
@@ -177,9 +177,10 @@ fn minhop_on_credit_loops_deadlocks_and_reports_the_cycle() {
     let f = credit_loops();
     let t = route(&f, sm::routing::EngineKind::MinHop);
     let m = loop_traffic(&f, &t);
-    let (e, sim) = run_on(&f, &t, &m)
-        .err()
-        .expect("minhop routes must deadlock under the loop's traffic");
+    let Err(failed) = run_on(&f, &t, &m) else {
+        panic!("minhop routes must deadlock under the loop's traffic")
+    };
+    let (e, sim) = *failed;
     let WorkloadError::Deadlock(rep) = e else {
         panic!("expected a deadlock, got {e}")
     };
@@ -207,7 +208,7 @@ fn updn_ftree_and_dfsssp_on_credit_loops_complete_the_same_traffic() {
             // DFSSSP breaks the loop with VL layers: paths get SLs, SL2VL maps them.
             assert!(t.vls_used > 1 || t.path_sl.is_some(), "dfsssp used {} VLs", t.vls_used);
         }
-        let r = run_on(&f, &t, &m).unwrap_or_else(|(e, _)| panic!("{engine}: {e}"));
+        let r = run_on(&f, &t, &m).unwrap_or_else(|b| panic!("{engine}: {}", b.0));
         assert_eq!(r.completed, m.flows.len(), "{engine}");
     }
 }

@@ -16,6 +16,10 @@ fn ft16() -> fabric::Fabric {
 }
 
 fn run_perm(seed: u64) -> (u64, sim::workload::MatrixReport, Sim) {
+    run_perm_with(seed, true)
+}
+
+fn run_perm_with(seed: u64, forward_at_once: bool) -> (u64, sim::workload::MatrixReport, Sim) {
     let f = ft16();
     let t = bfs_routes(&f, Tie::SpreadByLid);
     let hosts = cas(&f);
@@ -24,6 +28,9 @@ fn run_perm(seed: u64) -> (u64, sim::workload::MatrixReport, Sim) {
         ..EngineConfig::default()
     };
     let mut sim = Sim::new(&f, &t, IbConfig::default(), eng).unwrap();
+    if !forward_at_once {
+        sim.disable_forward_at_once();
+    }
     let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(seed);
     let m = Matrix::permutation(hosts.len() as u32, 1 << 20, &mut rng);
     let r = run_matrix(&mut sim, &hosts, &m, Time::ms(100), &mut |_| {}).unwrap();
@@ -54,6 +61,28 @@ fn same_seed_same_trace_hash() {
     assert_eq!(r1.end_ps, r2.end_ps);
     let (h3, _, _) = run_perm(12);
     assert_ne!(h1, h3, "a different permutation should change the trace");
+}
+
+#[test]
+fn forwarding_on_arrival_changes_nothing_but_speed() {
+    // A switch that finds a packet's output idle sends it without queueing it;
+    // the queue-and-look path must give the very same run, event for event.
+    for seed in [3, 11] {
+        let (h_fast, r_fast, fast) = run_perm_with(seed, true);
+        let (h_slow, r_slow, slow) = run_perm_with(seed, false);
+        assert!(
+            fast.stats().forwarded_at_once > 1000,
+            "{}",
+            fast.stats().forwarded_at_once
+        );
+        assert_eq!(slow.stats().forwarded_at_once, 0);
+        assert_eq!(h_fast, h_slow, "seed {seed}: traces differ");
+        assert_eq!(fast.stats().events, slow.stats().events);
+        assert_eq!(fast.stats().hops, slow.stats().hops);
+        assert_eq!(fast.stats().idle_looks, slow.stats().idle_looks);
+        assert_eq!(fast.stats().stall_ps, slow.stats().stall_ps);
+        assert_eq!(format!("{r_fast:?}"), format!("{r_slow:?}"));
+    }
 }
 
 #[test]

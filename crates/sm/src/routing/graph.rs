@@ -73,9 +73,9 @@ impl SwitchGraph {
         let n = flat.num_nodes();
         let mut node_sw = vec![NONE; n];
         let mut sw_node = Vec::new();
-        for i in 0..n {
+        for (i, slot) in node_sw.iter_mut().enumerate() {
             if flat.kind(NodeId(i as u32)) == NodeKind::Switch {
-                node_sw[i] = sw_node.len() as u32;
+                *slot = sw_node.len() as u32;
                 sw_node.push(NodeId(i as u32));
             }
         }

@@ -97,11 +97,14 @@ fn unplugging_a_cable_raises_trap_128_and_reroutes_around_it() {
     assert_eq!(isl_ports_used, 4, "both ISLs carry routes in both directions");
 }
 
+/// A node to break, how, and the issue the sweep must report for it.
+type FaultCase = (&'static str, Fault, fn(&Issue) -> bool);
+
 #[test]
 fn bad_replies_are_reported_and_the_sweep_carries_on() {
     let f = read_net("credit-loops.converted.net");
     let guid = |name: &str| f.nodes[f.by_name(name).unwrap().idx()].node_guid;
-    let cases: Vec<(&str, Fault, fn(&Issue) -> bool)> = vec![
+    let cases: Vec<FaultCase> = vec![
         ("H-5", Fault::Silent, |i| matches!(i, Issue::NoAnswer { .. })),
         ("SW_L2_3", Fault::BadStatus(0x001c), |i| {
             matches!(i, Issue::BadStatus { status: 0x1c, .. })
