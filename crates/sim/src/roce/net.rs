@@ -1700,7 +1700,7 @@ impl RoceSim {
                 Some((_, Ev::TxWake { gp })) => self.prefetch_egress(gp),
                 _ => {}
             }
-            self.q.pop();
+            self.q.pop_first();
             self.now = t;
             self.events += 1;
             self.trace.fold(t.0);
