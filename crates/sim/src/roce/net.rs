@@ -370,18 +370,18 @@ impl Kind {
     }
 }
 
-/// A packet in flight: 24 bytes, as it is copied into a link FIFO and an
-/// egress queue on every hop. Its end hosts are not stored: they are its flow's
-/// (see [`RoceSim::ends`]).
+/// A packet in flight: 16 bytes, as it is copied into a link FIFO (32-byte
+/// entries with its arrival time and sequence) and an egress queue on every hop.
+/// Its end hosts are not stored: they are its flow's (see [`RoceSim::ends`]);
+/// nor its payload, which its kind and wire size give (see [`RoceSim::payload`]).
 #[derive(Clone, Copy, Debug, Default)]
 struct Pkt {
     flow: u32,
-    /// PSN (RDMA), segment or next expected segment (TCP); a pause frame: its
-    /// quanta (0 = XON).
+    /// PSN (RDMA), segment or next expected segment (TCP); a pause frame:
+    /// priority << 16 | quanta (quanta 0 = XON).
     psn: u32,
-    /// Bytes on the wire and of payload (at most 9000 + headers: both fit 16 bits).
+    /// Bytes on the wire (at most 9000 + headers: fits 16 bits).
     wire: u16,
-    payload: u16,
     /// HPCC: handle of this packet's INT header in [`RoceSim`]'s store (0 = none).
     int: u16,
     kind: Kind,
@@ -389,20 +389,51 @@ struct Pkt {
     /// Switches crossed so far: the IP TTL is `IP_TTL - hops` (RoCEv2 rides IP;
     /// counting up keeps `Pkt::default()` a fresh packet).
     hops: u8,
-    /// At a switch: ingress port index (local), PG and egress queue. A pause
-    /// frame (never queued at a switch) carries its priority in `pg`.
-    in_port: u8,
-    pg: u8,
-    queue: u8,
-    ce: bool,
-    first: bool,
-    last: bool,
-    /// Sent by a queue whose PFC watchdog (action forward) ignores pauses: a
-    /// downstream headroom overflow is then the watchdog's doing.
-    wd_fwd: bool,
+    /// [`Pkt::CE`], [`Pkt::FIRST`], [`Pkt::LAST`], [`Pkt::WD_FWD`].
+    flags: u8,
 }
 
-const _: () = assert!(std::mem::size_of::<Pkt>() == 24);
+const _: () = assert!(std::mem::size_of::<Pkt>() == 16);
+
+impl Pkt {
+    /// ECN Congestion Experienced (an ACK: the DCTCP echo; TCP: ECE).
+    const CE: u8 = 1;
+    /// First / last packet of its message.
+    const FIRST: u8 = 2;
+    const LAST: u8 = 4;
+    /// Sent by a queue whose PFC watchdog (action forward) ignores pauses: a
+    /// downstream headroom overflow is then the watchdog's doing.
+    const WD_FWD: u8 = 8;
+
+    #[inline]
+    fn has(&self, f: u8) -> bool {
+        self.flags & f != 0
+    }
+
+    #[inline]
+    fn set(&mut self, f: u8, on: bool) {
+        if on {
+            self.flags |= f;
+        } else {
+            self.flags &= !f;
+        }
+    }
+
+    /// A pause frame's priority and quanta.
+    #[inline]
+    fn pause(&self) -> (u8, u16) {
+        ((self.psn >> 16) as u8, self.psn as u16)
+    }
+}
+
+/// A packet in a switch egress queue, with what its dequeue needs: the ingress
+/// port (local) and PG its bytes are charged to.
+#[derive(Clone, Copy, Debug)]
+struct Queued {
+    p: Pkt,
+    in_port: u8,
+    pg: u8,
+}
 
 /// Closed event set of the RoCE world.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -569,7 +600,7 @@ struct Switch {
     maps: QosMaps,
     mmu: Mmu,
     /// Egress queues `[local_port * 8 + q]`.
-    q: Vec<VecDeque<Pkt>>,
+    q: Vec<VecDeque<Queued>>,
     q_tx: Vec<u64>,
     sched: Vec<Scheduler>,
     wd: Vec<Watchdog>,
@@ -1327,7 +1358,8 @@ impl RoceSim {
             let n = match pk.kind {
                 Kind::Pause => {
                     let mut quanta = [0u16; 8];
-                    quanta[usize::from(pk.pg & 7)] = pk.psn as u16;
+                    let (prio, q) = pk.pause();
+                    quanta[usize::from(prio & 7)] = q;
                     let eth = ethernet::Repr {
                         dst: [0x01, 0x80, 0xc2, 0, 0, 1],
                         src: mac(cap_node),
@@ -1337,7 +1369,7 @@ impl RoceSim {
                     emit_mac_control(
                         &eth,
                         &pfc::Repr::Pfc {
-                            enable: 1 << (pk.pg & 7),
+                            enable: 1 << (prio & 7),
                             quanta,
                         },
                         &mut buf,
@@ -1346,13 +1378,13 @@ impl RoceSim {
                 _ => {
                     let (op, ext, payload): (Opcode, ExtHeaders, &[u8]) = match pk.kind {
                         Kind::Data => {
-                            let op = match (pk.first, pk.last) {
+                            let op = match (pk.has(Pkt::FIRST), pk.has(Pkt::LAST)) {
                                 (true, true) => Opcode::RcSendOnly,
                                 (true, false) => Opcode::RcSendFirst,
                                 (false, true) => Opcode::RcSendLast,
                                 (false, false) => Opcode::RcSendMiddle,
                             };
-                            (op, ExtHeaders::default(), &zeros[..usize::from(pk.payload)])
+                            (op, ExtHeaders::default(), &zeros[..self.payload(pk) as usize])
                         }
                         Kind::Ack | Kind::Nak => {
                             let syndrome = if pk.kind == Kind::Ack {
@@ -1381,7 +1413,7 @@ impl RoceSim {
                     let qpn = 0x100 + pk.flow;
                     let sport = self.flows.get(pk.flow as usize).map_or(0xc000, |f| f.spec.sport);
                     let ecn = if pk.kind == Kind::Data {
-                        if pk.ce { 3 } else { 2 }
+                        if pk.has(Pkt::CE) { 3 } else { 2 }
                     } else {
                         0
                     };
@@ -1846,6 +1878,18 @@ impl RoceSim {
         }
     }
 
+    /// Payload bytes of `pk`: its wire size less the headers of its kind (RoCEv2,
+    /// plus the INT header in an HPCC run, where every data packet carries one;
+    /// TCP/IPv4); none for ACKs, CNPs and pause frames.
+    #[inline]
+    fn payload(&self, pk: &Pkt) -> u32 {
+        match pk.kind {
+            Kind::Data => u32::from(pk.wire) - ROCEV2_HEADERS - if self.hpcc_on { INT_BYTES } else { 0 },
+            Kind::TcpData => u32::from(pk.wire) - crate::roce::tcp::TCP_HEADERS,
+            _ => 0,
+        }
+    }
+
     fn new_pkt(&mut self, p: Pkt) -> Pkt {
         self.ledger.created += 1;
         self.live += 1;
@@ -2029,7 +2073,8 @@ impl RoceSim {
     fn arrive(&mut self, gp: u32, p: Pkt) {
         let pk = p;
         if pk.kind == Kind::Pause {
-            self.on_pause_frame(gp, pk.pg, pk.psn as u16);
+            let (prio, quanta) = pk.pause();
+            self.on_pause_frame(gp, prio, quanta);
             self.deliver(p);
             return;
         }
@@ -2086,18 +2131,11 @@ impl RoceSim {
         let p = self.new_pkt(Pkt {
             kind: Kind::Pause,
             flow: NONE,
-            psn: u32::from(quanta),
-            payload: 0,
+            psn: (u32::from(prio) << 16) | u32::from(quanta),
             wire: PAUSE_BYTES as u16,
             dscp: 0,
-            ce: false,
-            first: false,
-            last: false,
-            wd_fwd: false,
             hops: 0,
-            in_port: 0,
-            pg: prio,
-            queue: 0,
+            flags: 0,
             int: 0,
         });
         self.pc[gp as usize].ctrl.push_back(p);
@@ -2236,16 +2274,14 @@ impl RoceSim {
             Admit::Drop(d) => {
                 let why = match d {
                     MmuDrop::LossyOverThreshold => RoceDrop::LossyOverThreshold,
-                    MmuDrop::HeadroomOverflow if pk.wd_fwd => RoceDrop::Watchdog,
+                    MmuDrop::HeadroomOverflow if pk.has(Pkt::WD_FWD) => RoceDrop::Watchdog,
                     MmuDrop::HeadroomOverflow => RoceDrop::HeadroomOverflow,
                 };
                 self.drop_pkt(p, why);
             }
             Admit::Ok { xoff, .. } => {
-                p.in_port = in_port;
-                p.pg = pg;
-                p.queue = queue;
-                p.wd_fwd = false;
+                p.set(Pkt::WD_FWD, false);
+                let e = Queued { p, in_port, pg };
                 let og = self.port_base[s.node as usize] + u32::from(out);
                 if !xoff && s.queued[usize::from(out)] == 0 && self.may_send_now(og, queue) {
                     // Cut-through: the egress port is idle, nothing else is queued
@@ -2253,12 +2289,12 @@ impl RoceSim {
                     // and kicking the port would dequeue it again at once. Skip
                     // the ring (a cache miss each way); the dequeue work and the
                     // send are the same, in the same order.
-                    let p = self.switch_dequeued(si, og, usize::from(out), usize::from(queue), p);
+                    let p = self.switch_dequeued(si, og, usize::from(out), usize::from(queue), e);
                     self.transmit(og, p);
                     return;
                 }
                 let s = &mut self.switches[si as usize];
-                s.q[qi].push_back(p);
+                s.q[qi].push_back(e);
                 s.queued[usize::from(out)] += 1;
                 s.nonempty[usize::from(out)] |= 1 << queue;
                 if xoff {
@@ -2299,7 +2335,7 @@ impl RoceSim {
                 if blocked(q) {
                     return None;
                 }
-                Some(u32::from(p.wire))
+                Some(u32::from(p.p.wire))
             })
         };
         let Some(q) = chosen else {
@@ -2346,26 +2382,27 @@ impl RoceSim {
     /// The dequeue-time work of switch `si` for packet `p` leaving egress queue
     /// (`port`, `q`) through `gp` now: watchdog mark, RED/ECN on the queue's
     /// bytes, MMU release, HPCC INT, XON re-check.
-    fn switch_dequeued(&mut self, si: u32, gp: u32, port: usize, q: usize, mut p: Pkt) -> Pkt {
+    fn switch_dequeued(&mut self, si: u32, gp: u32, port: usize, q: usize, e: Queued) -> Pkt {
         let now = self.now;
         let forward = self.wd_forward;
         let s = &mut self.switches[si as usize];
         let qi = port * NPRIO + q;
         let qlen = s.mmu.egress_bytes(port, q as u8);
-        p.wd_fwd = forward && s.wd_stormed[qi];
+        let mut p = e.p;
+        p.set(Pkt::WD_FWD, forward && s.wd_stormed[qi]);
         s.q_tx[qi] += 1;
         let pk = p;
         // RED/ECN at dequeue on the egress queue's bytes (HPCC ns-3).
         if pk.kind == Kind::Data || (pk.kind == Kind::TcpData && self.tcp.ect()) {
             if let Some(red) = &s.red[port] {
-                if red.should_mark(qlen, &mut self.rng) && !p.ce {
-                    p.ce = true;
+                if red.should_mark(qlen, &mut self.rng) && !p.has(Pkt::CE) {
+                    p.set(Pkt::CE, true);
                     self.ecn_marks += 1;
                 }
             }
         }
         s.mmu
-            .release(usize::from(pk.in_port), pk.pg, port, q as u8, u32::from(pk.wire));
+            .release(usize::from(e.in_port), e.pg, port, q as u8, u32::from(pk.wire));
         if pk.int != 0 && pk.kind == Kind::Data {
             // HPCC INT at egress (data only: an ACK carries its data packet's
             // records back untouched) (ns-3 SwitchNode::SwitchNotifyDequeue): the
@@ -2490,7 +2527,6 @@ impl RoceSim {
             kind: Kind::TcpData,
             flow: seg.flow,
             psn: seg.seq,
-            payload: seg.payload as u16,
             wire: seg.wire as u16,
             dscp: self.tcp.config().dscp,
             ..Pkt::default()
@@ -2537,22 +2573,24 @@ impl RoceSim {
             }
             f.next_ok = now + Time(pace_ps(u64::from(wire), rate.max(1)));
             let int = if hpcc { self.int.alloc() } else { 0 };
-            // Payloads are at most the MTU, 9000 bytes (checked in `new`).
+            // Payloads are at most the MTU, 9000 bytes (checked in `new`); the
+            // payload is the wire size less the headers (`RoceSim::payload`).
+            debug_assert!(wire <= u32::from(u16::MAX));
+            let mut flags = 0;
+            if tx.first {
+                flags |= Pkt::FIRST;
+            }
+            if tx.last {
+                flags |= Pkt::LAST;
+            }
             let p = self.new_pkt(Pkt {
                 kind: Kind::Data,
                 flow: fi as u32,
                 psn: tx.psn.value(),
-                payload: tx.payload as u16,
                 wire: wire as u16,
                 dscp: DSCP_ROCE,
-                ce: false,
-                first: tx.first,
-                last: tx.last,
-                wd_fwd: false,
                 hops: 0,
-                in_port: 0,
-                pg: 0,
-                queue: 0,
+                flags,
                 int,
             });
             self.arm_flow_timers(nic, fi);
@@ -2694,32 +2732,23 @@ impl RoceSim {
                 }
                 self.nic_pause_update(nic);
                 let fi = pk.flow as usize;
-                let verdict = self.flows[fi]
-                    .resp
-                    .on_packet(Psn::new(pk.psn), u32::from(pk.payload), pk.first, pk.last);
+                let payload = self.payload(&pk);
+                let verdict =
+                    self.flows[fi]
+                        .resp
+                        .on_packet(Psn::new(pk.psn), payload, pk.has(Pkt::FIRST), pk.has(Pkt::LAST));
+                // DCTCP: the ACK echoes the CE mark of the packet that triggered it
+                // (HPCC ns-3 sets the ACK's CNP flag).
+                let echo = pk.has(Pkt::CE) && matches!(self.cfg.cc, CongestionControl::Dctcp(_));
                 let reply = |kind: Kind, psn: u32| Pkt {
                     kind,
                     flow: pk.flow,
                     psn,
-                    payload: 0,
                     wire: ACK_BYTES as u16,
                     dscp: DSCP_ROCE,
-                    ce: false,
-                    first: false,
-                    last: false,
-                    wd_fwd: false,
                     hops: 0,
-                    in_port: 0,
-                    pg: 0,
-                    queue: 0,
+                    flags: if echo && kind == Kind::Ack { Pkt::CE } else { 0 },
                     int: 0,
-                };
-                // DCTCP: the ACK echoes the CE mark of the packet that triggered it
-                // (HPCC ns-3 sets the ACK's CNP flag).
-                let echo = pk.ce && matches!(self.cfg.cc, CongestionControl::Dctcp(_));
-                let reply = |kind: Kind, psn: u32| Pkt {
-                    ce: echo && kind == Kind::Ack,
-                    ..reply(kind, psn)
                 };
                 // HPCC: the first ACK/NAK this packet triggers echoes its INT
                 // (ns-3 copies the IntHeader into the ACK), 42 bytes more on the wire.
@@ -2742,9 +2771,9 @@ impl RoceSim {
                 };
                 match verdict {
                     RxVerdict::Accept { ack } => {
-                        self.flows[fi].delivered_bytes += u64::from(pk.payload);
+                        self.flows[fi].delivered_bytes += u64::from(payload);
                         self.progress += 1;
-                        if pk.last && self.flows[fi].dynamic {
+                        if pk.has(Pkt::LAST) && self.flows[fi].dynamic {
                             if let Some((tag, posted)) = self.flows[fi].rx_tags.pop_front() {
                                 self.delivered.push(Delivered { tag, posted, done: now });
                             }
@@ -2757,7 +2786,7 @@ impl RoceSim {
                     RxVerdict::OutOfOrder { nak: Some(e) } => self.nic_ctrl(nic, reply(Kind::Nak, e.value())),
                     RxVerdict::OutOfOrder { nak: None } => {}
                 }
-                if pk.ce {
+                if pk.has(Pkt::CE) {
                     let (interval, per_port) = match &self.cfg.cc {
                         CongestionControl::Dcqcn(p) => (p.cnp_interval, p.cnp_per_port),
                         CongestionControl::None | CongestionControl::Dctcp(_) | CongestionControl::Hpcc(_) => {
@@ -2791,7 +2820,7 @@ impl RoceSim {
                     let f = &mut self.flows[fi];
                     f.req.on_ack(now, Psn::new(pk.psn), &mut done);
                     if let Some(d) = f.dctcp.as_mut() {
-                        d.on_ack(Psn::new(pk.psn).next(), pk.ce, Psn::new(0), f.req.window().1);
+                        d.on_ack(Psn::new(pk.psn).next(), pk.has(Pkt::CE), Psn::new(0), f.req.window().1);
                     }
                 } else {
                     self.flows[fi].req.on_nak(now, Psn::new(pk.psn), &mut done);
@@ -2846,7 +2875,7 @@ impl RoceSim {
                 self.arm_flow_timers(nic, fi);
             }
             Kind::TcpData => {
-                let (ack, ece) = self.tcp.on_data(pk.flow, pk.psn, pk.ce);
+                let (ack, ece) = self.tcp.on_data(pk.flow, pk.psn, pk.has(Pkt::CE));
                 self.deliver(p);
                 let a = Pkt {
                     kind: Kind::TcpAck,
@@ -2854,14 +2883,14 @@ impl RoceSim {
                     psn: ack,
                     wire: crate::roce::tcp::TCP_HEADERS as u16,
                     dscp: pk.dscp,
-                    ce: ece,
+                    flags: if ece { Pkt::CE } else { 0 },
                     ..Pkt::default()
                 };
                 self.nic_ctrl(nic, a);
             }
             Kind::TcpAck => {
                 self.deliver(p);
-                if self.tcp.on_ack(pk.flow, pk.psn, pk.ce, now) {
+                if self.tcp.on_ack(pk.flow, pk.psn, pk.has(Pkt::CE), now) {
                     let gp = self.nics[nic as usize].gp;
                     self.kick(gp);
                 }
@@ -2914,17 +2943,16 @@ impl RoceSim {
                             match cfg.action {
                                 WdAction::Drop => {
                                     // Drain the queue: its packets are dropped and released.
-                                    while let Some(p) = self.switches[si].q[qi].pop_front() {
+                                    while let Some(e) = self.switches[si].q[qi].pop_front() {
                                         self.switches[si].queued[port] -= 1;
-                                        let pk = p;
                                         self.switches[si].mmu.release(
-                                            usize::from(pk.in_port),
-                                            pk.pg,
+                                            usize::from(e.in_port),
+                                            e.pg,
                                             port,
                                             q as u8,
-                                            u32::from(pk.wire),
+                                            u32::from(e.p.wire),
                                         );
-                                        self.drop_pkt(p, RoceDrop::Watchdog);
+                                        self.drop_pkt(e.p, RoceDrop::Watchdog);
                                     }
                                     self.switches[si].nonempty[port] &= !(1 << q);
                                     self.resume_check(si as u32);
