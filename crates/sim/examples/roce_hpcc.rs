@@ -5,7 +5,12 @@
 //! (default: the copy of `../shared/formats/hpcc/config_dcqcn_perm320.txt` in
 //! `src/roce/testdata/hpcc`, 500 µs after the
 //! first flow starts). Prints the report as JSON plus the speed figures; outputs
-//! go to a temporary directory.
+//! go to a temporary directory, or to `OUTDIR` (kept) when a third argument names one.
+//!
+//! Besides the event-trace hash it prints a digest of every result the model
+//! reports (fct and pfc records, the ledger, ECN marks, CNPs, and per flow the
+//! bytes delivered, the requester counters and the current rate): a speed change
+//! that reorders events on purpose must leave this digest unchanged.
 
 use std::path::PathBuf;
 
@@ -29,7 +34,10 @@ fn main() {
         }
     };
     let first = e.flows.iter().map(|f| f.start).min().unwrap_or(Time::ZERO);
-    let out = std::env::temp_dir().join(format!("rdmalab-roce-hpcc-{}", std::process::id()));
+    let keep = args.next().map(PathBuf::from);
+    let out = keep
+        .clone()
+        .unwrap_or_else(|| std::env::temp_dir().join(format!("rdmalab-roce-hpcc-{}", std::process::id())));
     let (r, sim) = e.run(Some(first + Time::us(us)), Some(&out)).expect("run");
     println!("{}", serde_json::to_string_pretty(&r).expect("json"));
     println!(
@@ -42,5 +50,51 @@ fn main() {
         sim.ledger_balances(),
         sim.trace_hash()
     );
-    let _ = std::fs::remove_dir_all(&out);
+    println!("results {:016x}", results_digest(&sim, e.flows.len()));
+    if keep.is_none() {
+        let _ = std::fs::remove_dir_all(&out);
+    }
+}
+
+/// FNV-1a over the model's reported results (see the module doc).
+fn results_digest(sim: &sim::roce::net::RoceSim, flows: usize) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut put = |w: u64| {
+        for b in w.to_le_bytes() {
+            h = (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    };
+    put(sim.ledger.created);
+    put(sim.ledger.delivered);
+    sim.ledger
+        .dropped
+        .iter()
+        .chain(&sim.ledger.dropped_lossless)
+        .for_each(|&d| put(d));
+    put(sim.ecn_marks);
+    put(sim.cnps_sent);
+    put(sim.in_flight());
+    for r in &sim.fct {
+        put(u64::from(r.sip));
+        put(u64::from(r.dip));
+        put(r.fct_ns);
+    }
+    for r in &sim.pfc {
+        put(r.time_ns);
+        put(u64::from(r.node));
+        put(u64::from(r.if_index));
+        put(u64::from(r.pause));
+    }
+    for k in 0..flows {
+        let c = sim.flow_counters(k);
+        put(sim.flow_delivered(k));
+        put(c.sent);
+        put(c.retransmitted);
+        put(c.naks);
+        put(c.timeouts);
+        put(c.completed);
+        put(sim.flow_rate(k).map_or(0, f64::to_bits));
+    }
+    put(sim.hops());
+    h
 }

@@ -437,6 +437,14 @@ impl<E: Packed> PackedQueue<E> {
         Some(Self::decode(self.cur[self.cur_pos]))
     }
 
+    /// The event `n` places after the earliest one, if the queue already knows it
+    /// without work (it is in the current calendar slot); for a model that
+    /// prefetches what an upcoming event will touch. Call after [`Self::first`].
+    #[inline]
+    pub fn peek_ahead(&self, n: usize) -> Option<(Time, E)> {
+        self.cur.get(self.cur_pos + n).map(|&k| Self::decode(k))
+    }
+
     /// Replace the earliest event by `ev` at (`t`, `seq`): a pop and a push in one
     /// call; used when a link FIFO's next arrival follows its head.
     #[inline]

@@ -337,6 +337,13 @@ struct PgUse {
     paused: bool,
 }
 
+/// α · (free shared bytes) with α = 2^`th` (SONiC `dynamic_th`).
+#[inline]
+fn dyn_threshold(size: u64, used: u64, th: i8) -> u64 {
+    let free = size.saturating_sub(used);
+    if th >= 0 { free << th } else { free >> (-th) }
+}
+
 /// The MMU state of one switch.
 #[derive(Clone, Debug)]
 pub struct Mmu {
@@ -393,9 +400,8 @@ impl Mmu {
     /// The dynamic threshold of ingress port `port` now: α · (free shared bytes).
     #[inline]
     pub fn threshold(&self, port: usize) -> u64 {
-        let free = self.shared_size.saturating_sub(self.shared_used);
         let th = self.cfg.dynamic_th.get(port).copied().unwrap_or(0);
-        if th >= 0 { free << th } else { free >> (-th) }
+        dyn_threshold(self.shared_size, self.shared_used, th)
     }
 
     /// Bytes held by ingress (port, PG): (reserved, shared, headroom).
@@ -417,21 +423,24 @@ impl Mmu {
 
     /// Admit a packet of `bytes` arriving on `in_port` in `pg`, bound for egress
     /// (`out_port`, `queue`).
+    #[inline]
     pub fn admit(&mut self, in_port: usize, pg: u8, out_port: usize, queue: u8, bytes: u32) -> Admit {
         debug_assert!(in_port < self.nports && out_port < self.nports);
         let i = in_port * NPRIO + usize::from(pg);
         let b = u64::from(bytes);
         let lossless = self.cfg.maps.lossless(pg);
-        let mut charge = Charge::default();
-        let res_free = self.cfg.reserved_per_pg.saturating_sub(self.pg[i].reserved);
-        let from_res = res_free.min(b);
+        let th_shift = self.cfg.dynamic_th.get(in_port).copied().unwrap_or(0);
+        let th = dyn_threshold(self.shared_size, self.shared_used, th_shift);
+        // One PG record, read and written through one reference.
+        let u = &mut self.pg[i];
+        let from_res = self.cfg.reserved_per_pg.saturating_sub(u.reserved).min(b);
         let rest = b - from_res;
-        let th = self.threshold(in_port);
-        let mut xoff = false;
+        let mut charge = Charge {
+            reserved: from_res as u32,
+            ..Charge::default()
+        };
         if rest > 0 {
-            let fits_shared = self.pg[i].headroom == 0
-                && self.pg[i].shared + rest <= th
-                && self.shared_used + rest <= self.shared_size;
+            let fits_shared = u.headroom == 0 && u.shared + rest <= th && self.shared_used + rest <= self.shared_size;
             if fits_shared {
                 charge.shared = rest as u32;
             } else if !lossless {
@@ -444,7 +453,7 @@ impl Mmu {
                     .get(in_port)
                     .copied()
                     .unwrap_or(0)
-                    .saturating_sub(self.pg[i].headroom);
+                    .saturating_sub(u.headroom);
                 if rest > room {
                     self.drops[1] += 1;
                     return Admit::Drop(MmuDrop::HeadroomOverflow);
@@ -452,18 +461,19 @@ impl Mmu {
                 charge.headroom = rest as u32;
             }
         }
-        charge.reserved = from_res as u32;
-        self.pg[i].reserved += from_res;
-        self.pg[i].shared += u64::from(charge.shared);
+        u.reserved += from_res;
+        u.shared += u64::from(charge.shared);
+        u.headroom += u64::from(charge.headroom);
         self.shared_used += u64::from(charge.shared);
         self.peak_shared = self.peak_shared.max(self.shared_used);
-        self.pg[i].headroom += u64::from(charge.headroom);
         self.egress[out_port * NPRIO + usize::from(queue)] += b;
-        if lossless && !self.pg[i].paused {
-            // HPCC ns-3 CheckShouldPause: headroom in use, or shared use at the threshold.
-            let th = self.threshold(in_port);
-            if self.pg[i].headroom > 0 || self.pg[i].shared >= th {
-                self.pg[i].paused = true;
+        let mut xoff = false;
+        if lossless && !u.paused {
+            // HPCC ns-3 CheckShouldPause: headroom in use, or shared use at the
+            // threshold (of the pool as it is now, after this packet).
+            let th = dyn_threshold(self.shared_size, self.shared_used, th_shift);
+            if u.headroom > 0 || u.shared >= th {
+                u.paused = true;
                 xoff = true;
             }
         }
@@ -473,23 +483,26 @@ impl Mmu {
     /// A packet of `bytes` admitted from ingress (`in_port`, `pg`) left through
     /// egress (`out_port`, `queue`). Returns true if the ingress PG may now resume
     /// (send XON).
+    #[inline]
     pub fn release(&mut self, in_port: usize, pg: u8, out_port: usize, queue: u8, bytes: u32) -> bool {
         let i = in_port * NPRIO + usize::from(pg);
         // Free headroom first, then shared, then reserve (HPCC ns-3
         // RemoveFromIngressAdmission), so a paused PG drains its headroom first.
+        let u = &mut self.pg[i];
         let mut b = u64::from(bytes);
-        let h = self.pg[i].headroom.min(b);
-        self.pg[i].headroom -= h;
+        let h = u.headroom.min(b);
+        u.headroom -= h;
         b -= h;
-        let s = self.pg[i].shared.min(b);
-        self.pg[i].shared -= s;
-        self.shared_used -= s;
+        let s = u.shared.min(b);
+        u.shared -= s;
         b -= s;
-        let r = self.pg[i].reserved.min(b);
-        self.pg[i].reserved -= r;
+        let r = u.reserved.min(b);
+        u.reserved -= r;
+        let paused = u.paused;
+        self.shared_used -= s;
         let e = out_port * NPRIO + usize::from(queue);
         self.egress[e] = self.egress[e].saturating_sub(u64::from(bytes));
-        self.check_resume(in_port, pg)
+        paused && self.check_resume(in_port, pg)
     }
 
     /// Should paused ingress (port, PG) resume now? Clears the paused flag if so

@@ -370,39 +370,70 @@ impl Kind {
     }
 }
 
-/// A packet in flight.
+/// A packet in flight: 16 bytes, as it is copied into a link FIFO (32-byte
+/// entries with its arrival time and sequence) and an egress queue on every hop.
+/// Its end hosts are not stored: they are its flow's (see [`RoceSim::ends`]);
+/// nor its payload, which its kind and wire size give (see [`RoceSim::payload`]).
 #[derive(Clone, Copy, Debug, Default)]
 struct Pkt {
-    kind: Kind,
-    src: u32,
-    dst: u32,
     flow: u32,
+    /// PSN (RDMA), segment or next expected segment (TCP); a pause frame:
+    /// priority << 16 | quanta (quanta 0 = XON).
     psn: u32,
-    payload: u32,
-    wire: u32,
+    /// Bytes on the wire (at most 9000 + headers: fits 16 bits).
+    wire: u16,
+    /// HPCC: handle of this packet's INT header in [`RoceSim`]'s store (0 = none).
+    int: u16,
+    kind: Kind,
     dscp: u8,
-    ce: bool,
-    first: bool,
-    last: bool,
-    /// Pause frame: priority and quanta (0 = XON).
-    prio: u8,
-    quanta: u16,
-    /// Sent by a queue whose PFC watchdog (action forward) ignores pauses: a
-    /// downstream headroom overflow is then the watchdog's doing.
-    wd_fwd: bool,
     /// Switches crossed so far: the IP TTL is `IP_TTL - hops` (RoCEv2 rides IP;
     /// counting up keeps `Pkt::default()` a fresh packet).
     hops: u8,
-    /// At a switch: ingress port index (local) and PG.
-    in_port: u8,
-    pg: u8,
-    queue: u8,
-    /// HPCC: handle of this packet's INT header in [`RoceSim`]'s store (0 = none).
-    int: u16,
+    /// [`Pkt::CE`], [`Pkt::FIRST`], [`Pkt::LAST`], [`Pkt::WD_FWD`].
+    flags: u8,
 }
 
-// HPCC's INT handle sits in what was padding: a packet stays 40 bytes.
-const _: () = assert!(std::mem::size_of::<Pkt>() <= 40);
+const _: () = assert!(std::mem::size_of::<Pkt>() == 16);
+
+impl Pkt {
+    /// ECN Congestion Experienced (an ACK: the DCTCP echo; TCP: ECE).
+    const CE: u8 = 1;
+    /// First / last packet of its message.
+    const FIRST: u8 = 2;
+    const LAST: u8 = 4;
+    /// Sent by a queue whose PFC watchdog (action forward) ignores pauses: a
+    /// downstream headroom overflow is then the watchdog's doing.
+    const WD_FWD: u8 = 8;
+
+    #[inline]
+    fn has(&self, f: u8) -> bool {
+        self.flags & f != 0
+    }
+
+    #[inline]
+    fn set(&mut self, f: u8, on: bool) {
+        if on {
+            self.flags |= f;
+        } else {
+            self.flags &= !f;
+        }
+    }
+
+    /// A pause frame's priority and quanta.
+    #[inline]
+    fn pause(&self) -> (u8, u16) {
+        ((self.psn >> 16) as u8, self.psn as u16)
+    }
+}
+
+/// A packet in a switch egress queue, with what its dequeue needs: the ingress
+/// port (local) and PG its bytes are charged to.
+#[derive(Clone, Copy, Debug)]
+struct Queued {
+    p: Pkt,
+    in_port: u8,
+    pg: u8,
+}
 
 /// Closed event set of the RoCE world.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -516,29 +547,44 @@ pub struct Delivered {
     pub done: Time,
 }
 
-/// Per-port state. `repr(C)` keeps the fields every packet touches in the
-/// first cache lines; the pause generator (touched only on XOFF/XON) is boxed.
+/// Per-port state a packet touches on every hop, in one 64-byte line: the
+/// rest (pause state and generator, control frames, loss injection, rate) is
+/// in [`PortCold`], beside it in `RoceSim::pc`, and the link peer in `RoceSim::peer`.
 #[derive(Clone)]
-#[repr(C)]
+#[repr(C, align(64))]
 struct Port {
     busy_until: Time,
     wake_at: Time,
     ser: Serializer,
     prop: Time,
+    /// Bytes and packets sent.
+    tx_bytes: u64,
+    tx_pkts: u64,
+    /// The latest time any priority of this transmitter is paused until (the
+    /// largest of [`PausedTx::until_all`]): when it is not after now nothing is
+    /// paused and the cold pause state need not be read.
+    pause_max: Time,
     node: u32,
-    peer: u32,
-    link: u32,
     /// Local port number.
     num: u8,
     down: bool,
+    /// `PortCold::ctrl` holds frames.
+    has_ctrl: bool,
+    /// Loss injection is on for this link (`PortCold::loss_every` > 0).
+    lossy: bool,
+}
+
+const _: () = assert!(std::mem::size_of::<Port>() == 64);
+
+/// Per-port state touched only by PFC, loss injection and set-up.
+#[derive(Clone)]
+struct PortCold {
+    link: u32,
     /// Control frames (PFC) waiting: they go before any queued data.
     ctrl: VecDeque<Pkt>,
     /// Data packets sent on this link since the start (loss injection).
     data_sent: u64,
     loss_every: u64,
-    /// Bytes and packets sent.
-    tx_bytes: u64,
-    tx_pkts: u64,
     bps: u64,
     pause_timer_at: Time,
     /// Pauses received here (they stop our transmitter).
@@ -554,7 +600,7 @@ struct Switch {
     maps: QosMaps,
     mmu: Mmu,
     /// Egress queues `[local_port * 8 + q]`.
-    q: Vec<VecDeque<Pkt>>,
+    q: Vec<VecDeque<Queued>>,
     q_tx: Vec<u64>,
     sched: Vec<Scheduler>,
     wd: Vec<Watchdog>,
@@ -584,6 +630,9 @@ struct Nic {
     timer_at: Time,
     /// The port's CNP limiter, for profiles that pace CNPs per port.
     np: CnpPacer,
+    /// The NIC's port asserts XOFF on the RDMA priority (mirrors its pause
+    /// generator, which only [`RoceSim::nic_pause_update`] drives).
+    xoff_on: bool,
 }
 
 /// A PFC deadlock: the cycle of paused switch egress queues.
@@ -659,6 +708,10 @@ pub struct RoceSim {
     maps: QosMaps,
     port_base: Vec<u32>,
     ports: Vec<Port>,
+    /// The cold half of each port (see [`Port`]).
+    pc: Vec<PortCold>,
+    /// The port at the other end of each port's link (`NONE`: not cabled).
+    peer: Vec<u32>,
     link_fifo: Vec<Fifo<Pkt>>,
     /// Node → switch or NIC index.
     role: Vec<(bool, u32)>,
@@ -712,6 +765,9 @@ pub struct RoceSim {
     /// The run uses HPCC: gates every INT and window check, so other runs
     /// never touch a flow's HPCC state.
     hpcc_on: bool,
+    /// The PFC watchdog's action is drop / forward (`cfg.watchdog`, read per hop).
+    wd_drop: bool,
+    wd_forward: bool,
 }
 
 /// A DCTCP sender for a NIC of `line` bits/s, if the run uses DCTCP.
@@ -736,6 +792,37 @@ fn hpcc_for(cc: &CongestionControl, line: u64) -> Option<Box<HpccRp>> {
     }
 }
 
+/// [`crate::engine::time::serialization_ps`] (exact, rounded up) in 64-bit
+/// arithmetic when the numerator fits, as it does for any frame (bytes · 8 · 10¹²
+/// < 2⁶⁴ up to 2.3 MB): a DCQCN sender paces every packet at its own rate, so
+/// this division is per packet, and the 128-bit one is a library call.
+#[inline]
+fn pace_ps(bytes: u64, bps: u64) -> u64 {
+    match bytes.checked_mul(8_000_000_000_000) {
+        Some(num) => num.div_ceil(bps),
+        None => crate::engine::time::serialization_ps(bytes, bps),
+    }
+}
+
+/// How many events ahead [`RoceSim::run`] prefetches an arrival's packet.
+const PREFETCH_AHEAD: usize = 2;
+
+/// Ask the CPU to bring the cache lines of `*p` in (a hint; no effect on results).
+#[inline(always)]
+fn prefetch<T>(p: &T) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+        let a = (p as *const T).cast::<i8>();
+        // SAFETY: a prefetch never faults and changes no program-visible state;
+        // `a` points into a live reference anyway.
+        unsafe {
+            _mm_prefetch::<_MM_HINT_T0>(a);
+            _mm_prefetch::<_MM_HINT_T0>(a.wrapping_add(std::mem::size_of::<T>() - 1));
+        }
+    }
+}
+
 /// A `route_cache` slot not filled yet.
 const NO_ROUTE: u8 = u8::MAX;
 
@@ -752,29 +839,36 @@ impl RoceSim {
         let n = fabric.nodes.len();
         let mut port_base = Vec::with_capacity(n + 1);
         let mut ports = Vec::new();
+        let mut pc = Vec::new();
+        let mut peer = Vec::new();
         port_base.push(0u32);
         for (i, node) in fabric.nodes.iter().enumerate() {
             for p in 0..node.ports.len() {
                 ports.push(Port {
                     node: i as u32,
                     num: p as u8,
-                    peer: NONE,
                     ser: Serializer::new(1),
-                    bps: 0,
                     prop: Time::ZERO,
                     busy_until: Time::ZERO,
                     wake_at: Time::NEVER,
-                    link: NONE,
+                    pause_max: Time::ZERO,
                     down: false,
+                    has_ctrl: false,
+                    lossy: false,
+                    tx_bytes: 0,
+                    tx_pkts: 0,
+                });
+                pc.push(PortCold {
+                    bps: 0,
+                    link: NONE,
                     ctrl: VecDeque::new(),
                     paused: PausedTx::default(),
                     pausegen: Box::new(PauseGen::new(cfg.pause_quanta)),
                     pause_timer_at: Time::NEVER,
                     data_sent: 0,
                     loss_every: 0,
-                    tx_bytes: 0,
-                    tx_pkts: 0,
                 });
+                peer.push(NONE);
             }
             port_base.push(ports.len() as u32);
         }
@@ -784,18 +878,20 @@ impl RoceSim {
             let bps = l.rate.data_bps();
             let every = cfg.loss_every.iter().find(|(x, _)| x.idx() == li).map_or(0, |x| x.1);
             for (g, pg, node) in [(a, b, l.a.node), (b, a, l.b.node)] {
+                peer[g as usize] = pg;
                 let p = &mut ports[g as usize];
-                p.peer = pg;
                 p.ser = Serializer::new(bps);
-                p.bps = bps;
                 let pipeline = if fabric.node(node).kind == NodeKind::Switch {
                     cfg.switch_latency
                 } else {
                     Time::ZERO
                 };
                 p.prop = Time(l.delay_ps) + pipeline;
-                p.link = li as u32;
-                p.loss_every = every;
+                p.lossy = every > 0;
+                let c = &mut pc[g as usize];
+                c.bps = bps;
+                c.link = li as u32;
+                c.loss_every = every;
             }
         }
         let mut maps = QosMaps::default();
@@ -817,7 +913,7 @@ impl RoceSim {
             let np = node.ports.len();
             match node.kind {
                 NodeKind::Switch | NodeKind::Router => {
-                    let bps: Vec<u64> = (0..np).map(|p| ports[base + p].bps).collect();
+                    let bps: Vec<u64> = (0..np).map(|p| pc[base + p].bps).collect();
                     let delay: Vec<u64> = (0..np).map(|p| ports[base + p].prop.0).collect();
                     let mut mc = MmuConfig::hpcc_ns3(0, &bps, &delay, nic_bps, None);
                     mc.buffer_bytes = cfg.buffer_bytes;
@@ -914,6 +1010,7 @@ impl RoceSim {
                         drain_bps: drain,
                         timer_at: Time::NEVER,
                         np: CnpPacer::default(),
+                        xoff_on: false,
                     });
                 }
             }
@@ -945,7 +1042,7 @@ impl RoceSim {
             }
             let nic = role[f.src.idx()].1;
             nics[nic as usize].flows.push(k as u32);
-            let line = ports[(port_base[f.src.idx()] + 1) as usize].bps.max(1);
+            let line = pc[(port_base[f.src.idx()] + 1) as usize].bps.max(1);
             let rp = match &cfg.cc {
                 CongestionControl::Dcqcn(p) => {
                     let mut p = p.clone();
@@ -987,9 +1084,24 @@ impl RoceSim {
         let overrides = cfg.route_overrides.iter().map(|(s, d, p)| (s.0, d.0, *p)).collect();
         let wd_period = cfg.watchdog.map_or(Time::NEVER, |w| w.poll);
         let nics_len = nics.len();
+        // Most events are scheduled a frame's time ahead (a port's next wake-up,
+        // the next arrival behind a FIFO head, a NIC's pacing): size the calendar
+        // wheel to a few MTU frames at the slowest link (512 slots at 100G). The
+        // first arrival on an idle link, a cable's delay ahead, and the timers wait
+        // in the queue's heap instead. The wheel's slot buffers are touched in turn,
+        // so a short wheel keeps them in cache (the 2,048 slots that reached a
+        // whole cable ahead streamed ~1.5 MB per cycle): ~5% less CPU, +0.3%
+        // instructions. The order of events does not depend on it.
+        let frame = u64::from(cfg.mtu + ROCEV2_HEADERS);
+        let horizon = pc
+            .iter()
+            .filter(|c| c.bps > 0)
+            .map(|c| Time(4 * crate::engine::time::serialization_ps(frame, c.bps)))
+            .max()
+            .unwrap_or(Time::ns(400));
         let mut sim = RoceSim {
             now: Time::ZERO,
-            q: PackedQueue::new(),
+            q: PackedQueue::with_horizon(horizon),
             trace: TraceHash::default(),
             rng: Pcg64Mcg::seed_from_u64(cfg.seed),
             live: 0,
@@ -997,6 +1109,8 @@ impl RoceSim {
             link_fifo: vec![Fifo::default(); ports.len()],
             port_base,
             ports,
+            pc,
+            peer,
             role,
             switches,
             nics,
@@ -1027,6 +1141,8 @@ impl RoceSim {
             tcp: TcpWorld::new(nics_len),
             int: IntStore::default(),
             hpcc_on: matches!(cfg.cc, CongestionControl::Hpcc(_)),
+            wd_drop: cfg.watchdog.is_some_and(|w| w.action == WdAction::Drop),
+            wd_forward: cfg.watchdog.is_some_and(|w| w.action == WdAction::Forward),
             fabric: fabric.clone(),
             cfg,
         };
@@ -1101,15 +1217,14 @@ impl RoceSim {
         let f = &self.flows[k];
         let pk = Pkt {
             kind: Kind::Data,
-            src: f.spec.src.0,
-            dst: f.spec.dst.0,
             flow: k as u32,
             ..Pkt::default()
         };
+        let dst = f.spec.dst.0;
         let mut out = Vec::new();
         let mut gp = self.port_base[f.spec.src.idx()] + 1;
         for _ in 0..64 {
-            let peer = self.ports[gp as usize].peer;
+            let peer = self.peer[gp as usize];
             if peer == NONE {
                 break;
             }
@@ -1118,11 +1233,7 @@ impl RoceSim {
             if !is_sw {
                 break;
             }
-            let over = self
-                .overrides
-                .iter()
-                .find(|o| o.0 == node && o.1 == pk.dst)
-                .map(|o| o.2);
+            let over = self.overrides.iter().find(|o| o.0 == node && o.1 == dst).map(|o| o.2);
             let Some(port) = over.or_else(|| self.route_hashed(si, &pk)) else {
                 break;
             };
@@ -1173,7 +1284,7 @@ impl RoceSim {
 
     /// PFC frames (XOFF, XON) sent from port `port` of `node`.
     pub fn pause_sent(&self, node: NodeId, port: u8, prio: u8) -> (u64, u64) {
-        let p = &self.ports[(self.port_base[node.idx()] + u32::from(port)) as usize];
+        let p = &self.pc[(self.port_base[node.idx()] + u32::from(port)) as usize];
         (
             p.pausegen.xoff_sent[usize::from(prio)],
             p.pausegen.xon_sent[usize::from(prio)],
@@ -1182,7 +1293,7 @@ impl RoceSim {
 
     /// Time port `port` of `node` spent paused on `prio` so far.
     pub fn paused_time(&self, node: NodeId, port: u8, prio: u8) -> Time {
-        let p = &self.ports[(self.port_base[node.idx()] + u32::from(port)) as usize];
+        let p = &self.pc[(self.port_base[node.idx()] + u32::from(port)) as usize];
         Time(p.paused.paused_total(self.now, prio))
     }
 
@@ -1236,6 +1347,8 @@ impl RoceSim {
         let zeros = vec![0u8; 9216];
         let mut buf = vec![0u8; 10_240];
         let mut written = 0;
+        // Every captured frame was sent from the capture port: a pause frame's source.
+        let cap_node = self.ports.get(self.capture_gp as usize).map_or(NONE, |p| p.node);
         for (t, pk) in &self.captured {
             if pk.kind.is_tcp() {
                 // TCP frames are not written (the capture is of the RoCE stream).
@@ -1245,17 +1358,18 @@ impl RoceSim {
             let n = match pk.kind {
                 Kind::Pause => {
                     let mut quanta = [0u16; 8];
-                    quanta[usize::from(pk.prio & 7)] = pk.quanta;
+                    let (prio, q) = pk.pause();
+                    quanta[usize::from(prio & 7)] = q;
                     let eth = ethernet::Repr {
                         dst: [0x01, 0x80, 0xc2, 0, 0, 1],
-                        src: mac(pk.src),
+                        src: mac(cap_node),
                         vlan: None,
                         ethertype: ethernet::ETHERTYPE_MAC_CONTROL,
                     };
                     emit_mac_control(
                         &eth,
                         &pfc::Repr::Pfc {
-                            enable: 1 << (pk.prio & 7),
+                            enable: 1 << (prio & 7),
                             quanta,
                         },
                         &mut buf,
@@ -1264,13 +1378,13 @@ impl RoceSim {
                 _ => {
                     let (op, ext, payload): (Opcode, ExtHeaders, &[u8]) = match pk.kind {
                         Kind::Data => {
-                            let op = match (pk.first, pk.last) {
+                            let op = match (pk.has(Pkt::FIRST), pk.has(Pkt::LAST)) {
                                 (true, true) => Opcode::RcSendOnly,
                                 (true, false) => Opcode::RcSendFirst,
                                 (false, true) => Opcode::RcSendLast,
                                 (false, false) => Opcode::RcSendMiddle,
                             };
-                            (op, ExtHeaders::default(), &zeros[..pk.payload as usize])
+                            (op, ExtHeaders::default(), &zeros[..self.payload(pk) as usize])
                         }
                         Kind::Ack | Kind::Nak => {
                             let syndrome = if pk.kind == Kind::Ack {
@@ -1299,17 +1413,18 @@ impl RoceSim {
                     let qpn = 0x100 + pk.flow;
                     let sport = self.flows.get(pk.flow as usize).map_or(0xc000, |f| f.spec.sport);
                     let ecn = if pk.kind == Kind::Data {
-                        if pk.ce { 3 } else { 2 }
+                        if pk.has(Pkt::CE) { 3 } else { 2 }
                     } else {
                         0
                     };
                     let b = bth::Repr::new(op, qpn, Psn::new(pk.psn));
                     let ip = |n: u32| crate::roce::ecmp::host_ip(n).to_be_bytes();
+                    let (src, dst) = self.ends(pk);
                     IbPacket::roce_v2_ipv4(
-                        mac(pk.src),
-                        mac(pk.dst),
-                        ip(pk.src),
-                        ip(pk.dst),
+                        mac(src),
+                        mac(dst),
+                        ip(src),
+                        ip(dst),
                         pk.dscp,
                         ecn,
                         sport,
@@ -1367,7 +1482,7 @@ impl RoceSim {
                         qi / NPRIO,
                         qi % NPRIO,
                         q.len(),
-                        self.ports[gp as usize].paused.is_paused(self.now, (qi % NPRIO) as u8)
+                        self.pc[gp as usize].paused.is_paused(self.now, (qi % NPRIO) as u8)
                     );
                 }
             }
@@ -1379,7 +1494,7 @@ impl RoceSim {
                 "{}: ctrl {} paused3 {} busy_until {} wake {} rx {}",
                 self.fabric.nodes[n.node as usize].name,
                 n.ctrl.len(),
-                p.paused.is_paused(self.now, 3),
+                self.pc[n.gp as usize].paused.is_paused(self.now, 3),
                 p.busy_until,
                 p.wake_at,
                 n.rx.used()
@@ -1426,7 +1541,7 @@ impl RoceSim {
         };
         let nic = self.role[src.idx()].1;
         let gp = self.nics[nic as usize].gp;
-        let line = self.ports[gp as usize].bps.max(1);
+        let line = self.pc[gp as usize].bps.max(1);
         let dctcp = dctcp_for(&self.cfg.cc, line);
         let hpcc = hpcc_for(&self.cfg.cc, line);
         let rp = match &self.cfg.cc {
@@ -1527,7 +1642,7 @@ impl RoceSim {
         let nic = self.role[spec.src.idx()].1;
         let f = self.tcp.add(nic, spec);
         let gp = self.nics[nic as usize].gp;
-        if self.ports[gp as usize].peer != NONE {
+        if self.peer[gp as usize] != NONE {
             self.schedule_wake(gp, spec.start.max(self.now));
         }
         Ok(f)
@@ -1603,7 +1718,21 @@ impl RoceSim {
                 self.now = until.max(self.now);
                 return RoceStatus::TimeLimit;
             }
-            self.q.pop();
+            // An arrival a couple of events ahead reads its link FIFO's head, written
+            // a cable's delay ago and long out of cache: start loading it now, so the
+            // load overlaps the events in between (the single costliest miss per hop).
+            // Likewise a switch port's wake-up reads the head of the queue it will
+            // serve (nothing depends on these loads: they overlap the current event).
+            match self.q.peek_ahead(PREFETCH_AHEAD) {
+                Some((_, Ev::Arrive { dir })) => {
+                    if let Some(head) = self.link_fifo[dir as usize].iter().next() {
+                        prefetch(head);
+                    }
+                }
+                Some((_, Ev::TxWake { gp })) => self.prefetch_egress(gp),
+                _ => {}
+            }
+            self.q.pop_first();
             self.now = t;
             self.events += 1;
             self.trace.fold(t.0);
@@ -1637,7 +1766,7 @@ impl RoceSim {
                 if let Some((nt, ns)) = next {
                     self.push_ev_seq(nt, ns, Ev::Arrive { dir });
                 }
-                let to = self.ports[dir as usize].peer;
+                let to = self.peer[dir as usize];
                 self.arrive(to, p);
             }
             Ev::TxWake { gp } => {
@@ -1654,8 +1783,8 @@ impl RoceSim {
                 }
             }
             Ev::PauseTimer { gp } => {
-                if self.ports[gp as usize].pause_timer_at == t {
-                    self.ports[gp as usize].pause_timer_at = Time::NEVER;
+                if self.pc[gp as usize].pause_timer_at == t {
+                    self.pc[gp as usize].pause_timer_at = Time::NEVER;
                     self.pause_refresh(gp);
                 }
             }
@@ -1727,6 +1856,40 @@ impl RoceSim {
         None
     }
 
+    /// The sending and receiving host of `pk` (node indices): its flow's, the
+    /// other way round for replies; a pause frame has no flow (`NONE`, `NONE`).
+    #[inline]
+    fn ends(&self, pk: &Pkt) -> (u32, u32) {
+        let (s, d) = match pk.kind {
+            Kind::Pause => return (NONE, NONE),
+            Kind::TcpData | Kind::TcpAck => {
+                let t = self.tcp.spec(pk.flow);
+                (t.src.0, t.dst.0)
+            }
+            Kind::Data | Kind::Ack | Kind::Nak | Kind::Cnp => {
+                let f = &self.flows[pk.flow as usize].spec;
+                (f.src.0, f.dst.0)
+            }
+        };
+        if matches!(pk.kind, Kind::Data | Kind::TcpData) {
+            (s, d)
+        } else {
+            (d, s)
+        }
+    }
+
+    /// Payload bytes of `pk`: its wire size less the headers of its kind (RoCEv2,
+    /// plus the INT header in an HPCC run, where every data packet carries one;
+    /// TCP/IPv4); none for ACKs, CNPs and pause frames.
+    #[inline]
+    fn payload(&self, pk: &Pkt) -> u32 {
+        match pk.kind {
+            Kind::Data => u32::from(pk.wire) - ROCEV2_HEADERS - if self.hpcc_on { INT_BYTES } else { 0 },
+            Kind::TcpData => u32::from(pk.wire) - crate::roce::tcp::TCP_HEADERS,
+            _ => 0,
+        }
+    }
+
     fn new_pkt(&mut self, p: Pkt) -> Pkt {
         self.ledger.created += 1;
         self.live += 1;
@@ -1766,11 +1929,41 @@ impl RoceSim {
         }
     }
 
-    fn kick(&mut self, gp: u32) {
-        let p = &self.ports[gp as usize];
-        if p.peer == NONE {
+    /// Prefetch the packet switch port `gp` would send next from its lowest
+    /// non-empty queue (a hint for an upcoming wake-up; no effect on results).
+    #[inline]
+    fn prefetch_egress(&self, gp: u32) {
+        let port = &self.ports[gp as usize];
+        let (is_sw, si) = self.role[port.node as usize];
+        if !is_sw {
             return;
         }
+        let s = &self.switches[si as usize];
+        let num = usize::from(port.num);
+        let mask = s.nonempty[num];
+        if mask != 0 {
+            if let Some(front) = s.q[num * NPRIO + mask.trailing_zeros() as usize].front() {
+                prefetch(front);
+            }
+        }
+    }
+
+    /// When each priority of transmitter `gp` may send again; all `ZERO` (free)
+    /// without reading the cold pause state when nothing is paused.
+    #[inline]
+    fn pause_until(&self, gp: u32) -> [Time; 8] {
+        if self.ports[gp as usize].pause_max > self.now {
+            self.pc[gp as usize].paused.until_all()
+        } else {
+            [Time::ZERO; 8]
+        }
+    }
+
+    fn kick(&mut self, gp: u32) {
+        if self.peer[gp as usize] == NONE {
+            return;
+        }
+        let p = &self.ports[gp as usize];
         if p.busy_until > self.now {
             let b = p.busy_until;
             self.schedule_wake(gp, b);
@@ -1787,7 +1980,10 @@ impl RoceSim {
             self.schedule_wake(gp, b);
             return;
         }
-        if let Some(p) = self.ports[g].ctrl.pop_front() {
+        if self.ports[g].has_ctrl {
+            let c = &mut self.pc[g].ctrl;
+            let p = c.pop_front().expect("has_ctrl");
+            self.ports[g].has_ctrl = !c.is_empty();
             self.transmit(gp, p);
             return;
         }
@@ -1813,7 +2009,7 @@ impl RoceSim {
     /// under the line rate is woken once per packet, at its pacing time.
     fn next_work(&self, gp: u32, free: Time) -> Option<Time> {
         let port = &self.ports[gp as usize];
-        if !port.ctrl.is_empty() {
+        if port.has_ctrl {
             return Some(free);
         }
         let (is_sw, idx) = self.role[port.node as usize];
@@ -1839,20 +2035,20 @@ impl RoceSim {
         if gp == self.capture_gp {
             self.captured.push((self.now, pk));
         }
-        let end = self.now + self.ports[g].ser.time(pk.wire);
-        let arrive = end + self.ports[g].prop;
-        {
-            let port = &mut self.ports[g];
-            port.busy_until = end;
-            port.tx_bytes += u64::from(pk.wire);
-            port.tx_pkts += 1;
-        }
+        // One look-up of the port's line for everything a send updates.
+        let port = &mut self.ports[g];
+        let end = self.now + port.ser.time(u32::from(pk.wire));
+        let arrive = end + port.prop;
+        port.busy_until = end;
+        port.tx_bytes += u64::from(pk.wire);
+        port.tx_pkts += 1;
         let mut lost = None;
-        if self.ports[g].down {
+        if port.down {
             lost = Some(RoceDrop::LinkDown);
-        } else if pk.kind == Kind::Data && self.ports[g].loss_every > 0 {
-            self.ports[g].data_sent += 1;
-            if self.ports[g].data_sent % self.ports[g].loss_every == 0 {
+        } else if port.lossy && pk.kind == Kind::Data {
+            let c = &mut self.pc[g];
+            c.data_sent += 1;
+            if c.data_sent % c.loss_every == 0 {
                 lost = Some(RoceDrop::Injected);
             }
         }
@@ -1877,7 +2073,8 @@ impl RoceSim {
     fn arrive(&mut self, gp: u32, p: Pkt) {
         let pk = p;
         if pk.kind == Kind::Pause {
-            self.on_pause_frame(gp, pk.prio, pk.quanta);
+            let (prio, quanta) = pk.pause();
+            self.on_pause_frame(gp, prio, quanta);
             self.deliver(p);
             return;
         }
@@ -1894,15 +2091,18 @@ impl RoceSim {
         let now = self.now;
         if !self.maps.lossless(prio) {
             // PFC is off for this priority here: the frame is counted and ignored.
-            self.ports[gp as usize].paused.frames[usize::from(prio & 7)] += 1;
+            self.pc[gp as usize].paused.frames[usize::from(prio & 7)] += 1;
             return;
         }
         let mode = self.cfg.pause_mode;
+        let cold = &mut self.pc[gp as usize];
+        let was = cold.paused.is_paused(now, prio);
+        let bps = cold.bps;
+        cold.paused.on_frame(now, prio, quanta, bps, mode);
+        let is = cold.paused.is_paused(now, prio);
+        let latest = cold.paused.until_all().into_iter().max().unwrap_or(Time::ZERO);
         let port = &mut self.ports[gp as usize];
-        let was = port.paused.is_paused(now, prio);
-        let bps = port.bps;
-        port.paused.on_frame(now, prio, quanta, bps, mode);
-        let is = port.paused.is_paused(now, prio);
+        port.pause_max = latest;
         if self.cfg.record_pfc && was != is {
             let node = port.node;
             let is_sw = self.role[node as usize].0;
@@ -1918,48 +2118,37 @@ impl RoceSim {
             self.kick(gp);
         } else if mode == PauseMode::Timed {
             // Look again when the pause runs out.
-            let until = self.ports[gp as usize].paused.until(prio);
+            let until = self.pc[gp as usize].paused.until(prio);
             self.schedule_wake(gp, until);
         }
     }
 
     fn send_pause(&mut self, gp: u32, f: PauseFrame) {
-        let node = self.ports[gp as usize].node;
         let (prio, quanta) = match f {
             PauseFrame::Xoff { prio, quanta } => (prio, quanta),
             PauseFrame::Xon { prio } => (prio, 0),
         };
         let p = self.new_pkt(Pkt {
             kind: Kind::Pause,
-            src: node,
-            dst: NONE,
             flow: NONE,
-            psn: 0,
-            payload: 0,
-            wire: PAUSE_BYTES,
+            psn: (u32::from(prio) << 16) | u32::from(quanta),
+            wire: PAUSE_BYTES as u16,
             dscp: 0,
-            ce: false,
-            first: false,
-            last: false,
-            prio,
-            quanta,
-            wd_fwd: false,
             hops: 0,
-            in_port: 0,
-            pg: 0,
-            queue: 0,
+            flags: 0,
             int: 0,
         });
-        self.ports[gp as usize].ctrl.push_back(p);
+        self.pc[gp as usize].ctrl.push_back(p);
+        self.ports[gp as usize].has_ctrl = true;
         if matches!(f, PauseFrame::Xoff { .. }) && self.cfg.pause_mode == PauseMode::Timed {
-            let t = self.ports[gp as usize].pausegen.next_deadline();
+            let t = self.pc[gp as usize].pausegen.next_deadline();
             self.arm_pause_timer(gp, t);
         }
         self.kick(gp);
     }
 
     fn arm_pause_timer(&mut self, gp: u32, t: Time) {
-        let port = &mut self.ports[gp as usize];
+        let port = &mut self.pc[gp as usize];
         if t < port.pause_timer_at {
             port.pause_timer_at = t;
             self.push_ev(t, Ev::PauseTimer { gp });
@@ -1968,12 +2157,12 @@ impl RoceSim {
 
     fn pause_refresh(&mut self, gp: u32) {
         let mut out = Vec::new();
-        let bps = self.ports[gp as usize].bps;
-        self.ports[gp as usize].pausegen.poll(self.now, bps, &mut out);
+        let bps = self.pc[gp as usize].bps;
+        self.pc[gp as usize].pausegen.poll(self.now, bps, &mut out);
         for f in out {
             self.send_pause(gp, f);
         }
-        let t = self.ports[gp as usize].pausegen.next_deadline();
+        let t = self.pc[gp as usize].pausegen.next_deadline();
         if t != Time::NEVER {
             self.arm_pause_timer(gp, t);
         }
@@ -1988,7 +2177,8 @@ impl RoceSim {
     fn route(&mut self, si: u32, pk: &Pkt) -> Option<u8> {
         let sw = &self.switches[si as usize];
         if !self.overrides.is_empty() {
-            if let Some(o) = self.overrides.iter().find(|o| o.0 == sw.node && o.1 == pk.dst) {
+            let dst = self.ends(pk).1;
+            if let Some(o) = self.overrides.iter().find(|o| o.0 == sw.node && o.1 == dst) {
                 return Some(o.2);
             }
         }
@@ -2020,13 +2210,14 @@ impl RoceSim {
         };
         // Both directions of a QP hash its UDP source port (the responder
         // answers with the same entropy), addresses in packet direction.
+        let (src, dst) = self.ends(pk);
         let key = if self.cfg.rocev1.is_some() {
             // RoCEv1 has no IP/UDP header: a switch hashes MAC addresses only.
-            FlowKey::rocev1(pk.src, pk.dst, pk.flow)
+            FlowKey::rocev1(src, dst, pk.flow)
         } else {
             FlowKey {
-                sip: host_ip(pk.src),
-                dip: host_ip(pk.dst),
+                sip: host_ip(src),
+                dip: host_ip(dst),
                 sport,
                 dport,
                 proto,
@@ -2044,11 +2235,11 @@ impl RoceSim {
         } else {
             sw.hash.hash(&key)
         };
-        let out = self.ecmp.next_port(NodeId(sw.node), NodeId(pk.dst), h)?;
+        let out = self.ecmp.next_port(NodeId(sw.node), NodeId(dst), h)?;
         if let Some(v) = &self.local_view {
             // The switch knows its own link is down: it takes its repaired route.
             if self.ports[(self.port_base[sw.node as usize] + u32::from(out)) as usize].down {
-                return v.next_port(NodeId(sw.node), NodeId(pk.dst), h);
+                return v.next_port(NodeId(sw.node), NodeId(dst), h);
             }
         }
         Some(out)
@@ -2070,32 +2261,46 @@ impl RoceSim {
         };
         let s = &mut self.switches[si as usize];
         let qi = usize::from(out) * NPRIO + usize::from(queue);
-        if s.wd_stormed[qi] && self.cfg.watchdog.is_some_and(|w| w.action == WdAction::Drop) {
+        // The configuration first: without a dropping watchdog the per-queue flag
+        // (a line of its own) is not read.
+        if self.wd_drop && s.wd_stormed[qi] {
             self.drop_pkt(p, RoceDrop::Watchdog);
             return;
         }
-        match s.mmu.admit(usize::from(in_port), pg, usize::from(out), queue, pk.wire) {
+        match s
+            .mmu
+            .admit(usize::from(in_port), pg, usize::from(out), queue, u32::from(pk.wire))
+        {
             Admit::Drop(d) => {
                 let why = match d {
                     MmuDrop::LossyOverThreshold => RoceDrop::LossyOverThreshold,
-                    MmuDrop::HeadroomOverflow if pk.wd_fwd => RoceDrop::Watchdog,
+                    MmuDrop::HeadroomOverflow if pk.has(Pkt::WD_FWD) => RoceDrop::Watchdog,
                     MmuDrop::HeadroomOverflow => RoceDrop::HeadroomOverflow,
                 };
                 self.drop_pkt(p, why);
             }
             Admit::Ok { xoff, .. } => {
-                p.in_port = in_port;
-                p.pg = pg;
-                p.queue = queue;
-                p.wd_fwd = false;
-                s.q[qi].push_back(p);
+                p.set(Pkt::WD_FWD, false);
+                let e = Queued { p, in_port, pg };
+                let og = self.port_base[s.node as usize] + u32::from(out);
+                if !xoff && s.queued[usize::from(out)] == 0 && self.may_send_now(og, queue) {
+                    // Cut-through: the egress port is idle, nothing else is queued
+                    // there and this queue is not paused, so queueing the packet
+                    // and kicking the port would dequeue it again at once. Skip
+                    // the ring (a cache miss each way); the dequeue work and the
+                    // send are the same, in the same order.
+                    let p = self.switch_dequeued(si, og, usize::from(out), usize::from(queue), e);
+                    self.transmit(og, p);
+                    return;
+                }
+                let s = &mut self.switches[si as usize];
+                s.q[qi].push_back(e);
                 s.queued[usize::from(out)] += 1;
                 s.nonempty[usize::from(out)] |= 1 << queue;
-                let og = self.port_base[s.node as usize] + u32::from(out);
                 if xoff {
                     s.xoff.push((in_port, pg));
-                    let bps = self.ports[gp as usize].bps;
-                    if let Some(f) = self.ports[gp as usize].pausegen.xoff(self.now, pg, bps) {
+                    let bps = self.pc[gp as usize].bps;
+                    if let Some(f) = self.pc[gp as usize].pausegen.xoff(self.now, pg, bps) {
                         self.send_pause(gp, f);
                     }
                 }
@@ -2107,16 +2312,18 @@ impl RoceSim {
     fn switch_pick(&mut self, si: u32, gp: u32) -> Result<Pkt, Time> {
         let now = self.now;
         let port = self.ports[gp as usize].num as usize;
-        let forward = self.cfg.watchdog.is_some_and(|w| w.action == WdAction::Forward);
+        let forward = self.wd_forward;
         let s = &mut self.switches[si as usize];
         let mask = s.nonempty[port];
         if mask == 0 {
             return Err(Time::NEVER);
         }
-        let paused = &self.ports[gp as usize].paused;
+        // Nothing paused (the common case): the cold pause state is not read.
+        let any_paused = self.ports[gp as usize].pause_max > now;
+        let paused = &self.pc[gp as usize].paused;
         let stormed = &s.wd_stormed;
         // PFC priority p pauses queue p (SONiC MAP_PFC_PRIORITY_TO_QUEUE AZURE is identity).
-        let blocked = |q: usize| paused.until(q as u8) > now && !(forward && stormed[port * NPRIO + q]);
+        let blocked = |q: usize| any_paused && paused.until(q as u8) > now && !(forward && stormed[port * NPRIO + q]);
         let chosen = if mask.is_power_of_two() {
             // Fast path: one non-empty queue needs no arbitration.
             let q = mask.trailing_zeros() as usize;
@@ -2128,7 +2335,7 @@ impl RoceSim {
                 if blocked(q) {
                     return None;
                 }
-                Some(p.wire)
+                Some(u32::from(p.p.wire))
             })
         };
         let Some(q) = chosen else {
@@ -2142,25 +2349,60 @@ impl RoceSim {
             return Err(wait);
         };
         let qi = port * NPRIO + q;
-        let qlen = s.mmu.egress_bytes(port, q as u8);
-        let mut p = s.q[qi].pop_front().expect("picked");
+        let p = s.q[qi].pop_front().expect("picked");
         if s.q[qi].is_empty() {
             s.nonempty[port] &= !(1 << q);
+            // Back to the ring's first slot: a queue that mostly holds a packet or
+            // two then reuses the same, cached, line instead of walking the whole
+            // capacity a past burst gave it (a `VecDeque` keeps its head otherwise).
+            s.q[qi].clear();
         }
-        p.wd_fwd = forward && s.wd_stormed[qi];
         s.queued[port] -= 1;
+        Ok(self.switch_dequeued(si, gp, port, q, p))
+    }
+
+    /// May switch egress port `gp` send a packet of queue `q` right now, with
+    /// nothing else queued at it: exactly when [`Self::kick`] would call
+    /// [`Self::try_tx`] and [`Self::switch_pick`] would pick queue `q`.
+    #[inline]
+    fn may_send_now(&self, gp: u32, q: u8) -> bool {
+        let port = &self.ports[gp as usize];
+        let now = self.now;
+        if self.peer[gp as usize] == NONE || port.busy_until > now || port.wake_at <= now || port.has_ctrl {
+            return false;
+        }
+        if port.pause_max <= now || self.pc[gp as usize].paused.until(q) <= now {
+            return true;
+        }
+        // Paused, unless a forwarding watchdog ignores pauses on this queue.
+        let (_, si) = self.role[port.node as usize];
+        self.wd_forward && self.switches[si as usize].wd_stormed[usize::from(port.num) * NPRIO + usize::from(q)]
+    }
+
+    /// The dequeue-time work of switch `si` for packet `p` leaving egress queue
+    /// (`port`, `q`) through `gp` now: watchdog mark, RED/ECN on the queue's
+    /// bytes, MMU release, HPCC INT, XON re-check.
+    fn switch_dequeued(&mut self, si: u32, gp: u32, port: usize, q: usize, e: Queued) -> Pkt {
+        let now = self.now;
+        let forward = self.wd_forward;
+        let s = &mut self.switches[si as usize];
+        let qi = port * NPRIO + q;
+        let qlen = s.mmu.egress_bytes(port, q as u8);
+        let mut p = e.p;
+        p.set(Pkt::WD_FWD, forward && s.wd_stormed[qi]);
         s.q_tx[qi] += 1;
         let pk = p;
         // RED/ECN at dequeue on the egress queue's bytes (HPCC ns-3).
         if pk.kind == Kind::Data || (pk.kind == Kind::TcpData && self.tcp.ect()) {
-            if let Some(red) = s.red[port] {
-                if red.should_mark(qlen, &mut self.rng) && !p.ce {
-                    p.ce = true;
+            if let Some(red) = &s.red[port] {
+                if red.should_mark(qlen, &mut self.rng) && !p.has(Pkt::CE) {
+                    p.set(Pkt::CE, true);
                     self.ecn_marks += 1;
                 }
             }
         }
-        s.mmu.release(usize::from(pk.in_port), pk.pg, port, q as u8, pk.wire);
+        s.mmu
+            .release(usize::from(e.in_port), e.pg, port, q as u8, u32::from(pk.wire));
         if pk.int != 0 && pk.kind == Kind::Data {
             // HPCC INT at egress (data only: an ACK carries its data packet's
             // records back untouched) (ns-3 SwitchNode::SwitchNotifyDequeue): the
@@ -2174,14 +2416,16 @@ impl RoceSim {
                     ts: now,
                     tx_bytes: g.tx_bytes + u64::from(pk.wire),
                     qlen,
-                    rate_bps: g.bps,
+                    rate_bps: self.pc[gp as usize].bps,
                 },
             );
         }
         // TCP moving on its own class is no sign that the RDMA class is not deadlocked.
         self.progress += u64::from(!pk.kind.is_tcp());
-        self.resume_check(si);
-        Ok(p)
+        if !s.xoff.is_empty() {
+            self.resume_check(si);
+        }
+        p
     }
 
     /// XON every paused ingress PG of switch `si` that may resume now.
@@ -2199,7 +2443,7 @@ impl RoceSim {
             if !m.pg_paused(usize::from(port), pg) || m.check_resume(usize::from(port), pg) {
                 self.switches[si as usize].xoff.swap_remove(i);
                 let ig = self.port_base[node as usize] + u32::from(port);
-                if let Some(f) = self.ports[ig as usize].pausegen.xon(pg) {
+                if let Some(f) = self.pc[ig as usize].pausegen.xon(pg) {
                     self.send_pause(ig, f);
                 }
             } else {
@@ -2223,8 +2467,7 @@ impl RoceSim {
         self.kick(gp);
     }
 
-    fn nic_ctrl(&mut self, nic: u32, mut pk: Pkt) {
-        pk.src = self.nics[nic as usize].node;
+    fn nic_ctrl(&mut self, nic: u32, pk: Pkt) {
         let p = self.new_pkt(pk);
         self.nics[nic as usize].ctrl.push_back(p);
         let gp = self.nics[nic as usize].gp;
@@ -2235,13 +2478,18 @@ impl RoceSim {
         let now = self.now;
         let n = &self.nics[nic as usize];
         let gp = n.gp;
-        let until = self.ports[gp as usize].paused.until_all();
+        let until = self.pause_until(gp);
         let mut wait = Time::NEVER;
         // ACK/NAK/CNP first (HPCC ACK_HIGH_PRIO); each honours PFC on its priority.
         if let Some(pk) = n.ctrl.front() {
             let (_, pg, _) = self.maps.classify(pk.dscp);
             if self.cfg.ack_high_prio || until[usize::from(pg)] <= now || !self.maps.lossless(pg) {
-                let p = self.nics[nic as usize].ctrl.pop_front().expect("front");
+                let ctrl = &mut self.nics[nic as usize].ctrl;
+                let p = ctrl.pop_front().expect("front");
+                if ctrl.is_empty() {
+                    // Reuse the ring's first slot (see `switch_pick`).
+                    ctrl.clear();
+                }
                 return Ok(p);
             }
             wait = wait.min(until[usize::from(pg)]);
@@ -2262,7 +2510,7 @@ impl RoceSim {
         }
         match self.nic_pick_rdma(nic, wait) {
             Ok(p) => {
-                self.tcp.served(nic, false, p.wire, tcp_idle);
+                self.tcp.served(nic, false, u32::from(p.wire), tcp_idle);
                 Ok(p)
             }
             Err(w) if tcp_idle => Err(w),
@@ -2274,18 +2522,12 @@ impl RoceSim {
     fn nic_pick_tcp(&mut self, nic: u32, rdma_idle: bool) -> Result<Pkt, Time> {
         let seg = self.tcp.pick(nic, self.now)?;
         self.tcp.served(nic, true, seg.wire, rdma_idle);
-        let (src, dst) = {
-            let s = self.tcp.spec(seg.flow);
-            (s.src.0, s.dst.0)
-        };
+        // Segments are at most 9000 bytes (TcpConfig::validate).
         Ok(self.new_pkt(Pkt {
             kind: Kind::TcpData,
-            src,
-            dst,
             flow: seg.flow,
             psn: seg.seq,
-            payload: seg.payload,
-            wire: seg.wire,
+            wire: seg.wire as u16,
             dscp: self.tcp.config().dscp,
             ..Pkt::default()
         }))
@@ -2296,14 +2538,15 @@ impl RoceSim {
         let now = self.now;
         let n = &self.nics[nic as usize];
         let gp = n.gp;
-        let until = self.ports[gp as usize].paused.until_all();
+        let until = self.pause_until(gp);
         let data_prio = self.maps.classify(DSCP_ROCE).1;
         if until[usize::from(data_prio)] > now && self.maps.lossless(data_prio) {
             return Err(wait.min(until[usize::from(data_prio)]));
         }
         let nf = n.flows.len();
         for k in 0..nf {
-            let i = (n.rr + k) % nf;
+            // (rr + k) mod nf without a division: rr < nf and k < nf.
+            let i = if n.rr + k >= nf { n.rr + k - nf } else { n.rr + k };
             let fi = n.flows[i] as usize;
             let f = &self.flows[fi];
             if !f.started || !f.req.has_data() || (self.hpcc_on && f.window_bound(self.cfg.mtu)) {
@@ -2314,7 +2557,7 @@ impl RoceSim {
                 wait = wait.min(f.next_ok);
                 continue;
             }
-            self.nics[nic as usize].rr = (i + 1) % nf;
+            self.nics[nic as usize].rr = if i + 1 == nf { 0 } else { i + 1 };
             let f = &mut self.flows[fi];
             let tx = f.req.next_packet(now).expect("has data");
             let hpcc = self.hpcc_on;
@@ -2323,33 +2566,31 @@ impl RoceSim {
                 (Some(rp), _, _) => rp.rate_bps(),
                 (None, Some(d), _) => d.rate_bps(),
                 (None, None, Some(h)) => h.rate_bps(),
-                (None, None, None) => self.ports[gp as usize].bps,
+                (None, None, None) => self.pc[gp as usize].bps,
             };
             if let Some(rp) = f.rp.as_mut() {
                 rp.on_sent(now, u64::from(wire));
             }
-            f.next_ok = now + Time(crate::engine::time::serialization_ps(u64::from(wire), rate.max(1)));
-            let (src, dst) = (f.spec.src.0, f.spec.dst.0);
+            f.next_ok = now + Time(pace_ps(u64::from(wire), rate.max(1)));
             let int = if hpcc { self.int.alloc() } else { 0 };
+            // Payloads are at most the MTU, 9000 bytes (checked in `new`); the
+            // payload is the wire size less the headers (`RoceSim::payload`).
+            debug_assert!(wire <= u32::from(u16::MAX));
+            let mut flags = 0;
+            if tx.first {
+                flags |= Pkt::FIRST;
+            }
+            if tx.last {
+                flags |= Pkt::LAST;
+            }
             let p = self.new_pkt(Pkt {
                 kind: Kind::Data,
-                src,
-                dst,
                 flow: fi as u32,
                 psn: tx.psn.value(),
-                payload: tx.payload,
-                wire,
+                wire: wire as u16,
                 dscp: DSCP_ROCE,
-                ce: false,
-                first: tx.first,
-                last: tx.last,
-                prio: 0,
-                quanta: 0,
-                wd_fwd: false,
                 hops: 0,
-                in_port: 0,
-                pg: 0,
-                queue: 0,
+                flags,
                 int,
             });
             self.arm_flow_timers(nic, fi);
@@ -2436,14 +2677,25 @@ impl RoceSim {
         if !self.cfg.pfc && !self.nics[nic as usize].rx.faulty {
             return;
         }
-        let gp = self.nics[nic as usize].gp;
+        let n = &mut self.nics[nic as usize];
+        let gp = n.gp;
+        let want = n.rx.wants_pause();
+        if !want && !n.xoff_on {
+            // Nothing asserted and nothing to assert (every packet at a healthy
+            // NIC): the port's pause generator (a cold line) would answer None.
+            let t = n.rx.next_deadline();
+            if t != Time::NEVER {
+                self.arm_nic(nic, t);
+            }
+            return;
+        }
+        n.xoff_on = want;
         let prio = self.maps.classify(DSCP_ROCE).1;
-        let want = self.nics[nic as usize].rx.wants_pause();
-        let bps = self.ports[gp as usize].bps;
+        let bps = self.pc[gp as usize].bps;
         let f = if want {
-            self.ports[gp as usize].pausegen.xoff(self.now, prio, bps)
+            self.pc[gp as usize].pausegen.xoff(self.now, prio, bps)
         } else {
-            self.ports[gp as usize].pausegen.xon(prio)
+            self.pc[gp as usize].pausegen.xon(prio)
         };
         if let Some(f) = f {
             self.send_pause(gp, f);
@@ -2461,7 +2713,7 @@ impl RoceSim {
         match pk.kind {
             Kind::Data => {
                 self.nic_drain(nic);
-                let ok = self.nics[nic as usize].rx.on_arrive(now, pk.wire);
+                let ok = self.nics[nic as usize].rx.on_arrive(now, u32::from(pk.wire));
                 if !ok {
                     self.nic_pause_update(nic);
                     let why = if self.nics[nic as usize].rx.faulty {
@@ -2473,43 +2725,30 @@ impl RoceSim {
                     return;
                 }
                 if self.nics[nic as usize].drain_bps == 0 {
-                    self.nics[nic as usize].rx.on_drain(now, pk.wire);
+                    self.nics[nic as usize].rx.on_drain(now, u32::from(pk.wire));
                 } else {
                     let t = now + Time::us(1);
                     self.arm_nic(nic, t);
                 }
                 self.nic_pause_update(nic);
                 let fi = pk.flow as usize;
-                let verdict = self.flows[fi]
-                    .resp
-                    .on_packet(Psn::new(pk.psn), pk.payload, pk.first, pk.last);
-                let reply = |kind: Kind, psn: u32| Pkt {
-                    kind,
-                    src: pk.dst,
-                    dst: pk.src,
-                    flow: pk.flow,
-                    psn,
-                    payload: 0,
-                    wire: ACK_BYTES,
-                    dscp: DSCP_ROCE,
-                    ce: false,
-                    first: false,
-                    last: false,
-                    prio: 0,
-                    quanta: 0,
-                    wd_fwd: false,
-                    hops: 0,
-                    in_port: 0,
-                    pg: 0,
-                    queue: 0,
-                    int: 0,
-                };
+                let payload = self.payload(&pk);
+                let verdict =
+                    self.flows[fi]
+                        .resp
+                        .on_packet(Psn::new(pk.psn), payload, pk.has(Pkt::FIRST), pk.has(Pkt::LAST));
                 // DCTCP: the ACK echoes the CE mark of the packet that triggered it
                 // (HPCC ns-3 sets the ACK's CNP flag).
-                let echo = pk.ce && matches!(self.cfg.cc, CongestionControl::Dctcp(_));
+                let echo = pk.has(Pkt::CE) && matches!(self.cfg.cc, CongestionControl::Dctcp(_));
                 let reply = |kind: Kind, psn: u32| Pkt {
-                    ce: echo && kind == Kind::Ack,
-                    ..reply(kind, psn)
+                    kind,
+                    flow: pk.flow,
+                    psn,
+                    wire: ACK_BYTES as u16,
+                    dscp: DSCP_ROCE,
+                    hops: 0,
+                    flags: if echo && kind == Kind::Ack { Pkt::CE } else { 0 },
+                    int: 0,
                 };
                 // HPCC: the first ACK/NAK this packet triggers echoes its INT
                 // (ns-3 copies the IntHeader into the ACK), 42 bytes more on the wire.
@@ -2525,16 +2764,16 @@ impl RoceSim {
                     let mut r = reply(kind, psn);
                     if int != 0 {
                         r.int = int;
-                        r.wire += INT_BYTES;
+                        r.wire += INT_BYTES as u16;
                         int = 0;
                     }
                     r
                 };
                 match verdict {
                     RxVerdict::Accept { ack } => {
-                        self.flows[fi].delivered_bytes += u64::from(pk.payload);
+                        self.flows[fi].delivered_bytes += u64::from(payload);
                         self.progress += 1;
-                        if pk.last && self.flows[fi].dynamic {
+                        if pk.has(Pkt::LAST) && self.flows[fi].dynamic {
                             if let Some((tag, posted)) = self.flows[fi].rx_tags.pop_front() {
                                 self.delivered.push(Delivered { tag, posted, done: now });
                             }
@@ -2547,7 +2786,7 @@ impl RoceSim {
                     RxVerdict::OutOfOrder { nak: Some(e) } => self.nic_ctrl(nic, reply(Kind::Nak, e.value())),
                     RxVerdict::OutOfOrder { nak: None } => {}
                 }
-                if pk.ce {
+                if pk.has(Pkt::CE) {
                     let (interval, per_port) = match &self.cfg.cc {
                         CongestionControl::Dcqcn(p) => (p.cnp_interval, p.cnp_per_port),
                         CongestionControl::None | CongestionControl::Dctcp(_) | CongestionControl::Hpcc(_) => {
@@ -2563,7 +2802,7 @@ impl RoceSim {
                     if send {
                         self.cnps_sent += 1;
                         let mut c = reply(Kind::Cnp, 0);
-                        c.wire = CNP_BYTES;
+                        c.wire = CNP_BYTES as u16;
                         c.dscp = DSCP_CNP;
                         self.nic_ctrl(nic, c);
                     }
@@ -2581,7 +2820,7 @@ impl RoceSim {
                     let f = &mut self.flows[fi];
                     f.req.on_ack(now, Psn::new(pk.psn), &mut done);
                     if let Some(d) = f.dctcp.as_mut() {
-                        d.on_ack(Psn::new(pk.psn).next(), pk.ce, Psn::new(0), f.req.window().1);
+                        d.on_ack(Psn::new(pk.psn).next(), pk.has(Pkt::CE), Psn::new(0), f.req.window().1);
                     }
                 } else {
                     self.flows[fi].req.on_nak(now, Psn::new(pk.psn), &mut done);
@@ -2636,24 +2875,22 @@ impl RoceSim {
                 self.arm_flow_timers(nic, fi);
             }
             Kind::TcpData => {
-                let (ack, ece) = self.tcp.on_data(pk.flow, pk.psn, pk.ce);
+                let (ack, ece) = self.tcp.on_data(pk.flow, pk.psn, pk.has(Pkt::CE));
                 self.deliver(p);
                 let a = Pkt {
                     kind: Kind::TcpAck,
-                    src: pk.dst,
-                    dst: pk.src,
                     flow: pk.flow,
                     psn: ack,
-                    wire: crate::roce::tcp::TCP_HEADERS,
+                    wire: crate::roce::tcp::TCP_HEADERS as u16,
                     dscp: pk.dscp,
-                    ce: ece,
+                    flags: if ece { Pkt::CE } else { 0 },
                     ..Pkt::default()
                 };
                 self.nic_ctrl(nic, a);
             }
             Kind::TcpAck => {
                 self.deliver(p);
-                if self.tcp.on_ack(pk.flow, pk.psn, pk.ce, now) {
+                if self.tcp.on_ack(pk.flow, pk.psn, pk.has(Pkt::CE), now) {
                     let gp = self.nics[nic as usize].gp;
                     self.kick(gp);
                 }
@@ -2675,7 +2912,7 @@ impl RoceSim {
             let nports = self.switches[si].q.len() / NPRIO;
             for port in 0..nports {
                 let gp = base + port as u32;
-                if self.ports[gp as usize].peer == NONE {
+                if self.peer[gp as usize] == NONE {
                     continue;
                 }
                 for q in 0..NPRIO {
@@ -2683,7 +2920,7 @@ impl RoceSim {
                         continue;
                     }
                     let qi = port * NPRIO + q;
-                    let pt = &self.ports[gp as usize];
+                    let pt = &self.pc[gp as usize];
                     let sample = QueueSample {
                         occupancy_bytes: self.switches[si].mmu.egress_bytes(port, q as u8),
                         tx_pkts: self.switches[si].q_tx[qi],
@@ -2706,17 +2943,16 @@ impl RoceSim {
                             match cfg.action {
                                 WdAction::Drop => {
                                     // Drain the queue: its packets are dropped and released.
-                                    while let Some(p) = self.switches[si].q[qi].pop_front() {
+                                    while let Some(e) = self.switches[si].q[qi].pop_front() {
                                         self.switches[si].queued[port] -= 1;
-                                        let pk = p;
                                         self.switches[si].mmu.release(
-                                            usize::from(pk.in_port),
-                                            pk.pg,
+                                            usize::from(e.in_port),
+                                            e.pg,
                                             port,
                                             q as u8,
-                                            pk.wire,
+                                            u32::from(e.p.wire),
                                         );
-                                        self.drop_pkt(p, RoceDrop::Watchdog);
+                                        self.drop_pkt(e.p, RoceDrop::Watchdog);
                                     }
                                     self.switches[si].nonempty[port] &= !(1 << q);
                                     self.resume_check(si as u32);
@@ -2751,13 +2987,13 @@ impl RoceSim {
                 for q in 0..NPRIO {
                     if !self.maps.lossless(q as u8)
                         || s.q[port * NPRIO + q].is_empty()
-                        || !self.ports[gp as usize].paused.is_paused(now, q as u8)
+                        || !self.pc[gp as usize].paused.is_paused(now, q as u8)
                     {
                         continue;
                     }
                     // The peer switch's ingress (peer port) is paused; which of its
                     // egress ports hold packets from that ingress?
-                    let peer = self.ports[gp as usize].peer;
+                    let peer = self.peer[gp as usize];
                     let pn = self.ports[peer as usize].node;
                     let (is_sw, pi) = self.role[pn as usize];
                     if !is_sw {
