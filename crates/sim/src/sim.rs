@@ -700,12 +700,12 @@ impl Sim {
     /// nothing more.
     #[inline(always)]
     fn prefetch_ahead(&self) {
-        if let Some(Event::Arrive { dir } | Event::TxWake { gp: dir }) = self.q.ahead(2) {
+        if let Some((_, Event::Arrive { dir } | Event::TxWake { gp: dir })) = self.q.peek_ahead(2) {
             let r = &self.ports[dir as usize];
             prefetch(r);
             prefetch(&r.cred);
         }
-        if let Some(Event::Arrive { dir }) = self.q.ahead(1) {
+        if let Some((_, Event::Arrive { dir })) = self.q.peek_ahead(1) {
             let pt = &self.ports[dir as usize];
             if pt.fifo.head != NONE {
                 prefetch(self.pkts.hot_ref(pt.fifo.head));

@@ -453,16 +453,6 @@ impl<E: Packed> PackedQueue<E> {
         self.push_seq(t, seq, ev);
     }
 
-    /// The event `k` places after the one [`Self::first`] just returned, if it
-    /// is in the same calendar slot (a hint for prefetching: events further on
-    /// may still change order).
-    #[inline(always)]
-    pub fn ahead(&self, k: usize) -> Option<E> {
-        self.cur
-            .get(self.cur_pos + k)
-            .map(|&key| E::unpack((key as u32) & ((1 << EV_BITS) - 1)))
-    }
-
     /// Remove the event [`Self::first`] just returned (it must have returned
     /// `Some`, with no push since): the pop without its checks.
     #[inline(always)]
