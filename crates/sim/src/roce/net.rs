@@ -1723,10 +1723,22 @@ impl RoceSim {
             // load overlaps the events in between (the single costliest miss per hop).
             // Likewise a switch port's wake-up reads the head of the queue it will
             // serve (nothing depends on these loads: they overlap the current event).
+            if let Some((_, Ev::Arrive { dir })) = self.q.peek_ahead(PREFETCH_AHEAD + 1) {
+                // Its FIFO's ring pointers, read two events from now to find the head.
+                prefetch(&self.link_fifo[dir as usize]);
+            }
             match self.q.peek_ahead(PREFETCH_AHEAD) {
                 Some((_, Ev::Arrive { dir })) => {
-                    if let Some(head) = self.link_fifo[dir as usize].iter().next() {
+                    let to = self.peer[dir as usize];
+                    prefetch(&self.ports[to as usize]);
+                    // The head and the entry after it (whose time and sequence the
+                    // pop reads to schedule the next arrival): often two lines.
+                    let mut it = self.link_fifo[dir as usize].iter();
+                    if let Some(head) = it.next() {
                         prefetch(head);
+                        if let Some(next) = it.next() {
+                            prefetch(next);
+                        }
                     }
                 }
                 Some((_, Ev::TxWake { gp })) => self.prefetch_egress(gp),
