@@ -567,14 +567,28 @@ struct Port {
     node: u32,
     /// Local port number.
     num: u8,
-    down: bool,
+    /// [`Port::DOWN`], [`Port::LOSSY`]: 0 on a healthy link (one test per send).
+    fate: u8,
     /// `PortCold::ctrl` holds frames.
     has_ctrl: bool,
-    /// Loss injection is on for this link (`PortCold::loss_every` > 0).
-    lossy: bool,
+    /// A switch port: bit q set when its egress queue q holds packets (read on
+    /// every arrival, send and wake-up, so it lives in this line).
+    qmask: u8,
 }
 
 const _: () = assert!(std::mem::size_of::<Port>() == 64);
+
+impl Port {
+    /// The link is down.
+    const DOWN: u8 = 1;
+    /// Loss injection is on for this link (`PortCold::loss_every` > 0).
+    const LOSSY: u8 = 2;
+
+    #[inline]
+    fn down(&self) -> bool {
+        self.fate & Port::DOWN != 0
+    }
+}
 
 /// Per-port state touched only by PFC, loss injection and set-up.
 #[derive(Clone)]
@@ -608,10 +622,6 @@ struct Switch {
     wd_stormed: Vec<bool>,
     hash: HashConfig,
     red: Vec<Option<Red>>,
-    /// Packets queued per egress port (to skip idle-port wake-ups).
-    queued: Vec<u32>,
-    /// Bit q set when egress queue q of a port holds packets.
-    nonempty: Vec<u8>,
     /// Ingress (port, PG) with XOFF asserted: re-checked on every release, since
     /// the threshold rises for all of them as the shared pool frees.
     xoff: Vec<(u8, u8)>,
@@ -852,9 +862,9 @@ impl RoceSim {
                     busy_until: Time::ZERO,
                     wake_at: Time::NEVER,
                     pause_max: Time::ZERO,
-                    down: false,
+                    fate: 0,
                     has_ctrl: false,
-                    lossy: false,
+                    qmask: 0,
                     tx_bytes: 0,
                     tx_pkts: 0,
                 });
@@ -887,7 +897,9 @@ impl RoceSim {
                     Time::ZERO
                 };
                 p.prop = Time(l.delay_ps) + pipeline;
-                p.lossy = every > 0;
+                if every > 0 {
+                    p.fate |= Port::LOSSY;
+                }
                 let c = &mut pc[g as usize];
                 c.bps = bps;
                 c.link = li as u32;
@@ -982,8 +994,6 @@ impl RoceSim {
                             ..cfg.hash
                         },
                         red,
-                        queued: vec![0; np],
-                        nonempty: vec![0; np],
                         xoff: Vec::new(),
                     });
                 }
@@ -1723,9 +1733,13 @@ impl RoceSim {
             // load overlaps the events in between (the single costliest miss per hop).
             // Likewise a switch port's wake-up reads the head of the queue it will
             // serve (nothing depends on these loads: they overlap the current event).
-            if let Some((_, Ev::Arrive { dir })) = self.q.peek_ahead(PREFETCH_AHEAD + 1) {
-                // Its FIFO's ring pointers, read two events from now to find the head.
-                prefetch(&self.link_fifo[dir as usize]);
+            // In stages, so that no stage waits on a load an earlier one did not
+            // start: three events ahead the first line each event reads (an
+            // arrival's FIFO ring pointers, a wake-up's port line).
+            match self.q.peek_ahead(PREFETCH_AHEAD + 1) {
+                Some((_, Ev::Arrive { dir })) => prefetch(&self.link_fifo[dir as usize]),
+                Some((_, Ev::TxWake { gp })) => prefetch(&self.ports[gp as usize]),
+                _ => {}
             }
             match self.q.peek_ahead(PREFETCH_AHEAD) {
                 Some((_, Ev::Arrive { dir })) => {
@@ -1840,7 +1854,7 @@ impl RoceSim {
                 let l = &self.fabric.links[link as usize];
                 for e in [l.a, l.b] {
                     let g = self.port_base[e.node.idx()] + u32::from(e.port);
-                    self.ports[g as usize].down = true;
+                    self.ports[g as usize].fate |= Port::DOWN;
                 }
                 self.ecmp.fail_link(LinkId(link), self.now);
                 self.route_cache.fill(NO_ROUTE);
@@ -1848,7 +1862,7 @@ impl RoceSim {
                     let mut v = EcmpTable::build(&self.fabric, Time::ZERO);
                     for (li, l) in self.fabric.links.iter().enumerate() {
                         let g = self.port_base[l.a.node.idx()] + u32::from(l.a.port);
-                        if self.ports[g as usize].down {
+                        if self.ports[g as usize].down() {
                             v.fail_link(LinkId(li as u32), self.now);
                         }
                     }
@@ -1952,7 +1966,7 @@ impl RoceSim {
         }
         let s = &self.switches[si as usize];
         let num = usize::from(port.num);
-        let mask = s.nonempty[num];
+        let mask = port.qmask;
         if mask != 0 {
             if let Some(front) = s.q[num * NPRIO + mask.trailing_zeros() as usize].front() {
                 prefetch(front);
@@ -2026,7 +2040,7 @@ impl RoceSim {
         }
         let (is_sw, idx) = self.role[port.node as usize];
         if is_sw {
-            (self.switches[idx as usize].queued[usize::from(port.num)] > 0).then_some(free)
+            (port.qmask != 0).then_some(free)
         } else {
             let n = &self.nics[idx as usize];
             if !n.ctrl.is_empty() || (self.tcp.sends(idx) && self.tcp.has_work(idx, self.now)) {
@@ -2055,13 +2069,16 @@ impl RoceSim {
         port.tx_bytes += u64::from(pk.wire);
         port.tx_pkts += 1;
         let mut lost = None;
-        if port.down {
-            lost = Some(RoceDrop::LinkDown);
-        } else if port.lossy && pk.kind == Kind::Data {
-            let c = &mut self.pc[g];
-            c.data_sent += 1;
-            if c.data_sent % c.loss_every == 0 {
-                lost = Some(RoceDrop::Injected);
+        if port.fate != 0 {
+            if port.down() {
+                lost = Some(RoceDrop::LinkDown);
+            } else if pk.kind == Kind::Data {
+                // Loss injection (the only other fate).
+                let c = &mut self.pc[g];
+                c.data_sent += 1;
+                if c.data_sent % c.loss_every == 0 {
+                    lost = Some(RoceDrop::Injected);
+                }
             }
         }
         match lost {
@@ -2250,7 +2267,7 @@ impl RoceSim {
         let out = self.ecmp.next_port(NodeId(sw.node), NodeId(dst), h)?;
         if let Some(v) = &self.local_view {
             // The switch knows its own link is down: it takes its repaired route.
-            if self.ports[(self.port_base[sw.node as usize] + u32::from(out)) as usize].down {
+            if self.ports[(self.port_base[sw.node as usize] + u32::from(out)) as usize].down() {
                 return v.next_port(NodeId(sw.node), NodeId(dst), h);
             }
         }
@@ -2295,7 +2312,7 @@ impl RoceSim {
                 p.set(Pkt::WD_FWD, false);
                 let e = Queued { p, in_port, pg };
                 let og = self.port_base[s.node as usize] + u32::from(out);
-                if !xoff && s.queued[usize::from(out)] == 0 && self.may_send_now(og, queue) {
+                if !xoff && self.ports[og as usize].qmask == 0 && self.may_send_now(og, queue) {
                     // Cut-through: the egress port is idle, nothing else is queued
                     // there and this queue is not paused, so queueing the packet
                     // and kicking the port would dequeue it again at once. Skip
@@ -2307,8 +2324,7 @@ impl RoceSim {
                 }
                 let s = &mut self.switches[si as usize];
                 s.q[qi].push_back(e);
-                s.queued[usize::from(out)] += 1;
-                s.nonempty[usize::from(out)] |= 1 << queue;
+                self.ports[og as usize].qmask |= 1 << queue;
                 if xoff {
                     s.xoff.push((in_port, pg));
                     let bps = self.pc[gp as usize].bps;
@@ -2325,11 +2341,11 @@ impl RoceSim {
         let now = self.now;
         let port = self.ports[gp as usize].num as usize;
         let forward = self.wd_forward;
-        let s = &mut self.switches[si as usize];
-        let mask = s.nonempty[port];
+        let mask = self.ports[gp as usize].qmask;
         if mask == 0 {
             return Err(Time::NEVER);
         }
+        let s = &mut self.switches[si as usize];
         // Nothing paused (the common case): the cold pause state is not read.
         let any_paused = self.ports[gp as usize].pause_max > now;
         let paused = &self.pc[gp as usize].paused;
@@ -2363,13 +2379,12 @@ impl RoceSim {
         let qi = port * NPRIO + q;
         let p = s.q[qi].pop_front().expect("picked");
         if s.q[qi].is_empty() {
-            s.nonempty[port] &= !(1 << q);
+            self.ports[gp as usize].qmask &= !(1 << q);
             // Back to the ring's first slot: a queue that mostly holds a packet or
             // two then reuses the same, cached, line instead of walking the whole
             // capacity a past burst gave it (a `VecDeque` keeps its head otherwise).
             s.q[qi].clear();
         }
-        s.queued[port] -= 1;
         Ok(self.switch_dequeued(si, gp, port, q, p))
     }
 
@@ -2956,7 +2971,6 @@ impl RoceSim {
                                 WdAction::Drop => {
                                     // Drain the queue: its packets are dropped and released.
                                     while let Some(e) = self.switches[si].q[qi].pop_front() {
-                                        self.switches[si].queued[port] -= 1;
                                         self.switches[si].mmu.release(
                                             usize::from(e.in_port),
                                             e.pg,
@@ -2966,7 +2980,7 @@ impl RoceSim {
                                         );
                                         self.drop_pkt(e.p, RoceDrop::Watchdog);
                                     }
-                                    self.switches[si].nonempty[port] &= !(1 << q);
+                                    self.ports[gp as usize].qmask &= !(1 << q);
                                     self.resume_check(si as u32);
                                 }
                                 WdAction::Forward => self.kick(gp),
