@@ -28,6 +28,7 @@ pub mod buffer;
 pub mod dcqcn;
 pub mod dctcp;
 pub mod ecmp;
+mod fifo;
 pub mod hpcc;
 pub mod hpcc_cc;
 pub mod hpcc_run;

@@ -43,12 +43,13 @@ use wire::Psn;
 
 use crate::engine::queue::EV_BITS;
 use crate::engine::time::Serializer;
-use crate::engine::{Fifo, Time, TraceHash};
 use crate::engine::{Packed, PackedQueue};
+use crate::engine::{Time, TraceHash};
 use crate::roce::buffer::{Admit, Mmu, MmuConfig, MmuDrop, NPRIO, QosMaps, Scheduler, hpcc_headroom_bytes};
 use crate::roce::dcqcn::{CnpPacer, DcqcnParams, ReactionPoint, Red};
 use crate::roce::dctcp::DctcpRp;
 use crate::roce::ecmp::{EcmpTable, FlowKey, HashConfig, HashFn, field, host_ip};
+use crate::roce::fifo::KeyedFifo;
 use crate::roce::hpcc::{FctRecord, PfcRecord};
 use crate::roce::hpcc_cc::{HpccRp, INT_BYTES, IntHop, IntStore};
 use crate::roce::pfc::{PauseFrame, PauseGen, PauseMode, PausedTx, QueueSample, Watchdog, WdAction, WdConfig, WdEvent};
@@ -370,8 +371,9 @@ impl Kind {
     }
 }
 
-/// A packet in flight: 16 bytes, as it is copied into a link FIFO (32-byte
-/// entries with its arrival time and sequence) and an egress queue on every hop.
+/// A packet in flight: 16 bytes, as it is copied into a link FIFO (24-byte
+/// entries with its arrival time and sequence as steps: [`KeyedFifo`]) and an
+/// egress queue on every hop.
 /// Its end hosts are not stored: they are its flow's (see [`RoceSim::ends`]);
 /// nor its payload, which its kind and wire size give (see [`RoceSim::payload`]).
 #[derive(Clone, Copy, Debug, Default)]
@@ -722,7 +724,8 @@ pub struct RoceSim {
     pc: Vec<PortCold>,
     /// The port at the other end of each port's link (`NONE`: not cabled).
     peer: Vec<u32>,
-    link_fifo: Vec<Fifo<Pkt>>,
+    /// Packets on each link direction (24-byte entries: see [`KeyedFifo`]).
+    link_fifo: Vec<KeyedFifo<Pkt>>,
     /// Node → switch or NIC index.
     role: Vec<(bool, u32)>,
     switches: Vec<Switch>,
@@ -1116,7 +1119,7 @@ impl RoceSim {
             rng: Pcg64Mcg::seed_from_u64(cfg.seed),
             live: 0,
             maps,
-            link_fifo: vec![Fifo::default(); ports.len()],
+            link_fifo: vec![KeyedFifo::default(); ports.len()],
             port_base,
             ports,
             pc,
@@ -1747,10 +1750,10 @@ impl RoceSim {
                     prefetch(&self.ports[to as usize]);
                     // The head and the entry after it (whose time and sequence the
                     // pop reads to schedule the next arrival): often two lines.
-                    let mut it = self.link_fifo[dir as usize].iter();
-                    if let Some(head) = it.next() {
+                    let (head, next) = self.link_fifo[dir as usize].first_two();
+                    if let Some(head) = head {
                         prefetch(head);
-                        if let Some(next) = it.next() {
+                        if let Some(next) = next {
                             prefetch(next);
                         }
                     }
