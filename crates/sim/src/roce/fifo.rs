@@ -20,20 +20,26 @@ pub(crate) struct Slot<T> {
     ds: u32,
 }
 
-/// Marks a slot whose key is in [`KeyedFifo::wide`].
+/// Marks a slot whose key is in the FIFO's [`WideKeys`].
 const WIDE: u32 = u32::MAX;
+
+/// Whole keys of a FIFO's slots marked [`WIDE`], in order (almost always
+/// empty; kept apart so that a FIFO's header is one cache line).
+pub(crate) type WideKeys = VecDeque<(Time, u64)>;
 
 /// Entries in non-decreasing time order (a link delivers in the order it sends).
 #[derive(Clone, Debug)]
+#[repr(align(64))]
 pub(crate) struct KeyedFifo<T> {
     q: VecDeque<Slot<T>>,
     /// Key (time, sequence) of the head; meaningless when empty.
     head: (Time, u64),
     /// Key of the entry pushed last.
     last: (Time, u64),
-    /// Whole keys of the slots marked [`WIDE`], in order (almost always empty).
-    wide: VecDeque<(Time, u64)>,
 }
+
+const _: () = assert!(std::mem::size_of::<KeyedFifo<u128>>() == 64);
+const _: () = assert!(std::mem::size_of::<Slot<[u32; 4]>>() == 24);
 
 impl<T> Default for KeyedFifo<T> {
     fn default() -> Self {
@@ -41,16 +47,15 @@ impl<T> Default for KeyedFifo<T> {
             q: VecDeque::new(),
             head: (Time::ZERO, 0),
             last: (Time::ZERO, 0),
-            wide: VecDeque::new(),
         }
     }
 }
 
 impl<T: Copy> KeyedFifo<T> {
     /// Append `v` with key (`t`, `seq`); returns true when the FIFO was empty
-    /// (the caller schedules the new head).
+    /// (the caller schedules the new head). `wide`: this FIFO's own.
     #[inline]
-    pub(crate) fn push(&mut self, t: Time, seq: u64, v: T) -> bool {
+    pub(crate) fn push(&mut self, wide: &mut WideKeys, t: Time, seq: u64, v: T) -> bool {
         debug_assert!(self.q.is_empty() || (self.last.0 <= t && self.last.1 < seq));
         let was_empty = self.q.is_empty();
         let (dt, ds) = if was_empty {
@@ -63,7 +68,7 @@ impl<T: Copy> KeyedFifo<T> {
             if dt < u64::from(WIDE) && ds < u64::from(WIDE) {
                 (dt as u32, ds as u32)
             } else {
-                self.wide.push_back((t, seq));
+                wide.push_back((t, seq));
                 (WIDE, WIDE)
             }
         };
@@ -72,13 +77,14 @@ impl<T: Copy> KeyedFifo<T> {
         was_empty
     }
 
-    /// Remove the head; returns it and the new head's key, if any.
+    /// Remove the head; returns it and the new head's key, if any. `wide`: this
+    /// FIFO's own.
     #[inline]
-    pub(crate) fn pop(&mut self) -> Option<(T, Option<(Time, u64)>)> {
+    pub(crate) fn pop(&mut self, wide: &mut WideKeys) -> Option<(T, Option<(Time, u64)>)> {
         let s = self.q.pop_front()?;
         let next = self.q.front().map(|n| {
             let k = if n.dt == WIDE && n.ds == WIDE {
-                self.wide.pop_front().expect("a wide slot has its key aside")
+                wide.pop_front().expect("a wide slot has its key aside")
             } else {
                 (Time(self.head.0.0 + u64::from(n.dt)), self.head.1 + u64::from(n.ds))
             };
@@ -104,6 +110,7 @@ mod tests {
     #[test]
     fn keys_round_trip_including_wide_steps() {
         let mut f: KeyedFifo<u32> = KeyedFifo::default();
+        let mut w = WideKeys::new();
         let mut e: crate::engine::Fifo<u32> = crate::engine::Fifo::default();
         let keys = [
             (10, 1),
@@ -115,22 +122,23 @@ mod tests {
         ];
         let mut popped = 0;
         for (i, &(t, s)) in keys.iter().enumerate() {
-            assert_eq!(f.push(Time(t), s, i as u32), e.push(Time(t), s, i as u32));
+            assert_eq!(f.push(&mut w, Time(t), s, i as u32), e.push(Time(t), s, i as u32));
             if i == 2 {
                 // Drain one midway: the head moves through whole and stepped keys.
-                assert_eq!(f.pop(), e.pop());
+                assert_eq!(f.pop(&mut w), e.pop());
                 popped += 1;
             }
         }
-        while let Some(got) = f.pop() {
+        assert_eq!(w.len(), 2, "two steps too wide for 32 bits");
+        while let Some(got) = f.pop(&mut w) {
             assert_eq!(Some(got), e.pop());
             popped += 1;
         }
         assert_eq!(popped, keys.len());
         assert!(e.pop().is_none());
-        assert!(f.wide.is_empty());
+        assert!(w.is_empty());
         // Empty again: the next push is a fresh head.
-        assert!(f.push(Time(7), 3, 99));
-        assert_eq!(f.pop(), Some((99, None)));
+        assert!(f.push(&mut w, Time(7), 3, 99));
+        assert_eq!(f.pop(&mut w), Some((99, None)));
     }
 }

@@ -49,7 +49,7 @@ use crate::roce::buffer::{Admit, Mmu, MmuConfig, MmuDrop, NPRIO, QosMaps, Schedu
 use crate::roce::dcqcn::{CnpPacer, DcqcnParams, ReactionPoint, Red};
 use crate::roce::dctcp::DctcpRp;
 use crate::roce::ecmp::{EcmpTable, FlowKey, HashConfig, HashFn, field, host_ip};
-use crate::roce::fifo::KeyedFifo;
+use crate::roce::fifo::{KeyedFifo, WideKeys};
 use crate::roce::hpcc::{FctRecord, PfcRecord};
 use crate::roce::hpcc_cc::{HpccRp, INT_BYTES, IntHop, IntStore};
 use crate::roce::pfc::{PauseFrame, PauseGen, PauseMode, PausedTx, QueueSample, Watchdog, WdAction, WdConfig, WdEvent};
@@ -726,6 +726,8 @@ pub struct RoceSim {
     peer: Vec<u32>,
     /// Packets on each link direction (24-byte entries: see [`KeyedFifo`]).
     link_fifo: Vec<KeyedFifo<Pkt>>,
+    /// Each link FIFO's keys too wide for its 32-bit steps (see [`KeyedFifo`]).
+    link_wide: Vec<WideKeys>,
     /// Node → switch or NIC index.
     role: Vec<(bool, u32)>,
     switches: Vec<Switch>,
@@ -1120,6 +1122,7 @@ impl RoceSim {
             live: 0,
             maps,
             link_fifo: vec![KeyedFifo::default(); ports.len()],
+            link_wide: vec![WideKeys::new(); ports.len()],
             port_base,
             ports,
             pc,
@@ -1791,7 +1794,8 @@ impl RoceSim {
     fn dispatch(&mut self, t: Time, ev: Ev) -> Option<RoceStatus> {
         match ev {
             Ev::Arrive { dir } => {
-                let (p, next) = self.link_fifo[dir as usize].pop().expect("FIFO head");
+                let d = dir as usize;
+                let (p, next) = self.link_fifo[d].pop(&mut self.link_wide[d]).expect("FIFO head");
                 if let Some((nt, ns)) = next {
                     self.push_ev_seq(nt, ns, Ev::Arrive { dir });
                 }
@@ -2088,7 +2092,7 @@ impl RoceSim {
             Some(why) => self.drop_pkt(p, why),
             None => {
                 let seq = self.q.next_seq();
-                if self.link_fifo[g].push(arrive, seq, p) {
+                if self.link_fifo[g].push(&mut self.link_wide[g], arrive, seq, p) {
                     self.push_ev_seq(arrive, seq, Ev::Arrive { dir: gp });
                 }
             }
