@@ -108,7 +108,7 @@ pub(crate) fn find(sim: &Sim) -> Option<DeadlockReport> {
             for ovl in 0..nvl {
                 let q = &sim.oq[og * (nvl + 1) + ovl];
                 if q.iter(&sim.pkts)
-                    .any(|p| sim.pkts[p].in_gp == pg && sim.pkts[p].in_vl as usize == vl)
+                    .any(|p| sim.pkts[p].in_link == gp as u32 && sim.pkts[p].in_vl as usize == vl)
                 {
                     out.push(idx(og, ovl));
                 }

@@ -368,17 +368,17 @@ impl Sim {
             let pm = &mut pkts[p];
             pm.hops = pm.hops.saturating_add(1);
             pm.tail_at = end + prop;
-            pm.in_gp = NONE;
+            pm.in_link = NONE;
             pm.seq = seq;
         }
         if pt.fifo.push(pkts, p) {
             q.push_seq(arrive, seq, Event::Arrive { dir: gp });
         }
         debug_assert_eq!(self.arrival_time(gp, &self.pkts[p]), arrive);
-        if pk.in_gp != NONE {
+        if pk.in_link != NONE {
             // The packet leaves the switch input buffer it sat in once its last byte
             // is out; its credits travel back over the input link.
-            self.release_input(pk.in_gp, pk.in_vl, nb, vl15, end);
+            self.release_input(pk.in_link, pk.in_vl, nb, vl15, end);
             if !vl15 {
                 self.arb_charge(gp, u32::from(pk.wire));
             }
@@ -449,18 +449,19 @@ impl Sim {
         }
     }
 
-    /// Free `nb` blocks of input buffer (`in_gp`, `vl`) at time `at` and send the
-    /// credits back to the upstream transmitter.
+    /// Free `nb` blocks of the input buffer (VL `vl`) that link `link` (named by
+    /// its transmitting port) fills, at time `at`, and send the credits back
+    /// over it. Only the link's own record is read: the input port is its peer.
     #[inline]
-    pub(crate) fn release_input(&mut self, in_gp: u32, vl: u8, nb: u32, vl15: bool, at: Time) {
+    pub(crate) fn release_input(&mut self, link: u32, vl: u8, nb: u32, vl15: bool, at: Time) {
         if vl15 {
             return;
         }
-        let i = in_gp as usize;
-        let ui = i * self.nvl + vl as usize;
+        let l = &self.ports[link as usize];
+        let (in_gp, prop) = (l.peer, l.prop);
+        let ui = in_gp as usize * self.nvl + vl as usize;
         self.in_buf[ui].used -= nb;
-        let up = self.ports[i].peer;
-        self.push_credit(up, at + self.ports[i].prop, vl, nb);
+        self.push_credit(link, at + prop, vl, nb);
     }
 
     /// An end node consumed (or dropped) packet `p` that came in at `in_gp`: its

@@ -149,9 +149,10 @@ pub struct Packet {
     pub payload: u32,
     /// Bytes on the wire.
     pub wire: u32,
-    /// Global port id of the input port at the switch holding the packet
-    /// (`u32::MAX` at an end node).
-    pub in_gp: u32,
+    /// The link the packet came over into the switch holding it, named by its
+    /// transmitting port's global id (`u32::MAX` at an end node); the input
+    /// port is that port's peer.
+    pub in_link: u32,
     /// When the packet's last byte reaches the node holding it.
     pub tail_at: Time,
     /// BTH opcode, stored as [`Opcode`].
@@ -179,8 +180,8 @@ pub(crate) struct PktHot {
     pub(crate) seq: u64,
     /// The next packet in the same queue ([`crate::sim::NONE`] at the tail).
     pub(crate) next: u32,
-    /// See [`Packet::in_gp`].
-    pub(crate) in_gp: u32,
+    /// See [`Packet::in_link`].
+    pub(crate) in_link: u32,
     /// Bytes on the wire (at most MTU 4096 plus headers).
     pub(crate) wire: u16,
     pub(crate) dlid: u16,
@@ -240,7 +241,7 @@ impl Packets {
             tail_at: pk.tail_at,
             seq: 0,
             next: crate::sim::NONE,
-            in_gp: pk.in_gp,
+            in_link: pk.in_link,
             wire: pk.wire as u16,
             dlid: pk.dlid,
             vl: pk.vl,
@@ -301,7 +302,7 @@ impl Packets {
             psn: c.psn,
             payload: c.payload,
             wire: u32::from(h.wire),
-            in_gp: h.in_gp,
+            in_link: h.in_link,
             tail_at: h.tail_at,
             opcode: c.opcode,
             sl: c.sl,
@@ -364,7 +365,7 @@ mod tests {
             psn: 17,
             payload: 4096,
             wire: 4138,
-            in_gp: 19,
+            in_link: 19,
             tail_at: Time(23),
             opcode: Opcode::WriteFirst,
             sl: 2,

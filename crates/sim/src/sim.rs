@@ -217,7 +217,10 @@ pub(crate) struct PortHot {
     pub(crate) fifo: PktList,
     /// Peer global port, or [`NONE`] when uncabled.
     pub(crate) peer: u32,
-    pub(crate) port_node: u32,
+    /// The peer's node: an arrival reads it (and `peer_model`) here, on the
+    /// record of the link it came over, and never touches the receiving
+    /// port's own record.
+    pub(crate) peer_node: u32,
     /// Packets queued at this (switch) output.
     pub(crate) oq_len: u32,
     /// Blocks the head packet needs when `starved` (0 = unknown: wake on any return).
@@ -239,6 +242,7 @@ pub(crate) struct PortHot {
     pub(crate) tx_bytes: u64,
     /// Packets sent (wraps after 2^32; a 400 Gb/s port needs minutes of 4 KiB packets).
     pub(crate) tx_pkts: u32,
+    pub(crate) port_node: u32,
 }
 
 const _: () = assert!(std::mem::size_of::<PortHot>() == 128);
@@ -368,6 +372,7 @@ impl Sim {
                 prop: Time::ZERO,
                 fifo: PktList::default(),
                 peer: NONE,
+                peer_node: NONE,
                 port_node: port_node[g],
                 tx_bytes: 0,
                 tx_pkts: 0,
@@ -407,7 +412,8 @@ impl Sim {
         for g in 0..np {
             ports[g].model = node_model[port_node[g] as usize];
             if ports[g].peer != NONE {
-                ports[g].peer_model = node_model[port_node[ports[g].peer as usize] as usize];
+                ports[g].peer_node = port_node[ports[g].peer as usize];
+                ports[g].peer_model = node_model[ports[g].peer_node as usize];
             }
         }
 
@@ -645,7 +651,7 @@ impl Sim {
                     let nt = self.arrival_time(dir, &self.pkts[next]);
                     self.q.replace_first(nt, self.pkts[next].seq, ev);
                 }
-                self.dispatch_arrival(self.ports[dir as usize].peer, p);
+                self.dispatch_arrival(dir, p);
                 continue;
             }
             self.q.pop_first();
@@ -716,11 +722,14 @@ impl Sim {
         }
     }
 
-    /// A packet reaches input port `in_gp`: hand it to the node's model.
+    /// A packet comes off link direction `dir`: hand it to the receiving
+    /// node's model.
     #[inline]
-    fn dispatch_arrival(&mut self, in_gp: u32, p: PacketId) {
-        match self.ports[in_gp as usize].model {
-            NodeModel::IbSwitch => self.switch_arrive(in_gp, p),
+    fn dispatch_arrival(&mut self, dir: u32, p: PacketId) {
+        let link = &self.ports[dir as usize];
+        let in_gp = link.peer;
+        match link.peer_model {
+            NodeModel::IbSwitch => self.switch_arrive(dir, in_gp, link.peer_node as usize, p),
             NodeModel::IbHca => self.hca_arrive(in_gp, p),
             NodeModel::None => {
                 self.return_credits_now(in_gp, p);

@@ -609,7 +609,7 @@ impl Sim {
             src_qp: qp,
             sl,
             vl,
-            in_gp: NONE,
+            in_link: NONE,
             flags: if grh { flag::GRH } else { 0 },
             ..Packet::default()
         };
@@ -863,7 +863,7 @@ impl Sim {
             psn: pk.psn,
             payload: 0,
             wire,
-            in_gp: NONE,
+            in_link: NONE,
             opcode: Opcode::Acknowledge,
             sl: q.sl,
             vl: q.vl,

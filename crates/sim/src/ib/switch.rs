@@ -130,9 +130,8 @@ impl Sim {
     }
 
     /// A packet (its header, for cut-through) arrives at switch input `in_gp`.
-    pub(crate) fn switch_arrive(&mut self, in_gp: u32, p: PacketId) {
+    pub(crate) fn switch_arrive(&mut self, link: u32, in_gp: u32, node: usize, p: PacketId) {
         let i = in_gp as usize;
-        let node = self.ports[i].port_node as usize;
         let nvl = self.nvl;
         let pk = self.pkts[p];
         let vl15 = pk.flags & flag::VL15 != 0;
@@ -145,7 +144,7 @@ impl Sim {
         }
         {
             let pm = &mut self.pkts[p];
-            pm.in_gp = in_gp;
+            pm.in_link = link;
             pm.in_vl = pk.vl;
         }
         let out = if pk.hops > self.ib.hop_limit {
@@ -179,7 +178,7 @@ impl Sim {
             Err(why) => {
                 // A management packet for the switch itself is consumed here.
                 let to_self = vl15 && self.tables.lid_of(fabric::NodeId(node as u32), 0) == Some(Lid(pk.dlid));
-                self.release_input(in_gp, pk.vl, nb, vl15, self.now);
+                self.release_input(link, pk.vl, nb, vl15, self.now);
                 if to_self {
                     self.deliver_packet(p);
                 } else {
