@@ -292,7 +292,8 @@ pub struct Sim {
     /// Number of data VLs modelled.
     pub(crate) nvl: usize,
     /// Credits (64-byte blocks) this port may still send into the peer's buffer,
-    /// `[gp * nvl + vl]`.
+    /// `[gp * nvl + vl]` for VLs 1 and up; VL 0's sit in the port record
+    /// ([`crate::net::CreditRing::vl0`]), so slot `gp * nvl` is unused.
     pub(crate) credits: Vec<i32>,
     /// Credit returns (arrival, vl, blocks) beyond the six a port record holds, `[gp]` (see [`crate::net::CreditRing`]).
     pub(crate) credit_spill: Vec<VecDeque<(Time, u8, u32)>>,
@@ -445,7 +446,8 @@ impl Sim {
                 NodeModel::IbSwitch => ib.switch_buffer_bytes_per_vl,
                 _ => ib.hca_buffer_bytes_per_vl,
             };
-            for vl in 0..nvl {
+            ports[gp].cred.vl0 = (buf / 64) as i32;
+            for vl in 1..nvl {
                 credits[gp * nvl + vl] = (buf / 64) as i32;
             }
         }

@@ -544,7 +544,7 @@ impl Sim {
 
     #[inline]
     fn has_credit(&self, gp: u32, vl: u8, wire: u32, vl15: bool) -> bool {
-        vl15 || self.credits[gp as usize * self.nvl + vl as usize] >= blocks(wire) as i32
+        vl15 || self.held(gp as usize, vl as usize) >= blocks(wire) as i32
     }
 
     /// The next packet for CA port `gp`: ACKs first, then the active QPs strictly

@@ -233,7 +233,7 @@ impl Sim {
         self.absorb_credits(og);
         self.ports[g].starved = false;
         let pk = &self.pkts[p];
-        if self.credits[g] < pk.blocks() as i32 {
+        if self.held(g, 0) < pk.blocks() as i32 {
             return false;
         }
         // Cut-through must not underrun: the last byte cannot leave before it arrives.
