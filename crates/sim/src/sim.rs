@@ -196,11 +196,14 @@ pub enum NodeModel {
 }
 
 /// The per-port state the hot path touches: one 128-byte aligned pair of cache
-/// lines. The first holds what an arrival and a send read (line state, the
-/// packets on the link, the peer); the second the credit returns on their way
-/// and the send counters, which a transmitter touches together when it looks.
-/// Each array kept apart from this record costs the hop a cache miss of its own
-/// (cachegrind: about one L1 miss per separate per-port array per hop).
+/// lines, also the record of the link this port transmits on. The first holds
+/// what an arrival and a send read (line state, the packets on the link, the
+/// peer's port, node and model); the second the credits (VL 0's count and the
+/// returns on their way) and the send counters, which a transmitter touches
+/// together when it looks and a released buffer slot touches when it returns
+/// credits over the link. Each array kept apart from this record costs the hop
+/// a cache miss of its own (cachegrind: about one L1 miss per separate per-port
+/// array per hop).
 #[derive(Clone, Copy, Debug)]
 #[repr(C, align(128))]
 pub(crate) struct PortHot {
@@ -242,6 +245,7 @@ pub(crate) struct PortHot {
     pub(crate) tx_bytes: u64,
     /// Packets sent (wraps after 2^32; a 400 Gb/s port needs minutes of 4 KiB packets).
     pub(crate) tx_pkts: u32,
+    /// This port's node (reports, deadlock search, adaptive routing; not the hop).
     pub(crate) port_node: u32,
 }
 
