@@ -617,6 +617,8 @@ struct Switch {
     mmu: Mmu,
     /// Egress queues `[local_port * 8 + q]`.
     q: Vec<VecDeque<Queued>>,
+    /// Packets sent per egress queue, `[q * nports + local_port]` (queue-major: the
+    /// data queue's counters of all ports share a few lines).
     q_tx: Vec<u64>,
     sched: Vec<Scheduler>,
     wd: Vec<Watchdog>,
@@ -2424,7 +2426,8 @@ impl RoceSim {
         let qlen = s.mmu.egress_bytes(port, q as u8);
         let mut p = e.p;
         p.set(Pkt::WD_FWD, forward && s.wd_stormed[qi]);
-        s.q_tx[qi] += 1;
+        let nports = s.q_tx.len() / NPRIO;
+        s.q_tx[q * nports + port] += 1;
         let pk = p;
         // RED/ECN at dequeue on the egress queue's bytes (HPCC ns-3).
         if pk.kind == Kind::Data || (pk.kind == Kind::TcpData && self.tcp.ect()) {
@@ -2957,7 +2960,7 @@ impl RoceSim {
                     let pt = &self.pc[gp as usize];
                     let sample = QueueSample {
                         occupancy_bytes: self.switches[si].mmu.egress_bytes(port, q as u8),
-                        tx_pkts: self.switches[si].q_tx[qi],
+                        tx_pkts: self.switches[si].q_tx[q * nports + port],
                         pfc_rx_frames: pt.paused.frames[q],
                         paused_ps: pt.paused.paused_total(now, q as u8),
                     };
@@ -3083,7 +3086,8 @@ impl RoceSim {
     fn queue_sent(&self, gp: u32, q: u8) -> u64 {
         let p = &self.ports[gp as usize];
         let si = self.role[p.node as usize].1;
-        self.switches[si as usize].q_tx[usize::from(p.num) * NPRIO + usize::from(q)]
+        let q_tx = &self.switches[si as usize].q_tx;
+        q_tx[usize::from(q) * (q_tx.len() / NPRIO) + usize::from(p.num)]
     }
 }
 
