@@ -1797,7 +1797,7 @@ impl RoceSim {
     }
 
     /// Handle one event; `Some` ends the run.
-    #[inline]
+    #[inline(always)]
     fn dispatch(&mut self, t: Time, ev: Ev) -> Option<RoceStatus> {
         match ev {
             Ev::Arrive { dir } => {
