@@ -1961,6 +1961,7 @@ impl RoceSim {
         self.live -= 1;
     }
 
+    #[inline(always)]
     fn schedule_wake(&mut self, gp: u32, t: Time) {
         let p = &mut self.ports[gp as usize];
         if t < p.wake_at {
@@ -2425,6 +2426,7 @@ impl RoceSim {
     /// The dequeue-time work of switch `si` for packet `p` leaving egress queue
     /// (`port`, `q`) through `gp` now: watchdog mark, RED/ECN on the queue's
     /// bytes, MMU release, HPCC INT, XON re-check.
+    #[inline(always)]
     fn switch_dequeued(&mut self, si: u32, gp: u32, port: usize, q: usize, e: Queued) -> Pkt {
         let now = self.now;
         let forward = self.wd_forward;
