@@ -351,9 +351,12 @@ pub struct Mmu {
     nports: usize,
     shared_size: u64,
     shared_used: u64,
-    /// Ingress (port, PG) accounting, `[port * 8 + pg]`: one record per PG so an
-    /// admission touches one cache line.
+    /// Ingress (port, PG) accounting, `[pg * nports + port]`: one record per PG so an
+    /// admission touches one record, and PG-major so the records of the one or two
+    /// PGs that carry traffic sit together (a few lines per switch, not one per port).
     pg: Vec<PgUse>,
+    /// Bytes queued at egress (port, queue), `[queue * nports + port]` (queue-major,
+    /// like `pg`).
     egress: Vec<u64>,
     /// Drops by reason: [lossy over threshold, headroom overflow].
     pub drops: [u64; 2],
@@ -382,6 +385,12 @@ impl Mmu {
         }
     }
 
+    /// Index of (port, PG or queue) in `pg` and `egress`.
+    #[inline]
+    fn idx(&self, port: usize, c: u8) -> usize {
+        usize::from(c) * self.nports + port
+    }
+
     /// The configuration.
     pub fn config(&self) -> &MmuConfig {
         &self.cfg
@@ -406,19 +415,19 @@ impl Mmu {
 
     /// Bytes held by ingress (port, PG): (reserved, shared, headroom).
     pub fn pg_use(&self, port: usize, pg: u8) -> (u64, u64, u64) {
-        let i = port * NPRIO + usize::from(pg);
+        let i = self.idx(port, pg);
         (self.pg[i].reserved, self.pg[i].shared, self.pg[i].headroom)
     }
 
     /// Is XOFF asserted for ingress (port, PG)?
     pub fn pg_paused(&self, port: usize, pg: u8) -> bool {
-        self.pg[port * NPRIO + usize::from(pg)].paused
+        self.pg[self.idx(port, pg)].paused
     }
 
     /// Bytes queued at egress (port, queue).
     #[inline]
     pub fn egress_bytes(&self, port: usize, q: u8) -> u64 {
-        self.egress[port * NPRIO + usize::from(q)]
+        self.egress[self.idx(port, q)]
     }
 
     /// Admit a packet of `bytes` arriving on `in_port` in `pg`, bound for egress
@@ -426,7 +435,8 @@ impl Mmu {
     #[inline]
     pub fn admit(&mut self, in_port: usize, pg: u8, out_port: usize, queue: u8, bytes: u32) -> Admit {
         debug_assert!(in_port < self.nports && out_port < self.nports);
-        let i = in_port * NPRIO + usize::from(pg);
+        let i = self.idx(in_port, pg);
+        let e = self.idx(out_port, queue);
         let b = u64::from(bytes);
         let lossless = self.cfg.maps.lossless(pg);
         let th_shift = self.cfg.dynamic_th.get(in_port).copied().unwrap_or(0);
@@ -466,7 +476,7 @@ impl Mmu {
         u.headroom += u64::from(charge.headroom);
         self.shared_used += u64::from(charge.shared);
         self.peak_shared = self.peak_shared.max(self.shared_used);
-        self.egress[out_port * NPRIO + usize::from(queue)] += b;
+        self.egress[e] += b;
         let mut xoff = false;
         if lossless && !u.paused {
             // HPCC ns-3 CheckShouldPause: headroom in use, or shared use at the
@@ -485,7 +495,8 @@ impl Mmu {
     /// (send XON).
     #[inline]
     pub fn release(&mut self, in_port: usize, pg: u8, out_port: usize, queue: u8, bytes: u32) -> bool {
-        let i = in_port * NPRIO + usize::from(pg);
+        let i = self.idx(in_port, pg);
+        let e = self.idx(out_port, queue);
         // Free headroom first, then shared, then reserve (HPCC ns-3
         // RemoveFromIngressAdmission), so a paused PG drains its headroom first.
         let u = &mut self.pg[i];
@@ -500,7 +511,6 @@ impl Mmu {
         u.reserved -= r;
         let paused = u.paused;
         self.shared_used -= s;
-        let e = out_port * NPRIO + usize::from(queue);
         self.egress[e] = self.egress[e].saturating_sub(u64::from(bytes));
         paused && self.check_resume(in_port, pg)
     }
@@ -508,7 +518,7 @@ impl Mmu {
     /// Should paused ingress (port, PG) resume now? Clears the paused flag if so
     /// (HPCC ns-3 CheckShouldResume: headroom empty and shared + resume offset ≤ T).
     pub fn check_resume(&mut self, port: usize, pg: u8) -> bool {
-        let i = port * NPRIO + usize::from(pg);
+        let i = self.idx(port, pg);
         if !self.pg[i].paused {
             return false;
         }

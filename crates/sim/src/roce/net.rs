@@ -615,12 +615,17 @@ struct Switch {
     /// This switch's DSCP → TC → PG/queue maps (a misconfigured hop differs).
     maps: QosMaps,
     mmu: Mmu,
-    /// Egress queues `[local_port * 8 + q]`.
+    /// Ports.
+    nports: usize,
+    /// Egress queues `[q * nports + local_port]` (queue-major: the data queue's
+    /// ring headers of all ports share a few lines).
     q: Vec<VecDeque<Queued>>,
+    /// Packets sent per egress queue, `[q * nports + local_port]` (queue-major: the
+    /// data queue's counters of all ports share a few lines).
     q_tx: Vec<u64>,
     sched: Vec<Scheduler>,
     wd: Vec<Watchdog>,
-    /// Watchdog action in force per `[port * 8 + q]`.
+    /// Watchdog action in force per `[q * nports + port]`.
     wd_stormed: Vec<bool>,
     hash: HashConfig,
     red: Vec<Option<Red>>,
@@ -987,6 +992,7 @@ impl RoceSim {
                     let wd = cfg.watchdog.unwrap_or_default();
                     switches.push(Switch {
                         node: i as u32,
+                        nports: np,
                         maps: mc.maps.clone(),
                         mmu: Mmu::new(mc, np),
                         q: vec![VecDeque::new(); np * NPRIO],
@@ -1489,16 +1495,17 @@ impl RoceSim {
                     sw.mmu.threshold(usize::from(p))
                 );
             }
-            for (qi, q) in sw.q.iter().enumerate() {
+            for (port, c) in (0..sw.nports).flat_map(|p| (0..NPRIO).map(move |c| (p, c))) {
+                let q = &sw.q[c * sw.nports + port];
                 if !q.is_empty() {
-                    let gp = self.port_base[sw.node as usize] + (qi / NPRIO) as u32;
+                    let gp = self.port_base[sw.node as usize] + port as u32;
                     let _ = writeln!(
                         s,
                         "  port {} q{}: {} pkts, paused {}",
-                        qi / NPRIO,
-                        qi % NPRIO,
+                        port,
+                        c,
                         q.len(),
-                        self.pc[gp as usize].paused.is_paused(self.now, (qi % NPRIO) as u8)
+                        self.pc[gp as usize].paused.is_paused(self.now, c as u8)
                     );
                 }
             }
@@ -1790,7 +1797,7 @@ impl RoceSim {
     }
 
     /// Handle one event; `Some` ends the run.
-    #[inline]
+    #[inline(always)]
     fn dispatch(&mut self, t: Time, ev: Ev) -> Option<RoceStatus> {
         match ev {
             Ev::Arrive { dir } => {
@@ -1954,6 +1961,7 @@ impl RoceSim {
         self.live -= 1;
     }
 
+    #[inline(always)]
     fn schedule_wake(&mut self, gp: u32, t: Time) {
         let p = &mut self.ports[gp as usize];
         if t < p.wake_at {
@@ -1975,7 +1983,7 @@ impl RoceSim {
         let num = usize::from(port.num);
         let mask = port.qmask;
         if mask != 0 {
-            if let Some(front) = s.q[num * NPRIO + mask.trailing_zeros() as usize].front() {
+            if let Some(front) = s.q[mask.trailing_zeros() as usize * s.nports + num].front() {
                 prefetch(front);
             }
         }
@@ -2296,7 +2304,7 @@ impl RoceSim {
             return;
         };
         let s = &mut self.switches[si as usize];
-        let qi = usize::from(out) * NPRIO + usize::from(queue);
+        let qi = usize::from(queue) * s.nports + usize::from(out);
         // The configuration first: without a dropping watchdog the per-queue flag
         // (a line of its own) is not read.
         if self.wd_drop && s.wd_stormed[qi] {
@@ -2357,8 +2365,9 @@ impl RoceSim {
         let any_paused = self.ports[gp as usize].pause_max > now;
         let paused = &self.pc[gp as usize].paused;
         let stormed = &s.wd_stormed;
+        let nports = s.nports;
         // PFC priority p pauses queue p (SONiC MAP_PFC_PRIORITY_TO_QUEUE AZURE is identity).
-        let blocked = |q: usize| any_paused && paused.until(q as u8) > now && !(forward && stormed[port * NPRIO + q]);
+        let blocked = |q: usize| any_paused && paused.until(q as u8) > now && !(forward && stormed[q * nports + port]);
         let chosen = if mask.is_power_of_two() {
             // Fast path: one non-empty queue needs no arbitration.
             let q = mask.trailing_zeros() as usize;
@@ -2366,7 +2375,7 @@ impl RoceSim {
         } else {
             let qs = &s.q;
             s.sched[port].pick(|q| {
-                let p = qs[port * NPRIO + q].front()?;
+                let p = qs[q * nports + port].front()?;
                 if blocked(q) {
                     return None;
                 }
@@ -2383,7 +2392,7 @@ impl RoceSim {
             }
             return Err(wait);
         };
-        let qi = port * NPRIO + q;
+        let qi = q * nports + port;
         let p = s.q[qi].pop_front().expect("picked");
         if s.q[qi].is_empty() {
             self.ports[gp as usize].qmask &= !(1 << q);
@@ -2410,17 +2419,19 @@ impl RoceSim {
         }
         // Paused, unless a forwarding watchdog ignores pauses on this queue.
         let (_, si) = self.role[port.node as usize];
-        self.wd_forward && self.switches[si as usize].wd_stormed[usize::from(port.num) * NPRIO + usize::from(q)]
+        let s = &self.switches[si as usize];
+        self.wd_forward && s.wd_stormed[usize::from(q) * s.nports + usize::from(port.num)]
     }
 
     /// The dequeue-time work of switch `si` for packet `p` leaving egress queue
     /// (`port`, `q`) through `gp` now: watchdog mark, RED/ECN on the queue's
     /// bytes, MMU release, HPCC INT, XON re-check.
+    #[inline(always)]
     fn switch_dequeued(&mut self, si: u32, gp: u32, port: usize, q: usize, e: Queued) -> Pkt {
         let now = self.now;
         let forward = self.wd_forward;
         let s = &mut self.switches[si as usize];
-        let qi = port * NPRIO + q;
+        let qi = q * s.nports + port;
         let qlen = s.mmu.egress_bytes(port, q as u8);
         let mut p = e.p;
         p.set(Pkt::WD_FWD, forward && s.wd_stormed[qi]);
@@ -2953,7 +2964,9 @@ impl RoceSim {
                     if !self.maps.lossless(q as u8) {
                         continue;
                     }
-                    let qi = port * NPRIO + q;
+                    // The watchdogs are port-major, the queues and flags queue-major.
+                    let wi = port * NPRIO + q;
+                    let qi = q * nports + port;
                     let pt = &self.pc[gp as usize];
                     let sample = QueueSample {
                         occupancy_bytes: self.switches[si].mmu.egress_bytes(port, q as u8),
@@ -2961,7 +2974,7 @@ impl RoceSim {
                         pfc_rx_frames: pt.paused.frames[q],
                         paused_ps: pt.paused.paused_total(now, q as u8),
                     };
-                    let Some(ev) = self.switches[si].wd[qi].poll(sample) else {
+                    let Some(ev) = self.switches[si].wd[wi].poll(sample) else {
                         continue;
                     };
                     self.wd_log.push((
@@ -3019,7 +3032,7 @@ impl RoceSim {
                 let gp = base + port as u32;
                 for q in 0..NPRIO {
                     if !self.maps.lossless(q as u8)
-                        || s.q[port * NPRIO + q].is_empty()
+                        || s.q[q * nports + port].is_empty()
                         || !self.pc[gp as usize].paused.is_paused(now, q as u8)
                     {
                         continue;
@@ -3037,7 +3050,7 @@ impl RoceSim {
                     let pbase = self.port_base[pn as usize];
                     for (qi, qq) in ps.q.iter().enumerate() {
                         if qq.iter().any(|p| p.in_port == in_num) {
-                            edges.push((gp, pbase + (qi / NPRIO) as u32, q as u8));
+                            edges.push((gp, pbase + (qi % ps.nports) as u32, q as u8));
                         }
                     }
                 }
@@ -3083,7 +3096,8 @@ impl RoceSim {
     fn queue_sent(&self, gp: u32, q: u8) -> u64 {
         let p = &self.ports[gp as usize];
         let si = self.role[p.node as usize].1;
-        self.switches[si as usize].q_tx[usize::from(p.num) * NPRIO + usize::from(q)]
+        let s = &self.switches[si as usize];
+        s.q_tx[usize::from(q) * s.nports + usize::from(p.num)]
     }
 }
 
