@@ -278,12 +278,6 @@ impl Packets {
         self.free.push(p);
     }
 
-    /// The per-hop half of `p`.
-    #[inline(always)]
-    pub(crate) fn hot_ref(&self, p: crate::engine::PacketId) -> &PktHot {
-        &self.hot[p as usize]
-    }
-
     /// The transport fields of `p`.
     #[inline]
     pub(crate) fn cold(&self, p: crate::engine::PacketId) -> &PktCold {

@@ -720,7 +720,7 @@ impl Sim {
         if let Some((_, Event::Arrive { dir })) = self.q.peek_ahead(1) {
             let pt = &self.ports[dir as usize];
             if pt.fifo.head != NONE {
-                prefetch(self.pkts.hot_ref(pt.fifo.head));
+                prefetch(&self.pkts[pt.fifo.head]);
             }
             if pt.peer != NONE {
                 prefetch(&self.ports[pt.peer as usize]);

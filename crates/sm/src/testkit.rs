@@ -284,6 +284,19 @@ pub fn random_irregular(seed: u64, switches: usize, extra: usize, cas: usize) ->
     f
 }
 
+/// libumad2sim.so (Debian `libumad2sim0`), if installed: the `LD_PRELOAD` that
+/// puts a umad program on an ibsim fabric.
+pub fn umad2sim() -> Option<std::path::PathBuf> {
+    [
+        "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so",
+        "/usr/lib/aarch64-linux-gnu/umad2sim/libumad2sim.so",
+        "/usr/lib/umad2sim/libumad2sim.so",
+    ]
+    .iter()
+    .map(std::path::PathBuf::from)
+    .find(|p| p.exists())
+}
+
 /// The shared-formats directory (`../shared/formats` from the workspace root, or
 /// `$RDMALAB_SHARED/formats` when that variable is set, e.g. in a worktree elsewhere).
 pub fn shared_formats() -> std::path::PathBuf {

@@ -5,22 +5,11 @@
 //! all three; the library-level tests of the same driver are in `crates/sm/tests/it`.
 
 use std::io::Read as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::{err, out, rdmalab};
-
-fn umad2sim() -> Option<PathBuf> {
-    [
-        "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so",
-        "/usr/lib/aarch64-linux-gnu/umad2sim/libumad2sim.so",
-        "/usr/lib/umad2sim/libumad2sim.so",
-    ]
-    .iter()
-    .map(PathBuf::from)
-    .find(|p| p.exists())
-}
 
 fn on_path(prog: &str) -> bool {
     std::env::var_os("PATH").is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(prog).exists()))
@@ -63,7 +52,7 @@ fn start_ibsim(dir: &Path, net: &Path, sock: &str) -> Ibsim {
 
 #[test]
 fn sm_run_umad_ibsim_brings_up_a_generated_fat_tree_and_ibnetdiscover_agrees() {
-    let Some(preload) = umad2sim() else {
+    let Some(preload) = sm::testkit::umad2sim() else {
         panic!("libumad2sim.so not found: install libumad2sim0 (scripts/test does)");
     };
     assert!(

@@ -12,7 +12,8 @@
 //! ```
 //!
 //! It is a sibling of the InfiniBand [`crate::Sim`]: the same engine parts
-//! ([`PackedQueue`], [`Fifo`], [`Slab`], [`TraceHash`], [`Time`]) with its own closed
+//! ([`PackedQueue`], [`Slab`], [`TraceHash`], [`Time`]; its link FIFOs are
+//! [`super::fifo::KeyedFifo`], a denser form of the engine's `Fifo`) with its own closed
 //! event enum, because nothing of the IB credit path applies to a lossy-or-PFC
 //! Ethernet link. Switches are store-and-forward.
 //!

@@ -3,6 +3,7 @@
 use fabric::{Fabric, FlatFabric};
 use sm::lids;
 use sm::routing::{self, EngineKind, RouteOptions, RouteOutcome};
+use sm::testkit::umad2sim;
 use sm::{RoutingTables, Validation, validate};
 
 pub fn read_net(name: &str) -> Fabric {
@@ -43,18 +44,6 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::{Duration, Instant};
-
-/// libumad2sim.so, if installed.
-pub fn umad2sim() -> Option<PathBuf> {
-    [
-        "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so",
-        "/usr/lib/aarch64-linux-gnu/umad2sim/libumad2sim.so",
-        "/usr/lib/umad2sim/libumad2sim.so",
-    ]
-    .iter()
-    .map(PathBuf::from)
-    .find(|p| p.exists())
-}
 
 /// Panics naming the Debian packages missing among ibsim, libumad2sim, OpenSM and
 /// infiniband-diags (scripts/test installs them all).
@@ -241,6 +230,24 @@ impl Ibsim {
             .spawn()
             .expect("run rdmalab-sm-umad");
         Proc { child, log }
+    }
+
+    /// Start our SM as a daemon at CA `host` with `priority`, polling a master every
+    /// 300 ms and dumping its tables to `dump` when it programs the subnet;
+    /// `extra` adds flags.
+    pub fn spawn_sm_daemon(&self, host: &str, priority: u8, dump: &Path, extra: &[&str], name: &str) -> Proc {
+        let prio = priority.to_string();
+        let mut args = vec![
+            "--daemon",
+            "--priority",
+            prio.as_str(),
+            "--poll-ms",
+            "300",
+            "--dump",
+            dump.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        self.spawn_sm(host, &args, name)
     }
 
     /// Start OpenSM (daemon, not `-o`) at CA `host` with `priority`; its log file is

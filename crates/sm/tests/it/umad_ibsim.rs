@@ -244,19 +244,7 @@ fn umad_opensm_at_higher_priority_keeps_us_standby_until_it_dies_then_we_take_ov
     osm.wait_for("SUBNET UP", 1, UP);
     let before = parse_lfts(&lfts_via_ibroute(&sim, &f));
     let dump = sim.dir.path().join("dump");
-    let mut ours = sim.spawn_sm(
-        &ours_host,
-        &[
-            "--daemon",
-            "--priority",
-            "1",
-            "--poll-ms",
-            "300",
-            "--dump",
-            dump.to_str().unwrap(),
-        ],
-        "ours",
-    );
+    let mut ours = sim.spawn_sm_daemon(&ours_host, 1, &dump, &[], "ours");
     let log = ours.wait_for("state STANDBY", 1, UP);
     assert!(log.contains("priority 10 MASTER"), "{log}");
     // A few polls later: still standing by, nothing programmed.
@@ -296,19 +284,7 @@ fn umad_opensm_hands_over_to_us_and_stands_by_while_we_are_master() {
     let osm_lids = lids_via_ibnetdiscover(&sim);
     // We come up at priority 10: we find it MASTER, stand by, and it hands over.
     let dump = sim.dir.path().join("dump");
-    let mut ours = sim.spawn_sm(
-        &ours_host,
-        &[
-            "--daemon",
-            "--priority",
-            "10",
-            "--poll-ms",
-            "300",
-            "--dump",
-            dump.to_str().unwrap(),
-        ],
-        "ours",
-    );
+    let mut ours = sim.spawn_sm_daemon(&ours_host, 10, &dump, &[], "ours");
     let log = ours.wait_for("SUBNET UP", 1, UP);
     assert!(log.contains("HANDOVER from"), "{log}");
     let osm_log = osm.wait_for("Entering STANDBY state", 1, UP);
@@ -425,21 +401,7 @@ fn umad_opensm_arriving_later_at_higher_priority_gets_the_subnet_handed_over() {
     let c = cas(&f);
     let (ours_host, osm_host) = (f.node(c[0]).name.clone(), f.node(c[5]).name.clone());
     let dump = sim.dir.path().join("dump");
-    let mut ours = sim.spawn_sm(
-        &ours_host,
-        &[
-            "--daemon",
-            "--priority",
-            "1",
-            "--light-ms",
-            "300",
-            "--poll-ms",
-            "300",
-            "--dump",
-            dump.to_str().unwrap(),
-        ],
-        "ours",
-    );
+    let mut ours = sim.spawn_sm_daemon(&ours_host, 1, &dump, &["--light-ms", "300"], "ours");
     ours.wait_for("SUBNET UP", 1, UP);
     // OpenSM at priority 10 finds us MASTER and stands by; we find a higher SM standing
     // by and hand the subnet over; it becomes MASTER and we poll it.
