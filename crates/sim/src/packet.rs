@@ -216,8 +216,8 @@ pub(crate) struct PktCold {
 /// and the live and peak counts.
 #[derive(Debug, Default)]
 pub(crate) struct Packets {
-    hot: Vec<PktHot>,
-    cold: Vec<PktCold>,
+    hot: crate::engine::Table<PktHot>,
+    cold: crate::engine::Table<PktCold>,
     free: Vec<u32>,
     live: usize,
     peak: usize,
@@ -226,8 +226,8 @@ pub(crate) struct Packets {
 impl Packets {
     pub(crate) fn with_capacity(n: usize) -> Packets {
         Packets {
-            hot: Vec::with_capacity(n),
-            cold: Vec::with_capacity(n),
+            hot: crate::engine::Table::with_capacity(n),
+            cold: crate::engine::Table::with_capacity(n),
             ..Packets::default()
         }
     }

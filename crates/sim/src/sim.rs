@@ -17,7 +17,7 @@ use crate::SimError;
 use crate::config::{EngineConfig, IbConfig, VlArbConfig};
 use crate::deadlock::DeadlockReport;
 use crate::engine::time::Serializer;
-use crate::engine::{DropReason, Ledger, PackedQueue, PacketId, Time, TraceHash};
+use crate::engine::{DropReason, Ledger, PackedQueue, PacketId, Table, Time, TraceHash};
 use crate::ib::hca::{CaPort, Cqe, Qp};
 use crate::metrics::Stats;
 use crate::net::ArbState;
@@ -289,7 +289,7 @@ pub struct Sim {
     pub(crate) node_name: Vec<String>,
     pub(crate) port_base: Vec<u32>,
     /// Hot per-port state, one cache line per port.
-    pub(crate) ports: Vec<PortHot>,
+    pub(crate) ports: Table<PortHot>,
     pub(crate) port_bps: Vec<u64>,
 
     // Transmitters.
@@ -298,21 +298,21 @@ pub struct Sim {
     /// Credits (64-byte blocks) this port may still send into the peer's buffer,
     /// `[gp * nvl + vl]` for VLs 1 and up; VL 0's sit in the port record
     /// ([`crate::net::CreditRing::vl0`]), so slot `gp * nvl` is unused.
-    pub(crate) credits: Vec<i32>,
+    pub(crate) credits: Table<i32>,
     /// Credit returns (arrival, vl, blocks) beyond the six a port record holds, `[gp]` (see [`crate::net::CreditRing`]).
     pub(crate) credit_spill: Vec<VecDeque<(Time, u8, u32)>>,
     /// Switch output queues `[gp * (nvl + 1) + vl]`, the last one per port for VL15.
-    pub(crate) oq: Vec<PktList>,
+    pub(crate) oq: Table<PktList>,
     pub(crate) arb: Vec<ArbState>,
     /// Input buffer blocks in use and their peak, `[gp * nvl + vl]`.
-    pub(crate) in_buf: Vec<InBuf>,
+    pub(crate) in_buf: Table<InBuf>,
 
     // Routing state (data from the SM).
     /// Every switch's LFT flattened, each entry resolved to the global output
     /// port (or a `FWD_*` code): `fwd[fwd_span[node].0 + dlid]`, for LIDs below
     /// `fwd_span[node].1`.
-    pub(crate) fwd: Vec<u32>,
-    pub(crate) fwd_span: Vec<(u32, u32)>,
+    pub(crate) fwd: Table<u32>,
+    pub(crate) fwd_span: Table<(u32, u32)>,
     /// One data VL, no SL→VL tables, no adaptive routing, no congestion control:
     /// a switch may forward a packet that finds its output idle and empty
     /// without queueing it first (see `switch_arrive`).
@@ -495,16 +495,16 @@ impl Sim {
             node_model,
             node_name: fabric.nodes.iter().map(|nd| nd.name.clone()).collect(),
             port_base,
-            ports,
+            ports: ports.into(),
             port_bps,
             nvl,
-            credits,
+            credits: credits.into(),
             credit_spill: vec![VecDeque::new(); np],
-            oq: vec![PktList::default(); np * (nvl + 1)],
+            oq: vec![PktList::default(); np * (nvl + 1)].into(),
             arb: vec![ArbState::default(); np],
-            in_buf: vec![InBuf::default(); np * nvl],
-            fwd,
-            fwd_span,
+            in_buf: vec![InBuf::default(); np * nvl].into(),
+            fwd: fwd.into(),
+            fwd_span: fwd_span.into(),
             plain: false,
             sl2vl: tables.sl2vl.clone(),
             tables: tables.clone(),

@@ -5,11 +5,13 @@
 pub mod ledger;
 pub mod queue;
 pub mod store;
+pub mod table;
 pub mod time;
 pub mod trace;
 
 pub use ledger::{DropReason, Ledger, LedgerError};
 pub use queue::{EventQueue, Fifo, Packed, PackedQueue};
 pub use store::{PacketId, Slab};
+pub use table::Table;
 pub use time::Time;
 pub use trace::TraceHash;

@@ -25,6 +25,7 @@
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, VecDeque};
 
+use super::table::Table;
 use super::time::Time;
 
 /// An event that packs into 28 bits, so a whole heap entry is one `u128`:
@@ -149,8 +150,8 @@ pub struct PackedQueue<E> {
     cur_pos: usize,
     cur_slot: u64,
     /// Slot `s` (cur_slot < s < cur_slot + nslots) at index `s % nslots`.
-    wheel: Vec<Vec<u128>>,
-    occupied: Vec<u64>,
+    wheel: Table<Vec<u128>>,
+    occupied: Table<u64>,
     /// Number of wheel slots (a power of two, at least 64).
     nslots: usize,
     in_wheel: usize,
@@ -176,7 +177,7 @@ impl<E: Packed> PackedQueue<E> {
             cur_pos: 0,
             cur_slot: 0,
             wheel: (0..DEFAULT_SLOTS).map(|_| Vec::new()).collect(),
-            occupied: vec![0; DEFAULT_SLOTS / 64],
+            occupied: vec![0; DEFAULT_SLOTS / 64].into(),
             nslots: DEFAULT_SLOTS,
             in_wheel: 0,
             far: Heap4::default(),
@@ -197,7 +198,7 @@ impl<E: Packed> PackedQueue<E> {
             .clamp(64, 1 << 20);
         PackedQueue {
             wheel: (0..n).map(|_| Vec::new()).collect(),
-            occupied: vec![0; n / 64],
+            occupied: vec![0; n / 64].into(),
             nslots: n,
             ..PackedQueue::new()
         }
@@ -225,6 +226,19 @@ impl<E: Packed> PackedQueue<E> {
     #[inline]
     fn slot_of(k: u128) -> u64 {
         ((k >> 64) as u64) >> SLOT_SHIFT
+    }
+
+    /// `cur[i]` for `i < cur.len()`, the one index the hot path reads after
+    /// checking it (unchecked in release builds, like a [`Table`]).
+    #[inline(always)]
+    fn cur_at(&self, i: usize) -> u128 {
+        if cfg!(debug_assertions) {
+            self.cur[i]
+        } else {
+            debug_assert!(i < self.cur.len());
+            // SAFETY: callers check `cur_pos < cur.len()` first (pop, first).
+            unsafe { *self.cur.get_unchecked(i) }
+        }
     }
 
     /// Schedule `ev` at `t`, after everything already scheduled at `t`.
@@ -301,7 +315,7 @@ impl<E: Packed> PackedQueue<E> {
         let mut all = self.cur.split_off(self.cur_pos);
         self.cur.clear();
         self.cur_pos = 0;
-        for b in &mut self.wheel {
+        for b in self.wheel.iter_mut() {
             all.append(b);
         }
         all.append(&mut self.far.h);
@@ -391,7 +405,7 @@ impl<E: Packed> PackedQueue<E> {
             }
             self.advance();
         }
-        let k = self.cur[self.cur_pos];
+        let k = self.cur_at(self.cur_pos);
         self.cur_pos += 1;
         self.len -= 1;
         Some(Self::decode(k))
@@ -434,7 +448,7 @@ impl<E: Packed> PackedQueue<E> {
         }
         // advance() leaves cur_pos < cur.len() when len > 0.
         debug_assert!(self.cur_pos < self.cur.len());
-        Some(Self::decode(self.cur[self.cur_pos]))
+        Some(Self::decode(self.cur_at(self.cur_pos)))
     }
 
     /// The event `n` places after the earliest one, if the queue already knows it
