@@ -49,14 +49,17 @@ const RING: usize = 4;
 /// the earliest four inline (in the second cache line of the port's record, so a
 /// look at the port brings them along), any more in a per-port spill deque. At
 /// most a handful are on their way at once unless the port sits idle.
-#[derive(Clone, Copy, Debug, Default)]
+///
+/// The inline returns sit in `t[..len]`, earliest first, and the unused slots
+/// hold [`Time::NEVER`], so "has the earliest landed?" is one compare with no
+/// length check, and taking it is a shift of four words.
+#[derive(Clone, Copy, Debug)]
 #[repr(C)]
 pub(crate) struct CreditRing {
     t: [u64; RING],
     /// `vl << 12 | blocks` (a packet is at most 1,024 blocks, a VL at most 14).
     vb: [u16; RING],
-    head: u8,
-    len: u8,
+    pub(crate) len: u8,
     /// Credits (64-byte blocks) the transmitter holds on VL 0, the one data VL
     /// most fabrics run: kept here, on the line its returns land on, and not in
     /// [`Sim::credits`] (which holds VLs 1 and up). Read through [`Sim::held`].
@@ -64,56 +67,64 @@ pub(crate) struct CreditRing {
     pub(crate) vl0: i32,
 }
 
+impl Default for CreditRing {
+    fn default() -> Self {
+        CreditRing {
+            t: [Time::NEVER.0; RING],
+            vb: [0; RING],
+            len: 0,
+            vl0: 0,
+        }
+    }
+}
+
 impl CreditRing {
-    /// Slot of the `k`-th entry (`k < RING`): a compare, not a division.
     #[inline(always)]
-    fn slot(&self, k: usize) -> usize {
-        let i = self.head as usize + k;
-        if i >= RING { i - RING } else { i }
-    }
-
-    #[inline]
     fn at(&self, k: usize) -> (Time, u8, u32) {
-        let i = self.slot(k);
-        (Time(self.t[i]), (self.vb[i] >> 12) as u8, u32::from(self.vb[i] & 0xfff))
-    }
-
-    #[inline]
-    fn set(&mut self, k: usize, e: (Time, u8, u32)) {
-        let i = self.slot(k);
-        self.t[i] = e.0.0;
-        self.vb[i] = (u16::from(e.1) << 12) | e.2 as u16;
+        (Time(self.t[k]), (self.vb[k] >> 12) as u8, u32::from(self.vb[k] & 0xfff))
     }
 
     /// When the earliest return lands (`NEVER` if none is on its way).
     #[inline(always)]
     fn first_time(&self) -> Time {
-        if self.len > 0 {
-            Time(self.t[self.head as usize])
-        } else {
-            Time::NEVER
-        }
+        Time(self.t[0])
     }
 
     /// Insert in time order (after equal times); the ring must have room.
-    #[inline]
+    #[inline(always)]
     fn insert(&mut self, e: (Time, u8, u32)) {
         let mut k = self.len as usize;
-        while k > 0 && self.at(k - 1).0 > e.0 {
-            let prev = self.at(k - 1);
-            self.set(k, prev);
+        debug_assert!(k < RING);
+        while k > 0 && self.t[k - 1] > e.0.0 {
+            self.t[k] = self.t[k - 1];
+            self.vb[k] = self.vb[k - 1];
             k -= 1;
         }
-        self.set(k, e);
+        self.t[k] = e.0.0;
+        self.vb[k] = (u16::from(e.1) << 12) | e.2 as u16;
         self.len += 1;
     }
 
+    /// Remove the latest return (the ring must not be empty).
     #[inline]
     fn pop_back(&mut self) -> (Time, u8, u32) {
         self.len -= 1;
-        self.at(self.len as usize)
+        let k = self.len as usize;
+        let e = self.at(k);
+        self.t[k] = Time::NEVER.0;
+        e
+    }
+
+    /// Remove the earliest return (the ring must not be empty).
+    #[inline(always)]
+    fn pop_front(&mut self) {
+        self.t = [self.t[1], self.t[2], self.t[3], Time::NEVER.0];
+        self.vb = [self.vb[1], self.vb[2], self.vb[3], 0];
+        self.len -= 1;
     }
 }
+
+const _: () = assert!(RING == 4, "CreditRing::pop_front shifts four slots");
 
 impl Sim {
     /// Credits transmitter `g` holds on data VL `vl` (see [`CreditRing::vl0`]).
@@ -185,9 +196,17 @@ impl Sim {
     /// Apply every credit return that has landed by now.
     #[inline(always)]
     pub(crate) fn absorb_credits(&mut self, gp: u32) {
-        // Most looks find the earliest return still on its way (or none).
-        if self.ports[gp as usize].cred.first_time() <= self.now {
-            self.absorb_landed(gp);
+        let now = self.now.0;
+        let r = &mut self.ports[gp as usize].cred;
+        // Most looks find the earliest return still on its way (or none); most
+        // of the rest find exactly one landed, on VL 0, with nothing spilled.
+        if r.t[0] <= now {
+            if r.t[1] > now && (r.len as usize) < RING && r.vb[0] >> 12 == 0 {
+                r.vl0 += i32::from(r.vb[0] & 0xfff);
+                r.pop_front();
+            } else {
+                self.absorb_landed(gp);
+            }
         }
     }
 
@@ -205,22 +224,18 @@ impl Sim {
         let r = &mut ports[g].cred;
         let cr = &mut credits[g * nvl..(g + 1) * nvl];
         loop {
-            let (mut head, mut len) = (r.head as usize, r.len as usize);
             // The spill holds returns only while the ring is full.
-            let may_spill = len == RING;
-            while len > 0 && r.t[head] <= now {
-                let vb = r.vb[head];
+            let may_spill = r.len as usize == RING;
+            while r.len > 0 && r.t[0] <= now {
+                let vb = r.vb[0];
                 let (vl, b) = (usize::from(vb >> 12), i32::from(vb & 0xfff));
                 if vl == 0 {
                     r.vl0 += b;
                 } else {
                     cr[vl] += b;
                 }
-                head = if head + 1 == RING { 0 } else { head + 1 };
-                len -= 1;
+                r.pop_front();
             }
-            r.head = head as u8;
-            r.len = len as u8;
             // Refill from the spill: its returns all land at or after the
             // ring's, so each is an append; the spill stays empty while the
             // ring has room.
