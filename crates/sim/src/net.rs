@@ -356,6 +356,11 @@ impl Sim {
         let g = gp as usize;
         let now = self.now;
         let nvl = self.nvl;
+        let route = {
+            let (pt, pk) = (&self.ports[g], &self.pkts[p]);
+            (self.plain && pt.peer_model == NodeModel::IbSwitch && pk.flags & flag::VL15 == 0)
+                .then(|| self.lft_code(pt.peer_node as usize, pk.dlid, pt.peer))
+        };
         let Sim {
             ports,
             pkts,
@@ -409,6 +414,10 @@ impl Sim {
             pm.tail_at = end + prop;
             pm.in_link = NONE;
             pm.seq = seq;
+        }
+        if let Some(code) = route {
+            // On the wire `in_link` carries the far switch's forwarding decision.
+            pkts[p].in_link = code;
         }
         if pt.fifo.push(pkts, p) {
             q.push_seq(arrive, seq, Event::Arrive { dir: gp });

@@ -13,7 +13,7 @@ use wire::Lid;
 use crate::engine::{DropReason, PacketId, Time};
 use crate::net::Pick;
 use crate::packet::flag;
-use crate::sim::{FWD_DEAD, FWD_NO_ROUTE, FWD_UNKNOWN, NONE, Sim};
+use crate::sim::{FWD_DEAD, FWD_LOOPBACK, FWD_NO_ROUTE, FWD_UNKNOWN, NONE, Sim};
 
 /// What adaptive routing needs: hop distances between switches and the switch
 /// each LID hangs off. `S × S` bytes for S switches (1.6 MB for a 1,280-switch
@@ -84,6 +84,18 @@ impl ArTables {
     }
 }
 
+/// The forwarding decision [`Sim::lft_code`] encoded.
+#[inline(always)]
+pub(crate) fn fwd_decode(code: u32) -> Result<u32, DropReason> {
+    match code {
+        FWD_NO_ROUTE => Err(DropReason::NoRoute),
+        FWD_UNKNOWN => Err(DropReason::UnknownDestination),
+        FWD_DEAD => Err(DropReason::DeadPort),
+        FWD_LOOPBACK => Err(DropReason::Loopback),
+        og => Ok(og),
+    }
+}
+
 impl Sim {
     /// Adaptive routing: among the ports of `node` on a shortest path to `dlid`'s
     /// switch, the one with the fewest packets queued; `lft_port` wins ties, then
@@ -149,6 +161,9 @@ impl Sim {
         }
         let out = if pk.hops > self.ib.hop_limit {
             Err(DropReason::HopLimit)
+        } else if self.plain && !vl15 {
+            // Looked up when the packet was put on the link (see `transmit`).
+            fwd_decode(pk.in_link)
         } else {
             self.lft_out(node, pk.dlid, in_gp)
         };
@@ -199,6 +214,24 @@ impl Sim {
             (vl as usize).min(nvl - 1)
         };
         self.enqueue(og, qi, p);
+    }
+
+    /// [`Self::lft_out`] as one word ([`fwd_decode`] turns it back): what a
+    /// plain switch's forwarding will decide for a packet put on the link into
+    /// its port `in_gp`. The transmitter looks it up and leaves it in the
+    /// packet's `in_link` (unused on a wire), so the lookup's cache miss
+    /// overlaps the packet's time on the wire instead of stalling its arrival,
+    /// and the arrival can prefetch the output port's record. Plain switches'
+    /// tables do not change during a run.
+    #[inline]
+    pub(crate) fn lft_code(&self, node: usize, dlid: u16, in_gp: u32) -> u32 {
+        match self.lft_out(node, dlid, in_gp) {
+            Ok(og) => og,
+            Err(DropReason::NoRoute) => FWD_NO_ROUTE,
+            Err(DropReason::UnknownDestination) => FWD_UNKNOWN,
+            Err(DropReason::DeadPort) => FWD_DEAD,
+            Err(_) => FWD_LOOPBACK,
+        }
     }
 
     /// The output port of `node`'s LFT for `dlid`, for a packet that came in at
