@@ -13,7 +13,7 @@ use wire::Lid;
 use crate::engine::{DropReason, PacketId, Time};
 use crate::net::Pick;
 use crate::packet::flag;
-use crate::sim::{FWD_DEAD, FWD_LOOPBACK, FWD_NO_ROUTE, FWD_UNKNOWN, NONE, Sim};
+use crate::sim::{FWD_DEAD, FWD_LOOPBACK, FWD_NO_ROUTE, FWD_UNKNOWN, FWD16_DEAD, FWD16_NO_ROUTE, NONE, Sim};
 
 /// What adaptive routing needs: hop distances between switches and the switch
 /// each LID hangs off. `S × S` bytes for S switches (1.6 MB for a 1,280-switch
@@ -238,16 +238,16 @@ impl Sim {
     /// `in_gp`.
     #[inline]
     fn lft_out(&self, node: usize, dlid: u16, in_gp: u32) -> Result<u32, DropReason> {
-        let (off, len) = self.fwd_span[node];
-        if u32::from(dlid) >= len {
+        let sp = self.fwd_span[node];
+        if u32::from(dlid) >= sp.len {
             return Err(DropReason::NoRoute);
         }
-        match self.fwd[(off + u32::from(dlid)) as usize] {
-            FWD_NO_ROUTE => Err(DropReason::NoRoute),
-            FWD_UNKNOWN => Err(DropReason::UnknownDestination),
-            FWD_DEAD => Err(DropReason::DeadPort),
-            og if og == in_gp => Err(DropReason::Loopback),
-            og => Ok(og),
+        match self.fwd[(sp.off + u32::from(dlid)) as usize] {
+            FWD16_NO_ROUTE => Err(DropReason::NoRoute),
+            0 => Err(DropReason::UnknownDestination),
+            FWD16_DEAD => Err(DropReason::DeadPort),
+            o if sp.base + u32::from(o) == in_gp => Err(DropReason::Loopback),
+            o => Ok(sp.base + u32::from(o)),
         }
     }
 
