@@ -155,34 +155,54 @@ impl Sim {
         }
     }
 
-    /// Credits returned to transmitter `gp`, landing at `t`.
-    #[inline]
+    /// Credits returned to transmitter `gp`, landing at `t`. Inlined: every
+    /// hop returns credits, and as a call its register saves cost as much as
+    /// its work (callgrind: 18 of 34 instructions).
+    #[inline(always)]
     pub(crate) fn push_credit(&mut self, gp: u32, t: Time, vl: u8, nblocks: u32) {
-        let g = gp as usize;
         // Returns come from packets leaving through different outputs with
         // different sizes, so they can land out of order: keep them sorted
         // (almost always an append) so absorbing stops at the right entry.
         debug_assert!(nblocks < 1 << 12 && vl < 16);
         let e = (t, vl, nblocks);
-        let r = &mut self.ports[g].cred;
-        if (r.len as usize) < RING {
+        let pt = &mut self.ports[gp as usize];
+        if (pt.cred.len as usize) < RING {
             // The spill is empty whenever the ring has room.
-            r.insert(e);
-        } else {
-            let f = &mut self.credit_spill[g];
-            if r.at(RING - 1).0 > t {
-                // Earlier than the ring's last: that one moves to the spill's front.
-                let last = r.pop_back();
-                r.insert(e);
-                f.push_front(last);
-            } else if f.back().is_none_or(|b| b.0 <= t) {
-                f.push_back(e);
-            } else {
-                let pos = f.iter().rposition(|x| x.0 <= t).map_or(0, |i| i + 1);
-                f.insert(pos, e);
+            pt.cred.insert(e);
+            if !pt.starved {
+                return;
             }
+        } else {
+            self.spill_credit(gp, e);
         }
-        let pt = &self.ports[g];
+        self.credit_wake(gp, t);
+    }
+
+    /// [`Self::push_credit`] into a full ring.
+    #[inline(never)]
+    fn spill_credit(&mut self, gp: u32, e: (Time, u8, u32)) {
+        let g = gp as usize;
+        let t = e.0;
+        let r = &mut self.ports[g].cred;
+        let f = &mut self.credit_spill[g];
+        if r.at(RING - 1).0 > t {
+            // Earlier than the ring's last: that one moves to the spill's front.
+            let last = r.pop_back();
+            r.insert(e);
+            f.push_front(last);
+        } else if f.back().is_none_or(|b| b.0 <= t) {
+            f.push_back(e);
+        } else {
+            let pos = f.iter().rposition(|x| x.0 <= t).map_or(0, |i| i + 1);
+            f.insert(pos, e);
+        }
+    }
+
+    /// A credit return landing at `t` was just queued for `gp`: if the port
+    /// starves, wake it when it will have what its head packet needs.
+    #[inline(never)]
+    fn credit_wake(&mut self, gp: u32, t: Time) {
+        let pt = &self.ports[gp as usize];
         if pt.starved {
             let (need_vl, need_blocks) = (pt.need_vl, pt.need_blocks);
             if need_blocks == 0 {
