@@ -314,16 +314,15 @@ impl Sim {
 
     /// Start recording every packet sent on (`node`, `port`) (for a pcap).
     pub fn capture_port(&mut self, node: fabric::NodeId, port: u8) -> Result<(), crate::SimError> {
-        let gp = self.gp(node, port);
-        if node.idx() >= self.node_model.len()
-            || gp >= self.port_base[node.idx() + 1]
-            || self.ports[gp as usize].peer == NONE
-        {
+        let cabled = (node.idx() < self.node_model.len())
+            .then(|| self.gp(node, port))
+            .filter(|&gp| gp < self.port_base[node.idx() + 1] && self.ports[gp as usize].peer != NONE);
+        let Some(gp) = cabled else {
             return Err(crate::SimError::Uncabled {
                 node: self.node_name.get(node.idx()).cloned().unwrap_or_default(),
                 port,
             });
-        }
+        };
         self.stats.capture = gp;
         Ok(())
     }
