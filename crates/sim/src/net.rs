@@ -10,7 +10,7 @@
 //! lands. This keeps the event count near one per packet-link hop.
 
 use crate::engine::{PacketId, Time};
-use crate::packet::flag;
+use crate::packet::{NO_ROUTE, flag};
 use crate::sim::{Event, NONE, NodeModel, Sim};
 
 /// What a model's picker decided for a free transmitter.
@@ -378,8 +378,16 @@ impl Sim {
         let nvl = self.nvl;
         let route = {
             let (pt, pk) = (&self.ports[g], &self.pkts[p]);
-            (self.plain && pt.peer_model == NodeModel::IbSwitch && pk.flags & flag::VL15 == 0)
-                .then(|| self.lft_code(pt.peer_node as usize, pk.dlid, pt.peer))
+            (self.plain && pt.peer_model == NodeModel::IbSwitch && pk.flags & flag::VL15 == 0).then(|| {
+                let r = pk.route();
+                if r == NO_ROUTE {
+                    self.lft_code(pt.peer_node as usize, pk.dlid, pt.peer)
+                } else {
+                    let code = self.routes[(r + u32::from(pk.hops)) as usize];
+                    debug_assert_eq!(code, self.lft_code(pt.peer_node as usize, pk.dlid, pt.peer));
+                    code
+                }
+            })
         };
         let Sim {
             ports,
@@ -433,7 +441,7 @@ impl Sim {
             pm.hops = pm.hops.saturating_add(1);
             pm.tail_at = end + prop;
             pm.in_link = NONE;
-            pm.seq = seq;
+            pm.set_seq(seq);
         }
         if let Some(code) = route {
             // On the wire `in_link` carries the far switch's forwarding decision.

@@ -175,9 +175,11 @@ pub struct Packet {
 pub(crate) struct PktHot {
     /// When the packet's last byte reaches the node holding it.
     pub(crate) tail_at: Time,
-    /// On a link: the sequence number of its arrival event (the run's
-    /// `(time, sequence)` order).
-    pub(crate) seq: u64,
+    /// On a link, the sequence number of its arrival event (the run's
+    /// `(time, sequence)` order; below 2^36) in the high 36 bits; in the low
+    /// 28, the packet's route in [`crate::sim::Sim::routes`] or [`NO_ROUTE`].
+    /// See [`Self::seq`] and [`Self::route`].
+    seq_route: u64,
     /// The next packet in the same queue ([`crate::sim::NONE`] at the tail).
     pub(crate) next: u32,
     /// See [`Packet::in_link`].
@@ -191,7 +193,31 @@ pub(crate) struct PktHot {
     pub(crate) hops: u8,
 }
 
+/// Bits of [`PktHot`]'s route index.
+const ROUTE_BITS: u32 = 28;
+/// A packet without a precomputed route: each switch's decision is read from
+/// the LFT when the packet is sent to it.
+pub(crate) const NO_ROUTE: u32 = (1 << ROUTE_BITS) - 1;
+
 impl PktHot {
+    /// The sequence number of its arrival event, while on a link.
+    #[inline(always)]
+    pub(crate) fn seq(&self) -> u64 {
+        self.seq_route >> ROUTE_BITS
+    }
+
+    #[inline(always)]
+    pub(crate) fn set_seq(&mut self, seq: u64) {
+        debug_assert!(seq < 1 << (64 - ROUTE_BITS));
+        self.seq_route = (seq << ROUTE_BITS) | (self.seq_route & u64::from(NO_ROUTE));
+    }
+
+    /// Where its route starts in [`crate::sim::Sim::routes`] ([`NO_ROUTE`] if none).
+    #[inline(always)]
+    pub(crate) fn route(&self) -> u32 {
+        (self.seq_route & u64::from(NO_ROUTE)) as u32
+    }
+
     /// 64-byte flow-control blocks.
     #[inline]
     pub(crate) fn blocks(&self) -> u32 {
@@ -235,11 +261,11 @@ impl Packets {
     /// Store `pk`. Its wire size must fit 16 bits (IB packets are at most 4,096
     /// bytes of payload plus headers).
     #[inline]
-    pub(crate) fn insert(&mut self, pk: Packet) -> crate::engine::PacketId {
-        debug_assert!(pk.wire <= u32::from(u16::MAX));
+    pub(crate) fn insert(&mut self, pk: Packet, route: u32) -> crate::engine::PacketId {
+        debug_assert!(pk.wire <= u32::from(u16::MAX) && route <= NO_ROUTE);
         let h = PktHot {
             tail_at: pk.tail_at,
-            seq: 0,
+            seq_route: u64::from(route),
             next: crate::sim::NONE,
             in_link: pk.in_link,
             wire: pk.wire as u16,
@@ -368,10 +394,16 @@ mod tests {
             flags: flag::ACK_REQ,
             hops: 5,
         };
-        let a = s.insert(pk);
+        let a = s.insert(pk, 1234);
         let back = s.full(a);
         assert_eq!(format!("{back:?}"), format!("{pk:?}"));
         assert_eq!(s[a].blocks(), 65);
+        // Sequence number and route share a word without disturbing each other.
+        assert_eq!((s[a].seq(), s[a].route()), (0, 1234));
+        s[a].set_seq((1 << 36) - 1);
+        assert_eq!((s[a].seq(), s[a].route()), ((1 << 36) - 1, 1234));
+        s[a].set_seq(5);
+        assert_eq!((s[a].seq(), s[a].route()), (5, 1234));
         s.remove(a);
         assert_eq!((s.live(), s.peak()), (0, 1));
         assert_eq!(std::mem::size_of::<PktHot>(), 32);

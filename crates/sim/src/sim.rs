@@ -331,6 +331,13 @@ pub struct Sim {
     /// lookup missed the L2 cache on most hops).
     pub(crate) fwd: Table<u16>,
     pub(crate) fwd_span: Table<FwdSpan>,
+    /// Routes of the QPs of a `plain` simulation, back to back: route `r`'s
+    /// `h`-th entry, `routes[r + h]`, is what the switch a packet reaches after
+    /// `h + 1` links will decide for it (an [`Sim::lft_code`]). A QP's packets
+    /// all follow one path, so one short run of entries a QP, read at every
+    /// send, stays in cache where the LFT entries (one line a switch and
+    /// destination) did not.
+    pub(crate) routes: Table<u32>,
     /// One data VL, no SL→VL tables, no adaptive routing, no congestion control:
     /// a switch may forward a packet that finds its output idle and empty
     /// without queueing it first (see `switch_arrive`).
@@ -527,6 +534,7 @@ impl Sim {
             in_buf: vec![InBuf::default(); np * nvl].into(),
             fwd: fwd.into(),
             fwd_span: fwd_span.into(),
+            routes: Table::default(),
             plain: false,
             sl2vl: tables.sl2vl.clone(),
             tables: tables.clone(),
@@ -677,7 +685,7 @@ impl Sim {
                     self.q.pop_first();
                 } else {
                     let nt = self.arrival_time(dir, &self.pkts[next]);
-                    self.q.replace_first(nt, self.pkts[next].seq, ev);
+                    self.q.replace_first(nt, self.pkts[next].seq(), ev);
                 }
                 self.dispatch_arrival(dir, p);
                 continue;

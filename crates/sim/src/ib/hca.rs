@@ -24,7 +24,7 @@ use fabric::NodeId;
 use crate::SimError;
 use crate::engine::{DropReason, PacketId, Time};
 use crate::net::Pick;
-use crate::packet::{Opcode, Packet, blocks, flag, hdr};
+use crate::packet::{NO_ROUTE, Opcode, Packet, blocks, flag, hdr};
 use crate::sim::{Event, NONE, NodeModel, Sim};
 
 /// A queue pair (simulator-wide id).
@@ -196,6 +196,9 @@ pub(crate) struct Qp {
     /// arrived ahead of it, by unwrapped PSN.
     epsn_ext: u64,
     reorder: std::collections::BTreeMap<u64, Packet>,
+    /// The forwarding decisions its packets to `dlid` meet, in
+    /// [`Sim::routes`] ([`NO_ROUTE`] if not precomputed).
+    route: u32,
 }
 
 /// The addressing fields of a QP (cheap to copy out before mutating the world).
@@ -302,12 +305,14 @@ impl Sim {
         let port = self.ports[c.gp as usize].port_num;
         let node = c.node;
         let vl = self.ca_vl(node as usize, port, sl);
+        let (gp, slid) = (c.gp, c.lid);
+        let route = self.build_route(gp, dlid);
         self.qps.push(Qp {
             node,
             cap,
             kind,
             peer,
-            slid: c.lid,
+            slid,
             dlid,
             sl,
             vl,
@@ -331,6 +336,7 @@ impl Sim {
             next_allowed: Time::ZERO,
             epsn_ext: 0,
             reorder: std::collections::BTreeMap::new(),
+            route,
         });
         (self.qps.len() - 1) as u32
     }
@@ -539,7 +545,12 @@ impl Sim {
 
     fn new_packet(&mut self, pk: Packet) -> PacketId {
         self.ledger.created += 1;
-        self.pkts.insert(pk)
+        // The sending QP's route fits any packet to its peer's LID.
+        let route = match self.qps.get(pk.src_qp as usize) {
+            Some(q) if q.dlid == pk.dlid && pk.flags & flag::VL15 == 0 => q.route,
+            _ => NO_ROUTE,
+        };
+        self.pkts.insert(pk, route)
     }
 
     #[inline]

@@ -12,8 +12,8 @@ use wire::Lid;
 
 use crate::engine::{DropReason, PacketId, Time};
 use crate::net::Pick;
-use crate::packet::flag;
-use crate::sim::{FWD_DEAD, FWD_LOOPBACK, FWD_NO_ROUTE, FWD_UNKNOWN, FWD16_DEAD, FWD16_NO_ROUTE, NONE, Sim};
+use crate::packet::{NO_ROUTE, flag};
+use crate::sim::{FWD_DEAD, FWD_LOOPBACK, FWD_NO_ROUTE, FWD_UNKNOWN, FWD16_DEAD, FWD16_NO_ROUTE, NONE, NodeModel, Sim};
 
 /// What adaptive routing needs: hop distances between switches and the switch
 /// each LID hangs off. `S × S` bytes for S switches (1.6 MB for a 1,280-switch
@@ -95,6 +95,9 @@ pub(crate) fn fwd_decode(code: u32) -> Result<u32, DropReason> {
         og => Ok(og),
     }
 }
+
+/// Most route entries kept ([`Sim::build_route`]): 32 MB.
+const ROUTE_BUDGET: usize = 1 << 23;
 
 impl Sim {
     /// Adaptive routing: among the ports of `node` on a shortest path to `dlid`'s
@@ -231,6 +234,39 @@ impl Sim {
             Err(DropReason::UnknownDestination) => FWD_UNKNOWN,
             Err(DropReason::DeadPort) => FWD_DEAD,
             Err(_) => FWD_LOOPBACK,
+        }
+    }
+
+    /// Precompute the decisions the switches will take for packets sent from
+    /// CA port `gp` to `dlid` (see [`Sim::routes`]): the walk stops at an end
+    /// node, at a decision that drops the packet, or past the hop limit (where
+    /// the packet is dropped on arrival). [`NO_ROUTE`] when the simulation is
+    /// not `plain` (forwarding then depends on more than the LFT), when the
+    /// port's cable does not lead to a switch, or when the routes already hold
+    /// [`ROUTE_BUDGET`] entries (a huge all-to-all keeps reading the LFTs).
+    pub(crate) fn build_route(&mut self, gp: u32, dlid: u16) -> u32 {
+        let start = self.routes.len();
+        let hops = usize::from(self.ib.hop_limit) + 1;
+        if !self.plain || start + hops > ROUTE_BUDGET {
+            return NO_ROUTE;
+        }
+        let mut g = gp;
+        for _ in 0..hops {
+            let pt = &self.ports[g as usize];
+            if pt.peer == NONE || pt.peer_model != NodeModel::IbSwitch {
+                break;
+            }
+            let code = self.lft_code(pt.peer_node as usize, dlid, pt.peer);
+            self.routes.push(code);
+            if code as usize >= self.ports.len() {
+                break;
+            }
+            g = code;
+        }
+        if self.routes.len() == start {
+            NO_ROUTE
+        } else {
+            start as u32
         }
     }
 
