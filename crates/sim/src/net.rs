@@ -379,13 +379,16 @@ impl Sim {
         let route = {
             let (pt, pk) = (&self.ports[g], &self.pkts[p]);
             (self.plain && pt.peer_model == NodeModel::IbSwitch && pk.flags & flag::VL15 == 0).then(|| {
+                // A route covers every send its packets can make (see
+                // `build_route`); the checked read costs a compare and keeps a
+                // wrong index from reading another QP's route.
                 let r = pk.route();
-                if r == NO_ROUTE {
-                    self.lft_code(pt.peer_node as usize, pk.dlid, pt.peer)
-                } else {
-                    let code = self.routes[(r + u32::from(pk.hops)) as usize];
-                    debug_assert_eq!(code, self.lft_code(pt.peer_node as usize, pk.dlid, pt.peer));
-                    code
+                match self.routes.get((r + u32::from(pk.hops)) as usize) {
+                    Some(&code) if r != NO_ROUTE => {
+                        debug_assert_eq!(code, self.lft_code(pt.peer_node as usize, pk.dlid, pt.peer));
+                        code
+                    }
+                    _ => self.lft_code(pt.peer_node as usize, pk.dlid, pt.peer),
                 }
             })
         };
