@@ -22,6 +22,7 @@
 //! Costs: O(1) per admit/release; state is three `u64` per (port, PG) and one per
 //! (port, queue).
 
+use crate::engine::Table;
 use crate::roce::dcqcn::Red;
 
 /// Priorities / PGs / queues per port.
@@ -354,10 +355,10 @@ pub struct Mmu {
     /// Ingress (port, PG) accounting, `[pg * nports + port]`: one record per PG so an
     /// admission touches one record, and PG-major so the records of the one or two
     /// PGs that carry traffic sit together (a few lines per switch, not one per port).
-    pg: Vec<PgUse>,
+    pg: Table<PgUse>,
     /// Bytes queued at egress (port, queue), `[queue * nports + port]` (queue-major,
     /// like `pg`).
-    egress: Vec<u64>,
+    egress: Table<u64>,
     /// Drops by reason: [lossy over threshold, headroom overflow].
     pub drops: [u64; 2],
     /// Peak shared-pool use, bytes.
@@ -377,8 +378,8 @@ impl Mmu {
             nports,
             shared_size,
             shared_used: 0,
-            pg: vec![PgUse::default(); nports * NPRIO],
-            egress: vec![0; nports * NPRIO],
+            pg: vec![PgUse::default(); nports * NPRIO].into(),
+            egress: vec![0; nports * NPRIO].into(),
             drops: [0; 2],
             peak_shared: 0,
             cfg,
@@ -413,27 +414,46 @@ impl Mmu {
         dyn_threshold(self.shared_size, self.shared_used, th)
     }
 
+    /// The checked index of (port, PG or queue) for the public look-ups.
+    fn checked_idx(&self, port: usize, c: u8) -> usize {
+        assert!(
+            port < self.nports && usize::from(c) < NPRIO,
+            "MMU of {} ports: no port {port} class {c}",
+            self.nports
+        );
+        self.idx(port, c)
+    }
+
     /// Bytes held by ingress (port, PG): (reserved, shared, headroom).
     pub fn pg_use(&self, port: usize, pg: u8) -> (u64, u64, u64) {
-        let i = self.idx(port, pg);
+        let i = self.checked_idx(port, pg);
         (self.pg[i].reserved, self.pg[i].shared, self.pg[i].headroom)
     }
 
     /// Is XOFF asserted for ingress (port, PG)?
     pub fn pg_paused(&self, port: usize, pg: u8) -> bool {
-        self.pg[self.idx(port, pg)].paused
+        self.pg[self.checked_idx(port, pg)].paused
     }
 
     /// Bytes queued at egress (port, queue).
-    #[inline]
     pub fn egress_bytes(&self, port: usize, q: u8) -> u64 {
+        self.egress[self.checked_idx(port, q)]
+    }
+
+    /// Bytes queued at egress (port, queue), unchecked in release builds: the
+    /// simulator's own ports (`port < nports`) and queues (`q < NPRIO`), as
+    /// for [`Self::admit`].
+    #[inline]
+    pub(crate) fn egress_at(&self, port: usize, q: u8) -> u64 {
         self.egress[self.idx(port, q)]
     }
 
     /// Admit a packet of `bytes` arriving on `in_port` in `pg`, bound for egress
-    /// (`out_port`, `queue`).
+    /// (`out_port`, `queue`). Crate-private: the ports and classes index the
+    /// MMU's tables unchecked in release builds, so they must be the
+    /// simulator's own (`< nports`, `< NPRIO`: [`QosMaps::classify`] masks them).
     #[inline]
-    pub fn admit(&mut self, in_port: usize, pg: u8, out_port: usize, queue: u8, bytes: u32) -> Admit {
+    pub(crate) fn admit(&mut self, in_port: usize, pg: u8, out_port: usize, queue: u8, bytes: u32) -> Admit {
         debug_assert!(in_port < self.nports && out_port < self.nports);
         let i = self.idx(in_port, pg);
         let e = self.idx(out_port, queue);
@@ -492,9 +512,9 @@ impl Mmu {
 
     /// A packet of `bytes` admitted from ingress (`in_port`, `pg`) left through
     /// egress (`out_port`, `queue`). Returns true if the ingress PG may now resume
-    /// (send XON).
+    /// (send XON). Crate-private, as [`Self::admit`].
     #[inline]
-    pub fn release(&mut self, in_port: usize, pg: u8, out_port: usize, queue: u8, bytes: u32) -> bool {
+    pub(crate) fn release(&mut self, in_port: usize, pg: u8, out_port: usize, queue: u8, bytes: u32) -> bool {
         let i = self.idx(in_port, pg);
         let e = self.idx(out_port, queue);
         // Free headroom first, then shared, then reserve (HPCC ns-3
@@ -517,7 +537,8 @@ impl Mmu {
 
     /// Should paused ingress (port, PG) resume now? Clears the paused flag if so
     /// (HPCC ns-3 CheckShouldResume: headroom empty and shared + resume offset ≤ T).
-    pub fn check_resume(&mut self, port: usize, pg: u8) -> bool {
+    /// Crate-private, as [`Self::admit`].
+    pub(crate) fn check_resume(&mut self, port: usize, pg: u8) -> bool {
         let i = self.idx(port, pg);
         if !self.pg[i].paused {
             return false;

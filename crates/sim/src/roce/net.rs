@@ -44,7 +44,7 @@ use wire::Psn;
 
 use crate::engine::queue::EV_BITS;
 use crate::engine::time::Serializer;
-use crate::engine::{Packed, PackedQueue};
+use crate::engine::{Packed, PackedQueue, Table};
 use crate::engine::{Time, TraceHash};
 use crate::roce::buffer::{Admit, Mmu, MmuConfig, MmuDrop, NPRIO, QosMaps, Scheduler, hpcc_headroom_bytes};
 use crate::roce::dcqcn::{CnpPacer, DcqcnParams, ReactionPoint, Red};
@@ -620,16 +620,16 @@ struct Switch {
     nports: usize,
     /// Egress queues `[q * nports + local_port]` (queue-major: the data queue's
     /// ring headers of all ports share a few lines).
-    q: Vec<VecDeque<Queued>>,
+    q: Table<VecDeque<Queued>>,
     /// Packets sent per egress queue, `[q * nports + local_port]` (queue-major: the
     /// data queue's counters of all ports share a few lines).
-    q_tx: Vec<u64>,
-    sched: Vec<Scheduler>,
-    wd: Vec<Watchdog>,
+    q_tx: Table<u64>,
+    sched: Table<Scheduler>,
+    wd: Table<Watchdog>,
     /// Watchdog action in force per `[q * nports + port]`.
-    wd_stormed: Vec<bool>,
+    wd_stormed: Table<bool>,
     hash: HashConfig,
-    red: Vec<Option<Red>>,
+    red: Table<Option<Red>>,
     /// Ingress (port, PG) with XOFF asserted: re-checked on every release, since
     /// the threshold rises for all of them as the shared pool frees.
     xoff: Vec<(u8, u8)>,
@@ -639,7 +639,7 @@ struct Switch {
 struct Nic {
     node: u32,
     gp: u32,
-    flows: Vec<u32>,
+    flows: Table<u32>,
     rr: usize,
     ctrl: VecDeque<Pkt>,
     rx: NicRx,
@@ -724,21 +724,21 @@ pub struct RoceSim {
     cfg: RoceConfig,
     fabric: Fabric,
     maps: QosMaps,
-    port_base: Vec<u32>,
-    ports: Vec<Port>,
+    port_base: Table<u32>,
+    ports: Table<Port>,
     /// The cold half of each port (see [`Port`]).
-    pc: Vec<PortCold>,
+    pc: Table<PortCold>,
     /// The port at the other end of each port's link (`NONE`: not cabled).
-    peer: Vec<u32>,
+    peer: Table<u32>,
     /// Packets on each link direction (24-byte entries: see [`KeyedFifo`]).
-    link_fifo: Vec<KeyedFifo<Pkt>>,
+    link_fifo: Table<KeyedFifo<Pkt>>,
     /// Each link FIFO's keys too wide for its 32-bit steps (see [`KeyedFifo`]).
-    link_wide: Vec<WideKeys>,
+    link_wide: Table<WideKeys>,
     /// Node → switch or NIC index.
-    role: Vec<(bool, u32)>,
-    switches: Vec<Switch>,
-    nics: Vec<Nic>,
-    flows: Vec<Flow>,
+    role: Table<(bool, u32)>,
+    switches: Table<Switch>,
+    nics: Table<Nic>,
+    flows: Table<Flow>,
     ecmp: EcmpTable,
     overrides: Vec<(u32, u32, u8)>,
     /// Ledger.
@@ -772,7 +772,7 @@ pub struct RoceSim {
     wd_period: Time,
     /// ECMP egress per (flow, direction, switch): `[(flow * 2 + dir) * switches + switch]`,
     /// [`NO_ROUTE`] until first hashed; cleared when the ECMP groups change.
-    route_cache: Vec<u8>,
+    route_cache: Table<u8>,
     /// With `local_repair`, from a link failure to ECMP convergence: the routes
     /// of the switches next to the failure (shortest paths without it).
     local_view: Option<EcmpTable>,
@@ -996,16 +996,16 @@ impl RoceSim {
                         nports: np,
                         maps: mc.maps.clone(),
                         mmu: Mmu::new(mc, np),
-                        q: vec![VecDeque::new(); np * NPRIO],
-                        q_tx: vec![0; np * NPRIO],
-                        sched: vec![Scheduler::default(); np],
-                        wd: vec![Watchdog::new(wd); np * NPRIO],
-                        wd_stormed: vec![false; np * NPRIO],
+                        q: vec![VecDeque::new(); np * NPRIO].into(),
+                        q_tx: vec![0; np * NPRIO].into(),
+                        sched: vec![Scheduler::default(); np].into(),
+                        wd: vec![Watchdog::new(wd); np * NPRIO].into(),
+                        wd_stormed: vec![false; np * NPRIO].into(),
                         hash: HashConfig {
                             seed: cfg.hash.seed ^ (i as u32),
                             ..cfg.hash
                         },
-                        red,
+                        red: red.into(),
                         xoff: Vec::new(),
                     });
                 }
@@ -1024,7 +1024,7 @@ impl RoceSim {
                     nics.push(Nic {
                         node: i as u32,
                         gp,
-                        flows: Vec::new(),
+                        flows: Table::default(),
                         rr: 0,
                         ctrl: VecDeque::new(),
                         rx,
@@ -1103,6 +1103,22 @@ impl RoceSim {
             });
         }
         let ecmp = EcmpTable::build(fabric, cfg.ecmp_convergence);
+        // An override's port is a switch egress port: it indexes the switch's
+        // queues and MMU tables on every packet it routes.
+        for &(sw, dst, port) in &cfg.route_overrides {
+            let ok = sw.idx() < n
+                && matches!(fabric.node(sw).kind, NodeKind::Switch | NodeKind::Router)
+                && usize::from(port) < fabric.node(sw).ports.len();
+            if !ok {
+                return Err(RoceError::Config {
+                    field: "route_overrides",
+                    why: format!(
+                        "({}, {}, {port}): the first node must be a switch and {port} one of its ports",
+                        sw.0, dst.0
+                    ),
+                });
+            }
+        }
         let overrides = cfg.route_overrides.iter().map(|(s, d, p)| (s.0, d.0, *p)).collect();
         let wd_period = cfg.watchdog.map_or(Time::NEVER, |w| w.poll);
         let nics_len = nics.len();
@@ -1128,17 +1144,17 @@ impl RoceSim {
             rng: Pcg64Mcg::seed_from_u64(cfg.seed),
             live: 0,
             maps,
-            link_fifo: vec![KeyedFifo::default(); ports.len()],
-            link_wide: vec![WideKeys::new(); ports.len()],
-            port_base,
-            ports,
-            pc,
-            peer,
-            role,
-            switches,
-            nics,
+            link_fifo: vec![KeyedFifo::default(); ports.len()].into(),
+            link_wide: vec![WideKeys::new(); ports.len()].into(),
+            port_base: port_base.into(),
+            ports: ports.into(),
+            pc: pc.into(),
+            peer: peer.into(),
+            role: role.into(),
+            switches: switches.into(),
+            nics: nics.into(),
             flows_left: fl.len(),
-            flows: fl,
+            flows: fl.into(),
             ecmp,
             overrides,
             ledger: RoceLedger::default(),
@@ -1158,7 +1174,7 @@ impl RoceSim {
             last_progress: 0,
             progress: 0,
             wd_period,
-            route_cache: Vec::new(),
+            route_cache: Table::default(),
             local_view: None,
             suspect: None,
             tcp: TcpWorld::new(nics_len),
@@ -1181,7 +1197,7 @@ impl RoceSim {
             }
             sim.capture_gp = sim.port_base[node.idx()] + u32::from(port);
         }
-        sim.route_cache = vec![NO_ROUTE; sim.flows.len() * 2 * sim.switches.len()];
+        sim.route_cache = vec![NO_ROUTE; sim.flows.len() * 2 * sim.switches.len()].into();
         sim.arm_periodic();
         // Faulty NICs start pausing at once.
         for i in 0..sim.nics.len() {
@@ -1228,16 +1244,36 @@ impl RoceSim {
         self.deadlock.as_ref()
     }
 
+    /// Flow `k` from a caller of the public look-ups: checked in every build
+    /// (the tables are indexed unchecked in release builds only with the
+    /// simulator's own ids).
+    fn flow_at(&self, k: usize) -> &Flow {
+        assert!(k < self.flows.len(), "no flow {k}: {} flows", self.flows.len());
+        &self.flows[k]
+    }
+
+    /// The global port index of `node`'s port `port` from a caller of the public
+    /// look-ups, checked in every build (see [`Self::flow_at`]).
+    fn user_port(&self, node: NodeId, port: u8) -> usize {
+        let i = node.idx();
+        assert!(
+            i + 1 < self.port_base.len() && self.port_base[i] + u32::from(port) < self.port_base[i + 1],
+            "node {} has no port {port}",
+            node.0
+        );
+        (self.port_base[i] + u32::from(port)) as usize
+    }
+
     /// Payload bytes delivered in order to flow `k`'s receiver.
     pub fn flow_delivered(&self, k: usize) -> u64 {
-        self.flows[k].delivered_bytes
+        self.flow_at(k).delivered_bytes
     }
 
     /// The switches flow `k`'s data packets cross now, with the egress port each
     /// one picks (static override or ECMP hash over its current groups), from the
     /// sender's switch to the receiver's. Stops after 64 hops (a routing loop).
     pub fn flow_path(&self, k: usize) -> Vec<(String, u8)> {
-        let f = &self.flows[k];
+        let f = self.flow_at(k);
         let pk = Pkt {
             kind: Kind::Data,
             flow: k as u32,
@@ -1268,17 +1304,17 @@ impl RoceSim {
 
     /// Completion time of flow `k`.
     pub fn flow_done(&self, k: usize) -> Option<Time> {
-        self.flows[k].done
+        self.flow_at(k).done
     }
 
     /// The requester counters of flow `k`.
     pub fn flow_counters(&self, k: usize) -> crate::roce::transport::RequesterCounters {
-        self.flows[k].req.counters
+        self.flow_at(k).req.counters
     }
 
     /// Current DCQCN or DCTCP rate of flow `k` (bits/s), if it runs either.
     pub fn flow_rate(&self, k: usize) -> Option<f64> {
-        let f = &self.flows[k];
+        let f = self.flow_at(k);
         f.rp.as_ref()
             .map(ReactionPoint::rate)
             .or(f.dctcp.as_ref().map(DctcpRp::rate))
@@ -1287,7 +1323,7 @@ impl RoceSim {
 
     /// The HPCC counters of flow `k`, if it runs HPCC.
     pub fn flow_hpcc(&self, k: usize) -> Option<crate::roce::hpcc_cc::HpccCounters> {
-        self.flows[k].hpcc.as_ref().map(|h| h.counters)
+        self.flow_at(k).hpcc.as_ref().map(|h| h.counters)
     }
 
     /// INT headers held by packets in flight (HPCC; 0 once a run drains).
@@ -1302,12 +1338,12 @@ impl RoceSim {
 
     /// The DCTCP counters of flow `k`, if it runs DCTCP.
     pub fn flow_dctcp(&self, k: usize) -> Option<crate::roce::dctcp::DctcpCounters> {
-        self.flows[k].dctcp.as_ref().map(|d| d.counters)
+        self.flow_at(k).dctcp.as_ref().map(|d| d.counters)
     }
 
     /// PFC frames (XOFF, XON) sent from port `port` of `node`.
     pub fn pause_sent(&self, node: NodeId, port: u8, prio: u8) -> (u64, u64) {
-        let p = &self.pc[(self.port_base[node.idx()] + u32::from(port)) as usize];
+        let p = &self.pc[self.user_port(node, port)];
         (
             p.pausegen.xoff_sent[usize::from(prio)],
             p.pausegen.xon_sent[usize::from(prio)],
@@ -1316,31 +1352,32 @@ impl RoceSim {
 
     /// Time port `port` of `node` spent paused on `prio` so far.
     pub fn paused_time(&self, node: NodeId, port: u8, prio: u8) -> Time {
-        let p = &self.pc[(self.port_base[node.idx()] + u32::from(port)) as usize];
+        let p = &self.pc[self.user_port(node, port)];
         Time(p.paused.paused_total(self.now, prio))
     }
 
     /// Bytes queued for egress at port `port` of switch `node`, every class
     /// (what HPCC's INT reports); 0 for a NIC.
     pub fn egress_queue_bytes(&self, node: NodeId, port: u8) -> u64 {
+        let g = self.user_port(node, port);
         let (is_sw, idx) = self.role[node.idx()];
         if !is_sw {
             return 0;
         }
-        let num = usize::from(self.ports[(self.port_base[node.idx()] + u32::from(port)) as usize].num);
+        let num = usize::from(self.ports[g].num);
         let s = &self.switches[idx as usize];
         (0..NPRIO as u8).map(|c| s.mmu.egress_bytes(num, c)).sum()
     }
 
     /// Bytes sent out of port `port` of `node`.
     pub fn tx_bytes(&self, node: NodeId, port: u8) -> u64 {
-        self.ports[(self.port_base[node.idx()] + u32::from(port)) as usize].tx_bytes
+        self.ports[self.user_port(node, port)].tx_bytes
     }
 
     /// Number of switch MMU drops by reason `[lossy, headroom overflow]`, summed.
     pub fn mmu_drops(&self) -> [u64; 2] {
         let mut d = [0; 2];
-        for s in &self.switches {
+        for s in self.switches.iter() {
             d[0] += s.mmu.drops[0];
             d[1] += s.mmu.drops[1];
         }
@@ -1478,7 +1515,7 @@ impl RoceSim {
             "t={} in_flight={} flows_left={}",
             self.now, self.live, self.flows_left
         );
-        for sw in &self.switches {
+        for sw in self.switches.iter() {
             let name = &self.fabric.nodes[sw.node as usize].name;
             let _ = writeln!(
                 s,
@@ -1511,7 +1548,7 @@ impl RoceSim {
                 }
             }
         }
-        for n in &self.nics {
+        for n in self.nics.iter() {
             let p = &self.ports[n.gp as usize];
             let _ = writeln!(
                 s,
@@ -1602,8 +1639,10 @@ impl RoceSim {
             rx_tags: VecDeque::new(),
         });
         self.nics[nic as usize].flows.push(k as u32);
-        self.route_cache
-            .resize(self.flows.len() * 2 * self.switches.len(), NO_ROUTE);
+        // The new QP's entries (`[(flow * 2 + dir) * switches + switch]`) go at the end.
+        for _ in 0..2 * self.switches.len() {
+            self.route_cache.push(NO_ROUTE);
+        }
         Ok(k as u32)
     }
 
@@ -2433,7 +2472,7 @@ impl RoceSim {
         let forward = self.wd_forward;
         let s = &mut self.switches[si as usize];
         let qi = q * s.nports + port;
-        let qlen = s.mmu.egress_bytes(port, q as u8);
+        let qlen = s.mmu.egress_at(port, q as u8);
         let mut p = e.p;
         p.set(Pkt::WD_FWD, forward && s.wd_stormed[qi]);
         s.q_tx[qi] += 1;
@@ -2454,7 +2493,7 @@ impl RoceSim {
             // records back untouched) (ns-3 SwitchNode::SwitchNotifyDequeue): the
             // port's bytes sent with this packet, its queue (every class) after
             // the dequeue, now, the link rate.
-            let qlen = (0..NPRIO as u8).map(|c| s.mmu.egress_bytes(port, c)).sum();
+            let qlen = (0..NPRIO as u8).map(|c| s.mmu.egress_at(port, c)).sum();
             let g = &self.ports[gp as usize];
             self.int.get_mut(pk.int).set(
                 usize::from(pk.hops).saturating_sub(1),
@@ -3026,7 +3065,7 @@ impl RoceSim {
         let now = self.now;
         // blocked[gp] = egress port with a non-empty, paused lossless queue.
         let mut edges: Vec<(u32, u32, u8)> = Vec::new();
-        for s in &self.switches {
+        for s in self.switches.iter() {
             let base = self.port_base[s.node as usize];
             let nports = s.q.len() / NPRIO;
             for port in 0..nports {
