@@ -455,29 +455,53 @@ enum Ev {
 /// Bits of an event's component id (the rest of [`EV_BITS`] holds the kind).
 const ID_BITS: u32 = EV_BITS - 4;
 
-impl Packed for Ev {
-    #[inline]
+/// An event as the queue holds it: its kind (the order of [`Ev`]'s variants) in
+/// the top 4 of [`EV_BITS`] bits, its component id below. The run loop keeps it
+/// packed: the look-aheads test the kind bits, the trace folds the word, and
+/// [`EvWord::ev`] decodes it once, for the dispatch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct EvWord(u32);
+
+impl Packed for EvWord {
+    #[inline(always)]
     fn pack(self) -> u32 {
-        let (k, id) = match self {
-            Ev::Arrive { dir } => (0, dir),
-            Ev::TxWake { gp } => (1, gp),
-            Ev::FlowStart { flow } => (2, flow),
-            Ev::NicTimer { nic } => (3, nic),
-            Ev::PauseTimer { gp } => (4, gp),
-            Ev::WdPoll => (5, 0),
-            Ev::Check => (6, 0),
-            Ev::LinkFail { link } => (7, link),
-            Ev::Converge => (8, 0),
-        };
-        debug_assert!(id < 1 << ID_BITS);
-        (k << ID_BITS) | id
+        self.0
     }
-    #[inline]
-    fn unpack(v: u32) -> Ev {
-        let id = v & ((1 << ID_BITS) - 1);
-        match v >> ID_BITS {
-            0 => Ev::Arrive { dir: id },
-            1 => Ev::TxWake { gp: id },
+    #[inline(always)]
+    fn unpack(v: u32) -> EvWord {
+        EvWord(v)
+    }
+}
+
+impl EvWord {
+    /// [`Ev::Arrive`]'s kind.
+    const ARRIVE: u32 = 0;
+    /// [`Ev::TxWake`]'s kind.
+    const TX_WAKE: u32 = 1;
+
+    #[inline(always)]
+    fn kind(self) -> u32 {
+        self.0 >> ID_BITS
+    }
+
+    #[inline(always)]
+    fn id(self) -> u32 {
+        self.0 & ((1 << ID_BITS) - 1)
+    }
+
+    /// The word the trace hash folds: kind << 32 | id.
+    #[inline(always)]
+    fn trace_word(self) -> u64 {
+        (u64::from(self.kind()) << 32) | u64::from(self.id())
+    }
+
+    /// The event.
+    #[inline(always)]
+    fn ev(self) -> Ev {
+        let id = self.id();
+        match self.kind() {
+            EvWord::ARRIVE => Ev::Arrive { dir: id },
+            EvWord::TX_WAKE => Ev::TxWake { gp: id },
             2 => Ev::FlowStart { flow: id },
             3 => Ev::NicTimer { nic: id },
             4 => Ev::PauseTimer { gp: id },
@@ -490,18 +514,21 @@ impl Packed for Ev {
 }
 
 impl Ev {
-    fn word(self) -> u64 {
-        match self {
-            Ev::Arrive { dir } => u64::from(dir),
-            Ev::TxWake { gp } => (1 << 32) | u64::from(gp),
-            Ev::FlowStart { flow } => (2 << 32) | u64::from(flow),
-            Ev::NicTimer { nic } => (3 << 32) | u64::from(nic),
-            Ev::PauseTimer { gp } => (4 << 32) | u64::from(gp),
-            Ev::WdPoll => 5 << 32,
-            Ev::Check => 6 << 32,
-            Ev::LinkFail { link } => (7 << 32) | u64::from(link),
-            Ev::Converge => 8 << 32,
-        }
+    #[inline(always)]
+    fn pack(self) -> EvWord {
+        let (k, id) = match self {
+            Ev::Arrive { dir } => (0, dir),
+            Ev::TxWake { gp } => (1, gp),
+            Ev::FlowStart { flow } => (2, flow),
+            Ev::NicTimer { nic } => (3, nic),
+            Ev::PauseTimer { gp } => (4, gp),
+            Ev::WdPoll => (5, 0),
+            Ev::Check => (6, 0),
+            Ev::LinkFail { link } => (7, link),
+            Ev::Converge => (8, 0),
+        };
+        debug_assert!(id < 1 << ID_BITS);
+        EvWord((k << ID_BITS) | id)
     }
 }
 
@@ -715,7 +742,7 @@ pub enum RoceError {
 /// The RoCE world.
 pub struct RoceSim {
     now: Time,
-    q: PackedQueue<Ev>,
+    q: PackedQueue<EvWord>,
     trace: TraceHash,
     rng: Pcg64Mcg,
     /// Packets alive (created, not yet delivered or dropped). Packets move by
@@ -1764,7 +1791,7 @@ impl RoceSim {
             }
             // `first` makes the earliest event the head of the calendar's current
             // slot, so the pop below is O(1).
-            let Some((t, ev)) = self.q.first() else {
+            let Some((t, w)) = self.q.first() else {
                 if self.driven && until != Time::NEVER {
                     // Nothing moves until the driver posts more: let the clock run
                     // to `until`, as a NIC waiting on its host would.
@@ -1789,13 +1816,16 @@ impl RoceSim {
             // In stages, so that no stage waits on a load an earlier one did not
             // start: three events ahead the first line each event reads (an
             // arrival's FIFO ring pointers, a wake-up's port line).
-            match self.q.peek_ahead(PREFETCH_AHEAD + 1) {
-                Some((_, Ev::Arrive { dir })) => prefetch(&self.link_fifo[dir as usize]),
-                Some((_, Ev::TxWake { gp })) => prefetch(&self.ports[gp as usize]),
-                _ => {}
+            if let Some((_, a)) = self.q.peek_ahead(PREFETCH_AHEAD + 1) {
+                match a.kind() {
+                    EvWord::ARRIVE => prefetch(&self.link_fifo[a.id() as usize]),
+                    EvWord::TX_WAKE => prefetch(&self.ports[a.id() as usize]),
+                    _ => {}
+                }
             }
-            match self.q.peek_ahead(PREFETCH_AHEAD) {
-                Some((_, Ev::Arrive { dir })) => {
+            if let Some((_, a)) = self.q.peek_ahead(PREFETCH_AHEAD) {
+                if a.kind() == EvWord::ARRIVE {
+                    let dir = a.id();
                     let to = self.peer[dir as usize];
                     prefetch(&self.ports[to as usize]);
                     // The head and the entry after it (whose time and sequence the
@@ -1807,16 +1837,16 @@ impl RoceSim {
                             prefetch(next);
                         }
                     }
+                } else if a.kind() == EvWord::TX_WAKE {
+                    self.prefetch_egress(a.id());
                 }
-                Some((_, Ev::TxWake { gp })) => self.prefetch_egress(gp),
-                _ => {}
             }
             self.q.pop_first();
             self.now = t;
             self.events += 1;
             self.trace.fold(t.0);
-            self.trace.fold(ev.word());
-            let status = self.dispatch(t, ev);
+            self.trace.fold(w.trace_word());
+            let status = self.dispatch(t, w.ev());
             if let Some(s) = status {
                 return s;
             }
@@ -1833,7 +1863,7 @@ impl RoceSim {
     /// Schedule `ev` at `t` with a sequence number taken earlier.
     #[inline]
     fn push_ev_seq(&mut self, t: Time, seq: u64, ev: Ev) {
-        self.q.push_seq(t, seq, ev);
+        self.q.push_seq(t, seq, ev.pack());
     }
 
     /// Handle one event; `Some` ends the run.
