@@ -513,7 +513,7 @@ impl Mmu {
     /// A packet of `bytes` admitted from ingress (`in_port`, `pg`) left through
     /// egress (`out_port`, `queue`). Returns true if the ingress PG may now resume
     /// (send XON). Crate-private, as [`Self::admit`].
-    #[inline]
+    #[inline(always)]
     pub(crate) fn release(&mut self, in_port: usize, pg: u8, out_port: usize, queue: u8, bytes: u32) -> bool {
         let i = self.idx(in_port, pg);
         let e = self.idx(out_port, queue);

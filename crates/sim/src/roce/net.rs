@@ -2070,6 +2070,7 @@ impl RoceSim {
         }
     }
 
+    #[inline]
     fn kick(&mut self, gp: u32) {
         if self.peer[gp as usize] == NONE {
             return;
@@ -2477,7 +2478,7 @@ impl RoceSim {
     /// May switch egress port `gp` send a packet of queue `q` right now, with
     /// nothing else queued at it: exactly when [`Self::kick`] would call
     /// [`Self::try_tx`] and [`Self::switch_pick`] would pick queue `q`.
-    #[inline]
+    #[inline(always)]
     fn may_send_now(&self, gp: u32, q: u8) -> bool {
         let port = &self.ports[gp as usize];
         let now = self.now;
