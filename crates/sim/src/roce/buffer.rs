@@ -329,13 +329,32 @@ pub enum Admit {
     Drop(MmuDrop),
 }
 
-/// Bytes one ingress (port, PG) holds in each area, and its XOFF state.
+/// Bytes one ingress (port, PG) holds in each area, and its XOFF state: 16
+/// bytes, four records to a cache line. Each area is bounded by a configured
+/// size that [`Mmu::new`] checks fits 32 bits (the reserve by `reserved_per_pg`,
+/// the shared bytes by the shared pool, itself part of `buffer_bytes`, the
+/// headroom by the port's `headroom`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct PgUse {
-    reserved: u64,
-    shared: u64,
-    headroom: u64,
+    reserved: u32,
+    shared: u32,
+    headroom: u32,
     paused: bool,
+}
+
+const _: () = assert!(std::mem::size_of::<PgUse>() == 16);
+
+/// An MMU configuration the model cannot hold.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum MmuError {
+    /// A size over the 32 bits a priority group's byte counters have.
+    #[error("{field} is {bytes} B: the switch MMU counts a priority group's bytes in 32 bits (at most {max} B)", max = u32::MAX)]
+    TooLarge {
+        /// The [`MmuConfig`] field (`headroom[port]` for a port's headroom).
+        field: String,
+        /// Its value.
+        bytes: u64,
+    },
 }
 
 /// α · (free shared bytes) with α = 2^`th` (SONiC `dynamic_th`).
@@ -366,15 +385,32 @@ pub struct Mmu {
 }
 
 impl Mmu {
-    /// An empty MMU for `nports` ports (indices 0..nports).
-    pub fn new(cfg: MmuConfig, nports: usize) -> Mmu {
+    /// An empty MMU for `nports` ports (indices 0..nports); an error when the
+    /// buffer, the reserve or a port's headroom does not fit 32 bits.
+    pub fn new(cfg: MmuConfig, nports: usize) -> Result<Mmu, MmuError> {
+        let fields = [
+            ("buffer_bytes".to_string(), cfg.buffer_bytes),
+            ("reserved_per_pg".to_string(), cfg.reserved_per_pg),
+        ];
+        let headrooms = cfg
+            .headroom
+            .iter()
+            .enumerate()
+            .map(|(p, &h)| (format!("headroom[{p}]"), h));
+        if let Some((field, bytes)) = fields
+            .into_iter()
+            .chain(headrooms)
+            .find(|&(_, b)| b > u64::from(u32::MAX))
+        {
+            return Err(MmuError::TooLarge { field, bytes });
+        }
         let lossless = (0..NPRIO).filter(|&p| cfg.maps.lossless(p as u8)).count() as u64;
         let headroom_total: u64 = (0..nports)
             .map(|p| cfg.headroom.get(p).copied().unwrap_or(0) * lossless)
             .sum();
         let reserved_total = cfg.reserved_per_pg * (nports * NPRIO) as u64;
         let shared_size = cfg.buffer_bytes.saturating_sub(headroom_total + reserved_total);
-        Mmu {
+        Ok(Mmu {
             nports,
             shared_size,
             shared_used: 0,
@@ -383,7 +419,7 @@ impl Mmu {
             drops: [0; 2],
             peak_shared: 0,
             cfg,
-        }
+        })
     }
 
     /// Index of (port, PG or queue) in `pg` and `egress`.
@@ -426,8 +462,8 @@ impl Mmu {
 
     /// Bytes held by ingress (port, PG): (reserved, shared, headroom).
     pub fn pg_use(&self, port: usize, pg: u8) -> (u64, u64, u64) {
-        let i = self.checked_idx(port, pg);
-        (self.pg[i].reserved, self.pg[i].shared, self.pg[i].headroom)
+        let g = self.pg[self.checked_idx(port, pg)];
+        (u64::from(g.reserved), u64::from(g.shared), u64::from(g.headroom))
     }
 
     /// Is XOFF asserted for ingress (port, PG)?
@@ -463,14 +499,15 @@ impl Mmu {
         let th = dyn_threshold(self.shared_size, self.shared_used, th_shift);
         // One PG record, read and written through one reference.
         let u = &mut self.pg[i];
-        let from_res = self.cfg.reserved_per_pg.saturating_sub(u.reserved).min(b);
+        let from_res = self.cfg.reserved_per_pg.saturating_sub(u64::from(u.reserved)).min(b);
         let rest = b - from_res;
         let mut charge = Charge {
             reserved: from_res as u32,
             ..Charge::default()
         };
         if rest > 0 {
-            let fits_shared = u.headroom == 0 && u.shared + rest <= th && self.shared_used + rest <= self.shared_size;
+            let fits_shared =
+                u.headroom == 0 && u64::from(u.shared) + rest <= th && self.shared_used + rest <= self.shared_size;
             if fits_shared {
                 charge.shared = rest as u32;
             } else if !lossless {
@@ -483,7 +520,7 @@ impl Mmu {
                     .get(in_port)
                     .copied()
                     .unwrap_or(0)
-                    .saturating_sub(u.headroom);
+                    .saturating_sub(u64::from(u.headroom));
                 if rest > room {
                     self.drops[1] += 1;
                     return Admit::Drop(MmuDrop::HeadroomOverflow);
@@ -491,9 +528,11 @@ impl Mmu {
                 charge.headroom = rest as u32;
             }
         }
-        u.reserved += from_res;
-        u.shared += u64::from(charge.shared);
-        u.headroom += u64::from(charge.headroom);
+        // Within 32 bits: the reserve stays within `reserved_per_pg`, the shared
+        // bytes within the pool, the headroom within the port's (checked in `new`).
+        u.reserved += from_res as u32;
+        u.shared += charge.shared;
+        u.headroom += charge.headroom;
         self.shared_used += u64::from(charge.shared);
         self.peak_shared = self.peak_shared.max(self.shared_used);
         self.egress[e] += b;
@@ -502,7 +541,7 @@ impl Mmu {
             // HPCC ns-3 CheckShouldPause: headroom in use, or shared use at the
             // threshold (of the pool as it is now, after this packet).
             let th = dyn_threshold(self.shared_size, self.shared_used, th_shift);
-            if u.headroom > 0 || u.shared >= th {
+            if u.headroom > 0 || u64::from(u.shared) >= th {
                 u.paused = true;
                 xoff = true;
             }
@@ -520,7 +559,7 @@ impl Mmu {
         // Free headroom first, then shared, then reserve (HPCC ns-3
         // RemoveFromIngressAdmission), so a paused PG drains its headroom first.
         let u = &mut self.pg[i];
-        let mut b = u64::from(bytes);
+        let mut b = bytes;
         let h = u.headroom.min(b);
         u.headroom -= h;
         b -= h;
@@ -530,7 +569,7 @@ impl Mmu {
         let r = u.reserved.min(b);
         u.reserved -= r;
         let paused = u.paused;
-        self.shared_used -= s;
+        self.shared_used -= u64::from(s);
         self.egress[e] = self.egress[e].saturating_sub(u64::from(bytes));
         paused && self.check_resume(in_port, pg)
     }
@@ -543,7 +582,7 @@ impl Mmu {
         if !self.pg[i].paused {
             return false;
         }
-        if self.pg[i].headroom == 0 && self.pg[i].shared + self.cfg.resume_offset <= self.threshold(port) {
+        if self.pg[i].headroom == 0 && u64::from(self.pg[i].shared) + self.cfg.resume_offset <= self.threshold(port) {
             self.pg[i].paused = false;
             return true;
         }
@@ -552,7 +591,11 @@ impl Mmu {
 
     /// Total bytes held (all PGs, all areas).
     pub fn held(&self) -> u64 {
-        self.pg.iter().map(|g| g.reserved + g.headroom).sum::<u64>() + self.shared_used
+        self.pg
+            .iter()
+            .map(|g| u64::from(g.reserved) + u64::from(g.headroom))
+            .sum::<u64>()
+            + self.shared_used
     }
 }
 
@@ -647,7 +690,7 @@ mod tests {
             maps: QosMaps::default(),
             red: [None; NPRIO],
         };
-        Mmu::new(cfg, 4)
+        Mmu::new(cfg, 4).unwrap()
     }
 
     #[test]
@@ -718,8 +761,37 @@ mod tests {
         let c = MmuConfig::hpcc_ns3(32, &[100 * g, 400 * g], &[1_000_000, 1_000_000], 100 * g, None);
         assert_eq!(c.dynamic_th, vec![-3, -1]);
         assert_eq!(c.headroom, vec![37_500, 150_000]);
-        let m = Mmu::new(c, 2);
+        let m = Mmu::new(c, 2).unwrap();
         assert_eq!(m.threshold(0), m.shared_size() / 8);
         assert_eq!(m.threshold(1), m.shared_size() / 2);
+    }
+
+    /// A buffer, reserve or headroom over 32 bits is refused with the field
+    /// named; 4 GiB − 1 is accepted.
+    #[test]
+    fn sizes_over_32_bits_are_refused_by_name() {
+        let cfg = |buffer: u64, headroom: u64| MmuConfig {
+            buffer_bytes: buffer,
+            reserved_per_pg: 1000,
+            dynamic_th: vec![0; 2],
+            headroom: vec![20_000, headroom],
+            resume_offset: 3000,
+            maps: QosMaps::default(),
+            red: [None; NPRIO],
+        };
+        let max = u64::from(u32::MAX);
+        assert!(Mmu::new(cfg(max, 20_000), 2).is_ok());
+        assert_eq!(
+            Mmu::new(cfg(max + 1, 20_000), 2).unwrap_err(),
+            MmuError::TooLarge {
+                field: "buffer_bytes".into(),
+                bytes: max + 1
+            }
+        );
+        let e = Mmu::new(cfg(1 << 20, 1 << 33), 2).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "headroom[1] is 8589934592 B: the switch MMU counts a priority group's bytes in 32 bits (at most 4294967295 B)"
+        );
     }
 }

@@ -1016,13 +1016,18 @@ impl RoceSim {
                             ),
                         });
                     }
+                    let sw_maps = mc.maps.clone();
+                    let mmu = Mmu::new(mc, np).map_err(|e| RoceError::Config {
+                        field: "buffer_bytes",
+                        why: format!("switch {}: {e}", node.name),
+                    })?;
                     role[i] = (true, switches.len() as u32);
                     let wd = cfg.watchdog.unwrap_or_default();
                     switches.push(Switch {
                         node: i as u32,
                         nports: np,
-                        maps: mc.maps.clone(),
-                        mmu: Mmu::new(mc, np),
+                        maps: sw_maps,
+                        mmu,
                         q: vec![VecDeque::new(); np * NPRIO].into(),
                         q_tx: vec![0; np * NPRIO].into(),
                         sched: vec![Scheduler::default(); np].into(),
