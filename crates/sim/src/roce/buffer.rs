@@ -70,17 +70,20 @@ pub fn hpcc_headroom_bytes(bps: u64, delay_ps: u64) -> u64 {
     (3 * u128::from(bps) * u128::from(delay_ps) / 8 / 1_000_000_000_000) as u64
 }
 
-/// DSCP → TC → PG / queue maps and the PFC-enabled set of one switch.
+/// DSCP → TC → PG / queue maps and the PFC-enabled set of one switch
+/// (`repr(C)`: the PFC set and the TC maps in the first line with the start of
+/// the DSCP map).
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[repr(C)]
 pub struct QosMaps {
-    /// DSCP (0..64) → traffic class.
-    pub dscp_to_tc: [u8; 64],
+    /// Bit i set: priority / PG / queue i is lossless (SONiC `pfc_enable`).
+    pub pfc_enable: u8,
     /// TC → ingress priority group.
     pub tc_to_pg: [u8; 8],
     /// TC → egress queue.
     pub tc_to_queue: [u8; 8],
-    /// Bit i set: priority / PG / queue i is lossless (SONiC `pfc_enable`).
-    pub pfc_enable: u8,
+    /// DSCP (0..64) → traffic class.
+    pub dscp_to_tc: [u8; 64],
 }
 
 impl Default for QosMaps {
@@ -234,22 +237,23 @@ impl Scheduler {
     }
 }
 
-/// Switch MMU configuration.
+/// Switch MMU configuration (`repr(C)`: what an admission reads first).
 #[derive(Clone, Debug, PartialEq)]
+#[repr(C)]
 pub struct MmuConfig {
-    /// Total buffer in bytes (reserved + headroom + shared).
-    pub buffer_bytes: u64,
     /// Reserved (guaranteed) bytes per ingress (port, PG) (HPCC ns-3: 4 KB).
     pub reserved_per_pg: u64,
     /// Dynamic threshold α = 2^`dynamic_th` per port (SONiC; −8..7). HPCC ns-3's
     /// `pfc_a_shift` s is `dynamic_th = −s`.
     pub dynamic_th: Vec<i8>,
+    /// Maps and the lossless set.
+    pub maps: QosMaps,
+    /// Total buffer in bytes (reserved + headroom + shared).
+    pub buffer_bytes: u64,
     /// Headroom per lossless (port, PG), bytes.
     pub headroom: Vec<u64>,
     /// XON hysteresis below the threshold (HPCC ns-3 `resume_offset` 3 KB).
     pub resume_offset: u64,
-    /// Maps and the lossless set.
-    pub maps: QosMaps,
     /// ECN marking per egress queue (`None`: never mark).
     pub red: [Option<Red>; NPRIO],
 }
@@ -364,10 +368,11 @@ fn dyn_threshold(size: u64, used: u64, th: i8) -> u64 {
     if th >= 0 { free << th } else { free >> (-th) }
 }
 
-/// The MMU state of one switch.
+/// The MMU state of one switch (`repr(C)`: the fields an admission and a
+/// release read come first, in two lines with the configuration's hot half).
 #[derive(Clone, Debug)]
+#[repr(C)]
 pub struct Mmu {
-    cfg: MmuConfig,
     nports: usize,
     shared_size: u64,
     shared_used: u64,
@@ -378,10 +383,11 @@ pub struct Mmu {
     /// Bytes queued at egress (port, queue), `[queue * nports + port]` (queue-major,
     /// like `pg`).
     egress: Table<u64>,
-    /// Drops by reason: [lossy over threshold, headroom overflow].
-    pub drops: [u64; 2],
     /// Peak shared-pool use, bytes.
     pub peak_shared: u64,
+    /// Drops by reason: [lossy over threshold, headroom overflow].
+    pub drops: [u64; 2],
+    cfg: MmuConfig,
 }
 
 impl Mmu {

@@ -637,12 +637,14 @@ struct PortCold {
     pausegen: Box<PauseGen>,
 }
 
-/// Per-switch state.
+/// Per-switch state. `repr(C)`, hot fields first: what every arrival and
+/// dequeue reads (the QoS maps, the port count, the queue, counter and RED
+/// tables, the XOFF list) sits in the first three lines, then the MMU (whose
+/// own hot fields come first too).
+#[repr(C)]
 struct Switch {
-    node: u32,
     /// This switch's DSCP → TC → PG/queue maps (a misconfigured hop differs).
     maps: QosMaps,
-    mmu: Mmu,
     /// Ports.
     nports: usize,
     /// Egress queues `[q * nports + local_port]` (queue-major: the data queue's
@@ -651,15 +653,17 @@ struct Switch {
     /// Packets sent per egress queue, `[q * nports + local_port]` (queue-major: the
     /// data queue's counters of all ports share a few lines).
     q_tx: Table<u64>,
-    sched: Table<Scheduler>,
-    wd: Table<Watchdog>,
-    /// Watchdog action in force per `[q * nports + port]`.
-    wd_stormed: Table<bool>,
-    hash: HashConfig,
     red: Table<Option<Red>>,
     /// Ingress (port, PG) with XOFF asserted: re-checked on every release, since
     /// the threshold rises for all of them as the shared pool frees.
     xoff: Vec<(u8, u8)>,
+    /// Watchdog action in force per `[q * nports + port]`.
+    wd_stormed: Table<bool>,
+    node: u32,
+    mmu: Mmu,
+    sched: Table<Scheduler>,
+    wd: Table<Watchdog>,
+    hash: HashConfig,
 }
 
 /// Per-NIC state.
