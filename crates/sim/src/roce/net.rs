@@ -637,9 +637,9 @@ struct PortCold {
     pausegen: Box<PauseGen>,
 }
 
-/// Per-switch state. `repr(C)`, hot fields first: what every arrival and
-/// dequeue reads (the QoS maps, the port count, the queue, counter and RED
-/// tables, the XOFF list) sits in the first three lines, then the MMU (whose
+/// Per-switch state (its egress queues are `RoceSim::eq`). `repr(C)`, hot
+/// fields first: what every arrival and dequeue reads (the QoS maps, the port
+/// count, the counter and RED tables, the XOFF list) sits in the first three lines, then the MMU (whose
 /// own hot fields come first too).
 #[repr(C)]
 struct Switch {
@@ -647,9 +647,6 @@ struct Switch {
     maps: QosMaps,
     /// Ports.
     nports: usize,
-    /// Egress queues `[q * nports + local_port]` (queue-major: the data queue's
-    /// ring headers of all ports share a few lines).
-    q: Table<VecDeque<Queued>>,
     /// Packets sent per egress queue, `[q * nports + local_port]` (queue-major: the
     /// data queue's counters of all ports share a few lines).
     q_tx: Table<u64>,
@@ -763,6 +760,11 @@ pub struct RoceSim {
     peer: Table<u32>,
     /// Packets on each link direction (24-byte entries: see [`KeyedFifo`]).
     link_fifo: Table<KeyedFifo<Pkt>>,
+    /// Switch egress queues, `[q * ports + gp]` by global port (queue-major: the
+    /// data queue's ring headers of neighbouring ports share lines); a wake-up's
+    /// queue is found from its port alone, without the switch's record. NIC
+    /// ports have theirs, always empty.
+    eq: Table<VecDeque<Queued>>,
     /// Each link FIFO's keys too wide for its 32-bit steps (see [`KeyedFifo`]).
     link_wide: Table<WideKeys>,
     /// Node → switch or NIC index.
@@ -1032,7 +1034,6 @@ impl RoceSim {
                         nports: np,
                         maps: sw_maps,
                         mmu,
-                        q: vec![VecDeque::new(); np * NPRIO].into(),
                         q_tx: vec![0; np * NPRIO].into(),
                         sched: vec![Scheduler::default(); np].into(),
                         wd: vec![Watchdog::new(wd); np * NPRIO].into(),
@@ -1181,6 +1182,7 @@ impl RoceSim {
             live: 0,
             maps,
             link_fifo: vec![KeyedFifo::default(); ports.len()].into(),
+            eq: vec![VecDeque::new(); ports.len() * NPRIO].into(),
             link_wide: vec![WideKeys::new(); ports.len()].into(),
             port_base: port_base.into(),
             ports: ports.into(),
@@ -1570,9 +1572,9 @@ impl RoceSim {
                 );
             }
             for (port, c) in (0..sw.nports).flat_map(|p| (0..NPRIO).map(move |c| (p, c))) {
-                let q = &sw.q[c * sw.nports + port];
+                let gp = self.port_base[sw.node as usize] + port as u32;
+                let q = &self.eq[self.eqi(c, gp)];
                 if !q.is_empty() {
-                    let gp = self.port_base[sw.node as usize] + port as u32;
                     let _ = writeln!(
                         s,
                         "  port {} q{}: {} pkts, paused {}",
@@ -2049,20 +2051,20 @@ impl RoceSim {
         }
     }
 
+    /// Index of egress queue `q` of port `gp` in `eq`.
+    #[inline(always)]
+    fn eqi(&self, q: usize, gp: u32) -> usize {
+        q * self.ports.len() + gp as usize
+    }
+
     /// Prefetch the packet switch port `gp` would send next from its lowest
     /// non-empty queue (a hint for an upcoming wake-up; no effect on results).
+    /// A NIC port's mask is always 0.
     #[inline]
     fn prefetch_egress(&self, gp: u32) {
-        let port = &self.ports[gp as usize];
-        let (is_sw, si) = self.role[port.node as usize];
-        if !is_sw {
-            return;
-        }
-        let s = &self.switches[si as usize];
-        let num = usize::from(port.num);
-        let mask = port.qmask;
+        let mask = self.ports[gp as usize].qmask;
         if mask != 0 {
-            if let Some(front) = s.q[mask.trailing_zeros() as usize * s.nports + num].front() {
+            if let Some(front) = self.eq[self.eqi(mask.trailing_zeros() as usize, gp)].front() {
                 prefetch(front);
             }
         }
@@ -2417,9 +2419,10 @@ impl RoceSim {
                     self.transmit(og, p);
                     return;
                 }
-                let s = &mut self.switches[si as usize];
-                s.q[qi].push_back(e);
+                let ei = self.eqi(usize::from(queue), og);
+                self.eq[ei].push_back(e);
                 self.ports[og as usize].qmask |= 1 << queue;
+                let s = &mut self.switches[si as usize];
                 if xoff {
                     s.xoff.push((in_port, pg));
                     let bps = self.pc[gp as usize].bps;
@@ -2453,9 +2456,9 @@ impl RoceSim {
             let q = mask.trailing_zeros() as usize;
             (!blocked(q)).then_some(q)
         } else {
-            let qs = &s.q;
+            let (qs, n) = (&self.eq, self.ports.len());
             s.sched[port].pick(|q| {
-                let p = qs[q * nports + port].front()?;
+                let p = qs[q * n + gp as usize].front()?;
                 if blocked(q) {
                     return None;
                 }
@@ -2472,14 +2475,15 @@ impl RoceSim {
             }
             return Err(wait);
         };
-        let qi = q * nports + port;
-        let p = s.q[qi].pop_front().expect("picked");
-        if s.q[qi].is_empty() {
-            self.ports[gp as usize].qmask &= !(1 << q);
+        let ei = q * self.ports.len() + gp as usize;
+        let eq = &mut self.eq[ei];
+        let p = eq.pop_front().expect("picked");
+        if eq.is_empty() {
             // Back to the ring's first slot: a queue that mostly holds a packet or
             // two then reuses the same, cached, line instead of walking the whole
             // capacity a past burst gave it (a `VecDeque` keeps its head otherwise).
-            s.q[qi].clear();
+            eq.clear();
+            self.ports[gp as usize].qmask &= !(1 << q);
         }
         Ok(self.switch_dequeued(si, gp, port, q, p))
     }
@@ -3034,7 +3038,7 @@ impl RoceSim {
         for si in 0..self.switches.len() {
             let node = self.switches[si].node;
             let base = self.port_base[node as usize];
-            let nports = self.switches[si].q.len() / NPRIO;
+            let nports = self.switches[si].nports;
             for port in 0..nports {
                 let gp = base + port as u32;
                 if self.peer[gp as usize] == NONE {
@@ -3070,7 +3074,8 @@ impl RoceSim {
                             match cfg.action {
                                 WdAction::Drop => {
                                     // Drain the queue: its packets are dropped and released.
-                                    while let Some(e) = self.switches[si].q[qi].pop_front() {
+                                    let ei = self.eqi(q, gp);
+                                    while let Some(e) = self.eq[ei].pop_front() {
                                         self.switches[si].mmu.release(
                                             usize::from(e.in_port),
                                             e.pg,
@@ -3107,12 +3112,11 @@ impl RoceSim {
         let mut edges: Vec<(u32, u32, u8)> = Vec::new();
         for s in self.switches.iter() {
             let base = self.port_base[s.node as usize];
-            let nports = s.q.len() / NPRIO;
-            for port in 0..nports {
+            for port in 0..s.nports {
                 let gp = base + port as u32;
                 for q in 0..NPRIO {
                     if !self.maps.lossless(q as u8)
-                        || s.q[q * nports + port].is_empty()
+                        || self.eq[self.eqi(q, gp)].is_empty()
                         || !self.pc[gp as usize].paused.is_paused(now, q as u8)
                     {
                         continue;
@@ -3128,9 +3132,10 @@ impl RoceSim {
                     let ps = &self.switches[pi as usize];
                     let in_num = self.ports[peer as usize].num;
                     let pbase = self.port_base[pn as usize];
-                    for (qi, qq) in ps.q.iter().enumerate() {
-                        if qq.iter().any(|p| p.in_port == in_num) {
-                            edges.push((gp, pbase + (qi % ps.nports) as u32, q as u8));
+                    for (qq, pp) in (0..NPRIO).flat_map(|qq| (0..ps.nports).map(move |pp| (qq, pp))) {
+                        let out = pbase + pp as u32;
+                        if self.eq[self.eqi(qq, out)].iter().any(|p| p.in_port == in_num) {
+                            edges.push((gp, out, q as u8));
                         }
                     }
                 }
