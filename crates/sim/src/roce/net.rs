@@ -594,7 +594,10 @@ struct Port {
     /// largest of [`PausedTx::until_all`]): when it is not after now nothing is
     /// paused and the cold pause state need not be read.
     pause_max: Time,
-    node: u32,
+    /// The switch or NIC this port belongs to, as `index << 1 | is_switch`
+    /// (its node's `RoceSim::role`, kept here so a hop reads no table for it;
+    /// [`RoceSim::node_of`] gives the node).
+    owner: u32,
     /// Local port number.
     num: u8,
     /// [`Port::DOWN`], [`Port::LOSSY`]: 0 on a healthy link (one test per send).
@@ -617,6 +620,12 @@ impl Port {
     #[inline]
     fn down(&self) -> bool {
         self.fate & Port::DOWN != 0
+    }
+
+    /// (is a switch port, switch or NIC index).
+    #[inline(always)]
+    fn owner(&self) -> (bool, u32) {
+        (self.owner & 1 != 0, self.owner >> 1)
     }
 }
 
@@ -877,6 +886,17 @@ fn prefetch<T>(p: &T) {
     }
 }
 
+/// Ask the CPU to bring the cache line at `*p` in (a hint, as [`prefetch`]).
+#[inline(always)]
+fn prefetch_line(p: &*const u8) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+        // SAFETY: a prefetch never faults and changes no program-visible state.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>((*p).cast::<i8>()) }
+    }
+}
+
 /// A `route_cache` slot not filled yet.
 const NO_ROUTE: u8 = u8::MAX;
 
@@ -896,10 +916,11 @@ impl RoceSim {
         let mut pc = Vec::new();
         let mut peer = Vec::new();
         port_base.push(0u32);
-        for (i, node) in fabric.nodes.iter().enumerate() {
+        for node in fabric.nodes.iter() {
             for p in 0..node.ports.len() {
                 ports.push(Port {
-                    node: i as u32,
+                    // Set below, once the switches and NICs are numbered.
+                    owner: NONE,
                     num: p as u8,
                     ser: Serializer::new(1),
                     prop: Time::ZERO,
@@ -1072,6 +1093,11 @@ impl RoceSim {
                         xoff_on: false,
                     });
                 }
+            }
+        }
+        for (i, &(is_sw, idx)) in role.iter().enumerate() {
+            for p in &mut ports[port_base[i] as usize..port_base[i + 1] as usize] {
+                p.owner = (idx << 1) | u32::from(is_sw);
             }
         }
         if let Some(mode) = cfg.rocev1 {
@@ -1325,11 +1351,11 @@ impl RoceSim {
             if peer == NONE {
                 break;
             }
-            let node = self.ports[peer as usize].node;
-            let (is_sw, si) = self.role[node as usize];
+            let (is_sw, si) = self.ports[peer as usize].owner();
             if !is_sw {
                 break;
             }
+            let node = self.switches[si as usize].node;
             let over = self.overrides.iter().find(|o| o.0 == node && o.1 == dst).map(|o| o.2);
             let Some(port) = over.or_else(|| self.route_hashed(si, &pk)) else {
                 break;
@@ -1446,7 +1472,11 @@ impl RoceSim {
         let mut buf = vec![0u8; 10_240];
         let mut written = 0;
         // Every captured frame was sent from the capture port: a pause frame's source.
-        let cap_node = self.ports.get(self.capture_gp as usize).map_or(NONE, |p| p.node);
+        let cap_node = if (self.capture_gp as usize) < self.ports.len() {
+            self.node_of(self.capture_gp)
+        } else {
+            NONE
+        };
         for (t, pk) in &self.captured {
             if pk.kind.is_tcp() {
                 // TCP frames are not written (the capture is of the RoCE stream).
@@ -2057,15 +2087,30 @@ impl RoceSim {
         q * self.ports.len() + gp as usize
     }
 
+    /// The node port `gp` belongs to.
+    fn node_of(&self, gp: u32) -> u32 {
+        match self.ports[gp as usize].owner() {
+            (true, si) => self.switches[si as usize].node,
+            (false, ni) => self.nics[ni as usize].node,
+        }
+    }
+
     /// Prefetch the packet switch port `gp` would send next from its lowest
     /// non-empty queue (a hint for an upcoming wake-up; no effect on results).
     /// A NIC port's mask is always 0.
     #[inline]
     fn prefetch_egress(&self, gp: u32) {
-        let mask = self.ports[gp as usize].qmask;
+        let port = &self.ports[gp as usize];
+        let mask = port.qmask;
         if mask != 0 {
             if let Some(front) = self.eq[self.eqi(mask.trailing_zeros() as usize, gp)].front() {
                 prefetch(front);
+            }
+            // The switch record's dequeue half (port count, counter and RED
+            // tables, XOFF list, the MMU's pool and tables): lines 1 to 4.
+            let sw = (&self.switches[port.owner().1 as usize] as *const Switch).cast::<u8>();
+            for l in 1..5 {
+                prefetch_line(&sw.wrapping_add(64 * l));
             }
         }
     }
@@ -2110,7 +2155,7 @@ impl RoceSim {
             self.transmit(gp, p);
             return;
         }
-        let (is_sw, idx) = self.role[self.ports[g].node as usize];
+        let (is_sw, idx) = self.ports[g].owner();
         let pick = if is_sw {
             self.switch_pick(idx, gp)
         } else {
@@ -2135,7 +2180,7 @@ impl RoceSim {
         if port.has_ctrl {
             return Some(free);
         }
-        let (is_sw, idx) = self.role[port.node as usize];
+        let (is_sw, idx) = port.owner();
         if is_sw {
             (port.qmask != 0).then_some(free)
         } else {
@@ -2204,8 +2249,7 @@ impl RoceSim {
             self.deliver(p);
             return;
         }
-        let node = self.ports[gp as usize].node;
-        let (is_sw, idx) = self.role[node as usize];
+        let (is_sw, idx) = self.ports[gp as usize].owner();
         if is_sw {
             self.switch_arrive(idx, gp, p)
         } else {
@@ -2230,13 +2274,14 @@ impl RoceSim {
         let port = &mut self.ports[gp as usize];
         port.pause_max = latest;
         if self.cfg.record_pfc && was != is {
-            let node = port.node;
-            let is_sw = self.role[node as usize].0;
+            let is_sw = port.owner().0;
+            let num = port.num;
+            let node = self.node_of(gp);
             self.pfc.push(PfcRecord {
                 time_ns: now.0 / 1000,
                 node,
                 node_type: u8::from(is_sw),
-                if_index: u32::from(port.num),
+                if_index: u32::from(num),
                 pause: is,
             });
         }
@@ -2502,7 +2547,7 @@ impl RoceSim {
             return true;
         }
         // Paused, unless a forwarding watchdog ignores pauses on this queue.
-        let (_, si) = self.role[port.node as usize];
+        let (_, si) = port.owner();
         let s = &self.switches[si as usize];
         self.wd_forward && s.wd_stormed[usize::from(q) * s.nports + usize::from(port.num)]
     }
@@ -3124,14 +3169,13 @@ impl RoceSim {
                     // The peer switch's ingress (peer port) is paused; which of its
                     // egress ports hold packets from that ingress?
                     let peer = self.peer[gp as usize];
-                    let pn = self.ports[peer as usize].node;
-                    let (is_sw, pi) = self.role[pn as usize];
+                    let (is_sw, pi) = self.ports[peer as usize].owner();
                     if !is_sw {
                         continue;
                     }
                     let ps = &self.switches[pi as usize];
                     let in_num = self.ports[peer as usize].num;
-                    let pbase = self.port_base[pn as usize];
+                    let pbase = self.port_base[ps.node as usize];
                     for (qq, pp) in (0..NPRIO).flat_map(|qq| (0..ps.nports).map(move |pp| (qq, pp))) {
                         let out = pbase + pp as u32;
                         if self.eq[self.eqi(qq, out)].iter().any(|p| p.in_port == in_num) {
@@ -3171,7 +3215,7 @@ impl RoceSim {
             .iter()
             .map(|&(g, q)| {
                 let p = &self.ports[g as usize];
-                (self.fabric.nodes[p.node as usize].name.clone(), p.num, q)
+                (self.fabric.nodes[self.node_of(g) as usize].name.clone(), p.num, q)
             })
             .collect();
         PfcDeadlock { at: self.now, cycle }
@@ -3180,7 +3224,7 @@ impl RoceSim {
     /// Packets switch egress queue (`gp`, `q`) has sent.
     fn queue_sent(&self, gp: u32, q: u8) -> u64 {
         let p = &self.ports[gp as usize];
-        let si = self.role[p.node as usize].1;
+        let si = p.owner().1;
         let s = &self.switches[si as usize];
         s.q_tx[usize::from(q) * s.nports + usize::from(p.num)]
     }
