@@ -22,6 +22,7 @@
 //! Costs: O(1) per admit/release; state is three `u64` per (port, PG) and one per
 //! (port, queue).
 
+use crate::engine::Table;
 use crate::roce::dcqcn::Red;
 
 /// Priorities / PGs / queues per port.
@@ -69,17 +70,20 @@ pub fn hpcc_headroom_bytes(bps: u64, delay_ps: u64) -> u64 {
     (3 * u128::from(bps) * u128::from(delay_ps) / 8 / 1_000_000_000_000) as u64
 }
 
-/// DSCP → TC → PG / queue maps and the PFC-enabled set of one switch.
+/// DSCP → TC → PG / queue maps and the PFC-enabled set of one switch
+/// (`repr(C)`: the PFC set and the TC maps in the first line with the start of
+/// the DSCP map).
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[repr(C)]
 pub struct QosMaps {
-    /// DSCP (0..64) → traffic class.
-    pub dscp_to_tc: [u8; 64],
+    /// Bit i set: priority / PG / queue i is lossless (SONiC `pfc_enable`).
+    pub pfc_enable: u8,
     /// TC → ingress priority group.
     pub tc_to_pg: [u8; 8],
     /// TC → egress queue.
     pub tc_to_queue: [u8; 8],
-    /// Bit i set: priority / PG / queue i is lossless (SONiC `pfc_enable`).
-    pub pfc_enable: u8,
+    /// DSCP (0..64) → traffic class.
+    pub dscp_to_tc: [u8; 64],
 }
 
 impl Default for QosMaps {
@@ -233,22 +237,23 @@ impl Scheduler {
     }
 }
 
-/// Switch MMU configuration.
+/// Switch MMU configuration (`repr(C)`: what an admission reads first).
 #[derive(Clone, Debug, PartialEq)]
+#[repr(C)]
 pub struct MmuConfig {
-    /// Total buffer in bytes (reserved + headroom + shared).
-    pub buffer_bytes: u64,
     /// Reserved (guaranteed) bytes per ingress (port, PG) (HPCC ns-3: 4 KB).
     pub reserved_per_pg: u64,
     /// Dynamic threshold α = 2^`dynamic_th` per port (SONiC; −8..7). HPCC ns-3's
     /// `pfc_a_shift` s is `dynamic_th = −s`.
     pub dynamic_th: Vec<i8>,
+    /// Maps and the lossless set.
+    pub maps: QosMaps,
+    /// Total buffer in bytes (reserved + headroom + shared).
+    pub buffer_bytes: u64,
     /// Headroom per lossless (port, PG), bytes.
     pub headroom: Vec<u64>,
     /// XON hysteresis below the threshold (HPCC ns-3 `resume_offset` 3 KB).
     pub resume_offset: u64,
-    /// Maps and the lossless set.
-    pub maps: QosMaps,
     /// ECN marking per egress queue (`None`: never mark).
     pub red: [Option<Red>; NPRIO],
 }
@@ -328,13 +333,32 @@ pub enum Admit {
     Drop(MmuDrop),
 }
 
-/// Bytes one ingress (port, PG) holds in each area, and its XOFF state.
+/// Bytes one ingress (port, PG) holds in each area, and its XOFF state: 16
+/// bytes, four records to a cache line. Each area is bounded by a configured
+/// size that [`Mmu::new`] checks fits 32 bits (the reserve by `reserved_per_pg`,
+/// the shared bytes by the shared pool, itself part of `buffer_bytes`, the
+/// headroom by the port's `headroom`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct PgUse {
-    reserved: u64,
-    shared: u64,
-    headroom: u64,
+    reserved: u32,
+    shared: u32,
+    headroom: u32,
     paused: bool,
+}
+
+const _: () = assert!(std::mem::size_of::<PgUse>() == 16);
+
+/// An MMU configuration the model cannot hold.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum MmuError {
+    /// A size over the 32 bits a priority group's byte counters have.
+    #[error("{field} is {bytes} B: the switch MMU counts a priority group's bytes in 32 bits (at most {max} B)", max = u32::MAX)]
+    TooLarge {
+        /// The [`MmuConfig`] field (`headroom[port]` for a port's headroom).
+        field: String,
+        /// Its value.
+        bytes: u64,
+    },
 }
 
 /// α · (free shared bytes) with α = 2^`th` (SONiC `dynamic_th`).
@@ -344,45 +368,64 @@ fn dyn_threshold(size: u64, used: u64, th: i8) -> u64 {
     if th >= 0 { free << th } else { free >> (-th) }
 }
 
-/// The MMU state of one switch.
+/// The MMU state of one switch (`repr(C)`: the fields an admission and a
+/// release read come first, in two lines with the configuration's hot half).
 #[derive(Clone, Debug)]
+#[repr(C)]
 pub struct Mmu {
-    cfg: MmuConfig,
     nports: usize,
     shared_size: u64,
     shared_used: u64,
     /// Ingress (port, PG) accounting, `[pg * nports + port]`: one record per PG so an
     /// admission touches one record, and PG-major so the records of the one or two
     /// PGs that carry traffic sit together (a few lines per switch, not one per port).
-    pg: Vec<PgUse>,
+    pg: Table<PgUse>,
     /// Bytes queued at egress (port, queue), `[queue * nports + port]` (queue-major,
     /// like `pg`).
-    egress: Vec<u64>,
-    /// Drops by reason: [lossy over threshold, headroom overflow].
-    pub drops: [u64; 2],
+    egress: Table<u64>,
     /// Peak shared-pool use, bytes.
     pub peak_shared: u64,
+    /// Drops by reason: [lossy over threshold, headroom overflow].
+    pub drops: [u64; 2],
+    cfg: MmuConfig,
 }
 
 impl Mmu {
-    /// An empty MMU for `nports` ports (indices 0..nports).
-    pub fn new(cfg: MmuConfig, nports: usize) -> Mmu {
+    /// An empty MMU for `nports` ports (indices 0..nports); an error when the
+    /// buffer, the reserve or a port's headroom does not fit 32 bits.
+    pub fn new(cfg: MmuConfig, nports: usize) -> Result<Mmu, MmuError> {
+        let fields = [
+            ("buffer_bytes".to_string(), cfg.buffer_bytes),
+            ("reserved_per_pg".to_string(), cfg.reserved_per_pg),
+        ];
+        let headrooms = cfg
+            .headroom
+            .iter()
+            .enumerate()
+            .map(|(p, &h)| (format!("headroom[{p}]"), h));
+        if let Some((field, bytes)) = fields
+            .into_iter()
+            .chain(headrooms)
+            .find(|&(_, b)| b > u64::from(u32::MAX))
+        {
+            return Err(MmuError::TooLarge { field, bytes });
+        }
         let lossless = (0..NPRIO).filter(|&p| cfg.maps.lossless(p as u8)).count() as u64;
         let headroom_total: u64 = (0..nports)
             .map(|p| cfg.headroom.get(p).copied().unwrap_or(0) * lossless)
             .sum();
         let reserved_total = cfg.reserved_per_pg * (nports * NPRIO) as u64;
         let shared_size = cfg.buffer_bytes.saturating_sub(headroom_total + reserved_total);
-        Mmu {
+        Ok(Mmu {
             nports,
             shared_size,
             shared_used: 0,
-            pg: vec![PgUse::default(); nports * NPRIO],
-            egress: vec![0; nports * NPRIO],
+            pg: vec![PgUse::default(); nports * NPRIO].into(),
+            egress: vec![0; nports * NPRIO].into(),
             drops: [0; 2],
             peak_shared: 0,
             cfg,
-        }
+        })
     }
 
     /// Index of (port, PG or queue) in `pg` and `egress`.
@@ -413,27 +456,46 @@ impl Mmu {
         dyn_threshold(self.shared_size, self.shared_used, th)
     }
 
+    /// The checked index of (port, PG or queue) for the public look-ups.
+    fn checked_idx(&self, port: usize, c: u8) -> usize {
+        assert!(
+            port < self.nports && usize::from(c) < NPRIO,
+            "MMU of {} ports: no port {port} class {c}",
+            self.nports
+        );
+        self.idx(port, c)
+    }
+
     /// Bytes held by ingress (port, PG): (reserved, shared, headroom).
     pub fn pg_use(&self, port: usize, pg: u8) -> (u64, u64, u64) {
-        let i = self.idx(port, pg);
-        (self.pg[i].reserved, self.pg[i].shared, self.pg[i].headroom)
+        let g = self.pg[self.checked_idx(port, pg)];
+        (u64::from(g.reserved), u64::from(g.shared), u64::from(g.headroom))
     }
 
     /// Is XOFF asserted for ingress (port, PG)?
     pub fn pg_paused(&self, port: usize, pg: u8) -> bool {
-        self.pg[self.idx(port, pg)].paused
+        self.pg[self.checked_idx(port, pg)].paused
     }
 
     /// Bytes queued at egress (port, queue).
-    #[inline]
     pub fn egress_bytes(&self, port: usize, q: u8) -> u64 {
+        self.egress[self.checked_idx(port, q)]
+    }
+
+    /// Bytes queued at egress (port, queue), unchecked in release builds: the
+    /// simulator's own ports (`port < nports`) and queues (`q < NPRIO`), as
+    /// for [`Self::admit`].
+    #[inline]
+    pub(crate) fn egress_at(&self, port: usize, q: u8) -> u64 {
         self.egress[self.idx(port, q)]
     }
 
     /// Admit a packet of `bytes` arriving on `in_port` in `pg`, bound for egress
-    /// (`out_port`, `queue`).
+    /// (`out_port`, `queue`). Crate-private: the ports and classes index the
+    /// MMU's tables unchecked in release builds, so they must be the
+    /// simulator's own (`< nports`, `< NPRIO`: [`QosMaps::classify`] masks them).
     #[inline]
-    pub fn admit(&mut self, in_port: usize, pg: u8, out_port: usize, queue: u8, bytes: u32) -> Admit {
+    pub(crate) fn admit(&mut self, in_port: usize, pg: u8, out_port: usize, queue: u8, bytes: u32) -> Admit {
         debug_assert!(in_port < self.nports && out_port < self.nports);
         let i = self.idx(in_port, pg);
         let e = self.idx(out_port, queue);
@@ -443,14 +505,15 @@ impl Mmu {
         let th = dyn_threshold(self.shared_size, self.shared_used, th_shift);
         // One PG record, read and written through one reference.
         let u = &mut self.pg[i];
-        let from_res = self.cfg.reserved_per_pg.saturating_sub(u.reserved).min(b);
+        let from_res = self.cfg.reserved_per_pg.saturating_sub(u64::from(u.reserved)).min(b);
         let rest = b - from_res;
         let mut charge = Charge {
             reserved: from_res as u32,
             ..Charge::default()
         };
         if rest > 0 {
-            let fits_shared = u.headroom == 0 && u.shared + rest <= th && self.shared_used + rest <= self.shared_size;
+            let fits_shared =
+                u.headroom == 0 && u64::from(u.shared) + rest <= th && self.shared_used + rest <= self.shared_size;
             if fits_shared {
                 charge.shared = rest as u32;
             } else if !lossless {
@@ -463,7 +526,7 @@ impl Mmu {
                     .get(in_port)
                     .copied()
                     .unwrap_or(0)
-                    .saturating_sub(u.headroom);
+                    .saturating_sub(u64::from(u.headroom));
                 if rest > room {
                     self.drops[1] += 1;
                     return Admit::Drop(MmuDrop::HeadroomOverflow);
@@ -471,9 +534,11 @@ impl Mmu {
                 charge.headroom = rest as u32;
             }
         }
-        u.reserved += from_res;
-        u.shared += u64::from(charge.shared);
-        u.headroom += u64::from(charge.headroom);
+        // Within 32 bits: the reserve stays within `reserved_per_pg`, the shared
+        // bytes within the pool, the headroom within the port's (checked in `new`).
+        u.reserved += from_res as u32;
+        u.shared += charge.shared;
+        u.headroom += charge.headroom;
         self.shared_used += u64::from(charge.shared);
         self.peak_shared = self.peak_shared.max(self.shared_used);
         self.egress[e] += b;
@@ -482,7 +547,7 @@ impl Mmu {
             // HPCC ns-3 CheckShouldPause: headroom in use, or shared use at the
             // threshold (of the pool as it is now, after this packet).
             let th = dyn_threshold(self.shared_size, self.shared_used, th_shift);
-            if u.headroom > 0 || u.shared >= th {
+            if u.headroom > 0 || u64::from(u.shared) >= th {
                 u.paused = true;
                 xoff = true;
             }
@@ -492,15 +557,15 @@ impl Mmu {
 
     /// A packet of `bytes` admitted from ingress (`in_port`, `pg`) left through
     /// egress (`out_port`, `queue`). Returns true if the ingress PG may now resume
-    /// (send XON).
-    #[inline]
-    pub fn release(&mut self, in_port: usize, pg: u8, out_port: usize, queue: u8, bytes: u32) -> bool {
+    /// (send XON). Crate-private, as [`Self::admit`].
+    #[inline(always)]
+    pub(crate) fn release(&mut self, in_port: usize, pg: u8, out_port: usize, queue: u8, bytes: u32) -> bool {
         let i = self.idx(in_port, pg);
         let e = self.idx(out_port, queue);
         // Free headroom first, then shared, then reserve (HPCC ns-3
         // RemoveFromIngressAdmission), so a paused PG drains its headroom first.
         let u = &mut self.pg[i];
-        let mut b = u64::from(bytes);
+        let mut b = bytes;
         let h = u.headroom.min(b);
         u.headroom -= h;
         b -= h;
@@ -510,19 +575,20 @@ impl Mmu {
         let r = u.reserved.min(b);
         u.reserved -= r;
         let paused = u.paused;
-        self.shared_used -= s;
+        self.shared_used -= u64::from(s);
         self.egress[e] = self.egress[e].saturating_sub(u64::from(bytes));
         paused && self.check_resume(in_port, pg)
     }
 
     /// Should paused ingress (port, PG) resume now? Clears the paused flag if so
     /// (HPCC ns-3 CheckShouldResume: headroom empty and shared + resume offset ≤ T).
-    pub fn check_resume(&mut self, port: usize, pg: u8) -> bool {
+    /// Crate-private, as [`Self::admit`].
+    pub(crate) fn check_resume(&mut self, port: usize, pg: u8) -> bool {
         let i = self.idx(port, pg);
         if !self.pg[i].paused {
             return false;
         }
-        if self.pg[i].headroom == 0 && self.pg[i].shared + self.cfg.resume_offset <= self.threshold(port) {
+        if self.pg[i].headroom == 0 && u64::from(self.pg[i].shared) + self.cfg.resume_offset <= self.threshold(port) {
             self.pg[i].paused = false;
             return true;
         }
@@ -531,7 +597,11 @@ impl Mmu {
 
     /// Total bytes held (all PGs, all areas).
     pub fn held(&self) -> u64 {
-        self.pg.iter().map(|g| g.reserved + g.headroom).sum::<u64>() + self.shared_used
+        self.pg
+            .iter()
+            .map(|g| u64::from(g.reserved) + u64::from(g.headroom))
+            .sum::<u64>()
+            + self.shared_used
     }
 }
 
@@ -626,7 +696,7 @@ mod tests {
             maps: QosMaps::default(),
             red: [None; NPRIO],
         };
-        Mmu::new(cfg, 4)
+        Mmu::new(cfg, 4).unwrap()
     }
 
     #[test]
@@ -697,8 +767,37 @@ mod tests {
         let c = MmuConfig::hpcc_ns3(32, &[100 * g, 400 * g], &[1_000_000, 1_000_000], 100 * g, None);
         assert_eq!(c.dynamic_th, vec![-3, -1]);
         assert_eq!(c.headroom, vec![37_500, 150_000]);
-        let m = Mmu::new(c, 2);
+        let m = Mmu::new(c, 2).unwrap();
         assert_eq!(m.threshold(0), m.shared_size() / 8);
         assert_eq!(m.threshold(1), m.shared_size() / 2);
+    }
+
+    /// A buffer, reserve or headroom over 32 bits is refused with the field
+    /// named; 4 GiB − 1 is accepted.
+    #[test]
+    fn sizes_over_32_bits_are_refused_by_name() {
+        let cfg = |buffer: u64, headroom: u64| MmuConfig {
+            buffer_bytes: buffer,
+            reserved_per_pg: 1000,
+            dynamic_th: vec![0; 2],
+            headroom: vec![20_000, headroom],
+            resume_offset: 3000,
+            maps: QosMaps::default(),
+            red: [None; NPRIO],
+        };
+        let max = u64::from(u32::MAX);
+        assert!(Mmu::new(cfg(max, 20_000), 2).is_ok());
+        assert_eq!(
+            Mmu::new(cfg(max + 1, 20_000), 2).unwrap_err(),
+            MmuError::TooLarge {
+                field: "buffer_bytes".into(),
+                bytes: max + 1
+            }
+        );
+        let e = Mmu::new(cfg(1 << 20, 1 << 33), 2).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "headroom[1] is 8589934592 B: the switch MMU counts a priority group's bytes in 32 bits (at most 4294967295 B)"
+        );
     }
 }

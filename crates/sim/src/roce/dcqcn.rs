@@ -69,6 +69,7 @@ pub struct Red {
 
 impl Red {
     /// Marking probability for an egress queue holding `qlen` bytes.
+    #[inline]
     pub fn probability(&self, qlen: u64) -> f64 {
         if qlen <= self.kmin {
             0.0
@@ -82,6 +83,7 @@ impl Red {
     /// Decide whether to mark a packet leaving a queue of `qlen` bytes, drawing
     /// from the run's seeded generator (one draw only when 0 < p < 1, so
     /// unmarked regimes cost no randomness and runs stay comparable).
+    #[inline]
     pub fn should_mark(&self, qlen: u64, rng: &mut impl rand::RngCore) -> bool {
         let p = self.probability(qlen);
         if p <= 0.0 {

@@ -303,7 +303,14 @@ impl HpccConfig {
                 "KMAX_MAP" => c.kmax_map = Some(rate_map(&mut t, key)?),
                 "KMIN_MAP" => c.kmin_map = Some(rate_map(&mut t, key)?),
                 "PMAX_MAP" => c.pmax_map = Some(rate_map(&mut t, key)?),
-                "BUFFER_SIZE" => c.buffer_size_mb = Some(num!(u64)),
+                "BUFFER_SIZE" => {
+                    let (l, mb) = t.parse::<u64>(&format!("a number after {key}"))?;
+                    // The switch MMU counts a priority group's bytes in 32 bits.
+                    if mb >= 4096 {
+                        return Err(t.err(l, format!("BUFFER_SIZE {mb} MB: at most 4095 MB is modelled")));
+                    }
+                    c.buffer_size_mb = Some(mb);
+                }
                 "QLEN_MON_FILE" => c.qlen_mon_file = Some(string!()),
                 "QLEN_MON_START" => c.qlen_mon_start = Some(num!(u64)),
                 "QLEN_MON_END" => c.qlen_mon_end = Some(num!(u64)),
@@ -846,6 +853,14 @@ mod tests {
         assert!(e.to_string().contains("0 or 1"));
         let e = HpccConfig::parse("c.txt", "KMAX_MAP 2 100G 1600\n").unwrap_err();
         assert!(e.to_string().contains("end of the file"), "{e}");
+        // The MMU counts a PG's bytes in 32 bits: 4095 MB is the most it takes.
+        assert_eq!(
+            HpccConfig::parse("c.txt", "BUFFER_SIZE 4095\n").unwrap().buffer_size_mb,
+            Some(4095)
+        );
+        let e = HpccConfig::parse("c.txt", "CC_MODE 1\nBUFFER_SIZE 4096\n").unwrap_err();
+        assert_eq!((e.file.as_str(), e.line), ("c.txt", 2));
+        assert!(e.to_string().contains("BUFFER_SIZE 4096 MB: at most 4095 MB"), "{e}");
         // Absent EWMA_GAIN under DCQCN: the integer-division pitfall is named.
         let c = HpccConfig::parse("c.txt", "CC_MODE 1\n").unwrap();
         assert!(c.unsupported().iter().any(|w| w.key == "EWMA_GAIN"));

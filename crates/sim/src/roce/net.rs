@@ -44,7 +44,7 @@ use wire::Psn;
 
 use crate::engine::queue::EV_BITS;
 use crate::engine::time::Serializer;
-use crate::engine::{Packed, PackedQueue};
+use crate::engine::{Packed, PackedQueue, Table};
 use crate::engine::{Time, TraceHash};
 use crate::roce::buffer::{Admit, Mmu, MmuConfig, MmuDrop, NPRIO, QosMaps, Scheduler, hpcc_headroom_bytes};
 use crate::roce::dcqcn::{CnpPacer, DcqcnParams, ReactionPoint, Red};
@@ -455,29 +455,53 @@ enum Ev {
 /// Bits of an event's component id (the rest of [`EV_BITS`] holds the kind).
 const ID_BITS: u32 = EV_BITS - 4;
 
-impl Packed for Ev {
-    #[inline]
+/// An event as the queue holds it: its kind (the order of [`Ev`]'s variants) in
+/// the top 4 of [`EV_BITS`] bits, its component id below. The run loop keeps it
+/// packed: the look-aheads test the kind bits, the trace folds the word, and
+/// [`EvWord::ev`] decodes it once, for the dispatch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct EvWord(u32);
+
+impl Packed for EvWord {
+    #[inline(always)]
     fn pack(self) -> u32 {
-        let (k, id) = match self {
-            Ev::Arrive { dir } => (0, dir),
-            Ev::TxWake { gp } => (1, gp),
-            Ev::FlowStart { flow } => (2, flow),
-            Ev::NicTimer { nic } => (3, nic),
-            Ev::PauseTimer { gp } => (4, gp),
-            Ev::WdPoll => (5, 0),
-            Ev::Check => (6, 0),
-            Ev::LinkFail { link } => (7, link),
-            Ev::Converge => (8, 0),
-        };
-        debug_assert!(id < 1 << ID_BITS);
-        (k << ID_BITS) | id
+        self.0
     }
-    #[inline]
-    fn unpack(v: u32) -> Ev {
-        let id = v & ((1 << ID_BITS) - 1);
-        match v >> ID_BITS {
-            0 => Ev::Arrive { dir: id },
-            1 => Ev::TxWake { gp: id },
+    #[inline(always)]
+    fn unpack(v: u32) -> EvWord {
+        EvWord(v)
+    }
+}
+
+impl EvWord {
+    /// [`Ev::Arrive`]'s kind.
+    const ARRIVE: u32 = 0;
+    /// [`Ev::TxWake`]'s kind.
+    const TX_WAKE: u32 = 1;
+
+    #[inline(always)]
+    fn kind(self) -> u32 {
+        self.0 >> ID_BITS
+    }
+
+    #[inline(always)]
+    fn id(self) -> u32 {
+        self.0 & ((1 << ID_BITS) - 1)
+    }
+
+    /// The word the trace hash folds: kind << 32 | id.
+    #[inline(always)]
+    fn trace_word(self) -> u64 {
+        (u64::from(self.kind()) << 32) | u64::from(self.id())
+    }
+
+    /// The event.
+    #[inline(always)]
+    fn ev(self) -> Ev {
+        let id = self.id();
+        match self.kind() {
+            EvWord::ARRIVE => Ev::Arrive { dir: id },
+            EvWord::TX_WAKE => Ev::TxWake { gp: id },
             2 => Ev::FlowStart { flow: id },
             3 => Ev::NicTimer { nic: id },
             4 => Ev::PauseTimer { gp: id },
@@ -490,18 +514,21 @@ impl Packed for Ev {
 }
 
 impl Ev {
-    fn word(self) -> u64 {
-        match self {
-            Ev::Arrive { dir } => u64::from(dir),
-            Ev::TxWake { gp } => (1 << 32) | u64::from(gp),
-            Ev::FlowStart { flow } => (2 << 32) | u64::from(flow),
-            Ev::NicTimer { nic } => (3 << 32) | u64::from(nic),
-            Ev::PauseTimer { gp } => (4 << 32) | u64::from(gp),
-            Ev::WdPoll => 5 << 32,
-            Ev::Check => 6 << 32,
-            Ev::LinkFail { link } => (7 << 32) | u64::from(link),
-            Ev::Converge => 8 << 32,
-        }
+    #[inline(always)]
+    fn pack(self) -> EvWord {
+        let (k, id) = match self {
+            Ev::Arrive { dir } => (0, dir),
+            Ev::TxWake { gp } => (1, gp),
+            Ev::FlowStart { flow } => (2, flow),
+            Ev::NicTimer { nic } => (3, nic),
+            Ev::PauseTimer { gp } => (4, gp),
+            Ev::WdPoll => (5, 0),
+            Ev::Check => (6, 0),
+            Ev::LinkFail { link } => (7, link),
+            Ev::Converge => (8, 0),
+        };
+        debug_assert!(id < 1 << ID_BITS);
+        EvWord((k << ID_BITS) | id)
     }
 }
 
@@ -567,7 +594,10 @@ struct Port {
     /// largest of [`PausedTx::until_all`]): when it is not after now nothing is
     /// paused and the cold pause state need not be read.
     pause_max: Time,
-    node: u32,
+    /// The switch or NIC this port belongs to, as `index << 1 | is_switch`
+    /// (its node's `RoceSim::role`, kept here so a hop reads no table for it;
+    /// [`RoceSim::node_of`] gives the node).
+    owner: u32,
     /// Local port number.
     num: u8,
     /// [`Port::DOWN`], [`Port::LOSSY`]: 0 on a healthy link (one test per send).
@@ -591,6 +621,12 @@ impl Port {
     fn down(&self) -> bool {
         self.fate & Port::DOWN != 0
     }
+
+    /// (is a switch port, switch or NIC index).
+    #[inline(always)]
+    fn owner(&self) -> (bool, u32) {
+        (self.owner & 1 != 0, self.owner >> 1)
+    }
 }
 
 /// Per-port state touched only by PFC, loss injection and set-up.
@@ -610,36 +646,37 @@ struct PortCold {
     pausegen: Box<PauseGen>,
 }
 
-/// Per-switch state.
+/// Per-switch state (its egress queues are `RoceSim::eq`). `repr(C)`, hot
+/// fields first: what every arrival and dequeue reads (the QoS maps, the port
+/// count, the counter and RED tables, the XOFF list) sits in the first three lines, then the MMU (whose
+/// own hot fields come first too).
+#[repr(C)]
 struct Switch {
-    node: u32,
     /// This switch's DSCP → TC → PG/queue maps (a misconfigured hop differs).
     maps: QosMaps,
-    mmu: Mmu,
     /// Ports.
     nports: usize,
-    /// Egress queues `[q * nports + local_port]` (queue-major: the data queue's
-    /// ring headers of all ports share a few lines).
-    q: Vec<VecDeque<Queued>>,
     /// Packets sent per egress queue, `[q * nports + local_port]` (queue-major: the
     /// data queue's counters of all ports share a few lines).
-    q_tx: Vec<u64>,
-    sched: Vec<Scheduler>,
-    wd: Vec<Watchdog>,
-    /// Watchdog action in force per `[q * nports + port]`.
-    wd_stormed: Vec<bool>,
-    hash: HashConfig,
-    red: Vec<Option<Red>>,
+    q_tx: Table<u64>,
+    red: Table<Option<Red>>,
     /// Ingress (port, PG) with XOFF asserted: re-checked on every release, since
     /// the threshold rises for all of them as the shared pool frees.
     xoff: Vec<(u8, u8)>,
+    /// Watchdog action in force per `[q * nports + port]`.
+    wd_stormed: Table<bool>,
+    node: u32,
+    mmu: Mmu,
+    sched: Table<Scheduler>,
+    wd: Table<Watchdog>,
+    hash: HashConfig,
 }
 
 /// Per-NIC state.
 struct Nic {
     node: u32,
     gp: u32,
-    flows: Vec<u32>,
+    flows: Table<u32>,
     rr: usize,
     ctrl: VecDeque<Pkt>,
     rx: NicRx,
@@ -715,7 +752,7 @@ pub enum RoceError {
 /// The RoCE world.
 pub struct RoceSim {
     now: Time,
-    q: PackedQueue<Ev>,
+    q: PackedQueue<EvWord>,
     trace: TraceHash,
     rng: Pcg64Mcg,
     /// Packets alive (created, not yet delivered or dropped). Packets move by
@@ -724,21 +761,26 @@ pub struct RoceSim {
     cfg: RoceConfig,
     fabric: Fabric,
     maps: QosMaps,
-    port_base: Vec<u32>,
-    ports: Vec<Port>,
+    port_base: Table<u32>,
+    ports: Table<Port>,
     /// The cold half of each port (see [`Port`]).
-    pc: Vec<PortCold>,
+    pc: Table<PortCold>,
     /// The port at the other end of each port's link (`NONE`: not cabled).
-    peer: Vec<u32>,
+    peer: Table<u32>,
     /// Packets on each link direction (24-byte entries: see [`KeyedFifo`]).
-    link_fifo: Vec<KeyedFifo<Pkt>>,
+    link_fifo: Table<KeyedFifo<Pkt>>,
+    /// Switch egress queues, `[q * ports + gp]` by global port (queue-major: the
+    /// data queue's ring headers of neighbouring ports share lines); a wake-up's
+    /// queue is found from its port alone, without the switch's record. NIC
+    /// ports have theirs, always empty.
+    eq: Table<VecDeque<Queued>>,
     /// Each link FIFO's keys too wide for its 32-bit steps (see [`KeyedFifo`]).
-    link_wide: Vec<WideKeys>,
+    link_wide: Table<WideKeys>,
     /// Node → switch or NIC index.
-    role: Vec<(bool, u32)>,
-    switches: Vec<Switch>,
-    nics: Vec<Nic>,
-    flows: Vec<Flow>,
+    role: Table<(bool, u32)>,
+    switches: Table<Switch>,
+    nics: Table<Nic>,
+    flows: Table<Flow>,
     ecmp: EcmpTable,
     overrides: Vec<(u32, u32, u8)>,
     /// Ledger.
@@ -772,7 +814,7 @@ pub struct RoceSim {
     wd_period: Time,
     /// ECMP egress per (flow, direction, switch): `[(flow * 2 + dir) * switches + switch]`,
     /// [`NO_ROUTE`] until first hashed; cleared when the ECMP groups change.
-    route_cache: Vec<u8>,
+    route_cache: Table<u8>,
     /// With `local_repair`, from a link failure to ECMP convergence: the routes
     /// of the switches next to the failure (shortest paths without it).
     local_view: Option<EcmpTable>,
@@ -844,6 +886,17 @@ fn prefetch<T>(p: &T) {
     }
 }
 
+/// Ask the CPU to bring the cache line at `*p` in (a hint, as [`prefetch`]).
+#[inline(always)]
+fn prefetch_line(p: &*const u8) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+        // SAFETY: a prefetch never faults and changes no program-visible state.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>((*p).cast::<i8>()) }
+    }
+}
+
 /// A `route_cache` slot not filled yet.
 const NO_ROUTE: u8 = u8::MAX;
 
@@ -863,10 +916,11 @@ impl RoceSim {
         let mut pc = Vec::new();
         let mut peer = Vec::new();
         port_base.push(0u32);
-        for (i, node) in fabric.nodes.iter().enumerate() {
+        for node in fabric.nodes.iter() {
             for p in 0..node.ports.len() {
                 ports.push(Port {
-                    node: i as u32,
+                    // Set below, once the switches and NICs are numbered.
+                    owner: NONE,
                     num: p as u8,
                     ser: Serializer::new(1),
                     prop: Time::ZERO,
@@ -989,23 +1043,27 @@ impl RoceSim {
                             ),
                         });
                     }
+                    let sw_maps = mc.maps.clone();
+                    let mmu = Mmu::new(mc, np).map_err(|e| RoceError::Config {
+                        field: "buffer_bytes",
+                        why: format!("switch {}: {e}", node.name),
+                    })?;
                     role[i] = (true, switches.len() as u32);
                     let wd = cfg.watchdog.unwrap_or_default();
                     switches.push(Switch {
                         node: i as u32,
                         nports: np,
-                        maps: mc.maps.clone(),
-                        mmu: Mmu::new(mc, np),
-                        q: vec![VecDeque::new(); np * NPRIO],
-                        q_tx: vec![0; np * NPRIO],
-                        sched: vec![Scheduler::default(); np],
-                        wd: vec![Watchdog::new(wd); np * NPRIO],
-                        wd_stormed: vec![false; np * NPRIO],
+                        maps: sw_maps,
+                        mmu,
+                        q_tx: vec![0; np * NPRIO].into(),
+                        sched: vec![Scheduler::default(); np].into(),
+                        wd: vec![Watchdog::new(wd); np * NPRIO].into(),
+                        wd_stormed: vec![false; np * NPRIO].into(),
                         hash: HashConfig {
                             seed: cfg.hash.seed ^ (i as u32),
                             ..cfg.hash
                         },
-                        red,
+                        red: red.into(),
                         xoff: Vec::new(),
                     });
                 }
@@ -1024,7 +1082,7 @@ impl RoceSim {
                     nics.push(Nic {
                         node: i as u32,
                         gp,
-                        flows: Vec::new(),
+                        flows: Table::default(),
                         rr: 0,
                         ctrl: VecDeque::new(),
                         rx,
@@ -1035,6 +1093,11 @@ impl RoceSim {
                         xoff_on: false,
                     });
                 }
+            }
+        }
+        for (i, &(is_sw, idx)) in role.iter().enumerate() {
+            for p in &mut ports[port_base[i] as usize..port_base[i + 1] as usize] {
+                p.owner = (idx << 1) | u32::from(is_sw);
             }
         }
         if let Some(mode) = cfg.rocev1 {
@@ -1103,6 +1166,22 @@ impl RoceSim {
             });
         }
         let ecmp = EcmpTable::build(fabric, cfg.ecmp_convergence);
+        // An override's port is a switch egress port: it indexes the switch's
+        // queues and MMU tables on every packet it routes.
+        for &(sw, dst, port) in &cfg.route_overrides {
+            let ok = sw.idx() < n
+                && matches!(fabric.node(sw).kind, NodeKind::Switch | NodeKind::Router)
+                && usize::from(port) < fabric.node(sw).ports.len();
+            if !ok {
+                return Err(RoceError::Config {
+                    field: "route_overrides",
+                    why: format!(
+                        "({}, {}, {port}): the first node must be a switch and {port} one of its ports",
+                        sw.0, dst.0
+                    ),
+                });
+            }
+        }
         let overrides = cfg.route_overrides.iter().map(|(s, d, p)| (s.0, d.0, *p)).collect();
         let wd_period = cfg.watchdog.map_or(Time::NEVER, |w| w.poll);
         let nics_len = nics.len();
@@ -1128,17 +1207,18 @@ impl RoceSim {
             rng: Pcg64Mcg::seed_from_u64(cfg.seed),
             live: 0,
             maps,
-            link_fifo: vec![KeyedFifo::default(); ports.len()],
-            link_wide: vec![WideKeys::new(); ports.len()],
-            port_base,
-            ports,
-            pc,
-            peer,
-            role,
-            switches,
-            nics,
+            link_fifo: vec![KeyedFifo::default(); ports.len()].into(),
+            eq: vec![VecDeque::new(); ports.len() * NPRIO].into(),
+            link_wide: vec![WideKeys::new(); ports.len()].into(),
+            port_base: port_base.into(),
+            ports: ports.into(),
+            pc: pc.into(),
+            peer: peer.into(),
+            role: role.into(),
+            switches: switches.into(),
+            nics: nics.into(),
             flows_left: fl.len(),
-            flows: fl,
+            flows: fl.into(),
             ecmp,
             overrides,
             ledger: RoceLedger::default(),
@@ -1158,7 +1238,7 @@ impl RoceSim {
             last_progress: 0,
             progress: 0,
             wd_period,
-            route_cache: Vec::new(),
+            route_cache: Table::default(),
             local_view: None,
             suspect: None,
             tcp: TcpWorld::new(nics_len),
@@ -1181,7 +1261,7 @@ impl RoceSim {
             }
             sim.capture_gp = sim.port_base[node.idx()] + u32::from(port);
         }
-        sim.route_cache = vec![NO_ROUTE; sim.flows.len() * 2 * sim.switches.len()];
+        sim.route_cache = vec![NO_ROUTE; sim.flows.len() * 2 * sim.switches.len()].into();
         sim.arm_periodic();
         // Faulty NICs start pausing at once.
         for i in 0..sim.nics.len() {
@@ -1228,16 +1308,36 @@ impl RoceSim {
         self.deadlock.as_ref()
     }
 
+    /// Flow `k` from a caller of the public look-ups: checked in every build
+    /// (the tables are indexed unchecked in release builds only with the
+    /// simulator's own ids).
+    fn flow_at(&self, k: usize) -> &Flow {
+        assert!(k < self.flows.len(), "no flow {k}: {} flows", self.flows.len());
+        &self.flows[k]
+    }
+
+    /// The global port index of `node`'s port `port` from a caller of the public
+    /// look-ups, checked in every build (see [`Self::flow_at`]).
+    fn user_port(&self, node: NodeId, port: u8) -> usize {
+        let i = node.idx();
+        assert!(
+            i + 1 < self.port_base.len() && self.port_base[i] + u32::from(port) < self.port_base[i + 1],
+            "node {} has no port {port}",
+            node.0
+        );
+        (self.port_base[i] + u32::from(port)) as usize
+    }
+
     /// Payload bytes delivered in order to flow `k`'s receiver.
     pub fn flow_delivered(&self, k: usize) -> u64 {
-        self.flows[k].delivered_bytes
+        self.flow_at(k).delivered_bytes
     }
 
     /// The switches flow `k`'s data packets cross now, with the egress port each
     /// one picks (static override or ECMP hash over its current groups), from the
     /// sender's switch to the receiver's. Stops after 64 hops (a routing loop).
     pub fn flow_path(&self, k: usize) -> Vec<(String, u8)> {
-        let f = &self.flows[k];
+        let f = self.flow_at(k);
         let pk = Pkt {
             kind: Kind::Data,
             flow: k as u32,
@@ -1251,11 +1351,11 @@ impl RoceSim {
             if peer == NONE {
                 break;
             }
-            let node = self.ports[peer as usize].node;
-            let (is_sw, si) = self.role[node as usize];
+            let (is_sw, si) = self.ports[peer as usize].owner();
             if !is_sw {
                 break;
             }
+            let node = self.switches[si as usize].node;
             let over = self.overrides.iter().find(|o| o.0 == node && o.1 == dst).map(|o| o.2);
             let Some(port) = over.or_else(|| self.route_hashed(si, &pk)) else {
                 break;
@@ -1268,17 +1368,17 @@ impl RoceSim {
 
     /// Completion time of flow `k`.
     pub fn flow_done(&self, k: usize) -> Option<Time> {
-        self.flows[k].done
+        self.flow_at(k).done
     }
 
     /// The requester counters of flow `k`.
     pub fn flow_counters(&self, k: usize) -> crate::roce::transport::RequesterCounters {
-        self.flows[k].req.counters
+        self.flow_at(k).req.counters
     }
 
     /// Current DCQCN or DCTCP rate of flow `k` (bits/s), if it runs either.
     pub fn flow_rate(&self, k: usize) -> Option<f64> {
-        let f = &self.flows[k];
+        let f = self.flow_at(k);
         f.rp.as_ref()
             .map(ReactionPoint::rate)
             .or(f.dctcp.as_ref().map(DctcpRp::rate))
@@ -1287,7 +1387,7 @@ impl RoceSim {
 
     /// The HPCC counters of flow `k`, if it runs HPCC.
     pub fn flow_hpcc(&self, k: usize) -> Option<crate::roce::hpcc_cc::HpccCounters> {
-        self.flows[k].hpcc.as_ref().map(|h| h.counters)
+        self.flow_at(k).hpcc.as_ref().map(|h| h.counters)
     }
 
     /// INT headers held by packets in flight (HPCC; 0 once a run drains).
@@ -1302,12 +1402,12 @@ impl RoceSim {
 
     /// The DCTCP counters of flow `k`, if it runs DCTCP.
     pub fn flow_dctcp(&self, k: usize) -> Option<crate::roce::dctcp::DctcpCounters> {
-        self.flows[k].dctcp.as_ref().map(|d| d.counters)
+        self.flow_at(k).dctcp.as_ref().map(|d| d.counters)
     }
 
     /// PFC frames (XOFF, XON) sent from port `port` of `node`.
     pub fn pause_sent(&self, node: NodeId, port: u8, prio: u8) -> (u64, u64) {
-        let p = &self.pc[(self.port_base[node.idx()] + u32::from(port)) as usize];
+        let p = &self.pc[self.user_port(node, port)];
         (
             p.pausegen.xoff_sent[usize::from(prio)],
             p.pausegen.xon_sent[usize::from(prio)],
@@ -1316,31 +1416,32 @@ impl RoceSim {
 
     /// Time port `port` of `node` spent paused on `prio` so far.
     pub fn paused_time(&self, node: NodeId, port: u8, prio: u8) -> Time {
-        let p = &self.pc[(self.port_base[node.idx()] + u32::from(port)) as usize];
+        let p = &self.pc[self.user_port(node, port)];
         Time(p.paused.paused_total(self.now, prio))
     }
 
     /// Bytes queued for egress at port `port` of switch `node`, every class
     /// (what HPCC's INT reports); 0 for a NIC.
     pub fn egress_queue_bytes(&self, node: NodeId, port: u8) -> u64 {
+        let g = self.user_port(node, port);
         let (is_sw, idx) = self.role[node.idx()];
         if !is_sw {
             return 0;
         }
-        let num = usize::from(self.ports[(self.port_base[node.idx()] + u32::from(port)) as usize].num);
+        let num = usize::from(self.ports[g].num);
         let s = &self.switches[idx as usize];
         (0..NPRIO as u8).map(|c| s.mmu.egress_bytes(num, c)).sum()
     }
 
     /// Bytes sent out of port `port` of `node`.
     pub fn tx_bytes(&self, node: NodeId, port: u8) -> u64 {
-        self.ports[(self.port_base[node.idx()] + u32::from(port)) as usize].tx_bytes
+        self.ports[self.user_port(node, port)].tx_bytes
     }
 
     /// Number of switch MMU drops by reason `[lossy, headroom overflow]`, summed.
     pub fn mmu_drops(&self) -> [u64; 2] {
         let mut d = [0; 2];
-        for s in &self.switches {
+        for s in self.switches.iter() {
             d[0] += s.mmu.drops[0];
             d[1] += s.mmu.drops[1];
         }
@@ -1371,7 +1472,11 @@ impl RoceSim {
         let mut buf = vec![0u8; 10_240];
         let mut written = 0;
         // Every captured frame was sent from the capture port: a pause frame's source.
-        let cap_node = self.ports.get(self.capture_gp as usize).map_or(NONE, |p| p.node);
+        let cap_node = if (self.capture_gp as usize) < self.ports.len() {
+            self.node_of(self.capture_gp)
+        } else {
+            NONE
+        };
         for (t, pk) in &self.captured {
             if pk.kind.is_tcp() {
                 // TCP frames are not written (the capture is of the RoCE stream).
@@ -1478,7 +1583,7 @@ impl RoceSim {
             "t={} in_flight={} flows_left={}",
             self.now, self.live, self.flows_left
         );
-        for sw in &self.switches {
+        for sw in self.switches.iter() {
             let name = &self.fabric.nodes[sw.node as usize].name;
             let _ = writeln!(
                 s,
@@ -1497,9 +1602,9 @@ impl RoceSim {
                 );
             }
             for (port, c) in (0..sw.nports).flat_map(|p| (0..NPRIO).map(move |c| (p, c))) {
-                let q = &sw.q[c * sw.nports + port];
+                let gp = self.port_base[sw.node as usize] + port as u32;
+                let q = &self.eq[self.eqi(c, gp)];
                 if !q.is_empty() {
-                    let gp = self.port_base[sw.node as usize] + port as u32;
                     let _ = writeln!(
                         s,
                         "  port {} q{}: {} pkts, paused {}",
@@ -1511,7 +1616,7 @@ impl RoceSim {
                 }
             }
         }
-        for n in &self.nics {
+        for n in self.nics.iter() {
             let p = &self.ports[n.gp as usize];
             let _ = writeln!(
                 s,
@@ -1602,8 +1707,10 @@ impl RoceSim {
             rx_tags: VecDeque::new(),
         });
         self.nics[nic as usize].flows.push(k as u32);
-        self.route_cache
-            .resize(self.flows.len() * 2 * self.switches.len(), NO_ROUTE);
+        // The new QP's entries (`[(flow * 2 + dir) * switches + switch]`) go at the end.
+        for _ in 0..2 * self.switches.len() {
+            self.route_cache.push(NO_ROUTE);
+        }
         Ok(k as u32)
     }
 
@@ -1725,7 +1832,7 @@ impl RoceSim {
             }
             // `first` makes the earliest event the head of the calendar's current
             // slot, so the pop below is O(1).
-            let Some((t, ev)) = self.q.first() else {
+            let Some((t, w)) = self.q.first() else {
                 if self.driven && until != Time::NEVER {
                     // Nothing moves until the driver posts more: let the clock run
                     // to `until`, as a NIC waiting on its host would.
@@ -1750,13 +1857,16 @@ impl RoceSim {
             // In stages, so that no stage waits on a load an earlier one did not
             // start: three events ahead the first line each event reads (an
             // arrival's FIFO ring pointers, a wake-up's port line).
-            match self.q.peek_ahead(PREFETCH_AHEAD + 1) {
-                Some((_, Ev::Arrive { dir })) => prefetch(&self.link_fifo[dir as usize]),
-                Some((_, Ev::TxWake { gp })) => prefetch(&self.ports[gp as usize]),
-                _ => {}
+            if let Some((_, a)) = self.q.peek_ahead(PREFETCH_AHEAD + 1) {
+                match a.kind() {
+                    EvWord::ARRIVE => prefetch(&self.link_fifo[a.id() as usize]),
+                    EvWord::TX_WAKE => prefetch(&self.ports[a.id() as usize]),
+                    _ => {}
+                }
             }
-            match self.q.peek_ahead(PREFETCH_AHEAD) {
-                Some((_, Ev::Arrive { dir })) => {
+            if let Some((_, a)) = self.q.peek_ahead(PREFETCH_AHEAD) {
+                if a.kind() == EvWord::ARRIVE {
+                    let dir = a.id();
                     let to = self.peer[dir as usize];
                     prefetch(&self.ports[to as usize]);
                     // The head and the entry after it (whose time and sequence the
@@ -1768,16 +1878,16 @@ impl RoceSim {
                             prefetch(next);
                         }
                     }
+                } else if a.kind() == EvWord::TX_WAKE {
+                    self.prefetch_egress(a.id());
                 }
-                Some((_, Ev::TxWake { gp })) => self.prefetch_egress(gp),
-                _ => {}
             }
             self.q.pop_first();
             self.now = t;
             self.events += 1;
             self.trace.fold(t.0);
-            self.trace.fold(ev.word());
-            let status = self.dispatch(t, ev);
+            self.trace.fold(w.trace_word());
+            let status = self.dispatch(t, w.ev());
             if let Some(s) = status {
                 return s;
             }
@@ -1794,7 +1904,7 @@ impl RoceSim {
     /// Schedule `ev` at `t` with a sequence number taken earlier.
     #[inline]
     fn push_ev_seq(&mut self, t: Time, seq: u64, ev: Ev) {
-        self.q.push_seq(t, seq, ev);
+        self.q.push_seq(t, seq, ev.pack());
     }
 
     /// Handle one event; `Some` ends the run.
@@ -1971,21 +2081,36 @@ impl RoceSim {
         }
     }
 
+    /// Index of egress queue `q` of port `gp` in `eq`.
+    #[inline(always)]
+    fn eqi(&self, q: usize, gp: u32) -> usize {
+        q * self.ports.len() + gp as usize
+    }
+
+    /// The node port `gp` belongs to.
+    fn node_of(&self, gp: u32) -> u32 {
+        match self.ports[gp as usize].owner() {
+            (true, si) => self.switches[si as usize].node,
+            (false, ni) => self.nics[ni as usize].node,
+        }
+    }
+
     /// Prefetch the packet switch port `gp` would send next from its lowest
     /// non-empty queue (a hint for an upcoming wake-up; no effect on results).
+    /// A NIC port's mask is always 0.
     #[inline]
     fn prefetch_egress(&self, gp: u32) {
         let port = &self.ports[gp as usize];
-        let (is_sw, si) = self.role[port.node as usize];
-        if !is_sw {
-            return;
-        }
-        let s = &self.switches[si as usize];
-        let num = usize::from(port.num);
         let mask = port.qmask;
         if mask != 0 {
-            if let Some(front) = s.q[mask.trailing_zeros() as usize * s.nports + num].front() {
+            if let Some(front) = self.eq[self.eqi(mask.trailing_zeros() as usize, gp)].front() {
                 prefetch(front);
+            }
+            // The switch record's dequeue half (port count, counter and RED
+            // tables, XOFF list, the MMU's pool and tables): lines 1 to 4.
+            let sw = (&self.switches[port.owner().1 as usize] as *const Switch).cast::<u8>();
+            for l in 1..5 {
+                prefetch_line(&sw.wrapping_add(64 * l));
             }
         }
     }
@@ -2001,6 +2126,7 @@ impl RoceSim {
         }
     }
 
+    #[inline]
     fn kick(&mut self, gp: u32) {
         if self.peer[gp as usize] == NONE {
             return;
@@ -2029,7 +2155,7 @@ impl RoceSim {
             self.transmit(gp, p);
             return;
         }
-        let (is_sw, idx) = self.role[self.ports[g].node as usize];
+        let (is_sw, idx) = self.ports[g].owner();
         let pick = if is_sw {
             self.switch_pick(idx, gp)
         } else {
@@ -2054,7 +2180,7 @@ impl RoceSim {
         if port.has_ctrl {
             return Some(free);
         }
-        let (is_sw, idx) = self.role[port.node as usize];
+        let (is_sw, idx) = port.owner();
         if is_sw {
             (port.qmask != 0).then_some(free)
         } else {
@@ -2123,8 +2249,7 @@ impl RoceSim {
             self.deliver(p);
             return;
         }
-        let node = self.ports[gp as usize].node;
-        let (is_sw, idx) = self.role[node as usize];
+        let (is_sw, idx) = self.ports[gp as usize].owner();
         if is_sw {
             self.switch_arrive(idx, gp, p)
         } else {
@@ -2149,13 +2274,14 @@ impl RoceSim {
         let port = &mut self.ports[gp as usize];
         port.pause_max = latest;
         if self.cfg.record_pfc && was != is {
-            let node = port.node;
-            let is_sw = self.role[node as usize].0;
+            let is_sw = port.owner().0;
+            let num = port.num;
+            let node = self.node_of(gp);
             self.pfc.push(PfcRecord {
                 time_ns: now.0 / 1000,
                 node,
                 node_type: u8::from(is_sw),
-                if_index: u32::from(port.num),
+                if_index: u32::from(num),
                 pause: is,
             });
         }
@@ -2338,9 +2464,10 @@ impl RoceSim {
                     self.transmit(og, p);
                     return;
                 }
-                let s = &mut self.switches[si as usize];
-                s.q[qi].push_back(e);
+                let ei = self.eqi(usize::from(queue), og);
+                self.eq[ei].push_back(e);
                 self.ports[og as usize].qmask |= 1 << queue;
+                let s = &mut self.switches[si as usize];
                 if xoff {
                     s.xoff.push((in_port, pg));
                     let bps = self.pc[gp as usize].bps;
@@ -2374,9 +2501,9 @@ impl RoceSim {
             let q = mask.trailing_zeros() as usize;
             (!blocked(q)).then_some(q)
         } else {
-            let qs = &s.q;
+            let (qs, n) = (&self.eq, self.ports.len());
             s.sched[port].pick(|q| {
-                let p = qs[q * nports + port].front()?;
+                let p = qs[q * n + gp as usize].front()?;
                 if blocked(q) {
                     return None;
                 }
@@ -2393,14 +2520,15 @@ impl RoceSim {
             }
             return Err(wait);
         };
-        let qi = q * nports + port;
-        let p = s.q[qi].pop_front().expect("picked");
-        if s.q[qi].is_empty() {
-            self.ports[gp as usize].qmask &= !(1 << q);
+        let ei = q * self.ports.len() + gp as usize;
+        let eq = &mut self.eq[ei];
+        let p = eq.pop_front().expect("picked");
+        if eq.is_empty() {
             // Back to the ring's first slot: a queue that mostly holds a packet or
             // two then reuses the same, cached, line instead of walking the whole
             // capacity a past burst gave it (a `VecDeque` keeps its head otherwise).
-            s.q[qi].clear();
+            eq.clear();
+            self.ports[gp as usize].qmask &= !(1 << q);
         }
         Ok(self.switch_dequeued(si, gp, port, q, p))
     }
@@ -2408,7 +2536,7 @@ impl RoceSim {
     /// May switch egress port `gp` send a packet of queue `q` right now, with
     /// nothing else queued at it: exactly when [`Self::kick`] would call
     /// [`Self::try_tx`] and [`Self::switch_pick`] would pick queue `q`.
-    #[inline]
+    #[inline(always)]
     fn may_send_now(&self, gp: u32, q: u8) -> bool {
         let port = &self.ports[gp as usize];
         let now = self.now;
@@ -2419,7 +2547,7 @@ impl RoceSim {
             return true;
         }
         // Paused, unless a forwarding watchdog ignores pauses on this queue.
-        let (_, si) = self.role[port.node as usize];
+        let (_, si) = port.owner();
         let s = &self.switches[si as usize];
         self.wd_forward && s.wd_stormed[usize::from(q) * s.nports + usize::from(port.num)]
     }
@@ -2433,7 +2561,7 @@ impl RoceSim {
         let forward = self.wd_forward;
         let s = &mut self.switches[si as usize];
         let qi = q * s.nports + port;
-        let qlen = s.mmu.egress_bytes(port, q as u8);
+        let qlen = s.mmu.egress_at(port, q as u8);
         let mut p = e.p;
         p.set(Pkt::WD_FWD, forward && s.wd_stormed[qi]);
         s.q_tx[qi] += 1;
@@ -2454,7 +2582,7 @@ impl RoceSim {
             // records back untouched) (ns-3 SwitchNode::SwitchNotifyDequeue): the
             // port's bytes sent with this packet, its queue (every class) after
             // the dequeue, now, the link rate.
-            let qlen = (0..NPRIO as u8).map(|c| s.mmu.egress_bytes(port, c)).sum();
+            let qlen = (0..NPRIO as u8).map(|c| s.mmu.egress_at(port, c)).sum();
             let g = &self.ports[gp as usize];
             self.int.get_mut(pk.int).set(
                 usize::from(pk.hops).saturating_sub(1),
@@ -2955,7 +3083,7 @@ impl RoceSim {
         for si in 0..self.switches.len() {
             let node = self.switches[si].node;
             let base = self.port_base[node as usize];
-            let nports = self.switches[si].q.len() / NPRIO;
+            let nports = self.switches[si].nports;
             for port in 0..nports {
                 let gp = base + port as u32;
                 if self.peer[gp as usize] == NONE {
@@ -2991,7 +3119,8 @@ impl RoceSim {
                             match cfg.action {
                                 WdAction::Drop => {
                                     // Drain the queue: its packets are dropped and released.
-                                    while let Some(e) = self.switches[si].q[qi].pop_front() {
+                                    let ei = self.eqi(q, gp);
+                                    while let Some(e) = self.eq[ei].pop_front() {
                                         self.switches[si].mmu.release(
                                             usize::from(e.in_port),
                                             e.pg,
@@ -3026,14 +3155,13 @@ impl RoceSim {
         let now = self.now;
         // blocked[gp] = egress port with a non-empty, paused lossless queue.
         let mut edges: Vec<(u32, u32, u8)> = Vec::new();
-        for s in &self.switches {
+        for s in self.switches.iter() {
             let base = self.port_base[s.node as usize];
-            let nports = s.q.len() / NPRIO;
-            for port in 0..nports {
+            for port in 0..s.nports {
                 let gp = base + port as u32;
                 for q in 0..NPRIO {
                     if !self.maps.lossless(q as u8)
-                        || s.q[q * nports + port].is_empty()
+                        || self.eq[self.eqi(q, gp)].is_empty()
                         || !self.pc[gp as usize].paused.is_paused(now, q as u8)
                     {
                         continue;
@@ -3041,17 +3169,17 @@ impl RoceSim {
                     // The peer switch's ingress (peer port) is paused; which of its
                     // egress ports hold packets from that ingress?
                     let peer = self.peer[gp as usize];
-                    let pn = self.ports[peer as usize].node;
-                    let (is_sw, pi) = self.role[pn as usize];
+                    let (is_sw, pi) = self.ports[peer as usize].owner();
                     if !is_sw {
                         continue;
                     }
                     let ps = &self.switches[pi as usize];
                     let in_num = self.ports[peer as usize].num;
-                    let pbase = self.port_base[pn as usize];
-                    for (qi, qq) in ps.q.iter().enumerate() {
-                        if qq.iter().any(|p| p.in_port == in_num) {
-                            edges.push((gp, pbase + (qi % ps.nports) as u32, q as u8));
+                    let pbase = self.port_base[ps.node as usize];
+                    for (qq, pp) in (0..NPRIO).flat_map(|qq| (0..ps.nports).map(move |pp| (qq, pp))) {
+                        let out = pbase + pp as u32;
+                        if self.eq[self.eqi(qq, out)].iter().any(|p| p.in_port == in_num) {
+                            edges.push((gp, out, q as u8));
                         }
                     }
                 }
@@ -3087,7 +3215,7 @@ impl RoceSim {
             .iter()
             .map(|&(g, q)| {
                 let p = &self.ports[g as usize];
-                (self.fabric.nodes[p.node as usize].name.clone(), p.num, q)
+                (self.fabric.nodes[self.node_of(g) as usize].name.clone(), p.num, q)
             })
             .collect();
         PfcDeadlock { at: self.now, cycle }
@@ -3096,7 +3224,7 @@ impl RoceSim {
     /// Packets switch egress queue (`gp`, `q`) has sent.
     fn queue_sent(&self, gp: u32, q: u8) -> u64 {
         let p = &self.ports[gp as usize];
-        let si = self.role[p.node as usize].1;
+        let si = p.owner().1;
         let s = &self.switches[si as usize];
         s.q_tx[usize::from(q) * s.nports + usize::from(p.num)]
     }

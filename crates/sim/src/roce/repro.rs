@@ -140,6 +140,44 @@ mod tests {
         }
     }
 
+    /// Settings the model cannot hold are refused with the setting named: a
+    /// static route out of a port the switch does not have or from a host (its
+    /// port would index the switch's queue and MMU tables), and a buffer over
+    /// the 32 bits the MMU counts a priority group's bytes in.
+    #[test]
+    fn route_override_and_buffer_out_of_range_are_refused_by_name() {
+        let (f, sw, h) = star(3);
+        let flows = [flow(h[0], h[1], 1 << 20, 1, Time::ZERO, 10000)];
+        let field = |cfg: RoceConfig| match RoceSim::new(&f, cfg, &flows) {
+            Err(crate::roce::net::RoceError::Config { field, why }) => (field, why),
+            Err(e) => panic!("unexpected error {e}"),
+            Ok(_) => panic!("accepted"),
+        };
+        // The star's switch has ports 0..=3 (port 0 unused, 1..=3 hosts).
+        let ok = RoceConfig {
+            route_overrides: vec![(sw, h[1], 2)],
+            ..RoceConfig::default()
+        };
+        assert!(RoceSim::new(&f, ok, &flows).is_ok());
+        for bad in [(sw, h[1], 4), (h[0], h[1], 0)] {
+            let (fld, why) = field(RoceConfig {
+                route_overrides: vec![bad],
+                ..RoceConfig::default()
+            });
+            assert_eq!(fld, "route_overrides");
+            assert!(why.contains(&format!("{} one of its ports", bad.2)), "{why}");
+        }
+        let (fld, why) = field(RoceConfig {
+            buffer_bytes: 1 << 32,
+            ..RoceConfig::default()
+        });
+        assert_eq!(fld, "buffer_bytes");
+        assert!(
+            why.contains("sw0: buffer_bytes is 4294967296 B") && why.contains("32 bits"),
+            "{why}"
+        );
+    }
+
     /// DCQCN paper §3.1 target (a): two flows on one bottleneck converge to a
     /// fair share. Flow B joins 2 ms after A has the link; over 20–30 ms each gets
     /// half within 10%, the link stays busy, and nothing is dropped.
