@@ -59,7 +59,7 @@ pub(crate) struct CreditRing {
     t: [u64; RING],
     /// `vl << 12 | blocks` (a packet is at most 1,024 blocks, a VL at most 14).
     vb: [u16; RING],
-    pub(crate) len: u8,
+    len: u8,
     /// Credits (64-byte blocks) the transmitter holds on VL 0, the one data VL
     /// most fabrics run: kept here, on the line its returns land on, and not in
     /// [`Sim::credits`] (which holds VLs 1 and up). Read through [`Sim::held`].

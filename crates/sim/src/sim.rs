@@ -327,8 +327,8 @@ pub struct Sim {
     /// Every switch's LFT flattened, each entry the output port number (`0` for
     /// the switch itself) or a `FWD16_*` code: `fwd[fwd_span[node].off + dlid]`,
     /// for LIDs below `fwd_span[node].len`. Two bytes an entry keep the tables
-    /// of a 432-host fat tree at 220 KB (with global port ids, 440 KB, the
-    /// lookup missed the L2 cache on most hops).
+    /// of a 432-host fat tree at 220 KB (440 KB with global port ids). In a
+    /// `plain` run a QP's packets read [`Sim::routes`] instead.
     pub(crate) fwd: Table<u16>,
     pub(crate) fwd_span: Table<FwdSpan>,
     /// Routes of the QPs of a `plain` simulation, back to back: route `r`'s

@@ -221,11 +221,11 @@ impl Sim {
 
     /// [`Self::lft_out`] as one word ([`fwd_decode`] turns it back): what a
     /// plain switch's forwarding will decide for a packet put on the link into
-    /// its port `in_gp`. The transmitter looks it up and leaves it in the
-    /// packet's `in_link` (unused on a wire), so the lookup's cache miss
-    /// overlaps the packet's time on the wire instead of stalling its arrival,
-    /// and the arrival can prefetch the output port's record. Plain switches'
-    /// tables do not change during a run.
+    /// its port `in_gp`. The transmitter finds it (in the sending QP's route,
+    /// [`Sim::routes`], else by this lookup) and leaves it in the packet's
+    /// `in_link` (unused on a wire), so the arrival need not read the LFT and
+    /// can prefetch the output port's record. Plain switches' tables do not
+    /// change during a run.
     #[inline]
     pub(crate) fn lft_code(&self, node: usize, dlid: u16, in_gp: u32) -> u32 {
         match self.lft_out(node, dlid, in_gp) {
