@@ -25,7 +25,14 @@ fn main() {
             "/src/roce/testdata/hpcc/config_dcqcn_perm320.txt"
         ))
     });
-    let us: u64 = args.next().map_or(500, |s| s.parse().expect("microseconds"));
+    let us: u64 = match args.next().map(|s| s.parse::<u64>()) {
+        None => 500,
+        Some(Ok(us)) => us,
+        Some(Err(err)) => {
+            eprintln!("roce_hpcc: the second argument is the simulated time in microseconds (a whole number): {err}");
+            std::process::exit(2);
+        }
+    };
     let e = match HpccExperiment::load(&cfg) {
         Ok(e) => e,
         Err(err) => {
