@@ -208,13 +208,18 @@ impl Sim {
         let qi = if vl15 {
             nvl
         } else {
+            // An entry past the modelled data VLs (IBA's VL 15, "drop", in a
+            // table that was not made for this run) is taken as the last data
+            // VL, as a CA does: the packet's VL indexes per-VL credits and
+            // buffers at the next hop.
             let vl = if self.sl2vl.is_some() {
                 self.switch_vl(node, in_port, out_port, self.pkts.cold(p).sl)
+                    .min(nvl as u8 - 1)
             } else {
                 0
             };
             self.pkts[p].vl = vl;
-            (vl as usize).min(nvl - 1)
+            vl as usize
         };
         self.enqueue(og, qi, p);
     }
