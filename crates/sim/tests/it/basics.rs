@@ -326,3 +326,64 @@ fn ib_congestion_control_frees_the_victim_flow() {
     // The hot receiver's link stays nearly full either way.
     assert!(hot0 > 95.0 && hot1 > 90.0, "hot {hot0:.1} / {hot1:.1} Gb/s");
 }
+
+#[test]
+fn a_switch_sl2vl_entry_past_the_data_vls_is_taken_as_the_last_one() {
+    // SL 1 maps to VL 1 at the CAs but to VL 15 (IBA's "drop") at the switch,
+    // a table not made for this run: the packets go on the last data VL, and
+    // every per-VL counter they touch stays within the two VLs modelled.
+    let f = one_switch(3, LinkRate::EDR_4X, 2.0);
+    let mut t = bfs_routes(&f, Tie::LowestPort);
+    let ca: [u8; 16] = std::array::from_fn(|i| (i % 2) as u8);
+    let sw: [u8; 16] = std::array::from_fn(|i| if i % 2 == 1 { 15 } else { 0 });
+    t.sl2vl = Some(
+        f.nodes
+            .iter()
+            .map(|n| {
+                let m = if n.kind == fabric::NodeKind::Switch { sw } else { ca };
+                vec![vec![m; n.ports.len()]; n.ports.len()]
+            })
+            .collect(),
+    );
+    t.vls_used = 2;
+    let h = cas(&f);
+    let mut sim = Sim::new(&f, &t, IbConfig::default(), EngineConfig::default()).unwrap();
+    assert_eq!(sim.num_vls(), 2);
+    let (q, r) = sim
+        .create_rc_pair(
+            h[0],
+            h[2],
+            &sim::QpOptions {
+                sl: Some(1),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    sim.post_write(q, 1 << 20, 0).unwrap();
+    while let sim::RunStatus::Completion = sim.run(Time::ms(10)) {
+        while let Some(n) = sim.next_cq_event() {
+            while sim.poll_cq(n).is_some() {}
+        }
+    }
+    assert_eq!(sim.qp_rx_bytes(r), 1 << 20);
+    sim.check_ledger().unwrap();
+    assert_eq!(sim.ledger().total_dropped(), 0);
+    assert_eq!(sim.in_flight(), 0);
+    assert!(sim.audit().is_empty(), "{:?}", sim.audit());
+    // The switch took both directions in on VL 1 and on nothing else.
+    let reports = sim.port_reports();
+    for end in [h[0], h[2]] {
+        let name = sim.node_name(end.0).to_string();
+        let facing = reports
+            .iter()
+            .find(|p| p.peer == name)
+            .expect("the switch port facing it");
+        assert_eq!(facing.peak_buffer_bytes.len(), 2);
+        assert!(
+            facing.peak_buffer_bytes[1] > 0,
+            "{name}: {:?}",
+            facing.peak_buffer_bytes
+        );
+        assert_eq!(facing.peak_buffer_bytes[0], 0, "{name}");
+    }
+}
