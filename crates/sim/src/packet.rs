@@ -1,12 +1,12 @@
 //! The simulated packet: what the models need from the headers, plus the on-wire
 //! size computed from the real header stack (IBA vol. 1 §5.4 and §9).
 //!
-//! Packets live in a [`Packets`] store, split in two: the 32 bytes the
-//! forwarding path reads at every hop ([`PktHot`]: two packets per cache line)
-//! and the transport fields only the end nodes read ([`PktCold`]). Nothing is
+//! Packets live in a `Packets` store, split in two: the 32 bytes the
+//! forwarding path reads at every hop (`PktHot`: two packets per cache line)
+//! and the transport fields only the end nodes read (`PktCold`). Nothing is
 //! allocated per packet once the store has grown to the run's peak. A packet is
 //! always in at most one queue (a link, a switch output queue), so the queues are
-//! lists threaded through the packets' `next` field ([`crate::sim::PktList`]).
+//! lists threaded through the packets' `next` field (`PktList`).
 
 use crate::engine::Time;
 
@@ -69,7 +69,7 @@ impl Opcode {
     }
 
     /// Bytes on the wire for a packet of this opcode carrying `payload` bytes:
-    /// LRH + [GRH] + BTH + extension headers + payload padded to 4 bytes (BTH
+    /// LRH + \[GRH\] + BTH + extension headers + payload padded to 4 bytes (BTH
     /// PadCnt) + ICRC + VCRC.
     pub fn wire_bytes(self, payload: u32, grh: bool) -> u32 {
         hdr::LRH

@@ -17,7 +17,7 @@ use crate::SimError;
 use crate::config::{EngineConfig, IbConfig, VlArbConfig};
 use crate::deadlock::DeadlockReport;
 use crate::engine::time::Serializer;
-use crate::engine::{DropReason, Ledger, PackedQueue, PacketId, Table, Time, TraceHash};
+use crate::engine::{DropReason, Ledger, PackedQueue, PacketId, Table, Time, TraceHash, prefetch};
 use crate::ib::hca::{CaPort, Cqe, Qp};
 use crate::metrics::Stats;
 use crate::net::ArbState;
@@ -25,19 +25,6 @@ use crate::packet::Packets;
 
 /// "None" for `u32` ids.
 pub(crate) const NONE: u32 = u32::MAX;
-
-/// Ask the CPU to bring `r`'s cache line in (a hint; no effect on results).
-#[inline(always)]
-fn prefetch<T>(r: &T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch is a hint that reads nothing architecturally; the
-    // address comes from a live reference.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>((r as *const T).cast::<i8>());
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = r;
-}
 
 /// Where a node's forwarding entries sit in [`Sim::fwd`], and its first global port.
 #[derive(Clone, Copy, Debug)]
@@ -200,7 +187,7 @@ impl Event {
 }
 
 /// Which model a node runs. New node kinds (Ethernet switch, RoCE NIC, IPoIB host)
-/// are new arms here and in [`Sim::dispatch_arrival`].
+/// are new arms here and in `Sim::dispatch_arrival`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum NodeModel {
     /// An InfiniBand switch: per-VL input buffers, LFT forwarding.
@@ -745,13 +732,13 @@ impl Sim {
     fn prefetch_ahead(&self) {
         if let Some((_, Event::Arrive { dir } | Event::TxWake { gp: dir })) = self.q.peek_ahead(3) {
             let r = &self.ports[dir as usize];
-            prefetch(r);
-            prefetch(&r.cred);
+            prefetch::line(r);
+            prefetch::line(&r.cred);
         }
         if let Some((_, Event::Arrive { dir })) = self.q.peek_ahead(2) {
             let pt = &self.ports[dir as usize];
             if pt.fifo.head != NONE {
-                prefetch(&self.pkts[pt.fifo.head]);
+                prefetch::line(&self.pkts[pt.fifo.head]);
             }
         }
         if let Some((_, Event::Arrive { dir })) = self.q.peek_ahead(1) {
@@ -762,12 +749,12 @@ impl Sim {
                     let og = self.pkts[pt.fifo.head].in_link;
                     if (og as usize) < self.ports.len() {
                         let o = &self.ports[og as usize];
-                        prefetch(o);
-                        prefetch(&o.cred);
+                        prefetch::line(o);
+                        prefetch::line(&o.cred);
                     }
                 }
             } else if pt.peer != NONE {
-                prefetch(&self.ports[pt.peer as usize]);
+                prefetch::line(&self.ports[pt.peer as usize]);
             }
         }
     }

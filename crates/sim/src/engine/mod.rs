@@ -3,15 +3,16 @@
 //! determinism hash. Ethernet, RoCE and IB models all sit on top of these.
 
 pub mod ledger;
+pub(crate) mod prefetch;
 pub mod queue;
 pub mod store;
-pub mod table;
+pub(crate) mod table;
 pub mod time;
 pub mod trace;
 
 pub use ledger::{DropReason, Ledger, LedgerError};
 pub use queue::{EventQueue, Fifo, Packed, PackedQueue};
 pub use store::{PacketId, Slab};
-pub use table::Table;
+pub(crate) use table::Table;
 pub use time::Time;
 pub use trace::TraceHash;

@@ -238,7 +238,6 @@ impl<E: Packed> PackedQueue<E> {
         if cfg!(debug_assertions) {
             self.cur[i]
         } else {
-            debug_assert!(i < self.cur.len());
             // SAFETY: callers check `cur_pos < cur.len()` first (pop, first).
             unsafe { *self.cur.get_unchecked(i) }
         }

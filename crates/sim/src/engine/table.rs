@@ -5,31 +5,28 @@
 //! buffers, forwarding entries) with ids the simulator itself minted when it
 //! built the world: a global port id is below the number of ports because the
 //! builder made it so, a packet id is a live slot of the packet store. The
-//! release build skips the compare-and-branch per index (about 7% of the hop's
-//! instructions under callgrind); the debug and test builds keep it, so the
-//! whole suite runs with every index checked.
+//! release build skips the compare-and-branch per index (923 → 801
+//! instructions per InfiniBand hop under callgrind); the debug and test builds
+//! keep it, so the whole suite runs with every index checked. It is private to
+//! the crate: an index from outside (a caller's port or flow) is checked
+//! before it reaches one.
 
 use std::ops::{Deref, DerefMut, Index, IndexMut};
 use std::slice::SliceIndex;
 
 /// A `Vec<T>` whose indexing is checked only with `debug_assertions`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Table<T>(Vec<T>);
+pub(crate) struct Table<T>(Vec<T>);
 
 impl<T> Table<T> {
-    /// Wrap a vector.
-    pub fn new(v: Vec<T>) -> Table<T> {
-        Table(v)
-    }
-
     /// Append.
     #[inline]
-    pub fn push(&mut self, v: T) {
+    pub(crate) fn push(&mut self, v: T) {
         self.0.push(v);
     }
 
     /// An empty table with room for `n` items.
-    pub fn with_capacity(n: usize) -> Table<T> {
+    pub(crate) fn with_capacity(n: usize) -> Table<T> {
         Table(Vec::with_capacity(n))
     }
 }

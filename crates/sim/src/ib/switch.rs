@@ -98,6 +98,8 @@ pub(crate) fn fwd_decode(code: u32) -> Result<u32, DropReason> {
 
 /// Most route entries kept ([`Sim::build_route`]): 32 MB.
 const ROUTE_BUDGET: usize = 1 << 23;
+// A route's index rides in a packet's 28 route bits.
+const _: () = assert!(ROUTE_BUDGET < NO_ROUTE as usize);
 
 impl Sim {
     /// Adaptive routing: among the ports of `node` on a shortest path to `dlid`'s
@@ -224,21 +226,28 @@ impl Sim {
         self.enqueue(og, qi, p);
     }
 
-    /// [`Self::lft_out`] as one word ([`fwd_decode`] turns it back): what a
-    /// plain switch's forwarding will decide for a packet put on the link into
-    /// its port `in_gp`. The transmitter finds it (in the sending QP's route,
+    /// The decision of `node`'s LFT for `dlid`, for a packet that comes in at
+    /// `in_gp`, as one word: the global output port or a `FWD_*` code
+    /// ([`fwd_decode`] makes it a result). For a plain switch the transmitter
+    /// finds it (in the sending QP's route,
     /// [`Sim::routes`], else by this lookup) and leaves it in the packet's
     /// `in_link` (unused on a wire), so the arrival need not read the LFT and
     /// can prefetch the output port's record. Plain switches' tables do not
-    /// change during a run.
-    #[inline]
+    /// change during a run. Out of line: a plain run's packets mostly carry a
+    /// route, and inlined into `transmit` for the rest it cost the hop 12
+    /// instructions (callgrind).
+    #[inline(never)]
     pub(crate) fn lft_code(&self, node: usize, dlid: u16, in_gp: u32) -> u32 {
-        match self.lft_out(node, dlid, in_gp) {
-            Ok(og) => og,
-            Err(DropReason::NoRoute) => FWD_NO_ROUTE,
-            Err(DropReason::UnknownDestination) => FWD_UNKNOWN,
-            Err(DropReason::DeadPort) => FWD_DEAD,
-            Err(_) => FWD_LOOPBACK,
+        let sp = self.fwd_span[node];
+        if u32::from(dlid) >= sp.len {
+            return FWD_NO_ROUTE;
+        }
+        match self.fwd[(sp.off + u32::from(dlid)) as usize] {
+            FWD16_NO_ROUTE => FWD_NO_ROUTE,
+            0 => FWD_UNKNOWN,
+            FWD16_DEAD => FWD_DEAD,
+            o if sp.base + u32::from(o) == in_gp => FWD_LOOPBACK,
+            o => sp.base + u32::from(o),
         }
     }
 
@@ -275,21 +284,10 @@ impl Sim {
         }
     }
 
-    /// The output port of `node`'s LFT for `dlid`, for a packet that came in at
-    /// `in_gp`.
+    /// [`Self::lft_code`] as the output port or the reason to drop.
     #[inline]
     fn lft_out(&self, node: usize, dlid: u16, in_gp: u32) -> Result<u32, DropReason> {
-        let sp = self.fwd_span[node];
-        if u32::from(dlid) >= sp.len {
-            return Err(DropReason::NoRoute);
-        }
-        match self.fwd[(sp.off + u32::from(dlid)) as usize] {
-            FWD16_NO_ROUTE => Err(DropReason::NoRoute),
-            0 => Err(DropReason::UnknownDestination),
-            FWD16_DEAD => Err(DropReason::DeadPort),
-            o if sp.base + u32::from(o) == in_gp => Err(DropReason::Loopback),
-            o => Ok(sp.base + u32::from(o)),
-        }
+        fwd_decode(self.lft_code(node, dlid, in_gp))
     }
 
     /// A plain switch (see [`Sim::plain`]): if output `og` is idle, has nothing

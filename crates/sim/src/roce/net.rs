@@ -12,8 +12,8 @@
 //! ```
 //!
 //! It is a sibling of the InfiniBand [`crate::Sim`]: the same engine parts
-//! ([`PackedQueue`], [`Slab`], [`TraceHash`], [`Time`]; its link FIFOs are
-//! [`super::fifo::KeyedFifo`], a denser form of the engine's `Fifo`) with its own closed
+//! ([`PackedQueue`], [`Slab`](crate::engine::Slab), [`TraceHash`], [`Time`]; its link FIFOs are
+//! `KeyedFifo`, a denser form of the engine's `Fifo`) with its own closed
 //! event enum, because nothing of the IB credit path applies to a lossy-or-PFC
 //! Ethernet link. Switches are store-and-forward.
 //!
@@ -44,7 +44,7 @@ use wire::Psn;
 
 use crate::engine::queue::EV_BITS;
 use crate::engine::time::Serializer;
-use crate::engine::{Packed, PackedQueue, Table};
+use crate::engine::{Packed, PackedQueue, Table, prefetch};
 use crate::engine::{Time, TraceHash};
 use crate::roce::buffer::{Admit, Mmu, MmuConfig, MmuDrop, NPRIO, QosMaps, Scheduler, hpcc_headroom_bytes};
 use crate::roce::dcqcn::{CnpPacer, DcqcnParams, ReactionPoint, Red};
@@ -869,33 +869,6 @@ fn pace_ps(bytes: u64, bps: u64) -> u64 {
 
 /// How many events ahead [`RoceSim::run`] prefetches an arrival's packet.
 const PREFETCH_AHEAD: usize = 2;
-
-/// Ask the CPU to bring the cache lines of `*p` in (a hint; no effect on results).
-#[inline(always)]
-fn prefetch<T>(p: &T) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
-        let a = (p as *const T).cast::<i8>();
-        // SAFETY: a prefetch never faults and changes no program-visible state;
-        // `a` points into a live reference anyway.
-        unsafe {
-            _mm_prefetch::<_MM_HINT_T0>(a);
-            _mm_prefetch::<_MM_HINT_T0>(a.wrapping_add(std::mem::size_of::<T>() - 1));
-        }
-    }
-}
-
-/// Ask the CPU to bring the cache line at `*p` in (a hint, as [`prefetch`]).
-#[inline(always)]
-fn prefetch_line(p: &*const u8) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
-        // SAFETY: a prefetch never faults and changes no program-visible state.
-        unsafe { _mm_prefetch::<_MM_HINT_T0>((*p).cast::<i8>()) }
-    }
-}
 
 /// A `route_cache` slot not filled yet.
 const NO_ROUTE: u8 = u8::MAX;
@@ -1859,8 +1832,8 @@ impl RoceSim {
             // arrival's FIFO ring pointers, a wake-up's port line).
             if let Some((_, a)) = self.q.peek_ahead(PREFETCH_AHEAD + 1) {
                 match a.kind() {
-                    EvWord::ARRIVE => prefetch(&self.link_fifo[a.id() as usize]),
-                    EvWord::TX_WAKE => prefetch(&self.ports[a.id() as usize]),
+                    EvWord::ARRIVE => prefetch::whole(&self.link_fifo[a.id() as usize]),
+                    EvWord::TX_WAKE => prefetch::whole(&self.ports[a.id() as usize]),
                     _ => {}
                 }
             }
@@ -1868,14 +1841,14 @@ impl RoceSim {
                 if a.kind() == EvWord::ARRIVE {
                     let dir = a.id();
                     let to = self.peer[dir as usize];
-                    prefetch(&self.ports[to as usize]);
+                    prefetch::whole(&self.ports[to as usize]);
                     // The head and the entry after it (whose time and sequence the
                     // pop reads to schedule the next arrival): often two lines.
                     let (head, next) = self.link_fifo[dir as usize].first_two();
                     if let Some(head) = head {
-                        prefetch(head);
+                        prefetch::whole(head);
                         if let Some(next) = next {
-                            prefetch(next);
+                            prefetch::whole(next);
                         }
                     }
                 } else if a.kind() == EvWord::TX_WAKE {
@@ -2104,13 +2077,13 @@ impl RoceSim {
         let mask = port.qmask;
         if mask != 0 {
             if let Some(front) = self.eq[self.eqi(mask.trailing_zeros() as usize, gp)].front() {
-                prefetch(front);
+                prefetch::whole(front);
             }
             // The switch record's dequeue half (port count, counter and RED
             // tables, XOFF list, the MMU's pool and tables): lines 1 to 4.
             let sw = (&self.switches[port.owner().1 as usize] as *const Switch).cast::<u8>();
             for l in 1..5 {
-                prefetch_line(&sw.wrapping_add(64 * l));
+                prefetch::addr(sw.wrapping_add(64 * l));
             }
         }
     }
