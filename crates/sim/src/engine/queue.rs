@@ -453,6 +453,29 @@ impl<E: Packed> PackedQueue<E> {
         Some(Self::decode(self.cur_at(self.cur_pos)))
     }
 
+    /// [`Self::first`] with the event left packed (its [`Packed::pack`] word), for
+    /// a run loop that tests the kind bits itself instead of decoding.
+    #[inline]
+    pub fn first_packed(&mut self) -> Option<(Time, u32)> {
+        if self.cur_pos == self.cur.len() {
+            if self.len == 0 {
+                return None;
+            }
+            self.advance();
+        }
+        debug_assert!(self.cur_pos < self.cur.len());
+        let k = self.cur_at(self.cur_pos);
+        Some((Time((k >> 64) as u64), (k as u32) & ((1 << EV_BITS) - 1)))
+    }
+
+    /// [`Self::peek_ahead`] with the event left packed.
+    #[inline]
+    pub fn peek_ahead_packed(&self, n: usize) -> Option<u32> {
+        self.cur
+            .get(self.cur_pos + n)
+            .map(|&k| (k as u32) & ((1 << EV_BITS) - 1))
+    }
+
     /// The event `n` places after the earliest one, if the queue already knows it
     /// without work (it is in the current calendar slot); for a model that
     /// prefetches what an upcoming event will touch. Call after [`Self::first`].
@@ -803,6 +826,15 @@ mod tests {
                     // `first` moves to the head's slot; later pushes may land before it.
                     let want = reference.first().map(|e| (e.0, e.2));
                     proptest::prop_assert_eq!(q.first().map(|(t, v)| (t.0, v)), want);
+                    // The packed forms name the same events.
+                    proptest::prop_assert_eq!(q.first_packed().map(|(t, v)| (t.0, v)), want);
+                    let ahead: Vec<u32> = reference.iter().skip(1).take(3).map(|e| e.2).collect();
+                    for (n, &v) in ahead.iter().enumerate() {
+                        if let Some(got) = q.peek_ahead_packed(n + 1) {
+                            // Known only within the head's slot, and then exact.
+                            proptest::prop_assert_eq!(got, v);
+                        }
+                    }
                 }
             }
             while let Some((t, v)) = q.pop() {
