@@ -237,13 +237,23 @@ pub(crate) struct PktCold {
     pub(crate) payload: u32,
 }
 
-/// Packet storage: hot and cold halves in parallel vectors under one `u32` id,
+/// A stored packet: both halves on one cache line, so the end node that reads
+/// the transport fields finds them on the line every hop has touched.
+#[derive(Clone, Copy, Debug, Default)]
+#[repr(C, align(64))]
+struct PktRec {
+    hot: PktHot,
+    cold: PktCold,
+}
+
+const _: () = assert!(std::mem::size_of::<PktRec>() == 64);
+
+/// Packet storage: one 64-byte record per `u32` id,
 /// a free list (freed ids reused last-in first-out, so hot slots stay in cache),
 /// and the live and peak counts.
 #[derive(Debug, Default)]
 pub(crate) struct Packets {
-    hot: crate::engine::Table<PktHot>,
-    cold: crate::engine::Table<PktCold>,
+    recs: crate::engine::Table<PktRec>,
     free: Vec<u32>,
     live: usize,
     peak: usize,
@@ -252,8 +262,7 @@ pub(crate) struct Packets {
 impl Packets {
     pub(crate) fn with_capacity(n: usize) -> Packets {
         Packets {
-            hot: crate::engine::Table::with_capacity(n),
-            cold: crate::engine::Table::with_capacity(n),
+            recs: crate::engine::Table::with_capacity(n),
             ..Packets::default()
         }
     }
@@ -287,13 +296,11 @@ impl Packets {
         self.live += 1;
         self.peak = self.peak.max(self.live);
         if let Some(i) = self.free.pop() {
-            self.hot[i as usize] = h;
-            self.cold[i as usize] = c;
+            self.recs[i as usize] = PktRec { hot: h, cold: c };
             i
         } else {
-            self.hot.push(h);
-            self.cold.push(c);
-            (self.hot.len() - 1) as u32
+            self.recs.push(PktRec { hot: h, cold: c });
+            (self.recs.len() - 1) as u32
         }
     }
 
@@ -307,13 +314,12 @@ impl Packets {
     /// The transport fields of `p`.
     #[inline]
     pub(crate) fn cold(&self, p: crate::engine::PacketId) -> &PktCold {
-        &self.cold[p as usize]
+        &self.recs[p as usize].cold
     }
 
     /// The whole packet `p`.
     pub(crate) fn full(&self, p: crate::engine::PacketId) -> Packet {
-        let h = &self.hot[p as usize];
-        let c = &self.cold[p as usize];
+        let PktRec { hot: h, cold: c } = &self.recs[p as usize];
         Packet {
             slid: c.slid,
             dlid: h.dlid,
@@ -348,14 +354,14 @@ impl std::ops::Index<crate::engine::PacketId> for Packets {
     type Output = PktHot;
     #[inline]
     fn index(&self, p: crate::engine::PacketId) -> &PktHot {
-        &self.hot[p as usize]
+        &self.recs[p as usize].hot
     }
 }
 
 impl std::ops::IndexMut<crate::engine::PacketId> for Packets {
     #[inline]
     fn index_mut(&mut self, p: crate::engine::PacketId) -> &mut PktHot {
-        &mut self.hot[p as usize]
+        &mut self.recs[p as usize].hot
     }
 }
 

@@ -159,47 +159,56 @@ pub(crate) struct CaPort {
     pub(crate) active: VecDeque<u32>,
 }
 
-/// A queue pair's state.
+/// A queue pair's state, laid out by who reads it: the first line holds the
+/// send and READ-response queues, the second what a send and a receive touch
+/// (a packet of a busy QP reads one line on each side besides its queue's
+/// entry); the rest is read on completions, READs, IB CC and adaptive routing.
 #[derive(Clone, Debug)]
+#[repr(C, align(64))]
 pub(crate) struct Qp {
+    rresp: VecDeque<ReadJob>,
+    sq: VecDeque<Wqe>,
+
+    sq_off: u64,
+    /// Payload bytes this QP has delivered as a responder (goodput).
+    pub(crate) rx_payload: u64,
+    /// Adaptive routing: the expected PSN unwrapped to 64 bits (see `reorder`).
+    epsn_ext: u64,
+    next_psn: Psn,
+    peer: u32,
+    /// The forwarding decisions its packets to `dlid` meet, in
+    /// [`Sim::routes`] ([`NO_ROUTE`] if not precomputed).
+    route: u32,
+    reads_out: u32,
     node: u32,
     cap: u32,
-    kind: QpKind,
-    peer: u32,
+    epsn: Psn,
+    since_ack: u32,
     slid: u16,
     dlid: u16,
     sl: u8,
     vl: u8,
     mgmt: bool,
+    active: bool,
+
+    kind: QpKind,
     pending: VecDeque<Wqe>,
-    sq: VecDeque<Wqe>,
-    sq_off: u64,
-    next_psn: Psn,
     unacked: VecDeque<Outstanding>,
-    reads_out: u32,
     /// Highest PSN an ACK has covered (completions wait behind an unfinished READ).
     acked: Option<Psn>,
-    epsn: Psn,
-    since_ack: u32,
     rx_bytes: u64,
     rx_first: Time,
-    rresp: VecDeque<ReadJob>,
-    active: bool,
-    /// Payload bytes this QP has delivered as a responder (goodput).
-    pub(crate) rx_payload: u64,
     /// IB CC: congestion-control table index, when it last changed, and when the
     /// QP may send its next packet.
     ccti: u16,
     ccti_at: Time,
     next_allowed: Time,
-    /// Adaptive routing: the expected PSN unwrapped to 64 bits, and requests that
-    /// arrived ahead of it, by unwrapped PSN.
-    epsn_ext: u64,
+    /// Adaptive routing: requests that arrived ahead of the expected PSN, by
+    /// unwrapped PSN.
     reorder: std::collections::BTreeMap<u64, Packet>,
-    /// The forwarding decisions its packets to `dlid` meet, in
-    /// [`Sim::routes`] ([`NO_ROUTE`] if not precomputed).
-    route: u32,
 }
+
+const _: () = assert!(std::mem::offset_of!(Qp, sq_off) == 64 && std::mem::offset_of!(Qp, kind) == 128);
 
 /// The addressing fields of a QP (cheap to copy out before mutating the world).
 #[derive(Clone, Copy)]
