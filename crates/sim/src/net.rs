@@ -444,14 +444,20 @@ impl Sim {
             pm.hops = pm.hops.saturating_add(1);
             pm.tail_at = end + prop;
             pm.in_link = NONE;
-            pm.set_seq(seq);
         }
         if let Some(code) = route {
             // On the wire `in_link` carries the far switch's forwarding decision.
             pkts[p].in_link = code;
         }
+        let ahead = pt.fifo.tail;
         if pt.fifo.push(pkts, p) {
             q.push_seq(arrive, seq, Event::Arrive { dir: gp });
+        } else {
+            // The packet ahead (whose line the push just wrote) will queue
+            // this one's arrival when it arrives itself.
+            let a = &mut pkts[ahead];
+            a.next_at = arrive;
+            a.set_next_seq(seq);
         }
         debug_assert_eq!(self.arrival_time(gp, &self.pkts[p]), arrive);
         if pk.in_link != NONE {

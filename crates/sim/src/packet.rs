@@ -171,14 +171,18 @@ pub struct Packet {
 
 /// The per-hop part of a packet: what switches and links read and write.
 #[derive(Clone, Copy, Debug, Default)]
-#[repr(C, align(32))]
+#[repr(C)]
 pub(crate) struct PktHot {
     /// When the packet's last byte reaches the node holding it.
     pub(crate) tail_at: Time,
-    /// On a link, the sequence number of its arrival event (the run's
-    /// `(time, sequence)` order; below 2^36) in the high 36 bits; in the low
-    /// 28, the packet's route in [`crate::sim::Sim::routes`] or [`NO_ROUTE`].
-    /// See [`Self::seq`] and [`Self::route`].
+    /// On a link, when the packet behind it on the same link arrives (valid
+    /// while `next` is set): the arrival that pops this packet queues the next
+    /// one's without reading that packet's line.
+    pub(crate) next_at: Time,
+    /// On a link, the sequence number of the arrival event of the packet behind
+    /// it (the run's `(time, sequence)` order; below 2^36) in the high 36 bits;
+    /// in the low 28, the packet's route in [`crate::sim::Sim::routes`] or
+    /// [`NO_ROUTE`]. See [`Self::next_seq`] and [`Self::route`].
     seq_route: u64,
     /// The next packet in the same queue ([`crate::sim::NONE`] at the tail).
     pub(crate) next: u32,
@@ -200,14 +204,15 @@ const ROUTE_BITS: u32 = 28;
 pub(crate) const NO_ROUTE: u32 = (1 << ROUTE_BITS) - 1;
 
 impl PktHot {
-    /// The sequence number of its arrival event, while on a link.
+    /// The sequence number of the arrival event of the packet behind it on its
+    /// link (valid while `next` is set).
     #[inline(always)]
-    pub(crate) fn seq(&self) -> u64 {
+    pub(crate) fn next_seq(&self) -> u64 {
         self.seq_route >> ROUTE_BITS
     }
 
     #[inline(always)]
-    pub(crate) fn set_seq(&mut self, seq: u64) {
+    pub(crate) fn set_next_seq(&mut self, seq: u64) {
         debug_assert!(seq < 1 << (64 - ROUTE_BITS));
         self.seq_route = (seq << ROUTE_BITS) | (self.seq_route & u64::from(NO_ROUTE));
     }
@@ -274,6 +279,7 @@ impl Packets {
         debug_assert!(pk.wire <= u32::from(u16::MAX) && route <= NO_ROUTE);
         let h = PktHot {
             tail_at: pk.tail_at,
+            next_at: Time::ZERO,
             seq_route: u64::from(route),
             next: crate::sim::NONE,
             in_link: pk.in_link,
@@ -405,14 +411,14 @@ mod tests {
         assert_eq!(format!("{back:?}"), format!("{pk:?}"));
         assert_eq!(s[a].blocks(), 65);
         // Sequence number and route share a word without disturbing each other.
-        assert_eq!((s[a].seq(), s[a].route()), (0, 1234));
-        s[a].set_seq((1 << 36) - 1);
-        assert_eq!((s[a].seq(), s[a].route()), ((1 << 36) - 1, 1234));
-        s[a].set_seq(5);
-        assert_eq!((s[a].seq(), s[a].route()), (5, 1234));
+        assert_eq!((s[a].next_seq(), s[a].route()), (0, 1234));
+        s[a].set_next_seq((1 << 36) - 1);
+        assert_eq!((s[a].next_seq(), s[a].route()), ((1 << 36) - 1, 1234));
+        s[a].set_next_seq(5);
+        assert_eq!((s[a].next_seq(), s[a].route()), (5, 1234));
         s.remove(a);
         assert_eq!((s.live(), s.peak()), (0, 1));
-        assert_eq!(std::mem::size_of::<PktHot>(), 32);
+        assert_eq!(std::mem::size_of::<PktHot>(), 40);
         assert_eq!(std::mem::size_of::<PktCold>(), 20);
     }
 }

@@ -55,7 +55,7 @@ pub(crate) const FWD_LOOPBACK: u32 = u32::MAX - 3;
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct PktList {
     pub(crate) head: u32,
-    tail: u32,
+    pub(crate) tail: u32,
     pub(crate) len: u32,
 }
 
@@ -675,12 +675,12 @@ impl Sim {
                     .fifo
                     .pop(&self.pkts)
                     .expect("arrival FIFO has a head");
-                let next = self.pkts[p].next;
-                if next == NONE {
+                let pk = &self.pkts[p];
+                if pk.next == NONE {
                     self.q.pop_first();
                 } else {
-                    let nt = self.arrival_time(dir, &self.pkts[next]);
-                    self.q.replace_first(nt, self.pkts[next].seq(), Event::Arrive { dir });
+                    debug_assert_eq!(pk.next_at, self.arrival_time(dir, &self.pkts[pk.next]));
+                    self.q.replace_first(pk.next_at, pk.next_seq(), Event::Arrive { dir });
                 }
                 self.dispatch_arrival(dir, p);
                 continue;
