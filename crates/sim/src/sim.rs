@@ -761,11 +761,18 @@ impl Sim {
                 if pt.peer_model == NodeModel::IbSwitch {
                     if self.plain && pt.fifo.head != NONE {
                         // The output the far switch will take (see `lft_code`).
-                        let og = self.pkts[pt.fifo.head].in_link;
+                        let pk = &self.pkts[pt.fifo.head];
+                        let og = pk.in_link;
                         if (og as usize) < self.ports.len() {
                             let o = &self.ports[og as usize];
                             prefetch::line(o);
                             prefetch::line(&o.cred);
+                        }
+                        // The decision for the switch after that one, which
+                        // the send out of `og` reads (see `transmit`).
+                        let ri = pk.route() as usize + usize::from(pk.hops);
+                        if ri < self.routes.len() {
+                            prefetch::line(&self.routes[ri]);
                         }
                     }
                 } else if pt.peer != NONE {
