@@ -753,9 +753,20 @@ impl Sim {
                 if pt.fifo.head != NONE {
                     prefetch::line(&self.pkts[pt.fifo.head]);
                 }
+            } else if w >> TAG_SHIFT == TAG_TX_WAKE && self.ports[(w & ID_MASK) as usize].model == NodeModel::IbHca {
+                // A CA port's wake-up reads its queues first.
+                if let Some(c) = self.caps.get(self.ca_port[(w & ID_MASK) as usize] as usize) {
+                    prefetch::line(c);
+                }
             }
         }
         if let Some(w) = self.q.peek_ahead_packed(1) {
+            if w >> TAG_SHIFT == TAG_TX_WAKE && self.ports[(w & ID_MASK) as usize].model == NodeModel::IbHca {
+                // Then the ACK or the QP it will send from.
+                if let Some(c) = self.caps.get(self.ca_port[(w & ID_MASK) as usize] as usize) {
+                    self.prefetch_ca_next(c);
+                }
+            }
             if w >> TAG_SHIFT == TAG_ARRIVE {
                 let pt = &self.ports[w as usize];
                 if pt.peer_model == NodeModel::IbSwitch {

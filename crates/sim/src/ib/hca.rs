@@ -25,7 +25,7 @@ use crate::SimError;
 use crate::engine::{DropReason, PacketId, Time};
 use crate::net::Pick;
 use crate::packet::{NO_ROUTE, Opcode, Packet, blocks, flag, hdr};
-use crate::sim::{Event, NONE, NodeModel, Sim};
+use crate::sim::{Event, NONE, NodeModel, PktList, Sim};
 
 /// A queue pair (simulator-wide id).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
@@ -146,17 +146,86 @@ enum QpKind {
     Ud,
 }
 
-/// One channel-adapter port's transmit state.
+/// One channel-adapter port's transmit state, on one cache line: its queues are
+/// threaded through the packets and QPs they hold, so a send reads this line
+/// and then the QP or packet it picks (with `VecDeque`s each queue's buffer
+/// was one more dependent miss before the QP's).
 #[derive(Clone, Debug)]
+#[repr(C, align(64))]
 pub(crate) struct CaPort {
     pub(crate) gp: u32,
     pub(crate) node: u32,
     pub(crate) lid: u16,
     pub(crate) lid_count: u16,
-    /// ACKs waiting to go, ahead of data.
-    pub(crate) ctrl: VecDeque<PacketId>,
+    /// ACKs waiting to go, ahead of data (threaded through the packets' `next`).
+    pub(crate) ctrl: PktList,
     /// QPs with something to send, served round robin one packet at a time.
-    pub(crate) active: VecDeque<u32>,
+    active: QpList,
+}
+
+const _: () = assert!(std::mem::size_of::<CaPort>() == 64);
+
+/// A FIFO of QPs threaded through their `next_active` field.
+#[derive(Clone, Copy, Debug)]
+struct QpList {
+    head: u32,
+    tail: u32,
+    len: u32,
+}
+
+impl Default for QpList {
+    fn default() -> Self {
+        QpList {
+            head: NONE,
+            tail: NONE,
+            len: 0,
+        }
+    }
+}
+
+impl QpList {
+    #[inline]
+    fn front(&self) -> Option<u32> {
+        (self.head != NONE).then_some(self.head)
+    }
+
+    #[inline]
+    fn is_empty(&self) -> bool {
+        self.head == NONE
+    }
+
+    #[inline]
+    fn push_back(&mut self, qps: &mut [Qp], qp: u32) {
+        qps[qp as usize].next_active = NONE;
+        if self.tail == NONE {
+            self.head = qp;
+        } else {
+            qps[self.tail as usize].next_active = qp;
+        }
+        self.tail = qp;
+        self.len += 1;
+    }
+
+    #[inline]
+    fn push_front(&mut self, qps: &mut [Qp], qp: u32) {
+        qps[qp as usize].next_active = self.head;
+        if self.tail == NONE {
+            self.tail = qp;
+        }
+        self.head = qp;
+        self.len += 1;
+    }
+
+    #[inline]
+    fn pop_front(&mut self, qps: &[Qp]) -> Option<u32> {
+        let qp = self.front()?;
+        self.head = qps[qp as usize].next_active;
+        if self.head == NONE {
+            self.tail = NONE;
+        }
+        self.len -= 1;
+        Some(qp)
+    }
 }
 
 /// A queue pair's state, laid out by who reads it: the first line holds the
@@ -172,9 +241,9 @@ pub(crate) struct Qp {
     sq_off: u64,
     /// Payload bytes this QP has delivered as a responder (goodput).
     pub(crate) rx_payload: u64,
-    /// Adaptive routing: the expected PSN unwrapped to 64 bits (see `reorder`).
-    epsn_ext: u64,
     next_psn: Psn,
+    /// The QP behind this one in its port's round robin ([`NONE`] at the tail).
+    next_active: u32,
     peer: u32,
     /// The forwarding decisions its packets to `dlid` meet, in
     /// [`Sim::routes`] ([`NO_ROUTE`] if not precomputed).
@@ -192,6 +261,8 @@ pub(crate) struct Qp {
     active: bool,
 
     kind: QpKind,
+    /// Adaptive routing: the expected PSN unwrapped to 64 bits (see `reorder`).
+    epsn_ext: u64,
     pending: VecDeque<Wqe>,
     unacked: VecDeque<Outstanding>,
     /// Highest PSN an ACK has covered (completions wait behind an unfinished READ).
@@ -208,7 +279,7 @@ pub(crate) struct Qp {
     reorder: std::collections::BTreeMap<u64, Packet>,
 }
 
-const _: () = assert!(std::mem::offset_of!(Qp, sq_off) == 64 && std::mem::offset_of!(Qp, kind) == 128);
+const _: () = assert!(std::mem::offset_of!(Qp, sq_off) == 64 && std::mem::offset_of!(Qp, active) < 128);
 
 /// The addressing fields of a QP (cheap to copy out before mutating the world).
 #[derive(Clone, Copy)]
@@ -257,8 +328,8 @@ impl Sim {
                     node: n as u32,
                     lid,
                     lid_count: 1 << lmc,
-                    ctrl: VecDeque::new(),
-                    active: VecDeque::new(),
+                    ctrl: PktList::default(),
+                    active: QpList::default(),
                 });
             }
         }
@@ -339,6 +410,7 @@ impl Sim {
             rx_first: Time::ZERO,
             rresp: VecDeque::new(),
             active: false,
+            next_active: NONE,
             rx_payload: 0,
             ccti: 0,
             ccti_at: Time::ZERO,
@@ -488,7 +560,7 @@ impl Sim {
         }
         q.active = true;
         let c = q.cap as usize;
-        self.caps[c].active.push_back(qp);
+        self.caps[c].active.push_back(&mut self.qps, qp);
         let gp = self.caps[c].gp;
         self.kick(gp);
     }
@@ -501,6 +573,20 @@ impl Sim {
                 .is_some_and(|w| w.op != WrOp::Read || q.reads_out < self.ib.max_rd_atomic)
     }
 
+    /// Prefetch what CA port `c`'s next send reads after the port's record:
+    /// the ACK at the head of its control queue, or the first active QP.
+    #[inline(always)]
+    pub(crate) fn prefetch_ca_next(&self, c: &CaPort) {
+        if let Some(p) = c.ctrl.front() {
+            crate::engine::prefetch::line(&self.pkts[p]);
+        } else if let Some(q) = c.active.front().and_then(|qp| self.qps.get(qp as usize)) {
+            // Its queues' line and the line a send reads (see `Qp`).
+            let a = (q as *const Qp).cast::<u8>();
+            crate::engine::prefetch::addr(a);
+            crate::engine::prefetch::addr(a.wrapping_add(64));
+        }
+    }
+
     pub(crate) fn hca_has_work(&self, gp: u32) -> bool {
         let c = &self.caps[self.ca_port[gp as usize] as usize];
         !c.ctrl.is_empty() || !c.active.is_empty()
@@ -510,7 +596,7 @@ impl Sim {
     /// the first active QP), if it is flow controlled.
     pub(crate) fn hca_next_need(&self, gp: u32) -> Option<(u8, u32)> {
         let c = &self.caps[self.ca_port[gp as usize] as usize];
-        if let Some(&p) = c.ctrl.front() {
+        if let Some(p) = c.ctrl.front() {
             let pk = &self.pkts[p];
             return (pk.flags & flag::VL15 == 0).then(|| (pk.vl, pk.blocks()));
         }
@@ -518,7 +604,7 @@ impl Sim {
             // Paced QPs: let the pick decide at the end of this packet.
             return None;
         }
-        let &qp = c.active.front()?;
+        let qp = c.active.front()?;
         let q = &self.qps[qp as usize];
         let mtu = u64::from(self.ib.mtu);
         let grh = self.ib.grh;
@@ -571,21 +657,21 @@ impl Sim {
     /// round robin, one packet each (a QP whose packet lacks credits keeps its turn).
     pub(crate) fn hca_pick(&mut self, gp: u32) -> Pick {
         let c = self.ca_port[gp as usize] as usize;
-        if let Some(&p) = self.caps[c].ctrl.front() {
+        if let Some(p) = self.caps[c].ctrl.front() {
             let pk = self.pkts[p];
             if self.has_credit(gp, pk.vl, u32::from(pk.wire), pk.flags & flag::VL15 != 0) {
-                self.caps[c].ctrl.pop_front();
+                self.caps[c].ctrl.pop(&self.pkts);
                 return Pick::Send(p);
             }
             return Pick::Wait(self.starve(gp, pk.vl, pk.blocks()));
         }
         let mut paced = Time::NEVER;
-        for _ in 0..self.caps[c].active.len() {
-            let qp = self.caps[c].active.pop_front().expect("counted");
+        for _ in 0..self.caps[c].active.len {
+            let qp = self.caps[c].active.pop_front(&self.qps).expect("counted");
             if self.ib.cc.is_some() && self.qps[qp as usize].next_allowed > self.now {
                 // IB CC holds this QP back: let the others go.
                 paced = paced.min(self.qps[qp as usize].next_allowed);
-                self.caps[c].active.push_back(qp);
+                self.caps[c].active.push_back(&mut self.qps, qp);
                 continue;
             }
             match self.qp_next(gp, qp) {
@@ -597,7 +683,7 @@ impl Sim {
                         self.qps[qp as usize].next_allowed = end + Time(u64::from(idx) * step);
                     }
                     if self.qp_has_work(qp) {
-                        self.caps[c].active.push_back(qp);
+                        self.caps[c].active.push_back(&mut self.qps, qp);
                     } else {
                         self.qps[qp as usize].active = false;
                     }
@@ -605,7 +691,7 @@ impl Sim {
                 }
                 Build::NoCredit(nb) => {
                     // Strict round robin: the QP keeps its turn until credits come.
-                    self.caps[c].active.push_front(qp);
+                    self.caps[c].active.push_front(&mut self.qps, qp);
                     let vl = self.qps[qp as usize].vl;
                     return Pick::Wait(self.starve(gp, vl, nb));
                 }
@@ -891,7 +977,7 @@ impl Sim {
             ..Packet::default()
         });
         let c = q.cap as usize;
-        self.caps[c].ctrl.push_back(a);
+        self.caps[c].ctrl.push(&mut self.pkts, a);
         let gp = self.caps[c].gp;
         self.kick(gp);
     }
@@ -1073,8 +1159,11 @@ impl Sim {
         } else {
             self.responder_data(qp, pk);
         }
-        let q = &mut self.qps[qp as usize];
-        q.epsn_ext += u64::from(q.epsn.0.wrapping_sub(before.0) & 0x00ff_ffff);
+        if self.ib.adaptive_routing {
+            // Only the reorder buffer reads it.
+            let q = &mut self.qps[qp as usize];
+            q.epsn_ext += u64::from(q.epsn.0.wrapping_sub(before.0) & 0x00ff_ffff);
+        }
     }
 }
 
