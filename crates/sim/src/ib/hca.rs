@@ -165,6 +165,47 @@ pub(crate) struct CaPort {
 
 const _: () = assert!(std::mem::size_of::<CaPort>() == 64);
 
+/// A FIFO whose head sits inline (where the owner's hot line can hold it) and
+/// the rest in a `VecDeque`: a QP sending one long message reads its WQE
+/// without a trip to the queue's buffer.
+#[derive(Clone, Debug)]
+struct HeadQueue<T> {
+    head: Option<T>,
+    rest: VecDeque<T>,
+}
+
+impl<T> Default for HeadQueue<T> {
+    fn default() -> Self {
+        HeadQueue {
+            head: None,
+            rest: VecDeque::new(),
+        }
+    }
+}
+
+impl<T> HeadQueue<T> {
+    #[inline]
+    fn front(&self) -> Option<&T> {
+        self.head.as_ref()
+    }
+
+    #[inline]
+    fn push_back(&mut self, x: T) {
+        if self.head.is_none() {
+            self.head = Some(x);
+        } else {
+            self.rest.push_back(x);
+        }
+    }
+
+    #[inline]
+    fn pop_front(&mut self) -> Option<T> {
+        let h = self.head.take();
+        self.head = self.rest.pop_front();
+        h
+    }
+}
+
 /// A FIFO of QPs threaded through their `next_active` field.
 #[derive(Clone, Copy, Debug)]
 struct QpList {
@@ -235,8 +276,7 @@ impl QpList {
 #[derive(Clone, Debug)]
 #[repr(C, align(64))]
 pub(crate) struct Qp {
-    rresp: VecDeque<ReadJob>,
-    sq: VecDeque<Wqe>,
+    sq: HeadQueue<Wqe>,
 
     sq_off: u64,
     /// Payload bytes this QP has delivered as a responder (goodput).
@@ -259,8 +299,11 @@ pub(crate) struct Qp {
     vl: u8,
     mgmt: bool,
     active: bool,
+    /// `rresp` is not empty (kept here so a pick need not read its header).
+    reading: bool,
 
     kind: QpKind,
+    rresp: VecDeque<ReadJob>,
     /// Adaptive routing: the expected PSN unwrapped to 64 bits (see `reorder`).
     epsn_ext: u64,
     pending: VecDeque<Wqe>,
@@ -398,7 +441,7 @@ impl Sim {
             vl,
             mgmt,
             pending: VecDeque::new(),
-            sq: VecDeque::new(),
+            sq: HeadQueue::default(),
             sq_off: 0,
             next_psn: Psn(0),
             unacked: VecDeque::new(),
@@ -410,6 +453,7 @@ impl Sim {
             rx_first: Time::ZERO,
             rresp: VecDeque::new(),
             active: false,
+            reading: false,
             next_active: NONE,
             rx_payload: 0,
             ccti: 0,
@@ -567,7 +611,7 @@ impl Sim {
 
     fn qp_has_work(&self, qp: u32) -> bool {
         let q = &self.qps[qp as usize];
-        !q.rresp.is_empty()
+        q.reading
             || q.sq
                 .front()
                 .is_some_and(|w| w.op != WrOp::Read || q.reads_out < self.ib.max_rd_atomic)
@@ -608,7 +652,8 @@ impl Sim {
         let q = &self.qps[qp as usize];
         let mtu = u64::from(self.ib.mtu);
         let grh = self.ib.grh;
-        let wire = if let Some(j) = q.rresp.front() {
+        let job = if q.reading { q.rresp.front() } else { None };
+        let wire = if let Some(j) = job {
             let rem = j.bytes - j.off;
             let op = match (j.off == 0, rem <= mtu) {
                 (true, true) => Opcode::ReadResponseOnly,
@@ -720,7 +765,8 @@ impl Sim {
             ..Packet::default()
         };
         // READ responses first: the responder owes them.
-        if let Some(job) = q.rresp.front().copied() {
+        let job = if q.reading { q.rresp.front().copied() } else { None };
+        if let Some(job) = job {
             let rem = job.bytes - job.off;
             let payload = rem.min(mtu) as u32;
             let (first, last) = (job.off == 0, rem <= mtu);
@@ -749,6 +795,7 @@ impl Sim {
             j.psn = j.psn.plus(1);
             if last {
                 q.rresp.pop_front();
+                q.reading = !q.rresp.is_empty();
             }
             return Build::Packet(p);
         }
@@ -997,6 +1044,7 @@ impl Sim {
             to_qp: pk.src_qp,
             to_lid: pk.slid,
         });
+        q.reading = true;
         self.activate(qp);
     }
 
