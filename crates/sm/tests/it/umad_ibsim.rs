@@ -286,8 +286,14 @@ fn umad_opensm_hands_over_to_us_and_stands_by_while_we_are_master() {
     let dump = sim.dir.path().join("dump");
     let mut ours = sim.spawn_sm_daemon(&ours_host, 10, &dump, &[], "ours");
     let log = ours.wait_for("SUBNET UP", 1, UP);
-    assert!(log.contains("HANDOVER from"), "{log}");
     let osm_log = osm.wait_for("Entering STANDBY state", 1, UP);
+    // Either order is IBA's (vol. 1 §14.4): we find OpenSM MASTER and it hands
+    // over to us, or OpenSM's own sweep finds our higher priority first and it
+    // stands by, so we find no master and take over (seen once under load).
+    assert!(
+        log.contains("HANDOVER from") || log.contains("state MASTER: no master and no higher SM found"),
+        "ours:\n{log}\nOpenSM:\n{osm_log}"
+    );
     assert_eq!(osm_log.matches("Entering MASTER state").count(), 1, "{osm_log}");
     let j = judge(&sim, &f, &dump, &all_pairs(&f), true);
     assert_eq!(j.lids, osm_lids, "LIDs changed at handover");
