@@ -442,15 +442,7 @@ impl<E: Packed> PackedQueue<E> {
     /// Same result as [`Self::peek`].
     #[inline]
     pub fn first(&mut self) -> Option<(Time, E)> {
-        if self.cur_pos == self.cur.len() {
-            if self.len == 0 {
-                return None;
-            }
-            self.advance();
-        }
-        // advance() leaves cur_pos < cur.len() when len > 0.
-        debug_assert!(self.cur_pos < self.cur.len());
-        Some(Self::decode(self.cur_at(self.cur_pos)))
+        self.first_packed().map(|(t, w)| (t, E::unpack(w)))
     }
 
     /// [`Self::first`] with the event left packed (its [`Packed::pack`] word), for
@@ -463,6 +455,7 @@ impl<E: Packed> PackedQueue<E> {
             }
             self.advance();
         }
+        // advance() leaves cur_pos < cur.len() when len > 0.
         debug_assert!(self.cur_pos < self.cur.len());
         let k = self.cur_at(self.cur_pos);
         Some((Time((k >> 64) as u64), (k as u32) & ((1 << EV_BITS) - 1)))
