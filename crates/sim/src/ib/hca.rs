@@ -270,9 +270,10 @@ impl QpList {
 }
 
 /// A queue pair's state, laid out by who reads it: the first line holds the
-/// send and READ-response queues, the second what a send and a receive touch
-/// (a packet of a busy QP reads one line on each side besides its queue's
-/// entry); the rest is read on completions, READs, IB CC and adaptive routing.
+/// send queue (its head WQE inline), the second what a send and a receive
+/// touch (a packet of a busy QP reads these two lines at the sender and the
+/// second at the receiver); the rest is read on completions, READs, IB CC and
+/// adaptive routing.
 #[derive(Clone, Debug)]
 #[repr(C, align(64))]
 pub(crate) struct Qp {
@@ -322,7 +323,7 @@ pub(crate) struct Qp {
     reorder: std::collections::BTreeMap<u64, Packet>,
 }
 
-const _: () = assert!(std::mem::offset_of!(Qp, sq_off) == 64 && std::mem::offset_of!(Qp, active) < 128);
+const _: () = assert!(std::mem::offset_of!(Qp, sq_off) == 64 && std::mem::offset_of!(Qp, reading) < 128);
 
 /// The addressing fields of a QP (cheap to copy out before mutating the world).
 #[derive(Clone, Copy)]
