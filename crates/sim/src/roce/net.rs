@@ -587,9 +587,12 @@ struct Port {
     wake_at: Time,
     ser: Serializer,
     prop: Time,
-    /// Bytes and packets sent.
+    /// Bytes sent.
     tx_bytes: u64,
-    tx_pkts: u64,
+    /// Address of the slot of this port's link FIFO written last (a prefetch
+    /// hint for the next send, which writes the slot after it: no effect on
+    /// results, stale after the ring grows, 0 before the first send).
+    tail_hint: usize,
     /// The latest time any priority of this transmitter is paused until (the
     /// largest of [`PausedTx::until_all`]): when it is not after now nothing is
     /// paused and the cold pause state need not be read.
@@ -797,6 +800,8 @@ pub struct RoceSim {
     pub cnps_sent: u64,
     /// Events processed.
     pub events: u64,
+    /// Packets sent over links (hops).
+    sent: u64,
     /// Watchdog transitions: (time, switch, port, queue, event).
     pub wd_log: Vec<(Time, String, u8, u8, WdEvent)>,
     deadlock: Option<PfcDeadlock>,
@@ -904,7 +909,7 @@ impl RoceSim {
                     has_ctrl: false,
                     qmask: 0,
                     tx_bytes: 0,
-                    tx_pkts: 0,
+                    tail_hint: 0,
                 });
                 pc.push(PortCold {
                     bps: 0,
@@ -1201,6 +1206,7 @@ impl RoceSim {
             ecn_marks: 0,
             cnps_sent: 0,
             events: 0,
+            sent: 0,
             wd_log: Vec::new(),
             deadlock: None,
             timers_armed: 0,
@@ -1263,7 +1269,7 @@ impl RoceSim {
 
     /// Packet transmissions over links so far (hops).
     pub fn hops(&self) -> u64 {
-        self.ports.iter().map(|p| p.tx_pkts).sum()
+        self.sent
     }
 
     /// Packets in flight.
@@ -2074,6 +2080,9 @@ impl RoceSim {
     #[inline]
     fn prefetch_egress(&self, gp: u32) {
         let port = &self.ports[gp as usize];
+        // The link-FIFO slot the send will write: the one after the last written
+        // (a store into a line last touched a send ago, long out of cache).
+        prefetch::addr((port.tail_hint + KeyedFifo::<Pkt>::SLOT_BYTES) as *const u8);
         let mask = port.qmask;
         if mask != 0 {
             if let Some(front) = self.eq[self.eqi(mask.trailing_zeros() as usize, gp)].front() {
@@ -2182,7 +2191,7 @@ impl RoceSim {
         let arrive = end + port.prop;
         port.busy_until = end;
         port.tx_bytes += u64::from(pk.wire);
-        port.tx_pkts += 1;
+        self.sent += 1;
         let mut lost = None;
         if port.fate != 0 {
             if port.down() {
@@ -2200,7 +2209,10 @@ impl RoceSim {
             Some(why) => self.drop_pkt(p, why),
             None => {
                 let seq = self.q.next_seq();
-                if self.link_fifo[g].push(&mut self.link_wide[g], arrive, seq, p) {
+                let f = &mut self.link_fifo[g];
+                let first = f.push(&mut self.link_wide[g], arrive, seq, p);
+                self.ports[g].tail_hint = f.back_addr();
+                if first {
                     self.push_ev_seq(arrive, seq, Ev::Arrive { dir: gp });
                 }
             }
