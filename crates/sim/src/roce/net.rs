@@ -604,7 +604,7 @@ struct Port {
     owner: u32,
     /// Local port number.
     num: u8,
-    /// [`Port::DOWN`], [`Port::LOSSY`]: 0 on a healthy link (one test per send).
+    /// [`Port::DOWN`], [`Port::LOSSY`], [`Port::UNCABLED`]: 0 on a healthy link (one test per send).
     fate: u8,
     /// `PortCold::ctrl` holds frames.
     has_ctrl: bool,
@@ -620,6 +620,9 @@ impl Port {
     const DOWN: u8 = 1;
     /// Loss injection is on for this link (`PortCold::loss_every` > 0).
     const LOSSY: u8 = 2;
+    /// No link is cabled to this port (`RoceSim::peer` is `NONE`): its
+    /// transmitter never runs. Kept here so a kick reads no other table for it.
+    const UNCABLED: u8 = 4;
 
     #[inline]
     fn down(&self) -> bool {
@@ -670,6 +673,9 @@ struct Switch {
     /// Watchdog action in force per `[q * nports + port]`.
     wd_stormed: Table<bool>,
     node: u32,
+    /// Global index of port 0 (`RoceSim::port_base` of `node`, kept beside it:
+    /// an arrival finds its egress port from this line).
+    base: u32,
     mmu: Mmu,
     sched: Table<Scheduler>,
     wd: Table<Watchdog>,
@@ -1031,6 +1037,7 @@ impl RoceSim {
                     let wd = cfg.watchdog.unwrap_or_default();
                     switches.push(Switch {
                         node: i as u32,
+                        base: port_base[i],
                         nports: np,
                         maps: sw_maps,
                         mmu,
@@ -1077,6 +1084,11 @@ impl RoceSim {
         for (i, &(is_sw, idx)) in role.iter().enumerate() {
             for p in &mut ports[port_base[i] as usize..port_base[i + 1] as usize] {
                 p.owner = (idx << 1) | u32::from(is_sw);
+            }
+        }
+        for (p, &to) in ports.iter_mut().zip(&peer) {
+            if to == NONE {
+                p.fate |= Port::UNCABLED;
             }
         }
         if let Some(mode) = cfg.rocev1 {
@@ -2111,10 +2123,10 @@ impl RoceSim {
 
     #[inline]
     fn kick(&mut self, gp: u32) {
-        if self.peer[gp as usize] == NONE {
+        let p = &self.ports[gp as usize];
+        if p.fate & Port::UNCABLED != 0 {
             return;
         }
-        let p = &self.ports[gp as usize];
         if p.busy_until > self.now {
             let b = p.busy_until;
             self.schedule_wake(gp, b);
@@ -2197,8 +2209,8 @@ impl RoceSim {
         if port.fate != 0 {
             if port.down() {
                 lost = Some(RoceDrop::LinkDown);
-            } else if pk.kind == Kind::Data {
-                // Loss injection (the only other fate).
+            } else if port.fate & Port::LOSSY != 0 && pk.kind == Kind::Data {
+                // Loss injection.
                 let c = &mut self.pc[g];
                 c.data_sent += 1;
                 if c.data_sent % c.loss_every == 0 {
@@ -2439,7 +2451,7 @@ impl RoceSim {
             Admit::Ok { xoff, .. } => {
                 p.set(Pkt::WD_FWD, false);
                 let e = Queued { p, in_port, pg };
-                let og = self.port_base[s.node as usize] + u32::from(out);
+                let og = s.base + u32::from(out);
                 if !xoff && self.ports[og as usize].qmask == 0 && self.may_send_now(og, queue) {
                     // Cut-through: the egress port is idle, nothing else is queued
                     // there and this queue is not paused, so queueing the packet
@@ -2526,7 +2538,7 @@ impl RoceSim {
     fn may_send_now(&self, gp: u32, q: u8) -> bool {
         let port = &self.ports[gp as usize];
         let now = self.now;
-        if self.peer[gp as usize] == NONE || port.busy_until > now || port.wake_at <= now || port.has_ctrl {
+        if port.fate & Port::UNCABLED != 0 || port.busy_until > now || port.wake_at <= now || port.has_ctrl {
             return false;
         }
         if port.pause_max <= now || self.pc[gp as usize].paused.until(q) <= now {
