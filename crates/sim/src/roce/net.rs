@@ -2481,42 +2481,18 @@ impl RoceSim {
     fn switch_pick(&mut self, si: u32, gp: u32) -> Result<Pkt, Time> {
         let now = self.now;
         let port = self.ports[gp as usize].num as usize;
-        let forward = self.wd_forward;
         let mask = self.ports[gp as usize].qmask;
         if mask == 0 {
             return Err(Time::NEVER);
         }
-        let s = &mut self.switches[si as usize];
         // Nothing paused (the common case): the cold pause state is not read.
         let any_paused = self.ports[gp as usize].pause_max > now;
-        let paused = &self.pc[gp as usize].paused;
-        let stormed = &s.wd_stormed;
-        let nports = s.nports;
-        // PFC priority p pauses queue p (SONiC MAP_PFC_PRIORITY_TO_QUEUE AZURE is identity).
-        let blocked = |q: usize| any_paused && paused.until(q as u8) > now && !(forward && stormed[q * nports + port]);
-        let chosen = if mask.is_power_of_two() {
-            // Fast path: one non-empty queue needs no arbitration.
-            let q = mask.trailing_zeros() as usize;
-            (!blocked(q)).then_some(q)
+        let q = if mask.is_power_of_two() && !any_paused {
+            // Fast path: one non-empty queue, nothing paused: no arbitration
+            // (what `switch_arbitrate` would choose, without its set-up).
+            mask.trailing_zeros() as usize
         } else {
-            let (qs, n) = (&self.eq, self.ports.len());
-            s.sched[port].pick(|q| {
-                let p = qs[q * n + gp as usize].front()?;
-                if blocked(q) {
-                    return None;
-                }
-                Some(u32::from(p.p.wire))
-            })
-        };
-        let Some(q) = chosen else {
-            let mut wait = Time::NEVER;
-            for q in 0..NPRIO {
-                let u = paused.until(q as u8);
-                if mask & (1 << q) != 0 && u > now {
-                    wait = wait.min(u);
-                }
-            }
-            return Err(wait);
+            self.switch_arbitrate(si, gp, port, mask, any_paused)?
         };
         let ei = q * self.ports.len() + gp as usize;
         let eq = &mut self.eq[ei];
@@ -2529,6 +2505,44 @@ impl RoceSim {
             self.ports[gp as usize].qmask &= !(1 << q);
         }
         Ok(self.switch_dequeued(si, gp, port, q, p))
+    }
+
+    /// The queue switch port `gp` (local `port`, non-empty queues `mask`) serves
+    /// next: the only non-empty one, else the scheduler's choice, among the queues
+    /// no pause holds back; `Err` with the time the first pause ends when all are.
+    #[inline(never)]
+    fn switch_arbitrate(&mut self, si: u32, gp: u32, port: usize, mask: u8, any_paused: bool) -> Result<usize, Time> {
+        let now = self.now;
+        let forward = self.wd_forward;
+        let s = &mut self.switches[si as usize];
+        let paused = &self.pc[gp as usize].paused;
+        let stormed = &s.wd_stormed;
+        let nports = s.nports;
+        // PFC priority p pauses queue p (SONiC MAP_PFC_PRIORITY_TO_QUEUE AZURE is identity).
+        let blocked = |q: usize| any_paused && paused.until(q as u8) > now && !(forward && stormed[q * nports + port]);
+        let chosen = if mask.is_power_of_two() {
+            let q = mask.trailing_zeros() as usize;
+            (!blocked(q)).then_some(q)
+        } else {
+            let (qs, n) = (&self.eq, self.ports.len());
+            s.sched[port].pick(|q| {
+                let p = qs[q * n + gp as usize].front()?;
+                if blocked(q) {
+                    return None;
+                }
+                Some(u32::from(p.p.wire))
+            })
+        };
+        chosen.ok_or_else(|| {
+            let mut wait = Time::NEVER;
+            for q in 0..NPRIO {
+                let u = paused.until(q as u8);
+                if mask & (1 << q) != 0 && u > now {
+                    wait = wait.min(u);
+                }
+            }
+            wait
+        })
     }
 
     /// May switch egress port `gp` send a packet of queue `q` right now, with
