@@ -54,7 +54,7 @@ use crate::roce::fifo::{KeyedFifo, WideKeys};
 use crate::roce::hpcc::{FctRecord, PfcRecord};
 use crate::roce::hpcc_cc::{HpccRp, INT_BYTES, IntHop, IntStore};
 use crate::roce::pfc::{PauseFrame, PauseGen, PauseMode, PausedTx, QueueSample, Watchdog, WdAction, WdConfig, WdEvent};
-use crate::roce::ring::Ring;
+use crate::roce::ring::{HeadRing, Ring};
 use crate::roce::tcp::{TcpConfig, TcpFlowSpec, TcpWorld};
 use crate::roce::transport::{Completion, NicRx, Recovery, Requester, RequesterConfig, Responder, RxVerdict};
 
@@ -432,7 +432,7 @@ impl Pkt {
 
 /// A packet in a switch egress queue, with what its dequeue needs: the ingress
 /// port (local) and PG its bytes are charged to.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 struct Queued {
     p: Pkt,
     in_port: u8,
@@ -783,7 +783,7 @@ pub struct RoceSim {
     /// data queue's ring headers of neighbouring ports share lines); a wake-up's
     /// queue is found from its port alone, without the switch's record. NIC
     /// ports have theirs, always empty.
-    eq: Table<Ring<Queued>>,
+    eq: Table<HeadRing<Queued>>,
     /// Each link FIFO's keys too wide for its 32-bit steps (see [`KeyedFifo`]).
     link_wide: Table<WideKeys>,
     /// Node → switch or NIC index.
@@ -1199,7 +1199,7 @@ impl RoceSim {
             live: 0,
             maps,
             link_fifo: vec![KeyedFifo::default(); ports.len()].into(),
-            eq: vec![Ring::default(); ports.len() * NPRIO].into(),
+            eq: vec![HeadRing::default(); ports.len() * NPRIO].into(),
             link_wide: vec![WideKeys::new(); ports.len()].into(),
             port_base: port_base.into(),
             ports: ports.into(),

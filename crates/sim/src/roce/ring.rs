@@ -102,6 +102,93 @@ impl<T: Copy> Ring<T> {
     }
 }
 
+/// A [`Ring`] whose head is kept in the header itself, one 64-byte line with
+/// the ring's pointers: the switch egress queues, which mostly hold a packet or
+/// none. Queueing into an empty queue then writes the line its length was just
+/// read from, and the dequeue of a lone packet reads it from there too, instead
+/// of a slot of its own, last touched a packet earlier and long out of cache.
+#[derive(Clone, Debug)]
+#[repr(align(64))]
+pub(crate) struct HeadRing<T> {
+    /// The head, when `len > 0`.
+    first: T,
+    /// Values held, the head included.
+    len: u32,
+    /// The values after the head, in order.
+    rest: Ring<T>,
+}
+
+impl<T: Default> Default for HeadRing<T> {
+    fn default() -> Self {
+        HeadRing {
+            first: T::default(),
+            len: 0,
+            rest: Ring::default(),
+        }
+    }
+}
+
+impl<T: Copy> HeadRing<T> {
+    /// Values held.
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    /// Nothing held.
+    #[inline]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Append `v`.
+    #[inline(always)]
+    pub(crate) fn push_back(&mut self, v: T) {
+        if self.len == 0 {
+            self.first = v;
+        } else {
+            self.rest.push_back(v);
+        }
+        self.len += 1;
+    }
+
+    /// Remove the head.
+    #[inline]
+    pub(crate) fn pop_front(&mut self) -> Option<T> {
+        if self.len == 0 {
+            return None;
+        }
+        let v = self.first;
+        self.len -= 1;
+        if self.len > 0 {
+            self.first = self.rest.pop_front().expect("the values after the head");
+        } else {
+            // Empty: the ring starts again at its first slot.
+            self.rest.clear();
+        }
+        Some(v)
+    }
+
+    /// The head.
+    #[inline]
+    pub(crate) fn front(&self) -> Option<&T> {
+        (self.len > 0).then_some(&self.first)
+    }
+
+    /// Remove everything.
+    #[inline]
+    pub(crate) fn clear(&mut self) {
+        self.len = 0;
+        self.rest.clear();
+    }
+
+    /// The values, head first.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &T> {
+        let first = (self.len > 0).then_some(&self.first);
+        first.into_iter().chain(self.rest.iter())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -112,6 +199,37 @@ mod tests {
     #[test]
     fn matches_a_vecdeque() {
         let mut r: Ring<(u64, u8)> = Ring::default();
+        let mut d: VecDeque<(u64, u8)> = VecDeque::new();
+        assert!(r.front().is_none() && r.pop_front().is_none());
+        let mut v = 0u64;
+        for round in 0..300u64 {
+            for _ in 0..(round * 7 % 11) {
+                v += 1;
+                r.push_back((v, v as u8));
+                d.push_back((v, v as u8));
+            }
+            for _ in 0..(round * 5 % 10) {
+                assert_eq!(r.pop_front(), d.pop_front());
+            }
+            if round % 37 == 36 {
+                r.clear();
+                d.clear();
+            }
+            assert_eq!(r.len(), d.len());
+            assert_eq!(r.is_empty(), d.is_empty());
+            assert_eq!(r.front(), d.front());
+            assert!(r.iter().eq(d.iter()));
+        }
+        while let Some(x) = d.pop_front() {
+            assert_eq!(r.pop_front(), Some(x));
+        }
+        assert!(r.pop_front().is_none());
+    }
+
+    /// `HeadRing` gives the same values in the same order as a `VecDeque` too.
+    #[test]
+    fn head_ring_matches_a_vecdeque() {
+        let mut r: HeadRing<(u64, u8)> = HeadRing::default();
         let mut d: VecDeque<(u64, u8)> = VecDeque::new();
         assert!(r.front().is_none() && r.pop_front().is_none());
         let mut v = 0u64;
