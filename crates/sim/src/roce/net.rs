@@ -2098,8 +2098,10 @@ impl RoceSim {
         prefetch::addr((port.tail_hint + KeyedFifo::<Pkt>::SLOT_BYTES) as *const u8);
         let mask = port.qmask;
         if mask != 0 {
-            if let Some(front) = self.eq[self.eqi(mask.trailing_zeros() as usize, gp)].front() {
-                prefetch::whole(front);
+            // The head is in the queue's header line, which this reads; the pop
+            // moves the packet after it there from the ring: start loading that.
+            if let Some(next) = self.eq[self.eqi(mask.trailing_zeros() as usize, gp)].second() {
+                prefetch::whole(next);
             }
             // The switch record's dequeue half (port count, counter and RED
             // tables, XOFF list, the MMU's pool and tables): lines 1 to 4.

@@ -175,6 +175,12 @@ impl<T: Copy> HeadRing<T> {
         (self.len > 0).then_some(&self.first)
     }
 
+    /// The value after the head (the one a pop moves into the header line).
+    #[inline]
+    pub(crate) fn second(&self) -> Option<&T> {
+        self.rest.front()
+    }
+
     /// Remove everything.
     #[inline]
     pub(crate) fn clear(&mut self) {
@@ -249,6 +255,7 @@ mod tests {
             assert_eq!(r.len(), d.len());
             assert_eq!(r.is_empty(), d.is_empty());
             assert_eq!(r.front(), d.front());
+            assert_eq!(r.second(), d.get(1));
             assert!(r.iter().eq(d.iter()));
         }
         while let Some(x) = d.pop_front() {
