@@ -1,10 +1,9 @@
-//! A FIFO ring of `Copy` values for the switch egress queues: `VecDeque`'s
-//! operations, with a push the compiler inlines. `VecDeque::push_back` stays a
-//! call that takes the value through memory, which the caller writes field by
-//! field and the callee reads whole — a load the CPU cannot forward from those
-//! narrow stores, so it waits for them to reach the cache on every queued packet.
-//! Inlined, the fields go straight to the slot. A power-of-two number of slots
-//! makes a position a mask.
+//! FIFO rings of `Copy` values for the switch egress queues and a NIC's control
+//! frames: `VecDeque`'s operations, with a push the compiler inlines
+//! (`VecDeque::push_back` stays a call that takes the value through the stack,
+//! written there field by field and copied whole into the slot; inlined, the
+//! fields go straight to the slot: ~1% fewer instructions in the RoCE run). A
+//! power-of-two number of slots makes a position a mask.
 
 /// Values in insertion order.
 #[derive(Clone, Debug)]
