@@ -2498,12 +2498,11 @@ impl RoceSim {
         };
         let ei = q * self.ports.len() + gp as usize;
         let eq = &mut self.eq[ei];
+        // Emptied, the queue's ring starts again at its first slot (`HeadRing`):
+        // a queue that mostly holds a packet or two reuses the same line instead
+        // of walking the whole capacity a past burst gave it.
         let p = eq.pop_front().expect("picked");
         if eq.is_empty() {
-            // Back to the ring's first slot: a queue that mostly holds a packet or
-            // two then reuses the same, cached, line instead of walking the whole
-            // capacity a past burst gave it (a `VecDeque` keeps its head otherwise).
-            eq.clear();
             self.ports[gp as usize].qmask &= !(1 << q);
         }
         Ok(self.switch_dequeued(si, gp, port, q, p))
