@@ -1852,7 +1852,11 @@ impl RoceSim {
             if let Some((_, a)) = self.q.peek_ahead(PREFETCH_AHEAD + 1) {
                 match a.kind() {
                     EvWord::ARRIVE => prefetch::whole(&self.link_fifo[a.id() as usize]),
-                    EvWord::TX_WAKE => prefetch::whole(&self.ports[a.id() as usize]),
+                    EvWord::TX_WAKE => {
+                        prefetch::whole(&self.ports[a.id() as usize]);
+                        // The link FIFO's header the send will push to.
+                        prefetch::line(&self.link_fifo[a.id() as usize]);
+                    }
                     _ => {}
                 }
             }
