@@ -94,6 +94,16 @@ impl<T: Copy> KeyedFifo<T> {
         Some((s.v, next))
     }
 
+    /// Bytes of one slot.
+    pub(crate) const SLOT_BYTES: usize = std::mem::size_of::<Slot<T>>();
+
+    /// The address of the slot pushed last (a prefetch hint: the next push
+    /// writes the slot after it unless the ring wraps or grows); 0 when empty.
+    #[inline(always)]
+    pub(crate) fn back_addr(&self) -> usize {
+        self.q.back().map_or(0, |s| (s as *const Slot<T>) as usize)
+    }
+
     /// The head entry and the one after it (for prefetch hints).
     #[inline]
     pub(crate) fn first_two(&self) -> (Option<&Slot<T>>, Option<&Slot<T>>) {

@@ -36,5 +36,6 @@ pub mod ipoib;
 pub mod net;
 pub mod pfc;
 pub mod repro;
+mod ring;
 pub mod tcp;
 pub mod transport;

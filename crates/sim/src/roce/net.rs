@@ -54,6 +54,7 @@ use crate::roce::fifo::{KeyedFifo, WideKeys};
 use crate::roce::hpcc::{FctRecord, PfcRecord};
 use crate::roce::hpcc_cc::{HpccRp, INT_BYTES, IntHop, IntStore};
 use crate::roce::pfc::{PauseFrame, PauseGen, PauseMode, PausedTx, QueueSample, Watchdog, WdAction, WdConfig, WdEvent};
+use crate::roce::ring::{HeadRing, Ring};
 use crate::roce::tcp::{TcpConfig, TcpFlowSpec, TcpWorld};
 use crate::roce::transport::{Completion, NicRx, Recovery, Requester, RequesterConfig, Responder, RxVerdict};
 
@@ -431,7 +432,7 @@ impl Pkt {
 
 /// A packet in a switch egress queue, with what its dequeue needs: the ingress
 /// port (local) and PG its bytes are charged to.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 struct Queued {
     p: Pkt,
     in_port: u8,
@@ -587,9 +588,12 @@ struct Port {
     wake_at: Time,
     ser: Serializer,
     prop: Time,
-    /// Bytes and packets sent.
+    /// Bytes sent.
     tx_bytes: u64,
-    tx_pkts: u64,
+    /// Address of the slot of this port's link FIFO written last (a prefetch
+    /// hint for the next send, which writes the slot after it: no effect on
+    /// results, stale after the ring grows, 0 before the first send).
+    tail_hint: usize,
     /// The latest time any priority of this transmitter is paused until (the
     /// largest of [`PausedTx::until_all`]): when it is not after now nothing is
     /// paused and the cold pause state need not be read.
@@ -600,7 +604,7 @@ struct Port {
     owner: u32,
     /// Local port number.
     num: u8,
-    /// [`Port::DOWN`], [`Port::LOSSY`]: 0 on a healthy link (one test per send).
+    /// [`Port::DOWN`], [`Port::LOSSY`], [`Port::UNCABLED`]: 0 on a healthy link (one test per send).
     fate: u8,
     /// `PortCold::ctrl` holds frames.
     has_ctrl: bool,
@@ -616,6 +620,9 @@ impl Port {
     const DOWN: u8 = 1;
     /// Loss injection is on for this link (`PortCold::loss_every` > 0).
     const LOSSY: u8 = 2;
+    /// No link is cabled to this port (`RoceSim::peer` is `NONE`): its
+    /// transmitter never runs. Kept here so a kick reads no other table for it.
+    const UNCABLED: u8 = 4;
 
     #[inline]
     fn down(&self) -> bool {
@@ -666,6 +673,9 @@ struct Switch {
     /// Watchdog action in force per `[q * nports + port]`.
     wd_stormed: Table<bool>,
     node: u32,
+    /// Global index of port 0 (`RoceSim::port_base` of `node`, kept beside it:
+    /// an arrival finds its egress port from this line).
+    base: u32,
     mmu: Mmu,
     sched: Table<Scheduler>,
     wd: Table<Watchdog>,
@@ -678,7 +688,7 @@ struct Nic {
     gp: u32,
     flows: Table<u32>,
     rr: usize,
-    ctrl: VecDeque<Pkt>,
+    ctrl: Ring<Pkt>,
     rx: NicRx,
     last_drain: Time,
     drain_bps: u64,
@@ -773,7 +783,7 @@ pub struct RoceSim {
     /// data queue's ring headers of neighbouring ports share lines); a wake-up's
     /// queue is found from its port alone, without the switch's record. NIC
     /// ports have theirs, always empty.
-    eq: Table<VecDeque<Queued>>,
+    eq: Table<HeadRing<Queued>>,
     /// Each link FIFO's keys too wide for its 32-bit steps (see [`KeyedFifo`]).
     link_wide: Table<WideKeys>,
     /// Node → switch or NIC index.
@@ -797,6 +807,8 @@ pub struct RoceSim {
     pub cnps_sent: u64,
     /// Events processed.
     pub events: u64,
+    /// Packets sent over links (hops).
+    sent: u64,
     /// Watchdog transitions: (time, switch, port, queue, event).
     pub wd_log: Vec<(Time, String, u8, u8, WdEvent)>,
     deadlock: Option<PfcDeadlock>,
@@ -904,7 +916,7 @@ impl RoceSim {
                     has_ctrl: false,
                     qmask: 0,
                     tx_bytes: 0,
-                    tx_pkts: 0,
+                    tail_hint: 0,
                 });
                 pc.push(PortCold {
                     bps: 0,
@@ -1025,6 +1037,7 @@ impl RoceSim {
                     let wd = cfg.watchdog.unwrap_or_default();
                     switches.push(Switch {
                         node: i as u32,
+                        base: port_base[i],
                         nports: np,
                         maps: sw_maps,
                         mmu,
@@ -1057,7 +1070,7 @@ impl RoceSim {
                         gp,
                         flows: Table::default(),
                         rr: 0,
-                        ctrl: VecDeque::new(),
+                        ctrl: Ring::default(),
                         rx,
                         last_drain: Time::ZERO,
                         drain_bps: drain,
@@ -1071,6 +1084,11 @@ impl RoceSim {
         for (i, &(is_sw, idx)) in role.iter().enumerate() {
             for p in &mut ports[port_base[i] as usize..port_base[i + 1] as usize] {
                 p.owner = (idx << 1) | u32::from(is_sw);
+            }
+        }
+        for (p, &to) in ports.iter_mut().zip(&peer) {
+            if to == NONE {
+                p.fate |= Port::UNCABLED;
             }
         }
         if let Some(mode) = cfg.rocev1 {
@@ -1181,7 +1199,7 @@ impl RoceSim {
             live: 0,
             maps,
             link_fifo: vec![KeyedFifo::default(); ports.len()].into(),
-            eq: vec![VecDeque::new(); ports.len() * NPRIO].into(),
+            eq: vec![HeadRing::default(); ports.len() * NPRIO].into(),
             link_wide: vec![WideKeys::new(); ports.len()].into(),
             port_base: port_base.into(),
             ports: ports.into(),
@@ -1201,6 +1219,7 @@ impl RoceSim {
             ecn_marks: 0,
             cnps_sent: 0,
             events: 0,
+            sent: 0,
             wd_log: Vec::new(),
             deadlock: None,
             timers_armed: 0,
@@ -1263,7 +1282,7 @@ impl RoceSim {
 
     /// Packet transmissions over links so far (hops).
     pub fn hops(&self) -> u64 {
-        self.ports.iter().map(|p| p.tx_pkts).sum()
+        self.sent
     }
 
     /// Packets in flight.
@@ -1833,7 +1852,11 @@ impl RoceSim {
             if let Some((_, a)) = self.q.peek_ahead(PREFETCH_AHEAD + 1) {
                 match a.kind() {
                     EvWord::ARRIVE => prefetch::whole(&self.link_fifo[a.id() as usize]),
-                    EvWord::TX_WAKE => prefetch::whole(&self.ports[a.id() as usize]),
+                    EvWord::TX_WAKE => {
+                        prefetch::whole(&self.ports[a.id() as usize]);
+                        // The link FIFO's header the send will push to.
+                        prefetch::line(&self.link_fifo[a.id() as usize]);
+                    }
                     _ => {}
                 }
             }
@@ -2074,10 +2097,15 @@ impl RoceSim {
     #[inline]
     fn prefetch_egress(&self, gp: u32) {
         let port = &self.ports[gp as usize];
+        // The link-FIFO slot the send will write: the one after the last written
+        // (a store into a line last touched a send ago, long out of cache).
+        prefetch::addr((port.tail_hint + KeyedFifo::<Pkt>::SLOT_BYTES) as *const u8);
         let mask = port.qmask;
         if mask != 0 {
-            if let Some(front) = self.eq[self.eqi(mask.trailing_zeros() as usize, gp)].front() {
-                prefetch::whole(front);
+            // The head is in the queue's header line, which this reads; the pop
+            // moves the packet after it there from the ring: start loading that.
+            if let Some(next) = self.eq[self.eqi(mask.trailing_zeros() as usize, gp)].second() {
+                prefetch::whole(next);
             }
             // The switch record's dequeue half (port count, counter and RED
             // tables, XOFF list, the MMU's pool and tables): lines 1 to 4.
@@ -2101,10 +2129,10 @@ impl RoceSim {
 
     #[inline]
     fn kick(&mut self, gp: u32) {
-        if self.peer[gp as usize] == NONE {
+        let p = &self.ports[gp as usize];
+        if p.fate & Port::UNCABLED != 0 {
             return;
         }
-        let p = &self.ports[gp as usize];
         if p.busy_until > self.now {
             let b = p.busy_until;
             self.schedule_wake(gp, b);
@@ -2182,13 +2210,13 @@ impl RoceSim {
         let arrive = end + port.prop;
         port.busy_until = end;
         port.tx_bytes += u64::from(pk.wire);
-        port.tx_pkts += 1;
+        self.sent += 1;
         let mut lost = None;
         if port.fate != 0 {
             if port.down() {
                 lost = Some(RoceDrop::LinkDown);
-            } else if pk.kind == Kind::Data {
-                // Loss injection (the only other fate).
+            } else if port.fate & Port::LOSSY != 0 && pk.kind == Kind::Data {
+                // Loss injection.
                 let c = &mut self.pc[g];
                 c.data_sent += 1;
                 if c.data_sent % c.loss_every == 0 {
@@ -2200,7 +2228,10 @@ impl RoceSim {
             Some(why) => self.drop_pkt(p, why),
             None => {
                 let seq = self.q.next_seq();
-                if self.link_fifo[g].push(&mut self.link_wide[g], arrive, seq, p) {
+                let f = &mut self.link_fifo[g];
+                let first = f.push(&mut self.link_wide[g], arrive, seq, p);
+                self.ports[g].tail_hint = f.back_addr();
+                if first {
                     self.push_ev_seq(arrive, seq, Ev::Arrive { dir: gp });
                 }
             }
@@ -2426,7 +2457,7 @@ impl RoceSim {
             Admit::Ok { xoff, .. } => {
                 p.set(Pkt::WD_FWD, false);
                 let e = Queued { p, in_port, pg };
-                let og = self.port_base[s.node as usize] + u32::from(out);
+                let og = s.base + u32::from(out);
                 if !xoff && self.ports[og as usize].qmask == 0 && self.may_send_now(og, queue) {
                     // Cut-through: the egress port is idle, nothing else is queued
                     // there and this queue is not paused, so queueing the packet
@@ -2456,21 +2487,45 @@ impl RoceSim {
     fn switch_pick(&mut self, si: u32, gp: u32) -> Result<Pkt, Time> {
         let now = self.now;
         let port = self.ports[gp as usize].num as usize;
-        let forward = self.wd_forward;
         let mask = self.ports[gp as usize].qmask;
         if mask == 0 {
             return Err(Time::NEVER);
         }
-        let s = &mut self.switches[si as usize];
         // Nothing paused (the common case): the cold pause state is not read.
         let any_paused = self.ports[gp as usize].pause_max > now;
+        let q = if mask.is_power_of_two() && !any_paused {
+            // Fast path: one non-empty queue, nothing paused: no arbitration
+            // (what `switch_arbitrate` would choose, without its set-up).
+            mask.trailing_zeros() as usize
+        } else {
+            self.switch_arbitrate(si, gp, port, mask, any_paused)?
+        };
+        let ei = q * self.ports.len() + gp as usize;
+        let eq = &mut self.eq[ei];
+        // Emptied, the queue's ring starts again at its first slot (`HeadRing`):
+        // a queue that mostly holds a packet or two reuses the same line instead
+        // of walking the whole capacity a past burst gave it.
+        let p = eq.pop_front().expect("picked");
+        if eq.is_empty() {
+            self.ports[gp as usize].qmask &= !(1 << q);
+        }
+        Ok(self.switch_dequeued(si, gp, port, q, p))
+    }
+
+    /// The queue switch port `gp` (local `port`, non-empty queues `mask`) serves
+    /// next: the only non-empty one, else the scheduler's choice, among the queues
+    /// no pause holds back; `Err` with the time the first pause ends when all are.
+    #[inline(never)]
+    fn switch_arbitrate(&mut self, si: u32, gp: u32, port: usize, mask: u8, any_paused: bool) -> Result<usize, Time> {
+        let now = self.now;
+        let forward = self.wd_forward;
+        let s = &mut self.switches[si as usize];
         let paused = &self.pc[gp as usize].paused;
         let stormed = &s.wd_stormed;
         let nports = s.nports;
         // PFC priority p pauses queue p (SONiC MAP_PFC_PRIORITY_TO_QUEUE AZURE is identity).
         let blocked = |q: usize| any_paused && paused.until(q as u8) > now && !(forward && stormed[q * nports + port]);
         let chosen = if mask.is_power_of_two() {
-            // Fast path: one non-empty queue needs no arbitration.
             let q = mask.trailing_zeros() as usize;
             (!blocked(q)).then_some(q)
         } else {
@@ -2483,7 +2538,7 @@ impl RoceSim {
                 Some(u32::from(p.p.wire))
             })
         };
-        let Some(q) = chosen else {
+        chosen.ok_or_else(|| {
             let mut wait = Time::NEVER;
             for q in 0..NPRIO {
                 let u = paused.until(q as u8);
@@ -2491,19 +2546,8 @@ impl RoceSim {
                     wait = wait.min(u);
                 }
             }
-            return Err(wait);
-        };
-        let ei = q * self.ports.len() + gp as usize;
-        let eq = &mut self.eq[ei];
-        let p = eq.pop_front().expect("picked");
-        if eq.is_empty() {
-            // Back to the ring's first slot: a queue that mostly holds a packet or
-            // two then reuses the same, cached, line instead of walking the whole
-            // capacity a past burst gave it (a `VecDeque` keeps its head otherwise).
-            eq.clear();
-            self.ports[gp as usize].qmask &= !(1 << q);
-        }
-        Ok(self.switch_dequeued(si, gp, port, q, p))
+            wait
+        })
     }
 
     /// May switch egress port `gp` send a packet of queue `q` right now, with
@@ -2513,7 +2557,7 @@ impl RoceSim {
     fn may_send_now(&self, gp: u32, q: u8) -> bool {
         let port = &self.ports[gp as usize];
         let now = self.now;
-        if self.peer[gp as usize] == NONE || port.busy_until > now || port.wake_at <= now || port.has_ctrl {
+        if port.fate & Port::UNCABLED != 0 || port.busy_until > now || port.wake_at <= now || port.has_ctrl {
             return false;
         }
         if port.pause_max <= now || self.pc[gp as usize].paused.until(q) <= now {
