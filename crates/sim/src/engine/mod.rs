@@ -5,6 +5,7 @@
 pub mod ledger;
 pub(crate) mod prefetch;
 pub mod queue;
+pub(crate) mod ring;
 pub mod store;
 pub(crate) mod table;
 pub mod time;

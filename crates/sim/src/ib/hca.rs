@@ -22,6 +22,7 @@ use std::collections::VecDeque;
 use fabric::NodeId;
 
 use crate::SimError;
+use crate::engine::ring::HeadRing;
 use crate::engine::{DropReason, PacketId, Time};
 use crate::net::Pick;
 use crate::packet::{NO_ROUTE, Opcode, Packet, blocks, flag, hdr};
@@ -122,6 +123,18 @@ struct Wqe {
     posted: Time,
 }
 
+/// What an empty [`HeadRing`] holds in its head slot (never read).
+impl Default for Wqe {
+    fn default() -> Self {
+        Wqe {
+            wr_id: 0,
+            op: WrOp::Send,
+            bytes: 0,
+            posted: Time::ZERO,
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug)]
 struct Outstanding {
     last: Psn,
@@ -164,47 +177,6 @@ pub(crate) struct CaPort {
 }
 
 const _: () = assert!(std::mem::size_of::<CaPort>() == 64);
-
-/// A FIFO whose head sits inline (where the owner's hot line can hold it) and
-/// the rest in a `VecDeque`: a QP sending one long message reads its WQE
-/// without a trip to the queue's buffer.
-#[derive(Clone, Debug)]
-struct HeadQueue<T> {
-    head: Option<T>,
-    rest: VecDeque<T>,
-}
-
-impl<T> Default for HeadQueue<T> {
-    fn default() -> Self {
-        HeadQueue {
-            head: None,
-            rest: VecDeque::new(),
-        }
-    }
-}
-
-impl<T> HeadQueue<T> {
-    #[inline]
-    fn front(&self) -> Option<&T> {
-        self.head.as_ref()
-    }
-
-    #[inline]
-    fn push_back(&mut self, x: T) {
-        if self.head.is_none() {
-            self.head = Some(x);
-        } else {
-            self.rest.push_back(x);
-        }
-    }
-
-    #[inline]
-    fn pop_front(&mut self) -> Option<T> {
-        let h = self.head.take();
-        self.head = self.rest.pop_front();
-        h
-    }
-}
 
 /// A FIFO of QPs threaded through their `next_active` field.
 #[derive(Clone, Copy, Debug)]
@@ -277,7 +249,8 @@ impl QpList {
 #[derive(Clone, Debug)]
 #[repr(C, align(64))]
 pub(crate) struct Qp {
-    sq: HeadQueue<Wqe>,
+    /// The send queue, its head WQE in this line.
+    sq: HeadRing<Wqe>,
 
     sq_off: u64,
     /// Payload bytes this QP has delivered as a responder (goodput).
@@ -442,7 +415,7 @@ impl Sim {
             vl,
             mgmt,
             pending: VecDeque::new(),
-            sq: HeadQueue::default(),
+            sq: HeadRing::default(),
             sq_off: 0,
             next_psn: Psn(0),
             unacked: VecDeque::new(),

@@ -36,6 +36,5 @@ pub mod ipoib;
 pub mod net;
 pub mod pfc;
 pub mod repro;
-mod ring;
 pub mod tcp;
 pub mod transport;

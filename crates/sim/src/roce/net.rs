@@ -43,6 +43,7 @@ use rand_pcg::Pcg64Mcg;
 use wire::Psn;
 
 use crate::engine::queue::EV_BITS;
+use crate::engine::ring::{HeadRing, Ring};
 use crate::engine::time::Serializer;
 use crate::engine::{Packed, PackedQueue, Table, prefetch};
 use crate::engine::{Time, TraceHash};
@@ -54,7 +55,6 @@ use crate::roce::fifo::{KeyedFifo, WideKeys};
 use crate::roce::hpcc::{FctRecord, PfcRecord};
 use crate::roce::hpcc_cc::{HpccRp, INT_BYTES, IntHop, IntStore};
 use crate::roce::pfc::{PauseFrame, PauseGen, PauseMode, PausedTx, QueueSample, Watchdog, WdAction, WdConfig, WdEvent};
-use crate::roce::ring::{HeadRing, Ring};
 use crate::roce::tcp::{TcpConfig, TcpFlowSpec, TcpWorld};
 use crate::roce::transport::{Completion, NicRx, Recovery, Requester, RequesterConfig, Responder, RxVerdict};
 

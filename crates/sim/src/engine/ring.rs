@@ -1,5 +1,6 @@
-//! FIFO rings of `Copy` values for the switch egress queues and a NIC's control
-//! frames: `VecDeque`'s operations, with a push the compiler inlines
+//! FIFO rings of `Copy` values for the RoCE model's switch egress queues and a
+//! NIC's control frames, and the IB model's QP send queues: `VecDeque`'s
+//! operations, with a push the compiler inlines
 //! (`VecDeque::push_back` stays a call that takes the value through the stack,
 //! written there field by field and copied whole into the slot; inlined, the
 //! fields go straight to the slot: ~1% fewer instructions in the RoCE run). A
@@ -8,8 +9,9 @@
 /// Values in insertion order.
 #[derive(Clone, Debug)]
 pub(crate) struct Ring<T> {
-    /// The slots: empty, or a power of two of them.
-    buf: Vec<T>,
+    /// The slots: empty, or a power of two of them (a boxed slice: the ring is
+    /// 24 bytes, so a [`HeadRing`] of a 32-byte value is still one line).
+    buf: Box<[T]>,
     /// Position of the head in `buf`.
     head: u32,
     /// Values held.
@@ -19,7 +21,7 @@ pub(crate) struct Ring<T> {
 impl<T> Default for Ring<T> {
     fn default() -> Self {
         Ring {
-            buf: Vec::new(),
+            buf: Box::default(),
             head: 0,
             len: 0,
         }
@@ -65,7 +67,7 @@ impl<T: Copy> Ring<T> {
         let mut buf = Vec::with_capacity(cap);
         buf.extend((0..self.len).map(|i| self.buf[self.pos(i)]));
         buf.resize(cap, fill);
-        self.buf = buf;
+        self.buf = buf.into_boxed_slice();
         self.head = 0;
     }
 
@@ -102,8 +104,9 @@ impl<T: Copy> Ring<T> {
 }
 
 /// A [`Ring`] whose head is kept in the header itself, one 64-byte line with
-/// the ring's pointers: the switch egress queues, which mostly hold a packet or
-/// none. Queueing into an empty queue then writes the line its length was just
+/// the ring's pointers (for a value of up to 32 bytes): the RoCE switch egress
+/// queues, which mostly hold a packet or none, and an IB QP's send queue,
+/// which mostly holds one long message. Queueing into an empty queue then writes the line its length was just
 /// read from, and the dequeue of a lone packet reads it from there too, instead
 /// of a slot of its own, last touched a packet earlier and long out of cache.
 #[derive(Clone, Debug)]
