@@ -196,67 +196,55 @@ mod tests {
     use std::collections::VecDeque;
 
     /// The same values in the same order as a `VecDeque` through wrap-arounds,
-    /// growth and clears, pushes and pops interleaved in uneven bursts.
-    #[test]
-    fn matches_a_vecdeque() {
-        let mut r: Ring<(u64, u8)> = Ring::default();
-        let mut d: VecDeque<(u64, u8)> = VecDeque::new();
-        assert!(r.front().is_none() && r.pop_front().is_none());
-        let mut v = 0u64;
-        for round in 0..300u64 {
-            for _ in 0..(round * 7 % 11) {
-                v += 1;
-                r.push_back((v, v as u8));
-                d.push_back((v, v as u8));
+    /// growth and resets (`$reset`), pushes and pops interleaved in uneven
+    /// bursts; the two rings share their method names, so one body serves both.
+    macro_rules! matches_a_vecdeque {
+        ($name:ident, $ring:ty, $reset:expr, $check:expr) => {
+            #[test]
+            fn $name() {
+                let mut r: $ring = Default::default();
+                let mut d: VecDeque<(u64, u8)> = VecDeque::new();
+                assert!(r.front().is_none() && r.pop_front().is_none());
+                let mut v = 0u64;
+                for round in 0..300u64 {
+                    for _ in 0..(round * 7 % 11) {
+                        v += 1;
+                        r.push_back((v, v as u8));
+                        d.push_back((v, v as u8));
+                    }
+                    for _ in 0..(round * 5 % 10) {
+                        assert_eq!(r.pop_front(), d.pop_front());
+                    }
+                    if round % 37 == 36 {
+                        $reset(&mut r);
+                        d.clear();
+                    }
+                    assert_eq!(r.len(), d.len());
+                    assert_eq!(r.is_empty(), d.is_empty());
+                    assert_eq!(r.front(), d.front());
+                    assert!(r.iter().eq(d.iter()));
+                    $check(&r, &d);
+                }
+                while let Some(x) = d.pop_front() {
+                    assert_eq!(r.pop_front(), Some(x));
+                }
+                assert!(r.pop_front().is_none());
             }
-            for _ in 0..(round * 5 % 10) {
-                assert_eq!(r.pop_front(), d.pop_front());
-            }
-            if round % 37 == 36 {
-                r.clear();
-                d.clear();
-            }
-            assert_eq!(r.len(), d.len());
-            assert_eq!(r.is_empty(), d.is_empty());
-            assert_eq!(r.front(), d.front());
-            assert!(r.iter().eq(d.iter()));
-        }
-        while let Some(x) = d.pop_front() {
-            assert_eq!(r.pop_front(), Some(x));
-        }
-        assert!(r.pop_front().is_none());
+        };
     }
 
-    /// `HeadRing` gives the same values in the same order as a `VecDeque` too.
-    #[test]
-    fn head_ring_matches_a_vecdeque() {
-        let mut r: HeadRing<(u64, u8)> = HeadRing::default();
-        let mut d: VecDeque<(u64, u8)> = VecDeque::new();
-        assert!(r.front().is_none() && r.pop_front().is_none());
-        let mut v = 0u64;
-        for round in 0..300u64 {
-            for _ in 0..(round * 7 % 11) {
-                v += 1;
-                r.push_back((v, v as u8));
-                d.push_back((v, v as u8));
-            }
-            for _ in 0..(round * 5 % 10) {
-                assert_eq!(r.pop_front(), d.pop_front());
-            }
-            if round % 37 == 36 {
-                // Drain: the ring starts again at its first slot.
-                while r.pop_front().is_some() {}
-                d.clear();
-            }
-            assert_eq!(r.len(), d.len());
-            assert_eq!(r.is_empty(), d.is_empty());
-            assert_eq!(r.front(), d.front());
-            assert_eq!(r.second(), d.get(1));
-            assert!(r.iter().eq(d.iter()));
-        }
-        while let Some(x) = d.pop_front() {
-            assert_eq!(r.pop_front(), Some(x));
-        }
-        assert!(r.pop_front().is_none());
-    }
+    matches_a_vecdeque!(
+        ring_matches_a_vecdeque,
+        Ring<(u64, u8)>,
+        |r: &mut Ring<(u64, u8)>| r.clear(),
+        |_: &Ring<(u64, u8)>, _: &VecDeque<(u64, u8)>| ()
+    );
+
+    matches_a_vecdeque!(
+        head_ring_matches_a_vecdeque,
+        HeadRing<(u64, u8)>,
+        // Drain: the ring starts again at its first slot.
+        |r: &mut HeadRing<(u64, u8)>| while r.pop_front().is_some() {},
+        |r: &HeadRing<(u64, u8)>, d: &VecDeque<(u64, u8)>| assert_eq!(r.second(), d.get(1))
+    );
 }
