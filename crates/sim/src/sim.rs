@@ -156,7 +156,7 @@ const TAG_TX_WAKE: u32 = 1;
 
 impl crate::engine::Packed for Event {
     /// Kind in the top 3 of 28 bits, id in the low 25 (33 M ports or QPs). The
-    /// run loop works on this word (see [`trace_word`]) and decodes it only to
+    /// run loop works on this word (see `trace_word`) and decodes it only to
     /// dispatch an event that is not an arrival.
     #[inline]
     fn pack(self) -> u32 {
