@@ -3,7 +3,7 @@
 //! software and outage risk over the cluster's service life.
 //!
 //! Default prices are rough 2024–2025 street prices in US dollars for
-//! NVIDIA/Mellanox-class gear ([unverified] — collected from public reseller
+//! NVIDIA/Mellanox-class gear (\[unverified\] — collected from public reseller
 //! listings and vendor quotes reported in trade press; they move a lot, so every
 //! figure can be overridden with a TOML price table). What matters for the
 //! decision is the ratio between the two fabrics on the same topology, and that the

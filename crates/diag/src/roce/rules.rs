@@ -86,7 +86,7 @@ pub struct Intent {
 
 /// The NVIDIA/Cumulus RoCE DSCP (ToS 106 >> 2), roce-config.md §1.3, §2.2.
 pub const DEFAULT_RDMA_DSCP: u8 = 26;
-/// CNP DSCP of recent ConnectX firmware (roce-config.md §2.3 [unverified]).
+/// CNP DSCP of recent ConnectX firmware (roce-config.md §2.3 \[unverified\]).
 pub const DEFAULT_CNP_DSCP: u8 = 48;
 
 /// A switch file.
