@@ -77,10 +77,10 @@ pub(crate) fn find(sim: &Sim) -> Option<DeadlockReport> {
     let mut cand = vec![false; np * nvl];
     let mut any = false;
     for gp in 0..np {
-        if sim.ports[gp].peer == NONE || sim.node_model[sim.ports[gp].port_node as usize] != NodeModel::IbSwitch {
+        if sim.ports[gp].peer == NONE || sim.node_model[sim.port_node[gp] as usize] != NodeModel::IbSwitch {
             continue;
         }
-        if sim.node_model[sim.ports[sim.ports[gp].peer as usize].port_node as usize] != NodeModel::IbSwitch {
+        if sim.node_model[sim.ports[gp].peer_node as usize] != NodeModel::IbSwitch {
             continue;
         }
         if !sim.ports[gp].fifo.is_empty() {
@@ -102,11 +102,11 @@ pub(crate) fn find(sim: &Sim) -> Option<DeadlockReport> {
     // hold packets from input buffer (peer[gp], vl).
     let edges = |gp: usize, vl: usize| -> Vec<usize> {
         let pg = sim.ports[gp].peer;
-        let m = sim.ports[pg as usize].port_node as usize;
+        let m = sim.port_node[pg as usize] as usize;
         let mut out = Vec::new();
         for og in sim.port_base[m] as usize..sim.port_base[m + 1] as usize {
             for ovl in 0..nvl {
-                let q = &sim.oq[og * (nvl + 1) + ovl];
+                let q = sim.oq_at(og, ovl);
                 if q.iter(&sim.pkts)
                     .any(|p| sim.pkts[p].in_link == gp as u32 && sim.pkts[p].in_vl as usize == vl)
                 {
@@ -153,10 +153,10 @@ pub(crate) fn find(sim: &Sim) -> Option<DeadlockReport> {
         .map(|&i| {
             let (gp, vl) = (i / nvl, i % nvl);
             WaitingQueue {
-                switch: sim.node_name[sim.ports[gp].port_node as usize].clone(),
+                switch: sim.node_name[sim.port_node[gp] as usize].clone(),
                 port: sim.ports[gp].port_num,
                 vl: vl as u8,
-                queued: sim.oq[gp * (nvl + 1) + vl].len,
+                queued: sim.oq_at(gp, vl).len,
             }
         })
         .collect();

@@ -213,12 +213,12 @@ impl Sim {
             if pg == NONE {
                 continue;
             }
-            let node = self.ports[gp].port_node as usize;
+            let node = self.port_node[gp] as usize;
             let busy_ps = self.ports[gp].tx_bytes as f64 * 8.0 * 1e12 / self.port_bps[gp].max(1) as f64;
             out.push(PortReport {
                 node: self.node_name[node].clone(),
                 port: self.ports[gp].port_num,
-                peer: self.node_name[self.ports[pg as usize].port_node as usize].clone(),
+                peer: self.node_name[self.port_node[pg as usize] as usize].clone(),
                 peer_port: self.ports[pg as usize].port_num,
                 rate_bps: self.port_bps[gp],
                 tx_bytes: self.ports[gp].tx_bytes,
@@ -249,7 +249,7 @@ impl Sim {
                 .map(|&g| {
                     format!(
                         "{}/{}",
-                        self.node_name[self.ports[g].port_node as usize], self.ports[g].port_num
+                        self.node_name[self.port_node[g] as usize], self.ports[g].port_num
                     )
                 })
                 .collect(),

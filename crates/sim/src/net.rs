@@ -423,7 +423,7 @@ impl Sim {
         pt.busy_until = end;
         pt.tx_bytes += u64::from(pk.wire);
         pt.tx_pkts = pt.tx_pkts.wrapping_add(1);
-        let prop = pt.prop;
+        let prop = pt.prop();
         let arrive = match pt.peer_model {
             NodeModel::IbSwitch => {
                 let head_or_tail = match ib.forwarding {
@@ -502,7 +502,7 @@ impl Sim {
                     return;
                 }
                 if self.nvl == 1 {
-                    match self.oq[g * 2].front() {
+                    match self.ports[g].oq0.front() {
                         Some(p) => Some((0u8, self.pkts[p].blocks())),
                         // Only VL15 is queued: not flow controlled.
                         None => None,
@@ -543,7 +543,7 @@ impl Sim {
             return;
         }
         let l = &self.ports[link as usize];
-        let (in_gp, prop) = (l.peer, l.prop);
+        let (in_gp, prop) = (l.peer, l.prop());
         let ui = in_gp as usize * self.nvl + vl as usize;
         self.in_buf[ui].used -= nb;
         self.push_credit(link, at + prop, vl, nb);
@@ -559,14 +559,14 @@ impl Sim {
         let (vl, nb) = (pk.vl, pk.blocks());
         let i = in_gp as usize;
         let up = self.ports[i].peer;
-        self.push_credit(up, self.now + self.ports[i].prop, vl, nb);
+        self.push_credit(up, self.now + self.ports[i].prop(), vl, nb);
     }
 
     /// State of the head packet of switch output queue (`gp`, `vl`).
     #[inline]
     pub(crate) fn head_state(&self, gp: u32, vl: usize) -> Head {
         let g = gp as usize;
-        let Some(p) = self.oq[g * (self.nvl + 1) + vl].front() else {
+        let Some(p) = self.oq_at(g, vl).front() else {
             return Head::Empty;
         };
         let pk = &self.pkts[p];
@@ -590,7 +590,7 @@ impl Sim {
             return match self.head_state(gp, 0) {
                 Head::Ready => Ok(0),
                 Head::NoCredit => {
-                    let p = self.oq[g * 2].front().expect("head exists");
+                    let p = self.ports[g].oq0.front().expect("head exists");
                     let nb = self.pkts[p].blocks();
                     Err(self.starve(gp, 0, nb))
                 }
@@ -700,7 +700,7 @@ impl Sim {
             if !has || self.ports[gp].busy_until > self.now || self.ports[gp].wake_at != Time::NEVER {
                 continue;
             }
-            let name = &self.node_name[self.ports[gp].port_node as usize];
+            let name = &self.node_name[self.port_node[gp] as usize];
             let port = self.ports[gp].port_num;
             if !self.ports[gp].starved {
                 bad.push(format!(

@@ -50,31 +50,25 @@ pub(crate) const FWD_DEAD: u32 = u32::MAX - 2;
 pub(crate) const FWD_LOOPBACK: u32 = u32::MAX - 3;
 
 /// A FIFO of packets threaded through their `next` field: a link's packets in
-/// flight or a switch output queue. Pushing and popping touch only the list (12
-/// bytes) and the packets themselves, which the caller reads anyway.
+/// flight, and the core of [`PktList`]. Pushing and popping touch only the
+/// chain (8 bytes) and the packets themselves, which the caller reads anyway.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct PktList {
+pub(crate) struct PktChain {
     pub(crate) head: u32,
     pub(crate) tail: u32,
-    pub(crate) len: u32,
 }
 
-impl Default for PktList {
+impl Default for PktChain {
     fn default() -> Self {
-        PktList {
-            head: NONE,
-            tail: NONE,
-            len: 0,
-        }
+        PktChain { head: NONE, tail: NONE }
     }
 }
 
-impl PktList {
-    /// Append `p`; true when the list was empty.
+impl PktChain {
+    /// Append `p`; true when the chain was empty.
     #[inline]
     pub(crate) fn push(&mut self, pkts: &mut Packets, p: PacketId) -> bool {
         pkts[p].next = NONE;
-        self.len += 1;
         if self.head == NONE {
             self.head = p;
             self.tail = p;
@@ -94,7 +88,6 @@ impl PktList {
             return None;
         }
         self.head = pkts[p].next;
-        self.len -= 1;
         if self.head == NONE {
             self.tail = NONE;
         }
@@ -124,6 +117,48 @@ impl PktList {
             p = pkts[p].next;
             Some(r)
         })
+    }
+}
+
+/// A [`PktChain`] that counts its packets: a switch output queue, a CA port's
+/// ACKs.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct PktList {
+    chain: PktChain,
+    pub(crate) len: u32,
+}
+
+impl PktList {
+    /// Append `p`; true when the list was empty.
+    #[inline]
+    pub(crate) fn push(&mut self, pkts: &mut Packets, p: PacketId) -> bool {
+        self.len += 1;
+        self.chain.push(pkts, p)
+    }
+
+    /// Remove the head.
+    #[inline]
+    pub(crate) fn pop(&mut self, pkts: &Packets) -> Option<PacketId> {
+        let p = self.chain.pop(pkts)?;
+        self.len -= 1;
+        Some(p)
+    }
+
+    /// The head, left in place.
+    #[inline]
+    pub(crate) fn front(&self) -> Option<PacketId> {
+        self.chain.front()
+    }
+
+    /// True when empty.
+    #[inline]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.chain.is_empty()
+    }
+
+    /// The packets, head first.
+    pub(crate) fn iter<'a>(&self, pkts: &'a Packets) -> impl Iterator<Item = PacketId> + 'a {
+        self.chain.iter(pkts)
     }
 }
 
@@ -224,19 +259,23 @@ pub(crate) struct PortHot {
     /// time differs is stale.
     pub(crate) wake_at: Time,
     pub(crate) ser: Serializer,
-    /// Propagation delay of the cable.
-    pub(crate) prop: Time,
+    /// Propagation delay of the cable in picoseconds (at most 4.29 ms, a cable
+    /// of some 860 km; `Sim::new` refuses longer). Read through [`PortHot::prop`].
+    pub(crate) prop_ps: u32,
     /// Packets on the wire from this transmitter, in arrival order; the head's
     /// arrival is the link's one event in the queue.
-    pub(crate) fifo: PktList,
+    pub(crate) fifo: PktChain,
+    /// This (switch) output's VL 0 queue, the one most fabrics use: kept here,
+    /// where the port's wake-up and a queueing arrival already read, and not in
+    /// [`Sim::oq`] (which holds the other VLs and VL15). Read through
+    /// [`Sim::oq_at`].
+    pub(crate) oq0: PktList,
     /// Peer global port, or [`NONE`] when uncabled.
     pub(crate) peer: u32,
     /// The peer's node: an arrival reads it (and `peer_model`) here, on the
     /// record of the link it came over, and never touches the receiving
     /// port's own record.
     pub(crate) peer_node: u32,
-    /// Packets queued at this (switch) output.
-    pub(crate) oq_len: u32,
     /// Blocks the head packet needs when `starved` (0 = unknown: wake on any return).
     pub(crate) need_blocks: u16,
     /// Some VL of this port has an open credit-stall interval.
@@ -256,8 +295,16 @@ pub(crate) struct PortHot {
     pub(crate) tx_bytes: u64,
     /// Packets sent (wraps after 2^32; a 400 Gb/s port needs minutes of 4 KiB packets).
     pub(crate) tx_pkts: u32,
-    /// This port's node (reports, deadlock search, adaptive routing; not the hop).
-    pub(crate) port_node: u32,
+    /// Packets queued at this (switch) output, all VLs and VL15.
+    pub(crate) oq_len: u32,
+}
+
+impl PortHot {
+    /// Propagation delay of the cable.
+    #[inline(always)]
+    pub(crate) fn prop(&self) -> Time {
+        Time(u64::from(self.prop_ps))
+    }
 }
 
 const _: () = assert!(std::mem::size_of::<PortHot>() == 128);
@@ -312,8 +359,12 @@ pub struct Sim {
     pub(crate) credits: Table<i32>,
     /// Credit returns (arrival, vl, blocks) beyond the six a port record holds, `[gp]` (see [`crate::net::CreditRing`]).
     pub(crate) credit_spill: Vec<VecDeque<(Time, u8, u32)>>,
-    /// Switch output queues `[gp * (nvl + 1) + vl]`, the last one per port for VL15.
+    /// Switch output queues `[gp * (nvl + 1) + vl]`, the last one per port for
+    /// VL15; VL 0's is in the port record ([`PortHot::oq0`]), so slot
+    /// `gp * (nvl + 1)` is unused. Reached through [`Sim::oq_at`].
     pub(crate) oq: Table<PktList>,
+    /// Each port's node (reports, deadlock search, adaptive routing; not the hop).
+    pub(crate) port_node: Vec<u32>,
     pub(crate) arb: Vec<ArbState>,
     /// Input buffer blocks in use and their peak, `[gp * nvl + vl]`.
     pub(crate) in_buf: Table<InBuf>,
@@ -394,11 +445,11 @@ impl Sim {
                 busy_until: Time::ZERO,
                 wake_at: Time::NEVER,
                 ser: Serializer::new(1),
-                prop: Time::ZERO,
-                fifo: PktList::default(),
+                prop_ps: 0,
+                fifo: PktChain::default(),
+                oq0: PktList::default(),
                 peer: NONE,
                 peer_node: NONE,
-                port_node: port_node[g],
                 tx_bytes: 0,
                 tx_pkts: 0,
                 oq_len: 0,
@@ -421,7 +472,11 @@ impl Sim {
             let s = Serializer::new(l.rate.data_bps());
             for g in [a, b] {
                 ports[g as usize].ser = s;
-                ports[g as usize].prop = Time(l.delay_ps);
+                ports[g as usize].prop_ps = u32::try_from(l.delay_ps).map_err(|_| SimError::Config {
+                    field: "cable delay",
+                    expected: "at most 4,294,967,295 ps (a cable of about 860 km)",
+                    got: format!("{} ps on a link of {}", l.delay_ps, fabric.nodes[l.a.node.idx()].name),
+                })?;
                 port_bps[g as usize] = l.rate.data_bps();
             }
         }
@@ -502,7 +557,7 @@ impl Sim {
         let horizon = ports
             .iter()
             .filter(|p| p.peer != NONE)
-            .map(|p| p.ser.time(max_pkt) + p.prop)
+            .map(|p| p.ser.time(max_pkt) + p.prop())
             .max()
             .unwrap_or(Time::ZERO)
             + Time(ib.switch_latency_ps.max(ib.hca_rx_latency_ps).max(ib.hca_tx_latency_ps));
@@ -525,6 +580,7 @@ impl Sim {
             credits: credits.into(),
             credit_spill: vec![VecDeque::new(); np],
             oq: vec![PktList::default(); np * (nvl + 1)].into(),
+            port_node,
             arb: vec![ArbState::default(); np],
             in_buf: vec![InBuf::default(); np * nvl].into(),
             fwd: fwd.into(),
@@ -807,6 +863,16 @@ impl Sim {
                 self.return_credits_now(in_gp, p);
                 self.drop_packet(p, DropReason::UnknownDestination);
             }
+        }
+    }
+
+    /// Output queue `qi` (a data VL, or `nvl` for VL15) of switch port `g`.
+    #[inline(always)]
+    pub(crate) fn oq_at(&self, g: usize, qi: usize) -> &PktList {
+        if qi == 0 {
+            &self.ports[g].oq0
+        } else {
+            &self.oq[g * (self.nvl + 1) + qi]
         }
     }
 

@@ -46,7 +46,7 @@ impl ArTables {
                 } else {
                     let gp = sim.port_base[node.idx()] + u32::from(*port);
                     match sim.ports.get(gp as usize).map(|p| p.peer) {
-                        Some(pg) if pg != NONE => sw_idx[sim.ports[pg as usize].port_node as usize],
+                        Some(pg) if pg != NONE => sw_idx[sim.port_node[pg as usize] as usize],
                         _ => NONE,
                     }
                 };
@@ -66,7 +66,7 @@ impl ArTables {
                     if pg == NONE {
                         continue;
                     }
-                    let v = sim.ports[pg as usize].port_node as usize;
+                    let v = sim.port_node[pg as usize] as usize;
                     let vi = sw_idx[v];
                     if vi != NONE && row[vi as usize] == u8::MAX {
                         row[vi as usize] = du.saturating_add(1);
@@ -122,7 +122,7 @@ impl Sim {
             if pt.peer == NONE || pt.port_num == lft_port {
                 continue;
             }
-            let v = ar.sw_idx[self.ports[pt.peer as usize].port_node as usize];
+            let v = ar.sw_idx[self.port_node[pt.peer as usize] as usize];
             if v == NONE || ar.dist[v as usize * ar.nsw + ds as usize].saturating_add(1) != d {
                 continue;
             }
@@ -327,12 +327,16 @@ impl Sim {
             // FECN when the packet joins a queue at or over the threshold, but only
             // at a root of congestion: a port waiting for credits is a victim of
             // congestion further on and does not mark (Annex A10.2.1).
-            if !vl15 && !self.ports[g].starved && self.oq[g * (nvl + 1) + qi].len >= cc.threshold_packets {
+            if !vl15 && !self.ports[g].starved && self.oq_at(g, qi).len >= cc.threshold_packets {
                 self.pkts[p].flags |= flag::FECN;
                 self.stats.fecn_marked += 1;
             }
         }
-        let was_head = self.oq[g * (nvl + 1) + qi].push(&mut self.pkts, p);
+        let was_head = if qi == 0 {
+            self.ports[g].oq0.push(&mut self.pkts, p)
+        } else {
+            self.oq[g * (nvl + 1) + qi].push(&mut self.pkts, p)
+        };
         self.ports[g].oq_len += 1;
         if !was_head && nvl == 1 && !vl15 && self.ports[g].starved {
             // Queued behind a head that waits for credits: the head's wake-up
@@ -356,9 +360,12 @@ impl Sim {
         }
         match self.arbitrate(gp) {
             Ok(vl) => {
-                let p = self.oq[base + vl]
-                    .pop(&self.pkts)
-                    .expect("arbitration chose a non-empty VL");
+                let p = if vl == 0 {
+                    self.ports[g].oq0.pop(&self.pkts)
+                } else {
+                    self.oq[base + vl].pop(&self.pkts)
+                }
+                .expect("arbitration chose a non-empty VL");
                 self.ports[g].oq_len -= 1;
                 Pick::Send(p)
             }
