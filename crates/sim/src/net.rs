@@ -472,8 +472,9 @@ impl Sim {
     }
 
     /// When packet `pk`, on the link from transmitter `gp`, reaches the far node
-    /// (its header for a cut-through switch, its tail otherwise): derived from its
-    /// tail time, so the link's packets need not store it.
+    /// (its header for a cut-through switch, its tail otherwise), derived from its
+    /// tail time: the check (in debug builds) of the arrival time the packet
+    /// ahead of it carries (`PktHot::next_at`).
     #[inline]
     pub(crate) fn arrival_time(&self, gp: u32, pk: &crate::packet::PktHot) -> Time {
         let pt = &self.ports[gp as usize];

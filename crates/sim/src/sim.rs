@@ -475,7 +475,14 @@ impl Sim {
                 ports[g as usize].prop_ps = u32::try_from(l.delay_ps).map_err(|_| SimError::Config {
                     field: "cable delay",
                     expected: "at most 4,294,967,295 ps (a cable of about 860 km)",
-                    got: format!("{} ps on a link of {}", l.delay_ps, fabric.nodes[l.a.node.idx()].name),
+                    got: format!(
+                        "{} ps on the cable {}/{} - {}/{}",
+                        l.delay_ps,
+                        fabric.nodes[l.a.node.idx()].name,
+                        l.a.port,
+                        fabric.nodes[l.b.node.idx()].name,
+                        l.b.port
+                    ),
                 })?;
                 port_bps[g as usize] = l.rate.data_bps();
             }
@@ -788,11 +795,13 @@ impl Sim {
     /// the link's or transmitter's record (both lines); two ahead, the record
     /// now near: the packet at the head of the link; one ahead, the packet now
     /// near: for a plain switch, the output port's record, which the packet
-    /// names (see [`Sim::lft_code`]), else the receiving end node's port. Only
-    /// hints: nothing is read that the events would not read. Measured (min of
-    /// 3 interleaved runs of the ft432 benchmark) 4.32 → 4.04 s of CPU against
-    /// two events ahead without the output port; prefetching the input buffer
-    /// counters as well gained nothing.
+    /// names (see [`Sim::lft_code`]), and the route entry its next send reads,
+    /// else the receiving end node's port. A CA port's wake-up: its record three
+    /// ahead, its queues' line two ahead, its head ACK or first QP one ahead.
+    /// Only hints: nothing is read that the events would not read. Measured (min
+    /// of 3 interleaved runs of the ft432 benchmark) 4.32 → 4.04 s of CPU against
+    /// two events ahead without the output port; the other stages and what did
+    /// not pay are in docs/PERFORMANCE.md.
     #[inline(always)]
     fn prefetch_ahead(&self) {
         // Arrivals and wake-ups (kinds 0 and 1) name a port; the rare other

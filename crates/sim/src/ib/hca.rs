@@ -585,6 +585,7 @@ impl Sim {
 
     fn qp_has_work(&self, qp: u32) -> bool {
         let q = &self.qps[qp as usize];
+        debug_assert_eq!(q.reading, !q.rresp.is_empty(), "QP {qp}: `reading` mirrors rresp");
         q.reading
             || q.sq
                 .front()
