@@ -356,6 +356,45 @@ impl Packets {
     }
 }
 
+/// A packet nothing refers to: what a prefetch hint reads when it has no
+/// packet (see [`Packets::hint_get`]); its link and route name nothing.
+static NO_PKT: PktHot = PktHot {
+    tail_at: Time::ZERO,
+    next_at: Time::ZERO,
+    seq_route: NO_ROUTE as u64,
+    next: crate::sim::NONE,
+    in_link: crate::sim::NONE,
+    wire: 0,
+    dlid: 0,
+    vl: 0,
+    in_vl: 0,
+    flags: 0,
+    hops: 0,
+};
+
+impl Packets {
+    /// The address of packet `p`'s record for a prefetch hint; any `p` will do
+    /// (an id out of range gives an address nothing reads).
+    #[inline(always)]
+    pub(crate) fn hint_addr(&self, p: crate::engine::PacketId) -> *const u8 {
+        self.recs.as_ptr().wrapping_add(p as usize).cast::<u8>()
+    }
+
+    /// Packet `p` if `want` and `p` is stored, else a packet that names
+    /// nothing: chosen without a branch, for a look-ahead that computes its
+    /// hints for every kind of event and keeps one.
+    #[inline(always)]
+    pub(crate) fn hint_get(&self, want: bool, p: crate::engine::PacketId) -> &PktHot {
+        let ok = want & ((p as usize) < self.recs.len());
+        let rec = self.recs.as_ptr().wrapping_add(p as usize);
+        let hot = rec
+            .wrapping_byte_add(std::mem::offset_of!(PktRec, hot))
+            .cast::<PktHot>();
+        // SAFETY: `hot` is used only when `p` is in bounds, and NO_PKT is a static.
+        unsafe { &*std::hint::select_unpredictable(ok, hot, &raw const NO_PKT) }
+    }
+}
+
 impl std::ops::Index<crate::engine::PacketId> for Packets {
     type Output = PktHot;
     #[inline]

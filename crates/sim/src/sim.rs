@@ -806,25 +806,27 @@ impl Sim {
     fn prefetch_ahead(&self) {
         // Arrivals and wake-ups (kinds 0 and 1) name a port; the rare other
         // kinds are skipped by one well-predicted test.
-        if let Some(w) = self.q.peek_ahead_packed(3) {
-            if w >> TAG_SHIFT <= TAG_TX_WAKE {
-                let r = &self.ports[(w & ID_MASK) as usize];
-                prefetch::line(r);
-                prefetch::line(&r.cred);
-            }
+        {
+            // No test of the kind: the rare other kinds' ids make a harmless
+            // hint (a prefetch of any address cannot fault).
+            let w = self.q.peek_ahead_clamped(3);
+            let r = self.ports.as_ptr().wrapping_add((w & ID_MASK) as usize).cast::<u8>();
+            prefetch::addr(r);
+            prefetch::addr(r.wrapping_add(std::mem::offset_of!(PortHot, cred)));
         }
-        if let Some(w) = self.q.peek_ahead_packed(2) {
-            if w >> TAG_SHIFT == TAG_ARRIVE {
-                let pt = &self.ports[w as usize];
-                if pt.fifo.head != NONE {
-                    prefetch::line(&self.pkts[pt.fifo.head]);
-                }
-            } else if w >> TAG_SHIFT == TAG_TX_WAKE && self.ports[(w & ID_MASK) as usize].model == NodeModel::IbHca {
-                // A CA port's wake-up reads its queues first.
-                if let Some(c) = self.caps.get(self.ca_port[(w & ID_MASK) as usize] as usize) {
-                    prefetch::line(c);
-                }
-            }
+        {
+            // An arrival's head packet, or a CA port's queues (which its
+            // wake-up reads first), chosen without a branch: both addresses
+            // are computed, and one that names nothing is a harmless hint.
+            let w = self.q.peek_ahead_clamped(2);
+            let id = ((w & ID_MASK) as usize).min(self.ports.len() - 1);
+            let head = self.pkts.hint_addr(self.ports[id].fifo.head);
+            let queues = self.caps.as_ptr().wrapping_add(self.ca_port[id] as usize).cast::<u8>();
+            prefetch::addr(std::hint::select_unpredictable(
+                w >> TAG_SHIFT == TAG_ARRIVE,
+                head,
+                queues,
+            ));
         }
         if let Some(w) = self.q.peek_ahead_packed(1) {
             if w >> TAG_SHIFT == TAG_TX_WAKE && self.ports[(w & ID_MASK) as usize].model == NodeModel::IbHca {
@@ -834,27 +836,27 @@ impl Sim {
                 }
             }
             if w >> TAG_SHIFT == TAG_ARRIVE {
+                // At a plain switch, the output the far switch will take (see
+                // `lft_code`), which the packet names, and the decision for the
+                // switch after that one, which the send out of it reads (see
+                // `transmit`); at an HCA, the receiving port. Both computed, one
+                // kept, without a branch.
+                let sel = std::hint::select_unpredictable::<*const u8>;
                 let pt = &self.ports[w as usize];
-                if pt.peer_model == NodeModel::IbSwitch {
-                    if self.plain && pt.fifo.head != NONE {
-                        // The output the far switch will take (see `lft_code`).
-                        let pk = &self.pkts[pt.fifo.head];
-                        let og = pk.in_link;
-                        if (og as usize) < self.ports.len() {
-                            let o = &self.ports[og as usize];
-                            prefetch::line(o);
-                            prefetch::line(&o.cred);
-                        }
-                        // The decision for the switch after that one, which
-                        // the send out of `og` reads (see `transmit`).
-                        let ri = pk.route() as usize + usize::from(pk.hops);
-                        if ri < self.routes.len() {
-                            prefetch::line(&self.routes[ri]);
-                        }
-                    }
-                } else if pt.peer != NONE {
-                    prefetch::line(&self.ports[pt.peer as usize]);
-                }
+                let pk = self.pkts.hint_get(true, pt.fifo.head);
+                let ports = self.ports.as_ptr();
+                let out = ports.wrapping_add(pk.in_link as usize).cast::<u8>();
+                let out2 = out.wrapping_add(std::mem::offset_of!(PortHot, cred));
+                let route = self
+                    .routes
+                    .as_ptr()
+                    .wrapping_add(pk.route() as usize + usize::from(pk.hops))
+                    .cast::<u8>();
+                let peer = ports.wrapping_add(pt.peer as usize).cast::<u8>();
+                let to_sw = (pt.peer_model == NodeModel::IbSwitch) & self.plain;
+                prefetch::addr(sel(to_sw, out, peer));
+                prefetch::addr(sel(to_sw, out2, peer));
+                prefetch::addr(sel(to_sw, route, peer));
             }
         }
     }

@@ -469,6 +469,16 @@ impl<E: Packed> PackedQueue<E> {
             .map(|&k| (k as u32) & ((1 << EV_BITS) - 1))
     }
 
+    /// The event `n` places after the earliest one, or the current slot's last
+    /// event if the slot holds fewer: a prefetch hint without a branch on how
+    /// many are left. Call after [`Self::first_packed`] returned `Some`.
+    #[inline(always)]
+    pub fn peek_ahead_clamped(&self, n: usize) -> u32 {
+        debug_assert!(self.cur_pos < self.cur.len());
+        let i = (self.cur_pos + n).min(self.cur.len() - 1);
+        (self.cur_at(i) as u32) & ((1 << EV_BITS) - 1)
+    }
+
     /// The event `n` places after the earliest one, if the queue already knows it
     /// without work (it is in the current calendar slot); for a model that
     /// prefetches what an upcoming event will touch. Call after [`Self::first`].
