@@ -1849,16 +1849,19 @@ impl RoceSim {
             // In stages, so that no stage waits on a load an earlier one did not
             // start: three events ahead the first line each event reads (an
             // arrival's FIFO ring pointers, a wake-up's port line).
-            if let Some((_, a)) = self.q.peek_ahead(PREFETCH_AHEAD + 1) {
-                match a.kind() {
-                    EvWord::ARRIVE => prefetch::whole(&self.link_fifo[a.id() as usize]),
-                    EvWord::TX_WAKE => {
-                        prefetch::whole(&self.ports[a.id() as usize]);
-                        // The link FIFO's header the send will push to.
-                        prefetch::line(&self.link_fifo[a.id() as usize]);
-                    }
-                    _ => {}
-                }
+            {
+                // Both kinds read the link FIFO's header (an arrival pops it, a
+                // send pushes to it); a wake-up reads its port's line too. The
+                // second hint is chosen without a branch on the kind (for an
+                // arrival it repeats the first; the rare other kinds' ids make
+                // harmless hints).
+                let a = EvWord(self.q.peek_ahead_clamped(PREFETCH_AHEAD + 1));
+                let id = (a.id() as usize).min(self.link_fifo.len() - 1);
+                let fifo = &self.link_fifo[id];
+                prefetch::whole(fifo);
+                let port = self.ports.as_ptr().wrapping_add(id).cast::<u8>();
+                let fifo = (fifo as *const KeyedFifo<Pkt>).cast::<u8>();
+                prefetch::addr(std::hint::select_unpredictable(a.kind() == EvWord::TX_WAKE, port, fifo));
             }
             if let Some((_, a)) = self.q.peek_ahead(PREFETCH_AHEAD) {
                 if a.kind() == EvWord::ARRIVE {
