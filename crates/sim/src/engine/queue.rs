@@ -116,7 +116,8 @@ impl Heap4 {
     }
 }
 
-/// Width of a calendar slot: 2^10 ps (1.024 ns).
+/// Width of a calendar slot unless set otherwise (see
+/// [`PackedQueue::with_slots`]): 2^10 ps (1.024 ns).
 const SLOT_SHIFT: u32 = 10;
 /// Slots in the calendar wheel by default: 4,096 × 1.024 ns = 4.2 µs ahead of the
 /// current slot (see [`PackedQueue::with_horizon`]).
@@ -149,6 +150,8 @@ pub struct PackedQueue<E> {
     cur: Vec<u128>,
     cur_pos: usize,
     cur_slot: u64,
+    /// A slot is `2^shift` ps wide.
+    shift: u32,
     /// Slot `s` (cur_slot < s < cur_slot + nslots) at index `s % nslots`.
     wheel: Table<Vec<u128>>,
     occupied: Table<u64>,
@@ -178,6 +181,7 @@ impl<E: Packed> PackedQueue<E> {
             cur: Vec::with_capacity(64),
             cur_pos: 0,
             cur_slot: 0,
+            shift: SLOT_SHIFT,
             wheel: (0..DEFAULT_SLOTS).map(|_| Vec::new()).collect(),
             occupied: vec![0; DEFAULT_SLOTS / 64].into(),
             nslots: DEFAULT_SLOTS,
@@ -196,13 +200,22 @@ impl<E: Packed> PackedQueue<E> {
     /// Events further ahead wait in a heap; a shorter wheel touches less memory.
     /// The order of events does not depend on the horizon.
     pub fn with_horizon(horizon: Time) -> PackedQueue<E> {
-        let n = ((horizon.0 >> SLOT_SHIFT) as usize)
-            .next_power_of_two()
-            .clamp(64, 1 << 20);
+        PackedQueue::with_slots(horizon, SLOT_SHIFT)
+    }
+
+    /// [`Self::with_horizon`] with slots `2^shift` ps wide (8 to 16). Wider
+    /// slots hold more events to sort at once; narrower ones end more often,
+    /// and a model that looks a few events ahead (see [`Self::peek_ahead`])
+    /// sees only as far as the end of the current slot. The order of events
+    /// does not depend on the width.
+    pub fn with_slots(horizon: Time, shift: u32) -> PackedQueue<E> {
+        assert!((8..=16).contains(&shift), "calendar slot of 2^{shift} ps");
+        let n = ((horizon.0 >> shift) as usize).next_power_of_two().clamp(64, 1 << 20);
         PackedQueue {
             wheel: (0..n).map(|_| Vec::new()).collect(),
             occupied: vec![0; n / 64].into(),
             nslots: n,
+            shift,
             ..PackedQueue::new()
         }
     }
@@ -227,8 +240,8 @@ impl<E: Packed> PackedQueue<E> {
     }
 
     #[inline]
-    fn slot_of(k: u128) -> u64 {
-        ((k >> 64) as u64) >> SLOT_SHIFT
+    fn slot_of(&self, k: u128) -> u64 {
+        ((k >> 64) as u64) >> self.shift
     }
 
     /// `cur[i]` for `i < cur.len()`, the one index the hot path reads after
@@ -259,7 +272,7 @@ impl<E: Packed> PackedQueue<E> {
 
     #[inline(always)]
     fn insert(&mut self, k: u128) {
-        let s = Self::slot_of(k);
+        let s = self.slot_of(k);
         let d = s.wrapping_sub(self.cur_slot);
         if d.wrapping_sub(1) < self.nslots as u64 - 1 && self.len > 0 {
             // The common case: a later slot inside the wheel.
@@ -325,7 +338,7 @@ impl<E: Packed> PackedQueue<E> {
         self.in_wheel = 0;
         self.cur_slot = s;
         for k in all {
-            self.place(k, Self::slot_of(k));
+            self.place(k, self.slot_of(k));
         }
     }
 
@@ -365,13 +378,13 @@ impl<E: Packed> PackedQueue<E> {
         self.cur_pos = 0;
         let next = match self.next_occupied() {
             Some(d) => self.cur_slot + d,
-            None => Self::slot_of(self.far.peek().expect("len > 0")),
+            None => self.slot_of(self.far.peek().expect("len > 0")),
         };
         self.cur_slot = next;
         // Far keys that the wheel now reaches (each lands in a slot that was
         // empty: those between the old and new current slots).
         while let Some(k) = self.far.peek() {
-            let s = Self::slot_of(k);
+            let s = self.slot_of(k);
             if s - next >= self.nslots as u64 {
                 break;
             }
@@ -395,7 +408,7 @@ impl<E: Packed> PackedQueue<E> {
                 self.cur.append(&mut self.wheel[i]);
             }
         }
-        sort_asc(&mut self.cur, &mut self.scratch);
+        sort_asc(&mut self.cur, &mut self.scratch, self.shift);
     }
 
     /// Remove and return the earliest event.
@@ -539,8 +552,8 @@ impl<E: Packed> PackedQueue<E> {
 /// sort to fix (a RoCE fabric makes about 35 events a nanosecond: the library
 /// sort took 80 instructions a key).
 #[inline]
-fn sort_asc(v: &mut [u128], scratch: &mut Vec<u128>) {
-    if v.len() > 16 && !bucket_pass(v, scratch) {
+fn sort_asc(v: &mut [u128], scratch: &mut Vec<u128>, shift: u32) {
+    if v.len() > 16 && !bucket_pass(v, scratch, shift) {
         v.sort_unstable();
         return;
     }
@@ -555,8 +568,8 @@ fn sort_asc(v: &mut [u128], scratch: &mut Vec<u128>) {
     }
 }
 
-/// Bits of a slot's time offset the bucket pass looks at: `SLOT_SHIFT - 5 ..
-/// SLOT_SHIFT`, 32 buckets of 32 ps.
+/// Bits of a slot's time offset the bucket pass looks at: the top 5 of the
+/// slot's `shift`, 32 buckets (of 32 ps in a 1.024 ns slot).
 const BUCKET_BITS: u32 = 5;
 
 /// Reorder `v` (one slot's keys) by the time's top `BUCKET_BITS` within the
@@ -564,9 +577,9 @@ const BUCKET_BITS: u32 = 5;
 /// would hold more than 32 keys (events in lockstep, all at one time: the
 /// insertion sort that follows would be quadratic in them).
 #[inline(never)]
-fn bucket_pass(v: &mut [u128], scratch: &mut Vec<u128>) -> bool {
+fn bucket_pass(v: &mut [u128], scratch: &mut Vec<u128>, shift: u32) -> bool {
     const NB: usize = 1 << BUCKET_BITS;
-    let bucket = |k: u128| (((k >> 64) as u64 >> (SLOT_SHIFT - BUCKET_BITS)) as usize) & (NB - 1);
+    let bucket = |k: u128| (((k >> 64) as u64 >> (shift - BUCKET_BITS)) as usize) & (NB - 1);
     let mut start = [0u32; NB + 1];
     for &k in v.iter() {
         start[bucket(k) + 1] += 1;
@@ -803,9 +816,11 @@ mod tests {
         /// pushes at or after the last popped time (what a simulation does).
         #[test]
         fn calendar_matches_a_sorted_reference(
-            ops in proptest::collection::vec((0u8..4, 0u8..4, 0u64..1 << 20), 1..400)
+            ops in proptest::collection::vec((0u8..4, 0u8..4, 0u64..1 << 20), 1..400),
+            shift in 8u32..=14,
         ) {
-            let mut q: PackedQueue<u32> = PackedQueue::with_horizon(Time::ns(50)); // 64 slots: many keys go through the heap
+            // 64 slots of 2^shift ps: many keys go through the heap
+            let mut q: PackedQueue<u32> = PackedQueue::with_slots(Time::ns(50), shift);
             let mut reference = std::collections::BTreeSet::new();
             let mut now = 0u64;
             for (i, &(kind, scale, r)) in ops.iter().enumerate() {
@@ -836,6 +851,7 @@ mod tests {
                         if let Some(got) = q.peek_ahead_packed(n + 1) {
                             // Known only within the head's slot, and then exact.
                             proptest::prop_assert_eq!(got, v);
+                            proptest::prop_assert_eq!(q.peek_ahead_clamped(n + 1), v);
                         }
                     }
                 }
@@ -856,13 +872,15 @@ mod tests {
         fn slot_sort_sorts(
             keys in proptest::collection::vec((0u64..1024, 0u64..1 << 36), 0..200),
             piled in 0u64..3,
+            shift in 8u32..=14,
         ) {
-            let base = 77u64 << SLOT_SHIFT;
+            let base = 77u64 << shift;
             let mut v: Vec<u128> = keys
                 .iter()
                 .enumerate()
                 .map(|(i, &(t, seq))| {
-                    let t = if piled > 0 { t % (piled * 3) } else { t };
+                    // spread over the slot, or piled on a few picoseconds
+                    let t = if piled > 0 { t % (piled * 3) } else { (t << shift) >> 10 };
                     // distinct keys: the event bits make each unique
                     PackedQueue::<u32>::key(Time(base + t), seq, i as u32)
                 })
@@ -870,7 +888,7 @@ mod tests {
             let mut want = v.clone();
             want.sort_unstable();
             let mut scratch = Vec::new();
-            sort_asc(&mut v, &mut scratch);
+            sort_asc(&mut v, &mut scratch, shift);
             proptest::prop_assert_eq!(v, want);
         }
 
