@@ -71,10 +71,10 @@ fn main() -> ExitCode {
 /// Print an error chain and choose the exit code. A broken pipe is not an error.
 fn report_error(e: &anyhow::Error) -> ExitCode {
     for cause in e.chain() {
-        if let Some(io) = cause.downcast_ref::<std::io::Error>() {
-            if io.kind() == std::io::ErrorKind::BrokenPipe {
-                return ExitCode::SUCCESS;
-            }
+        if let Some(io) = cause.downcast_ref::<std::io::Error>()
+            && io.kind() == std::io::ErrorKind::BrokenPipe
+        {
+            return ExitCode::SUCCESS;
         }
     }
     let _ = std::io::stdout().flush();

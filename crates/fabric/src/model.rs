@@ -542,13 +542,13 @@ impl Fabric {
                         ));
                     }
                     for p in n.port_nums() {
-                        if let Some(mp) = m.ports.get(p as usize) {
-                            if mp.guid != n.ports[p as usize].guid {
-                                out.push(format!(
-                                    "node {} port {}: port GUID {} vs {}",
-                                    n.node_guid, p, n.ports[p as usize].guid, mp.guid
-                                ));
-                            }
+                        if let Some(mp) = m.ports.get(p as usize)
+                            && mp.guid != n.ports[p as usize].guid
+                        {
+                            out.push(format!(
+                                "node {} port {}: port GUID {} vs {}",
+                                n.node_guid, p, n.ports[p as usize].guid, mp.guid
+                            ));
                         }
                     }
                 }

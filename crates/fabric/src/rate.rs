@@ -284,10 +284,10 @@ impl FromStr for LinkRate {
     fn from_str(s: &str) -> Result<Self, String> {
         let t = s.trim();
         let lower = t.to_ascii_lowercase();
-        if let Some(num) = lower.strip_suffix("gbe").or_else(|| lower.strip_suffix('g')) {
-            if let Ok(g) = num.parse::<u16>() {
-                return LinkRate::eth(g);
-            }
+        if let Some(num) = lower.strip_suffix("gbe").or_else(|| lower.strip_suffix('g'))
+            && let Ok(g) = num.parse::<u16>()
+        {
+            return LinkRate::eth(g);
         }
         // "<w>x<SPEED>"
         if let Some(xpos) = lower.find('x') {

@@ -281,16 +281,16 @@ pub fn rocev1_refusal(f: &Fabric) -> String {
     for (srv, row) in nics.nic.iter().enumerate() {
         for (r, &a) in row.iter().enumerate() {
             let b = nics.nic[(srv + 1) % nics.nic.len()][(r + 1) % row.len()];
-            if let (Some(la), Some(lb)) = (leaf(a), leaf(b)) {
-                if la != lb {
-                    return format!(
-                        "RoCEv1 frames (EtherType 0x8915) have no IP header and cannot be routed; {} sits under leaf {} and {} under leaf {}, and this fabric routes between leaves (each leaf is its own L3 subnet), so the workload's cross-rail traffic (all-to-all, incast) between them cannot be carried",
-                        f.node(a).name,
-                        f.node(la).name,
-                        f.node(b).name,
-                        f.node(lb).name
-                    );
-                }
+            if let (Some(la), Some(lb)) = (leaf(a), leaf(b))
+                && la != lb
+            {
+                return format!(
+                    "RoCEv1 frames (EtherType 0x8915) have no IP header and cannot be routed; {} sits under leaf {} and {} under leaf {}, and this fabric routes between leaves (each leaf is its own L3 subnet), so the workload's cross-rail traffic (all-to-all, incast) between them cannot be carried",
+                    f.node(a).name,
+                    f.node(la).name,
+                    f.node(b).name,
+                    f.node(lb).name
+                );
             }
         }
     }

@@ -258,20 +258,20 @@ pub fn run_schedule(
             }
         }
         // post probes that are due
-        if let (Some(p), Some(t)) = (probe, next_probe) {
-            if t <= now {
-                for srv in 0..servers {
-                    for r in 0..rails {
-                        let a = nics.nic[srv][r];
-                        let b = nics.nic[(srv + 1) % servers][r];
-                        if a != b {
-                            net.post(a, b, Class::Probe, p.bytes, PROBE_TAG)?;
-                            probes_out += 1;
-                        }
+        if let (Some(p), Some(t)) = (probe, next_probe)
+            && t <= now
+        {
+            for srv in 0..servers {
+                for r in 0..rails {
+                    let a = nics.nic[srv][r];
+                    let b = nics.nic[(srv + 1) % servers][r];
+                    if a != b {
+                        net.post(a, b, Class::Probe, p.bytes, PROBE_TAG)?;
+                        probes_out += 1;
                     }
                 }
-                next_probe = Some(t + p.interval_ps);
             }
+            next_probe = Some(t + p.interval_ps);
         }
         // NVLink completions due now
         while let Some(&Reverse((t, i))) = nvl_done.peek() {

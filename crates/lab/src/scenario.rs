@@ -396,13 +396,13 @@ impl Scenario {
                 ),
             );
         }
-        if let Some(i) = &w.incast {
-            if i.senders < 1 || i.bytes == 0 {
-                return bad(
-                    "workload.incast",
-                    "needs at least one sender and a non-zero size".into(),
-                );
-            }
+        if let Some(i) = &w.incast
+            && (i.senders < 1 || i.bytes == 0)
+        {
+            return bad(
+                "workload.incast",
+                "needs at least one sender and a non-zero size".into(),
+            );
         }
         if self.variants.is_empty() {
             return bad("variants", "no variant to run".into());
@@ -412,13 +412,13 @@ impl Scenario {
             if !ids.insert(v.id.as_str()) {
                 return bad(&format!("variants[{i}].id"), format!("{:?} is used twice", v.id));
             }
-            if let VariantFabric::Rocev2 { dcqcn: Some(p), .. } = &v.fabric {
-                if !["dcqcn-paper", "nvidia-cx", "hpcc-ns3"].contains(&p.as_str()) {
-                    return bad(
-                        &format!("variants[{i}].fabric.dcqcn"),
-                        format!("unknown profile {p:?}; expected dcqcn-paper, nvidia-cx or hpcc-ns3"),
-                    );
-                }
+            if let VariantFabric::Rocev2 { dcqcn: Some(p), .. } = &v.fabric
+                && !["dcqcn-paper", "nvidia-cx", "hpcc-ns3"].contains(&p.as_str())
+            {
+                return bad(
+                    &format!("variants[{i}].fabric.dcqcn"),
+                    format!("unknown profile {p:?}; expected dcqcn-paper, nvidia-cx or hpcc-ns3"),
+                );
             }
             if let VariantFabric::Infiniband { engines } = &v.fabric {
                 for e in engines {

@@ -194,15 +194,15 @@ impl IbConfig {
         if self.max_rd_atomic == 0 {
             return bad("max_rd_atomic", "at least 1", "0".into());
         }
-        if let Some(cc) = &self.cc {
-            if cc.threshold_packets == 0 || cc.ccti_timer_ps == 0 {
-                return bad("cc", "threshold_packets and ccti_timer_ps above 0", format!("{cc:?}"));
-            }
+        if let Some(cc) = &self.cc
+            && (cc.threshold_packets == 0 || cc.ccti_timer_ps == 0)
+        {
+            return bad("cc", "threshold_packets and ccti_timer_ps above 0", format!("{cc:?}"));
         }
-        if let Some(a) = &self.vl_arb {
-            if a.high.iter().chain(&a.low).any(|e| e.vl >= 15) {
-                return bad("vl_arb", "data VLs 0..=14", format!("{a:?}"));
-            }
+        if let Some(a) = &self.vl_arb
+            && a.high.iter().chain(&a.low).any(|e| e.vl >= 15)
+        {
+            return bad("vl_arb", "data VLs 0..=14", format!("{a:?}"));
         }
         Ok(())
     }

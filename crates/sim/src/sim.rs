@@ -777,11 +777,11 @@ impl Sim {
                 }
                 Event::Watchdog => {
                     self.watchdog_armed = false;
-                    if self.pkts.live() > 0 {
-                        if let Some(rep) = crate::deadlock::find(self) {
-                            self.deadlock = Some(rep.clone());
-                            return RunStatus::Deadlock(rep);
-                        }
+                    if self.pkts.live() > 0
+                        && let Some(rep) = crate::deadlock::find(self)
+                    {
+                        self.deadlock = Some(rep.clone());
+                        return RunStatus::Deadlock(rep);
                     }
                     if self.q.len() > usize::from(self.sample_armed) {
                         self.watchdog_armed = true;

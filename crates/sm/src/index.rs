@@ -37,10 +37,10 @@ impl PortIndex {
                 .map(|a| a.port as u32 + 1)
                 .max()
                 .unwrap_or(1);
-            if let Some(t) = t {
-                if let Some(v) = t.base_lid.get(i) {
-                    slots = slots.max(v.len() as u32);
-                }
+            if let Some(t) = t
+                && let Some(v) = t.base_lid.get(i)
+            {
+                slots = slots.max(v.len() as u32);
             }
             total += slots;
         }

@@ -318,10 +318,10 @@ impl Exchange {
                 };
                 let Ok(r) = Smp::from_bytes(&buf[..n]) else { continue };
                 if r.method == Method::Trap {
-                    if let Ok(no) = wire::mad::attr::notice::Notice::parse(&r.data) {
-                        if let Some(t) = no.details.trap_number() {
-                            self.traps.push(t);
-                        }
+                    if let Ok(no) = wire::mad::attr::notice::Notice::parse(&r.data)
+                        && let Some(t) = no.details.trap_number()
+                    {
+                        self.traps.push(t);
                     }
                     continue;
                 }

@@ -413,20 +413,20 @@ impl InProcess {
                 if p as usize >= n.ports.len() {
                     return (bad_mod, data);
                 }
-                if req.method == Method::Set {
-                    if let Ok(set) = attr::port_info::Repr::from_bytes(&req.data) {
-                        let a = &mut self.agents[node.idx()].ports[p as usize];
-                        // LID and LMC live in port 0 for switches (IBA §14.2.5.6).
-                        if !is_sw || p == 0 {
-                            a.lid = set.lid;
-                            a.lmc = set.lmc;
-                        }
-                        let cabled = n.ports[p as usize].link.is_some() || (is_sw && p == 0);
-                        match set.port_state {
-                            PortState::Armed | PortState::Active if cabled => a.state = set.port_state,
-                            PortState::Down => a.state = PortState::Down,
-                            _ => {}
-                        }
+                if req.method == Method::Set
+                    && let Ok(set) = attr::port_info::Repr::from_bytes(&req.data)
+                {
+                    let a = &mut self.agents[node.idx()].ports[p as usize];
+                    // LID and LMC live in port 0 for switches (IBA §14.2.5.6).
+                    if !is_sw || p == 0 {
+                        a.lid = set.lid;
+                        a.lmc = set.lmc;
+                    }
+                    let cabled = n.ports[p as usize].link.is_some() || (is_sw && p == 0);
+                    match set.port_state {
+                        PortState::Armed | PortState::Active if cabled => a.state = set.port_state,
+                        PortState::Down => a.state = PortState::Down,
+                        _ => {}
                     }
                 }
                 let a = self.agents[node.idx()].ports[p as usize];
@@ -464,12 +464,12 @@ impl InProcess {
             }
             (AttrId::SwitchInfo, Method::Get | Method::Set) if is_sw => {
                 let ag = &mut self.agents[node.idx()];
-                if req.method == Method::Set {
-                    if let Ok(set) = attr::switch_info::Repr::from_bytes(&req.data) {
-                        ag.fdb_top = set.linear_fdb_top;
-                        if set.port_state_change {
-                            ag.port_state_change = false; // write 1 to clear
-                        }
+                if req.method == Method::Set
+                    && let Ok(set) = attr::switch_info::Repr::from_bytes(&req.data)
+                {
+                    ag.fdb_top = set.linear_fdb_top;
+                    if set.port_state_change {
+                        ag.port_state_change = false; // write 1 to clear
                     }
                 }
                 let r = attr::switch_info::Repr {
@@ -514,10 +514,10 @@ impl InProcess {
             (AttrId::SlToVlTable, Method::Get | Method::Set) => {
                 let key = (req.attr_mod & 0xffff) as u16;
                 let ag = &mut self.agents[node.idx()];
-                if req.method == Method::Set {
-                    if let Ok(r) = attr::sl2vl::Repr::from_bytes(&req.data) {
-                        ag.sl2vl.insert(key, r.vl);
-                    }
+                if req.method == Method::Set
+                    && let Ok(r) = attr::sl2vl::Repr::from_bytes(&req.data)
+                {
+                    ag.sl2vl.insert(key, r.vl);
                 }
                 let r = attr::sl2vl::Repr {
                     vl: ag.sl2vl.get(&key).copied().unwrap_or([0; 16]),

@@ -549,12 +549,12 @@ impl SubnetManager {
             }
         };
         if resp.method == Method::Trap {
-            if let Ok(n) = attr::notice::Notice::parse(&resp.data) {
-                if let Some(t) = n.details.trap_number() {
-                    x.traps.push(t);
-                    if t == 128 {
-                        self.need_heavy = true;
-                    }
+            if let Ok(n) = attr::notice::Notice::parse(&resp.data)
+                && let Some(t) = n.details.trap_number()
+            {
+                x.traps.push(t);
+                if t == 128 {
+                    self.need_heavy = true;
                 }
             }
             return;
@@ -814,11 +814,11 @@ impl SubnetManager {
         }
         let new_cache = Guid2Lid::from_tables(&f, &t);
         for (g, (lo, _)) in &new_cache.map {
-            if let Some((old, _)) = self.guid2lid.map.get(g) {
-                if old != lo {
-                    rep.changes
-                        .push(format!("LID of port {g} moved from {} to {}", old.0, lo.0));
-                }
+            if let Some((old, _)) = self.guid2lid.map.get(g)
+                && old != lo
+            {
+                rep.changes
+                    .push(format!("LID of port {g} moved from {} to {}", old.0, lo.0));
             }
         }
         self.guid2lid.map.extend(new_cache.map);
@@ -1113,12 +1113,11 @@ impl SubnetManager {
         }
         let mut changed = false;
         self.pump(tr, &mut x, &mut |_, _, req, _, resp| {
-            if let Req::SwitchInfo { .. } = req {
-                if let Ok(si) = attr::switch_info::Repr::from_bytes(&resp.data) {
-                    if si.port_state_change {
-                        changed = true;
-                    }
-                }
+            if let Req::SwitchInfo { .. } = req
+                && let Ok(si) = attr::switch_info::Repr::from_bytes(&resp.data)
+                && si.port_state_change
+            {
+                changed = true;
             }
         });
         if !x.issues.is_empty() {

@@ -75,10 +75,10 @@ fn main() -> ExitCode {
         },
         &mut |e| {
             // Dumps first, so that whoever reads the log line finds them written.
-            if let (Event::Sweep { report, sm }, Some(dir)) = (&e, &dump) {
-                if let Err(err) = write_sweep_dumps(dir, sm, report) {
-                    dump_err = Some(format!("{}: {err}", dir.display()));
-                }
+            if let (Event::Sweep { report, sm }, Some(dir)) = (&e, &dump)
+                && let Err(err) = write_sweep_dumps(dir, sm, report)
+            {
+                dump_err = Some(format!("{}: {err}", dir.display()));
             }
             println!("[{:9.3} s] {}", t0.elapsed().as_secs_f64(), event_line(&e));
         },

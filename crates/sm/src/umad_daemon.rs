@@ -113,12 +113,11 @@ fn idle(tr: &mut dyn Transport, agent: &Rc<RefCell<SmInfoAgent>>, d: Duration, s
         let t0 = Instant::now();
         match tr.recv(&mut buf) {
             Some(n) => {
-                if let Ok(s) = Smp::from_bytes(&buf[..n]) {
-                    if s.method == Method::Trap {
-                        if let Ok(no) = wire::mad::attr::notice::Notice::parse(&s.data) {
-                            traps.push(no.details.trap_number().unwrap_or(no.header.trap_number));
-                        }
-                    }
+                if let Ok(s) = Smp::from_bytes(&buf[..n])
+                    && s.method == Method::Trap
+                    && let Ok(no) = wire::mad::attr::notice::Notice::parse(&s.data)
+                {
+                    traps.push(no.details.trap_number().unwrap_or(no.header.trap_number));
                 }
                 if !traps.is_empty() {
                     break;

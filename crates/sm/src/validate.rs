@@ -339,10 +339,12 @@ impl<'a> Walker<'a> {
         }
         let mut dst_lids = Vec::new();
         for (l, o) in t.lid_owner.iter().enumerate() {
-            if let Some((n, p)) = *o {
-                if n.idx() < flat.num_nodes() && flat.kind(n) != NodeKind::Switch && l != 0 {
-                    dst_lids.push((Lid(l as u16), n, p));
-                }
+            if let Some((n, p)) = *o
+                && n.idx() < flat.num_nodes()
+                && flat.kind(n) != NodeKind::Switch
+                && l != 0
+            {
+                dst_lids.push((Lid(l as u16), n, p));
             }
         }
         let nn = flat.num_nodes();
@@ -614,10 +616,10 @@ impl<'a> Walker<'a> {
             .collect();
         for &(lid, dn, dp) in &dsts {
             for &s in &switches {
-                if let Some(p) = self.t.lft[s.idx()].get(lid) {
-                    if let Some(i) = self.ports.idx(s, p) {
-                        lids[i] += 1;
-                    }
+                if let Some(p) = self.t.lft[s.idx()].get(lid)
+                    && let Some(i) = self.ports.idx(s, p)
+                {
+                    lids[i] += 1;
                 }
             }
             self.begin_dst();
@@ -670,10 +672,10 @@ impl<'a> Walker<'a> {
                 if let Some(i) = self.ports.idx(s, op) {
                     routes[i] += c;
                 }
-                if let Some((pn, _)) = self.ports.peer(s, op) {
-                    if self.flat.kind(pn) == NodeKind::Switch {
-                        cnt[pn.idx()] += c;
-                    }
+                if let Some((pn, _)) = self.ports.peer(s, op)
+                    && self.flat.kind(pn) == NodeKind::Switch
+                {
+                    cnt[pn.idx()] += c;
                 }
             }
         }

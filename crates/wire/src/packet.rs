@@ -481,7 +481,7 @@ fn decode_transport(
 ) -> Result<(IbPacket<'_>, &[u8], CrcCheck<u32>)> {
     let t = &f[t_start..end];
     need("BTH+ICRC", t, bth::HEADER_LEN + 4)?;
-    if t.len() % 4 != 0 {
+    if !t.len().is_multiple_of(4) {
         return Err(Error::BadField {
             header: "BTH",
             field: "transport length (BTH..ICRC)",
@@ -739,19 +739,19 @@ impl<'a> IbPacket<'a> {
         let c = icrc(kind, &buf[s..s + kind.header_len()], &buf[h + 12..end - 4]);
         buf[end - 4..end].copy_from_slice(&c.to_le_bytes());
         // UDP checksum covers the ICRC, so it comes after.
-        if let Encap::RoceV2 { ip, udp, .. } = &self.encap {
-            if udp.checksum != 0 {
-                let eh = match &self.encap {
-                    Encap::RoceV2 { eth, .. } => eth.buffer_len(),
-                    _ => 0,
-                };
-                let (uat, pseudo) = match ip {
-                    IpRepr::V4(r) => (eh + 20, udp::pseudo_v4(&r.src, &r.dst, (tlen + 8) as u16)),
-                    IpRepr::V6(r) => (eh + 40, udp::pseudo_v6(&r.src, &r.dst, (tlen + 8) as u16)),
-                };
-                let c = udp::checksum(pseudo, &buf[uat..end]);
-                put16(buf, uat + 6, c);
-            }
+        if let Encap::RoceV2 { ip, udp, .. } = &self.encap
+            && udp.checksum != 0
+        {
+            let eh = match &self.encap {
+                Encap::RoceV2 { eth, .. } => eth.buffer_len(),
+                _ => 0,
+            };
+            let (uat, pseudo) = match ip {
+                IpRepr::V4(r) => (eh + 20, udp::pseudo_v4(&r.src, &r.dst, (tlen + 8) as u16)),
+                IpRepr::V6(r) => (eh + 40, udp::pseudo_v6(&r.src, &r.dst, (tlen + 8) as u16)),
+            };
+            let c = udp::checksum(pseudo, &buf[uat..end]);
+            put16(buf, uat + 6, c);
         }
         match self.encap {
             Encap::Ib { .. } => {

@@ -112,14 +112,14 @@ impl Stats {
                 if b.opcode == Opcode::Cnp {
                     self.cnps += 1;
                 }
-                if let Some(a) = packet.ext.aeth {
-                    if b.opcode == Opcode::RcAcknowledge {
-                        match a.syndrome {
-                            Syndrome::Ack { .. } => self.acks += 1,
-                            Syndrome::RnrNak(_) => *self.naks.entry("RNR".into()).or_default() += 1,
-                            Syndrome::Nak(c) => *self.naks.entry(c.name().into()).or_default() += 1,
-                            Syndrome::Reserved(_) => {}
-                        }
+                if let Some(a) = packet.ext.aeth
+                    && b.opcode == Opcode::RcAcknowledge
+                {
+                    match a.syndrome {
+                        Syndrome::Ack { .. } => self.acks += 1,
+                        Syndrome::RnrNak(_) => *self.naks.entry("RNR".into()).or_default() += 1,
+                        Syndrome::Nak(c) => *self.naks.entry(c.name().into()).or_default() += 1,
+                        Syndrome::Reserved(_) => {}
                     }
                 }
                 if b.opcode.is_request() {

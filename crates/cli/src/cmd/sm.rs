@@ -206,10 +206,10 @@ impl RunArgs {
             },
             &mut |e| {
                 if let Event::Sweep { report, sm } = &e {
-                    if let Some(dir) = &self.dump {
-                        if let Err(err) = write_sweep_dumps(dir, sm, report) {
-                            dump_err = Some(anyhow::anyhow!("failed to write dumps to {}: {err}", dir.display()));
-                        }
+                    if let Some(dir) = &self.dump
+                        && let Err(err) = write_sweep_dumps(dir, sm, report)
+                    {
+                        dump_err = Some(anyhow::anyhow!("failed to write dumps to {}: {err}", dir.display()));
                     }
                     let ok = report.subnet_up
                         && report.issues.is_empty()

@@ -495,11 +495,11 @@ fn check_isolated(f: &Fabric, t: &RoutingTables, out: &mut Vec<Finding>) {
             size += 1;
             let id = NodeId(x as u32);
             for p in f.node(id).port_nums() {
-                if let Some((e, _)) = f.peer(id, p) {
-                    if comp[e.node.idx()] == usize::MAX {
-                        comp[e.node.idx()] = c;
-                        q.push_back(e.node.idx());
-                    }
+                if let Some((e, _)) = f.peer(id, p)
+                    && comp[e.node.idx()] == usize::MAX
+                {
+                    comp[e.node.idx()] = c;
+                    q.push_back(e.node.idx());
                 }
             }
         }

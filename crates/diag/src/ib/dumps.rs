@@ -606,10 +606,11 @@ impl SubnetLst {
                     &format!("{}/{}", l.a.port, l.b.port),
                 ));
             }
-            if let Some((peer, _)) = fab.peer(na, l.a.port) {
-                if peer.node == nb && peer.port == l.b.port {
-                    continue; // the reverse direction of a link already added
-                }
+            if let Some((peer, _)) = fab.peer(na, l.a.port)
+                && peer.node == nb
+                && peer.port == l.b.port
+            {
+                continue; // the reverse direction of a link already added
             }
             // A port with two different peers: two devices answer to one GUID.
             let taken = [(na, l.a.port, &l.a), (nb, l.b.port, &l.b)]
@@ -825,20 +826,21 @@ fn hop_distances(f: &Fabric, t: &RoutingTables) -> HashMap<(NodeId, NodeId, u8),
         if f.node(dn).is_switch() {
             seen.insert(dn, 0);
             q.push_back(dn);
-        } else if let Some((e, _)) = f.peer(dn, dp) {
-            if f.node(e.node).is_switch() {
-                seen.insert(e.node, 1);
-                q.push_back(e.node);
-            }
+        } else if let Some((e, _)) = f.peer(dn, dp)
+            && f.node(e.node).is_switch()
+        {
+            seen.insert(e.node, 1);
+            q.push_back(e.node);
         }
         while let Some(n) = q.pop_front() {
             let d = seen[&n];
             for p in f.node(n).port_nums() {
-                if let Some((e, _)) = f.peer(n, p) {
-                    if f.node(e.node).is_switch() && !seen.contains_key(&e.node) {
-                        seen.insert(e.node, d + 1);
-                        q.push_back(e.node);
-                    }
+                if let Some((e, _)) = f.peer(n, p)
+                    && f.node(e.node).is_switch()
+                    && !seen.contains_key(&e.node)
+                {
+                    seen.insert(e.node, d + 1);
+                    q.push_back(e.node);
                 }
             }
         }
@@ -857,10 +859,10 @@ pub fn parse_path_sl(f: &Fabric, t: &mut RoutingTables, text: &str, file: &str) 
     // End-port LIDs (all LMC LIDs of CA/router ports), sorted.
     let mut lids: Vec<Lid> = Vec::new();
     for (l, o) in t.lid_owner.iter().enumerate() {
-        if let Some((n, _)) = o {
-            if !f.node(*n).is_switch() {
-                lids.push(Lid(l as u16));
-            }
+        if let Some((n, _)) = o
+            && !f.node(*n).is_switch()
+        {
+            lids.push(Lid(l as u16));
         }
     }
     let n = lids.len();

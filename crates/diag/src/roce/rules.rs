@@ -320,17 +320,17 @@ impl<'a> SwitchView<'a> {
             for (key, fields) in self.db.table(table) {
                 let Some(v) = fields.get(field) else { continue };
                 for r in sonic::parse_ref_list(v) {
-                    if let Some(t) = &r.table {
-                        if t != target {
-                            out.push(
-                                DANGLING_REF,
-                                Severity::Error,
-                                self.loc(table, key, Some(field)),
-                                format!("{v:?} points into table {t}, but {field} must name a {target} entry"),
-                                format!("use \"{}\" (a {target} key)", r.name),
-                            );
-                            continue;
-                        }
+                    if let Some(t) = &r.table
+                        && t != target
+                    {
+                        out.push(
+                            DANGLING_REF,
+                            Severity::Error,
+                            self.loc(table, key, Some(field)),
+                            format!("{v:?} points into table {t}, but {field} must name a {target} entry"),
+                            format!("use \"{}\" (a {target} key)", r.name),
+                        );
+                        continue;
                     }
                     if self.db.get(target, &r.name).is_none() {
                         out.push(
@@ -805,28 +805,28 @@ impl<'a> SwitchView<'a> {
             }
             None => None,
         };
-        if let Some(g) = self.db.get("PFC_WD", "GLOBAL") {
-            if g.get("BIG_RED_SWITCH").is_some_and(|v| v == "enable") {
-                out.push(
-                    PFCWD_OFF,
-                    Severity::Warning,
-                    self.loc("PFC_WD", "GLOBAL", Some("BIG_RED_SWITCH")),
-                    "BIG_RED_SWITCH is enabled: every lossless queue is forced into storm mitigation".into(),
-                    "set BIG_RED_SWITCH to disable after the incident",
-                );
-            }
+        if let Some(g) = self.db.get("PFC_WD", "GLOBAL")
+            && g.get("BIG_RED_SWITCH").is_some_and(|v| v == "enable")
+        {
+            out.push(
+                PFCWD_OFF,
+                Severity::Warning,
+                self.loc("PFC_WD", "GLOBAL", Some("BIG_RED_SWITCH")),
+                "BIG_RED_SWITCH is enabled: every lossless queue is forced into storm mitigation".into(),
+                "set BIG_RED_SWITCH to disable after the incident",
+            );
         }
         for (key, f) in self.db.table("PFC_WD").filter(|(k, _)| k.as_str() != "GLOBAL") {
-            if let Some(a) = f.get("action") {
-                if !["drop", "forward", "alert"].contains(&a.as_str()) {
-                    out.push(
-                        INVALID_VALUE,
-                        Severity::Error,
-                        self.loc("PFC_WD", key, Some("action")),
-                        format!("action {a:?} is not drop, forward or alert"),
-                        "use drop (the default)",
-                    );
-                }
+            if let Some(a) = f.get("action")
+                && !["drop", "forward", "alert"].contains(&a.as_str())
+            {
+                out.push(
+                    INVALID_VALUE,
+                    Severity::Error,
+                    self.loc("PFC_WD", key, Some("action")),
+                    format!("action {a:?} is not drop, forward or alert"),
+                    "use drop (the default)",
+                );
             }
             for (field, lo, hi) in [("detection_time", 100u64, 5000u64), ("restoration_time", 100, 60000)] {
                 match num::<u64>(f, field) {
@@ -978,16 +978,17 @@ impl<'a> SwitchView<'a> {
             let shp = pool.is_some_and(|p| p.contains_key("xoff"));
             if shp {
                 *shp_sum.entry(pool_name.clone()).or_default() += xoff;
-            } else if let (Some(Ok(size)), Some(Ok(xon))) = (num::<u64>(pf, "size"), num::<u64>(pf, "xon")) {
-                if size < xon + xoff && reported_profiles.insert((prof.clone(), "size".into())) {
-                    out.push(
+            } else if let (Some(Ok(size)), Some(Ok(xon))) = (num::<u64>(pf, "size"), num::<u64>(pf, "xon"))
+                && size < xon + xoff
+                && reported_profiles.insert((prof.clone(), "size".into()))
+            {
+                out.push(
                         HEADROOM_SHORT,
                         Severity::Error,
                         self.loc("BUFFER_PROFILE", prof, Some("size")),
                         format!("size {size} < xon {xon} + xoff {xoff}: without a shared headroom pool each PG must reserve both"),
                         format!("set size to at least {}", xon + xoff),
                     );
-                }
             }
             // Headroom against the formula.
             let Some(pfields) = self.port(port) else {
@@ -1008,9 +1009,11 @@ impl<'a> SwitchView<'a> {
                 small_packet_pct: spp,
                 asic: self.asic,
             };
-            if let Some(req) = headroom::required_xoff(&input) {
-                if xoff < req && reported_pg_keys.insert((key.to_string(), port.clone())) {
-                    out.push(
+            if let Some(req) = headroom::required_xoff(&input)
+                && xoff < req
+                && reported_pg_keys.insert((key.to_string(), port.clone()))
+            {
+                out.push(
                         HEADROOM_SHORT,
                         Severity::Error,
                         self.loc("BUFFER_PG", key, Some("profile")),
@@ -1021,7 +1024,6 @@ impl<'a> SwitchView<'a> {
                         ),
                         format!("use a profile with xoff >= {req} (size >= xon + {req} without a shared headroom pool)"),
                     );
-                }
             }
         }
         // Shared headroom pool: the pool must cover the PGs' xoff over the over-subscribe ratio.
@@ -1478,39 +1480,39 @@ fn lint_nics(inp: &Inputs<'_>, it: &Intent, sws: &[SwitchView<'_>], out: &mut Ou
                 );
             }
         }
-        if let Some(t) = n.tos {
-            if t & 3 == 0 {
-                out.push(
-                    ECN_NOT_MARKING,
-                    Severity::Warning,
-                    Location {
-                        field: Some("traffic_class".into()),
-                        ..loc.clone()
-                    },
-                    format!("RoCE ToS {t} has ECN bits 00 (Not-ECT): switches drop instead of marking"),
-                    format!("use ToS {} (DSCP {} with ECT(0))", t | 2, t >> 2),
-                );
-            }
+        if let Some(t) = n.tos
+            && t & 3 == 0
+        {
+            out.push(
+                ECN_NOT_MARKING,
+                Severity::Warning,
+                Location {
+                    field: Some("traffic_class".into()),
+                    ..loc.clone()
+                },
+                format!("RoCE ToS {t} has ECN bits 00 (Not-ECT): switches drop instead of marking"),
+                format!("use ToS {} (DSCP {} with ECT(0))", t | 2, t >> 2),
+            );
         }
         if let Some(m) = n.mtu {
             mtus.entry(m).or_default().push(format!("{file}:{}", n.name));
             for sw in sws {
-                if let Some((smtu, port)) = sw.min_port_mtu() {
-                    if m as u64 > smtu {
-                        out.push(
-                            MTU_MISMATCH,
-                            Severity::Error,
-                            Location {
-                                field: Some("mtu".into()),
-                                ..loc.clone()
-                            },
-                            format!(
-                                "NIC MTU {m} > switch {} {port} MTU {smtu}: full-size frames are dropped",
-                                sw.file
-                            ),
-                            format!("set the NIC MTU to at most {smtu} or raise the switch port MTU"),
-                        );
-                    }
+                if let Some((smtu, port)) = sw.min_port_mtu()
+                    && m as u64 > smtu
+                {
+                    out.push(
+                        MTU_MISMATCH,
+                        Severity::Error,
+                        Location {
+                            field: Some("mtu".into()),
+                            ..loc.clone()
+                        },
+                        format!(
+                            "NIC MTU {m} > switch {} {port} MTU {smtu}: full-size frames are dropped",
+                            sw.file
+                        ),
+                        format!("set the NIC MTU to at most {smtu} or raise the switch port MTU"),
+                    );
                 }
             }
         }

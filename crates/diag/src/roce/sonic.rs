@@ -269,10 +269,11 @@ pub fn expand_ports(s: &str, known_ports: &[String]) -> Result<Vec<String>, KeyE
                     }
                 } else {
                     for p in known_ports {
-                        if let Some(n) = p.strip_prefix(prefix).and_then(|d| d.parse::<u32>().ok()) {
-                            if (lo..=hi).contains(&n) && p[prefix.len()..].chars().all(|c| c.is_ascii_digit()) {
-                                out.push(p.clone());
-                            }
+                        if let Some(n) = p.strip_prefix(prefix).and_then(|d| d.parse::<u32>().ok())
+                            && (lo..=hi).contains(&n)
+                            && p[prefix.len()..].chars().all(|c| c.is_ascii_digit())
+                        {
+                            out.push(p.clone());
                         }
                     }
                 }

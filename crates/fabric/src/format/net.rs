@@ -541,10 +541,10 @@ fn parse_port(st: &State, fidx: usize, ln: usize, line: &str) -> Result<PortDecl
             _ => &tail[first_q.min(tail.len())..],
         };
         let toks: Vec<&str> = remote.split_whitespace().collect();
-        if let Some(i) = toks.iter().position(|&t| t == "lid") {
-            if let Some(rt) = toks.get(i + 2) {
-                pd.tail_rate = Some(parse_rate_token(st, fidx, ln, rt)?);
-            }
+        if let Some(i) = toks.iter().position(|&t| t == "lid")
+            && let Some(rt) = toks.get(i + 2)
+        {
+            pd.tail_rate = Some(parse_rate_token(st, fidx, ln, rt)?);
         }
         if let Some(note) = note {
             let mut it = note.split_whitespace();
@@ -690,10 +690,9 @@ fn build(st: &State, opts: &ReadOptions) -> Result<Fabric, ParseError> {
                 && port_decl[j][p.peer_port as usize]
                     .map(|d| peer.ports[d as usize].local_guid.is_none())
                     .unwrap_or(true)
+                && let Some(v) = port_guids[j].as_mut()
             {
-                if let Some(v) = port_guids[j].as_mut() {
-                    v[p.peer_port as usize - 1] = Guid(g);
-                }
+                v[p.peer_port as usize - 1] = Guid(g);
             }
         }
     }

@@ -170,15 +170,15 @@ pub fn check_ports_report(fab: &Fabric, report: &[ReportLine]) -> Vec<String> {
                         pe.port
                     ));
                 }
-                if let Some(rate) = r.rate {
-                    if rate != fab.link(l).rate {
-                        out.push(format!(
-                            "line {}: {} port {p} runs at {} in the model, {rate} in the report",
-                            r.line,
-                            fab.node(n).name,
-                            fab.link(l).rate
-                        ));
-                    }
+                if let Some(rate) = r.rate
+                    && rate != fab.link(l).rate
+                {
+                    out.push(format!(
+                        "line {}: {} port {p} runs at {} in the model, {rate} in the report",
+                        r.line,
+                        fab.node(n).name,
+                        fab.link(l).rate
+                    ));
                 }
             }
         }

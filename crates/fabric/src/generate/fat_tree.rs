@@ -168,7 +168,7 @@ pub fn leaf_spine(p: &LeafSpineParams) -> Result<Fabric, GenError> {
     }
     let u = k - h;
     let s = p.spines.unwrap_or(u);
-    if s == 0 || u % s != 0 {
+    if s == 0 || !u.is_multiple_of(s) {
         return Err(bad(
             "spines",
             format!("{s} spines do not divide the {u} uplinks of each leaf evenly"),
@@ -230,7 +230,7 @@ struct Shape {
 
 /// Smallest divisor `m` of `up` such that `pods · up / m` cables fit on a core.
 fn cores_per_group(k: u32, pods: u32, up: u32) -> Option<u32> {
-    (1..=up).find(|&m| up % m == 0 && pods * (up / m) <= k)
+    (1..=up).find(|&m| up.is_multiple_of(m) && pods * (up / m) <= k)
 }
 
 fn three_tier(sh: &Shape) -> Result<Fabric, GenError> {
@@ -302,7 +302,7 @@ fn three_tier(sh: &Shape) -> Result<Fabric, GenError> {
 pub fn fat_tree3(p: &FatTree3Params) -> Result<Fabric, GenError> {
     let k = check_radix("radix", p.radix)? as u32;
     p.cabling.check()?;
-    if k % 2 != 0 || k < 4 {
+    if !k.is_multiple_of(2) || k < 4 {
         return Err(bad(
             "radix",
             format!("{k}: a k-ary fat tree needs an even k of at least 4"),
@@ -359,7 +359,7 @@ pub fn multi_pod(p: &MultiPodParams) -> Result<Fabric, GenError> {
     }
     let u = k - h;
     let s = p.spines_per_pod;
-    if s == 0 || u % s != 0 {
+    if s == 0 || !u.is_multiple_of(s) {
         return Err(bad(
             "spines_per_pod",
             format!("{s} spines do not divide the {u} uplinks of each leaf evenly"),

@@ -78,14 +78,16 @@ pub fn rail(p: &RailParams) -> Result<Fabric, GenError> {
     let r = p.rails;
     let s = match p.spines {
         Some(s) => s,
-        None => (1..=u).find(|&s| u % s == 0 && r * (u / s) <= k).ok_or_else(|| {
-            bad(
-                "rails",
-                format!("{r} leaves × {u} uplinks do not fit on {k}-port spines"),
-            )
-        })?,
+        None => (1..=u)
+            .find(|&s| u.is_multiple_of(s) && r * (u / s) <= k)
+            .ok_or_else(|| {
+                bad(
+                    "rails",
+                    format!("{r} leaves × {u} uplinks do not fit on {k}-port spines"),
+                )
+            })?,
     };
-    if s == 0 || u % s != 0 {
+    if s == 0 || !u.is_multiple_of(s) {
         return Err(bad(
             "spines",
             format!("{s} spines do not divide the {u} uplinks of each leaf evenly"),

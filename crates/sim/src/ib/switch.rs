@@ -172,15 +172,16 @@ impl Sim {
         } else {
             self.lft_out(node, pk.dlid, in_gp)
         };
-        if self.plain && !vl15 {
-            if let Ok(og) = out {
-                self.pkts[p].vl = 0;
-                if self.forward_at_once(og, p) {
-                    return;
-                }
-                self.enqueue(og, 0, p);
+        if self.plain
+            && !vl15
+            && let Ok(og) = out
+        {
+            self.pkts[p].vl = 0;
+            if self.forward_at_once(og, p) {
                 return;
             }
+            self.enqueue(og, 0, p);
+            return;
         }
         let in_port = self.ports[i].port_num;
         let out = out.map(|og| (self.ports[og as usize].port_num, og));

@@ -2222,7 +2222,7 @@ impl RoceSim {
                 // Loss injection.
                 let c = &mut self.pc[g];
                 c.data_sent += 1;
-                if c.data_sent % c.loss_every == 0 {
+                if c.data_sent.is_multiple_of(c.loss_every) {
                     lost = Some(RoceDrop::Injected);
                 }
             }
@@ -2587,13 +2587,13 @@ impl RoceSim {
         s.q_tx[qi] += 1;
         let pk = p;
         // RED/ECN at dequeue on the egress queue's bytes (HPCC ns-3).
-        if pk.kind == Kind::Data || (pk.kind == Kind::TcpData && self.tcp.ect()) {
-            if let Some(red) = &s.red[port] {
-                if red.should_mark(qlen, &mut self.rng) && !p.has(Pkt::CE) {
-                    p.set(Pkt::CE, true);
-                    self.ecn_marks += 1;
-                }
-            }
+        if (pk.kind == Kind::Data || (pk.kind == Kind::TcpData && self.tcp.ect()))
+            && let Some(red) = &s.red[port]
+            && red.should_mark(qlen, &mut self.rng)
+            && !p.has(Pkt::CE)
+        {
+            p.set(Pkt::CE, true);
+            self.ecn_marks += 1;
         }
         s.mmu
             .release(usize::from(e.in_port), e.pg, port, q as u8, u32::from(pk.wire));
@@ -2967,10 +2967,11 @@ impl RoceSim {
                     RxVerdict::Accept { ack } => {
                         self.flows[fi].delivered_bytes += u64::from(payload);
                         self.progress += 1;
-                        if pk.has(Pkt::LAST) && self.flows[fi].dynamic {
-                            if let Some((tag, posted)) = self.flows[fi].rx_tags.pop_front() {
-                                self.delivered.push(Delivered { tag, posted, done: now });
-                            }
+                        if pk.has(Pkt::LAST)
+                            && self.flows[fi].dynamic
+                            && let Some((tag, posted)) = self.flows[fi].rx_tags.pop_front()
+                        {
+                            self.delivered.push(Delivered { tag, posted, done: now });
                         }
                         if let Some(a) = ack {
                             self.nic_ctrl(nic, reply(Kind::Ack, a.value()));

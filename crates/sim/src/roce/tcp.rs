@@ -135,10 +135,10 @@ impl TcpConfig {
                 format!("{} B is less than one segment", self.rwnd_bytes),
             ));
         }
-        if let TcpCc::Dctcp { g } = self.cc {
-            if !(g > 0.0 && g <= 1.0) {
-                return Err(("tcp.cc", format!("DCTCP gain {g} is outside (0, 1]")));
-            }
+        if let TcpCc::Dctcp { g } = self.cc
+            && !(g > 0.0 && g <= 1.0)
+        {
+            return Err(("tcp.cc", format!("DCTCP gain {g} is outside (0, 1]")));
         }
         if self.dscp > 63 {
             return Err(("tcp.dscp", format!("{} is not a DSCP (0..=63)", self.dscp)));
@@ -676,22 +676,22 @@ impl TcpWorld {
             if f.rtx_pending.is_some_and(|s| s < ack) {
                 f.rtx_pending = None;
             }
-            if let Some((s, t)) = f.timed {
-                if s < ack {
-                    // RFC 6298 §2, with Linux's RTO = srtt + max(4·rttvar, rto_min)
-                    // (`tcp_set_rto`, rttvar floored at rto_min).
-                    let r = (now - t).0;
-                    if f.srtt == 0 {
-                        f.srtt = r;
-                        f.rttvar = r / 2;
-                    } else {
-                        let d = f.srtt.abs_diff(r);
-                        f.rttvar = (3 * f.rttvar + d) / 4;
-                        f.srtt = (7 * f.srtt + r) / 8;
-                    }
-                    f.rto = Time(f.srtt + (4 * f.rttvar).max(cfg_min.0)).min(rto_max);
-                    f.timed = None;
+            if let Some((s, t)) = f.timed
+                && s < ack
+            {
+                // RFC 6298 §2, with Linux's RTO = srtt + max(4·rttvar, rto_min)
+                // (`tcp_set_rto`, rttvar floored at rto_min).
+                let r = (now - t).0;
+                if f.srtt == 0 {
+                    f.srtt = r;
+                    f.rttvar = r / 2;
+                } else {
+                    let d = f.srtt.abs_diff(r);
+                    f.rttvar = (3 * f.rttvar + d) / 4;
+                    f.srtt = (7 * f.srtt + r) / 8;
                 }
+                f.rto = Time(f.srtt + (4 * f.rttvar).max(cfg_min.0)).min(rto_max);
+                f.timed = None;
             }
             if f.in_recovery {
                 if ack >= f.recover {

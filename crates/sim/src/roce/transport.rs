@@ -656,7 +656,7 @@ mod tests {
             }
             if let Some(p) = r.next_packet(now) {
                 wire_count += 1;
-                if wire_count % drop_every != 0 {
+                if !wire_count.is_multiple_of(drop_every) {
                     data.push_back((now + pkt_time + one_way, p.psn, p.payload, p.first, p.last));
                 }
             }

@@ -149,21 +149,21 @@ pub fn parse_connection_matrix(text: &str, file: &str) -> Result<Matrix, CmError
         }
     }
     let hosts = nodes.ok_or_else(|| err(0, "missing `Nodes <N>`".into()))?;
-    if let Some(c) = conns {
-        if c != flows.len() {
-            return Err(err(
-                0,
-                format!("`Connections {c}` but {} connections listed", flows.len()),
-            ));
-        }
+    if let Some(c) = conns
+        && c != flows.len()
+    {
+        return Err(err(
+            0,
+            format!("`Connections {c}` but {} connections listed", flows.len()),
+        ));
     }
-    if let Some(t) = declared_triggers {
-        if t != triggers.len() {
-            return Err(err(
-                0,
-                format!("`Triggers {t}` but {} triggers defined", triggers.len()),
-            ));
-        }
+    if let Some(t) = declared_triggers
+        && t != triggers.len()
+    {
+        return Err(err(
+            0,
+            format!("`Triggers {t}` but {} triggers defined", triggers.len()),
+        ));
     }
     for f in &flows {
         if f.src >= hosts || f.dst >= hosts {

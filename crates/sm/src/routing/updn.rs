@@ -206,11 +206,11 @@ impl Ranked {
     fn stage_place(&mut self, rows: &mut [Vec<u8>], chunk: &[Job]) {
         let anchor = chunk.iter().find(|j| j.end).map(|j| j.lid);
         let inside = |lo: u32, lid: u32| lo != INF && lid >= lo && lid < lo + STAGE as u32;
-        if let Some(a) = anchor {
-            if !inside(self.stage_lo, a) {
-                self.stage_flush(rows);
-                self.stage_lo = a & !63;
-            }
+        if let Some(a) = anchor
+            && !inside(self.stage_lo, a)
+        {
+            self.stage_flush(rows);
+            self.stage_lo = a & !63;
         }
         self.dst.clear();
         for j in chunk {

@@ -211,23 +211,23 @@ fn compare(c: &mut Cmp<'_>, o: &Obj) {
         c.eq(&format!("infiniband.bth.{k}"), b.get(k));
     }
     // tshark 4.0 shows BTH byte 4 (FECN, BECN, Resv6a) as "infiniband.reserved".
-    if let Some(Value::String(r)) = c.t.get("infiniband.reserved") {
-        if r.len() == 2 {
-            let byte = num(&format!("0x{r}")).unwrap();
-            c.checked += 1;
-            assert_eq!(
-                (byte >> 7) & 1,
-                our_num(b.get("fecn").unwrap()).unwrap(),
-                "{}: fecn",
-                c.what
-            );
-            assert_eq!(
-                (byte >> 6) & 1,
-                our_num(b.get("becn").unwrap()).unwrap(),
-                "{}: becn",
-                c.what
-            );
-        }
+    if let Some(Value::String(r)) = c.t.get("infiniband.reserved")
+        && r.len() == 2
+    {
+        let byte = num(&format!("0x{r}")).unwrap();
+        c.checked += 1;
+        assert_eq!(
+            (byte >> 7) & 1,
+            our_num(b.get("fecn").unwrap()).unwrap(),
+            "{}: fecn",
+            c.what
+        );
+        assert_eq!(
+            (byte >> 6) & 1,
+            our_num(b.get("becn").unwrap()).unwrap(),
+            "{}: becn",
+            c.what
+        );
     }
     if let Some(x) = Cmp::obj(o, "reth") {
         for k in ["va", "r_key", "dmalen"] {
@@ -261,23 +261,22 @@ fn compare(c: &mut Cmp<'_>, o: &Obj) {
     let is_cnp = matches!(b.get("opcode"), Some(Val::U(0x81)));
     if let Some(m) = Cmp::obj(o, "mad") {
         compare_mad(c, m);
-    } else if !is_cnp {
-        if let (Some(Val::S(p)), Some(Val::S(pad))) = (o.get("payload"), o.get("pad")) {
-            if !p.is_empty() {
-                // data.data includes the pad bytes.
-                c.eq(
-                    "data.data",
-                    Some(&Val::S(
-                        format!("{p}{pad}")
-                            .as_bytes()
-                            .chunks(2)
-                            .map(|x| std::str::from_utf8(x).unwrap())
-                            .collect::<Vec<_>>()
-                            .join(":"),
-                    )),
-                );
-            }
-        }
+    } else if !is_cnp
+        && let (Some(Val::S(p)), Some(Val::S(pad))) = (o.get("payload"), o.get("pad"))
+        && !p.is_empty()
+    {
+        // data.data includes the pad bytes.
+        c.eq(
+            "data.data",
+            Some(&Val::S(
+                format!("{p}{pad}")
+                    .as_bytes()
+                    .chunks(2)
+                    .map(|x| std::str::from_utf8(x).unwrap())
+                    .collect::<Vec<_>>()
+                    .join(":"),
+            )),
+        );
     }
     if !is_cnp {
         // tshark shows the ICRC wire bytes read big-endian.
