@@ -550,17 +550,19 @@ impl Sim {
         self.push_credit(link, at + prop, vl, nb);
     }
 
-    /// An end node consumed (or dropped) packet `p` that came in at `in_gp`: its
-    /// buffer space is free now.
-    pub(crate) fn return_credits_now(&mut self, in_gp: u32, p: PacketId) {
+    /// An end node consumed (or dropped) packet `p` that came over link
+    /// `link` (named by its transmitting port): its buffer space is free now,
+    /// and the credits travel back over the link. Only the link's record is
+    /// read (a cable's delay is the same both ways), not the receiving port's.
+    pub(crate) fn return_credits_now(&mut self, link: u32, p: PacketId) {
         let pk = &self.pkts[p];
         if pk.flags & flag::VL15 != 0 {
             return;
         }
         let (vl, nb) = (pk.vl, pk.blocks());
-        let i = in_gp as usize;
-        let up = self.ports[i].peer;
-        self.push_credit(up, self.now + self.ports[i].prop(), vl, nb);
+        let l = &self.ports[link as usize];
+        debug_assert_eq!(l.prop(), self.ports[l.peer as usize].prop());
+        self.push_credit(link, self.now + l.prop(), vl, nb);
     }
 
     /// State of the head packet of switch output queue (`gp`, `vl`).

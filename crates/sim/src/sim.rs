@@ -876,9 +876,9 @@ impl Sim {
         let in_gp = link.peer;
         match link.peer_model {
             NodeModel::IbSwitch => self.switch_arrive(dir, in_gp, link.peer_node as usize, p),
-            NodeModel::IbHca => self.hca_arrive(in_gp, p),
+            NodeModel::IbHca => self.hca_arrive(dir, in_gp, p),
             NodeModel::None => {
-                self.return_credits_now(in_gp, p);
+                self.return_credits_now(dir, p);
                 self.drop_packet(p, DropReason::UnknownDestination);
             }
         }

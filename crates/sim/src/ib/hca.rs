@@ -887,9 +887,10 @@ impl Sim {
         }
     }
 
-    /// A packet's last byte reached CA port `in_gp` (plus the receive latency).
-    pub(crate) fn hca_arrive(&mut self, in_gp: u32, p: PacketId) {
-        self.return_credits_now(in_gp, p);
+    /// A packet's last byte reached CA port `in_gp` (plus the receive latency)
+    /// over link `link` (named by its transmitting port).
+    pub(crate) fn hca_arrive(&mut self, link: u32, in_gp: u32, p: PacketId) {
+        self.return_credits_now(link, p);
         let pk = self.pkts.full(p);
         let c = self.ca_port[in_gp as usize];
         let cp = &self.caps[c as usize];
