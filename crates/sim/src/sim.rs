@@ -836,10 +836,27 @@ impl Sim {
             ));
         }
         if let Some(w) = self.q.peek_ahead_packed(1) {
-            if w >> TAG_SHIFT == TAG_TX_WAKE && self.ports[(w & ID_MASK) as usize].model == NodeModel::IbHca {
-                // Then the ACK or the QP it will send from.
-                if let Some(c) = self.caps.get(self.ca_port[(w & ID_MASK) as usize] as usize) {
-                    self.prefetch_ca_next(c);
+            if w >> TAG_SHIFT == TAG_TX_WAKE {
+                let pt = &self.ports[(w & ID_MASK) as usize];
+                if pt.model == NodeModel::IbHca {
+                    // Then the ACK or the QP it will send from.
+                    if let Some(c) = self.caps.get(self.ca_port[(w & ID_MASK) as usize] as usize) {
+                        self.prefetch_ca_next(c);
+                    }
+                } else if let Some(h) = pt.oq0.front() {
+                    // A switch port sends its queue's head: it frees the input
+                    // buffer of the link it came over (whose credit line takes
+                    // the return) and reads its route entry.
+                    let pk = &self.pkts[h];
+                    let ports = self.ports.as_ptr();
+                    let link = ports.wrapping_add(pk.in_link as usize).cast::<u8>();
+                    prefetch::addr(link.wrapping_add(std::mem::offset_of!(PortHot, cred)));
+                    let route = self
+                        .routes
+                        .as_ptr()
+                        .wrapping_add(pk.route() as usize + usize::from(pk.hops))
+                        .cast::<u8>();
+                    prefetch::addr(route);
                 }
             }
             if w >> TAG_SHIFT == TAG_ARRIVE {
