@@ -552,7 +552,7 @@ impl<E: Packed> PackedQueue<E> {
 /// sort to fix (a RoCE fabric makes about 35 events a nanosecond: the library
 /// sort took 80 instructions a key).
 #[inline]
-fn sort_asc(v: &mut [u128], scratch: &mut Vec<u128>, shift: u32) {
+fn sort_asc(v: &mut Vec<u128>, scratch: &mut Vec<u128>, shift: u32) {
     if v.len() > 16 && !bucket_pass(v, scratch, shift) {
         v.sort_unstable();
         return;
@@ -573,31 +573,36 @@ fn sort_asc(v: &mut [u128], scratch: &mut Vec<u128>, shift: u32) {
 const BUCKET_BITS: u32 = 5;
 
 /// Reorder `v` (one slot's keys) by the time's top `BUCKET_BITS` within the
-/// slot, stably, through `scratch`; false (and `v` untouched) when one bucket
-/// would hold more than 32 keys (events in lockstep, all at one time: the
-/// insertion sort that follows would be quadratic in them).
+/// slot, stably, into `scratch`, then swap the two (no copy back; `scratch`
+/// keeps its length between calls, so it is not cleared either); false (and
+/// `v` untouched) when one bucket would hold more than 32 keys (events in
+/// lockstep, all at one time: the insertion sort that follows would be
+/// quadratic in them).
 #[inline(never)]
-fn bucket_pass(v: &mut [u128], scratch: &mut Vec<u128>, shift: u32) -> bool {
+fn bucket_pass(v: &mut Vec<u128>, scratch: &mut Vec<u128>, shift: u32) -> bool {
     const NB: usize = 1 << BUCKET_BITS;
     let bucket = |k: u128| (((k >> 64) as u64 >> (shift - BUCKET_BITS)) as usize) & (NB - 1);
     let mut start = [0u32; NB + 1];
     for &k in v.iter() {
         start[bucket(k) + 1] += 1;
     }
-    if start.iter().any(|&c| c > 32) {
+    // A max over the counts, not a short-circuiting search: one vector pass.
+    if start.iter().fold(0, |m, &c| m.max(c)) > 32 {
         return false;
     }
     for b in 1..=NB {
         start[b] += start[b - 1];
     }
-    scratch.clear();
-    scratch.resize(v.len(), 0);
+    let n = v.len();
+    if scratch.len() != n {
+        scratch.resize(n, 0);
+    }
     for &k in v.iter() {
         let b = bucket(k);
         scratch[start[b] as usize] = k;
         start[b] += 1;
     }
-    v.copy_from_slice(scratch);
+    std::mem::swap(v, scratch);
     true
 }
 
