@@ -355,7 +355,11 @@ impl Sim {
             return Pick::Wait(Time::NEVER);
         }
         let base = g * (self.nvl + 1);
-        if let Some(p) = self.oq[base + self.nvl].pop(&self.pkts) {
+        // VL15 first; its queue (in `Sim::oq`, a line of its own) is read only
+        // when something besides VL 0 is queued.
+        if self.ports[g].oq_len != self.ports[g].oq0.len
+            && let Some(p) = self.oq[base + self.nvl].pop(&self.pkts)
+        {
             self.ports[g].oq_len -= 1;
             return Pick::Send(p);
         }
