@@ -131,9 +131,10 @@ const DEFAULT_SLOTS: usize = 4096;
 ///   [k1 k2 k3] ─► pop k1    [..] [k7 k5] [] [k9] ...                                      (≥ s+n)
 /// ```
 ///
-/// Time is cut into slots of 1.024 ns (or another power of two of picoseconds, see [`Self::with_slots`]). Events of the slot being drained sit sorted
-/// in `cur`; events of the next n-1 slots (n = 4,096 by default, or set from a
-/// horizon by [`Self::with_horizon`]) sit unsorted in the wheel, one small vector
+/// Time is cut into slots of 1.024 ns (or another power of two of picoseconds:
+/// [`Self::with_slots`]). Events of the slot being drained sit sorted in `cur`;
+/// events of the next n-1 slots (n = 4,096 by default, or set from a horizon by
+/// [`Self::with_horizon`]) sit unsorted in the wheel, one small vector
 /// per slot; anything later waits in a 4-ary heap and moves into the wheel when
 /// the wheel reaches it. A pop takes the next key of `cur`; when `cur` runs dry
 /// the next non-empty slot (found through a bitmap) is sorted and becomes `cur`.
