@@ -380,12 +380,13 @@ impl Packets {
         self.recs.as_ptr().wrapping_add(p as usize).cast::<u8>()
     }
 
-    /// Packet `p` if `want` and `p` is stored, else a packet that names
-    /// nothing: chosen without a branch, for a look-ahead that computes its
-    /// hints for every kind of event and keeps one.
+    /// Packet `p` if it is stored, else a packet that names nothing (for `p`
+    /// = [`crate::sim::NONE`], say): chosen without a branch, for a
+    /// look-ahead that computes its hints for either kind of event and keeps
+    /// one.
     #[inline(always)]
-    pub(crate) fn hint_get(&self, want: bool, p: crate::engine::PacketId) -> &PktHot {
-        let ok = want & ((p as usize) < self.recs.len());
+    pub(crate) fn hint_get(&self, p: crate::engine::PacketId) -> &PktHot {
+        let ok = (p as usize) < self.recs.len();
         let rec = self.recs.as_ptr().wrapping_add(p as usize);
         let hot = rec
             .wrapping_byte_add(std::mem::offset_of!(PktRec, hot))

@@ -798,21 +798,28 @@ impl Sim {
     /// Start loading what the next events will touch while this one runs: the
     /// hop is bound by cache misses along a chain (the link's record, its head
     /// packet, the output port the packet will take), and the calendar slot
-    /// being drained already says which links come next. Three events ahead:
-    /// the link's or transmitter's record (both lines); two ahead, the record
-    /// now near: the packet at the head of the link; one ahead, the packet now
-    /// near: for a plain switch, the output port's record, which the packet
-    /// names (see [`Sim::lft_code`]), and the route entry its next send reads,
-    /// else the receiving end node's port. A CA port's wake-up: its record three
-    /// ahead, its queues' line two ahead, its head ACK or first QP one ahead.
-    /// Only hints: nothing is read that the events would not read. Measured (min
-    /// of 3 interleaved runs of the ft432 benchmark) 4.32 → 4.04 s of CPU against
-    /// two events ahead without the output port; the other stages and what did
-    /// not pay are in docs/PERFORMANCE.md.
+    /// being drained already says which links come next (a peek past the
+    /// slot's end repeats its last event). Three events ahead: the link's or
+    /// transmitter's record (both lines); two ahead, the record now near: the
+    /// packet at the head of the link, or a CA port's queues; one ahead, the
+    /// packet now near: for a plain switch, the output port's record, which the
+    /// packet names (see [`Sim::lft_code`]), and the route entry its next send
+    /// reads, else the receiving end node's port; for a CA port's wake-up its
+    /// head ACK or first QP; for a switch port's wake-up, the credit line of the
+    /// link its queue's head came over and the head's route entry.
+    ///
+    /// An upcoming event's kind follows no pattern (about seven arrivals to
+    /// three wake-ups on the ft432 run), so a test of it is often a
+    /// mispredicted branch: the three- and two-ahead
+    /// stages and the arrival half of the one-ahead stage compute their hints
+    /// for either kind and keep one with a conditional move
+    /// (`select_unpredictable`). That pays where both hints come from lines
+    /// already near; where one needs a cold line (the CA-port and switch-port
+    /// wake-ups one ahead) a branch stays. Only hints: a hint that names
+    /// nothing is harmless. Measured figures, and what did not pay, are in
+    /// docs/PERFORMANCE.md.
     #[inline(always)]
     fn prefetch_ahead(&self) {
-        // Arrivals and wake-ups (kinds 0 and 1) name a port; the rare other
-        // kinds are skipped by one well-predicted test.
         {
             // No test of the kind: the rare other kinds' ids make a harmless
             // hint (a prefetch of any address cannot fault).
@@ -867,7 +874,7 @@ impl Sim {
                 // kept, without a branch.
                 let sel = std::hint::select_unpredictable::<*const u8>;
                 let pt = &self.ports[w as usize];
-                let pk = self.pkts.hint_get(true, pt.fifo.head);
+                let pk = self.pkts.hint_get(pt.fifo.head);
                 let ports = self.ports.as_ptr();
                 let out = ports.wrapping_add(pk.in_link as usize).cast::<u8>();
                 let out2 = out.wrapping_add(std::mem::offset_of!(PortHot, cred));
