@@ -393,6 +393,10 @@ pub struct Sim {
 
     // Channel adapters and transport.
     pub(crate) ca_port: Vec<u32>,
+    /// What a receive checks a packet against, `[gp]` for CA ports (see
+    /// [`crate::ib::hca::CaRx`]): a small table, so that most receives do not
+    /// read the CA port's record.
+    pub(crate) ca_rx: Table<crate::ib::hca::CaRx>,
     pub(crate) caps: Vec<CaPort>,
     pub(crate) qps: Vec<Qp>,
     pub(crate) cqs: Vec<VecDeque<Cqe>>,
@@ -604,6 +608,7 @@ impl Sim {
             sl2vl: tables.sl2vl.clone(),
             tables: tables.clone(),
             ca_port: vec![NONE; np],
+            ca_rx: vec![crate::ib::hca::CaRx::default(); np].into(),
             caps: Vec::new(),
             qps: Vec::new(),
             cqs: vec![VecDeque::new(); n],

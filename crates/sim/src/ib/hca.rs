@@ -178,6 +178,15 @@ pub(crate) struct CaPort {
 
 const _: () = assert!(std::mem::size_of::<CaPort>() == 64);
 
+/// A CA port's node and LID range, copied from its [`CaPort`] for the receive
+/// path (8 bytes a port).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct CaRx {
+    pub(crate) node: u32,
+    pub(crate) lid: u16,
+    pub(crate) lid_count: u16,
+}
+
 /// A FIFO of QPs threaded through their `next_active` field.
 #[derive(Clone, Copy, Debug)]
 struct QpList {
@@ -340,6 +349,11 @@ impl Sim {
                 }
                 let lid = self.tables.lid_of(NodeId(n as u32), port).map_or(0, |l| l.0);
                 self.ca_port[gp as usize] = self.caps.len() as u32;
+                self.ca_rx[gp as usize] = CaRx {
+                    node: n as u32,
+                    lid,
+                    lid_count: 1 << lmc,
+                };
                 self.caps.push(CaPort {
                     gp,
                     node: n as u32,
@@ -892,8 +906,7 @@ impl Sim {
     pub(crate) fn hca_arrive(&mut self, link: u32, in_gp: u32, p: PacketId) {
         self.return_credits_now(link, p);
         let pk = self.pkts.full(p);
-        let c = self.ca_port[in_gp as usize];
-        let cp = &self.caps[c as usize];
+        let cp = self.ca_rx[in_gp as usize];
         let node = cp.node;
         if pk.dlid < cp.lid || pk.dlid >= cp.lid.saturating_add(cp.lid_count) {
             self.drop_packet(p, DropReason::UnknownDestination);
