@@ -357,19 +357,30 @@ impl Packets {
 }
 
 /// A packet nothing refers to: what a prefetch hint reads when it has no
-/// packet (see [`Packets::hint_get`]); its link and route name nothing.
-static NO_PKT: PktHot = PktHot {
-    tail_at: Time::ZERO,
-    next_at: Time::ZERO,
-    seq_route: NO_ROUTE as u64,
-    next: crate::sim::NONE,
-    in_link: crate::sim::NONE,
-    wire: 0,
-    dlid: 0,
-    vl: 0,
-    in_vl: 0,
-    flags: 0,
-    hops: 0,
+/// packet (see [`Packets::hint_get`]); its link, route and QP name nothing.
+static NO_PKT: PktRec = PktRec {
+    hot: PktHot {
+        tail_at: Time::ZERO,
+        next_at: Time::ZERO,
+        seq_route: NO_ROUTE as u64,
+        next: crate::sim::NONE,
+        in_link: crate::sim::NONE,
+        wire: 0,
+        dlid: 0,
+        vl: 0,
+        in_vl: 0,
+        flags: 0,
+        hops: 0,
+    },
+    cold: PktCold {
+        slid: 0,
+        sl: 0,
+        opcode: Opcode::SendOnly,
+        dst_qp: crate::sim::NONE,
+        src_qp: crate::sim::NONE,
+        psn: 0,
+        payload: 0,
+    },
 };
 
 impl Packets {
@@ -385,14 +396,12 @@ impl Packets {
     /// look-ahead that computes its hints for either kind of event and keeps
     /// one.
     #[inline(always)]
-    pub(crate) fn hint_get(&self, p: crate::engine::PacketId) -> &PktHot {
+    pub(crate) fn hint_get(&self, p: crate::engine::PacketId) -> (&PktHot, &PktCold) {
         let ok = (p as usize) < self.recs.len();
         let rec = self.recs.as_ptr().wrapping_add(p as usize);
-        let hot = rec
-            .wrapping_byte_add(std::mem::offset_of!(PktRec, hot))
-            .cast::<PktHot>();
-        // SAFETY: `hot` is used only when `p` is in bounds, and NO_PKT is a static.
-        unsafe { &*std::hint::select_unpredictable(ok, hot, &raw const NO_PKT) }
+        // SAFETY: `rec` is used only when `p` is in bounds, and NO_PKT is a static.
+        let r = unsafe { &*std::hint::select_unpredictable(ok, rec, &raw const NO_PKT) };
+        (&r.hot, &r.cold)
     }
 }
 

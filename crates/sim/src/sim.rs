@@ -809,7 +809,7 @@ impl Sim {
     /// packet at the head of the link, or a CA port's queues; one ahead, the
     /// packet now near: for a plain switch, the output port's record, which the
     /// packet names (see [`Sim::lft_code`]), and the route entry its next send
-    /// reads, else the receiving end node's port; for a CA port's wake-up its
+    /// reads, else the receiving QP's receive line; for a CA port's wake-up its
     /// head ACK or first QP; for a switch port's wake-up, the credit line of the
     /// link its queue's head came over and the head's route entry.
     ///
@@ -875,11 +875,13 @@ impl Sim {
                 // At a plain switch, the output the far switch will take (see
                 // `lft_code`), which the packet names, and the decision for the
                 // switch after that one, which the send out of it reads (see
-                // `transmit`); at an HCA, the receiving port. Both computed, one
-                // kept, without a branch.
+                // `transmit`); at an HCA, the receiving QP's receive line (the
+                // receive reads no port record but the link's, and the CA
+                // port's LID range from `ca_rx`). Both computed, one kept,
+                // without a branch.
                 let sel = std::hint::select_unpredictable::<*const u8>;
                 let pt = &self.ports[w as usize];
-                let pk = self.pkts.hint_get(pt.fifo.head);
+                let (pk, cold) = self.pkts.hint_get(pt.fifo.head);
                 let ports = self.ports.as_ptr();
                 let out = ports.wrapping_add(pk.in_link as usize).cast::<u8>();
                 let out2 = out.wrapping_add(std::mem::offset_of!(PortHot, cred));
@@ -888,7 +890,12 @@ impl Sim {
                     .as_ptr()
                     .wrapping_add(pk.route() as usize + usize::from(pk.hops))
                     .cast::<u8>();
-                let peer = ports.wrapping_add(pt.peer as usize).cast::<u8>();
+                let peer = self
+                    .qps
+                    .as_ptr()
+                    .wrapping_add(cold.dst_qp as usize)
+                    .cast::<u8>()
+                    .wrapping_add(64);
                 let to_sw = (pt.peer_model == NodeModel::IbSwitch) & self.plain;
                 prefetch::addr(sel(to_sw, out, peer));
                 prefetch::addr(sel(to_sw, out2, peer));
