@@ -393,7 +393,7 @@ pub struct Sim {
 
     // Channel adapters and transport.
     pub(crate) ca_port: Vec<u32>,
-    /// What a receive checks a packet against, `[gp]` for CA ports (see
+    /// Each CA port's node and LID range, `[gp]` (see
     /// [`crate::ib::hca::CaRx`]): a small table, so that most receives do not
     /// read the CA port's record.
     pub(crate) ca_rx: Table<crate::ib::hca::CaRx>,

@@ -858,6 +858,14 @@ mod tests {
                             // Known only within the head's slot, and then exact.
                             proptest::prop_assert_eq!(got, v);
                             proptest::prop_assert_eq!(q.peek_ahead_clamped(n + 1), v);
+                        } else {
+                            // Past the slot's end the clamped peek names the
+                            // slot's last event (the head's, if it is alone).
+                            let last = (1..=n)
+                                .rev()
+                                .find_map(|m| q.peek_ahead_packed(m))
+                                .or(want.map(|(_, e)| e));
+                            proptest::prop_assert_eq!(Some(q.peek_ahead_clamped(n + 1)), last);
                         }
                     }
                 }

@@ -162,14 +162,12 @@ enum QpKind {
 /// One channel-adapter port's transmit state, on one cache line: its queues are
 /// threaded through the packets and QPs they hold, so a send reads this line
 /// and then the QP or packet it picks (with `VecDeque`s each queue's buffer
-/// was one more dependent miss before the QP's).
+/// was one more dependent miss before the QP's). Its node and LIDs are in
+/// [`Sim::ca_rx`], by `gp`.
 #[derive(Clone, Debug)]
 #[repr(C, align(64))]
 pub(crate) struct CaPort {
     pub(crate) gp: u32,
-    pub(crate) node: u32,
-    pub(crate) lid: u16,
-    pub(crate) lid_count: u16,
     /// ACKs waiting to go, ahead of data (threaded through the packets' `next`).
     pub(crate) ctrl: PktList,
     /// QPs with something to send, served round robin one packet at a time.
@@ -178,8 +176,9 @@ pub(crate) struct CaPort {
 
 const _: () = assert!(std::mem::size_of::<CaPort>() == 64);
 
-/// A CA port's node and LID range, copied from its [`CaPort`] for the receive
-/// path (8 bytes a port).
+/// A CA port's node and LID range (base LID and 2^LMC LIDs), in a table of 8
+/// bytes a port (`Sim::ca_rx`, by global port): a receive checks a packet
+/// against it without reading the port's [`CaPort`] record.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct CaRx {
     pub(crate) node: u32,
@@ -356,9 +355,6 @@ impl Sim {
                 };
                 self.caps.push(CaPort {
                     gp,
-                    node: n as u32,
-                    lid,
-                    lid_count: 1 << lmc,
                     ctrl: PktList::default(),
                     active: QpList::default(),
                 });
@@ -379,10 +375,15 @@ impl Sim {
             return Err(SimError::Uncabled { node: name(), port });
         }
         let c = self.ca_port[gp as usize];
-        if self.caps[c as usize].lid == 0 {
+        if self.ca_rx[gp as usize].lid == 0 {
             return Err(SimError::NoLid { node: name(), port });
         }
         Ok(c)
+    }
+
+    /// The base LID of CA port `cap` (an index into `caps`).
+    fn ca_lid(&self, cap: u32) -> u16 {
+        self.ca_rx[self.caps[cap as usize].gp as usize].lid
     }
 
     /// VL of `sl` leaving CA port (`node`, `port`): the SM's SL2VL for the port if
@@ -412,11 +413,10 @@ impl Sim {
     }
 
     fn new_qp(&mut self, cap: u32, kind: QpKind, peer: u32, dlid: u16, sl: u8, mgmt: bool) -> u32 {
-        let c = &self.caps[cap as usize];
-        let port = self.ports[c.gp as usize].port_num;
-        let node = c.node;
+        let gp = self.caps[cap as usize].gp;
+        let port = self.ports[gp as usize].port_num;
+        let CaRx { node, lid: slid, .. } = self.ca_rx[gp as usize];
         let vl = self.ca_vl(node as usize, port, sl);
-        let (gp, slid) = (c.gp, c.lid);
         let route = self.build_route(gp, dlid);
         self.qps.push(Qp {
             node,
@@ -465,7 +465,7 @@ impl Sim {
         }
         let ca = self.ca_port_of(a, o.port)?;
         let cb = self.ca_port_of(b, o.peer_port)?;
-        let (la, lb) = (self.caps[ca as usize].lid, self.caps[cb as usize].lid);
+        let (la, lb) = (self.ca_lid(ca), self.ca_lid(cb));
         let sl_ab = o.sl.unwrap_or_else(|| self.path_sl(la, lb));
         let sl_ba = o.sl.unwrap_or_else(|| self.path_sl(lb, la));
         let qa = self.new_qp(ca, QpKind::Rc, NONE, lb, sl_ab, false);
@@ -563,7 +563,7 @@ impl Sim {
             qp: dst.0,
             why: "no such QP".into(),
         })?;
-        let dlid = self.caps[d.cap as usize].lid;
+        let dlid = self.ca_lid(d.cap);
         self.post(qp, WrOp::Ud { dst: dst.0, dlid }, bytes, wr_id)
     }
 
