@@ -9,6 +9,7 @@
 //! looks at its credits; a port starved of credits is woken when the first return
 //! lands. This keeps the event count near one per packet-link hop.
 
+use crate::engine::prefetch;
 use crate::engine::{PacketId, Time};
 use crate::packet::{NO_ROUTE, flag};
 use crate::sim::{Event, NONE, NodeModel, Sim};
@@ -403,6 +404,7 @@ impl Sim {
         } = self;
         let pk = pkts[p];
         let nb = pk.blocks();
+        debug_assert!(nb as i32 <= self.max_blocks, "a packet larger than max_blocks");
         let vl15 = pk.flags & flag::VL15 != 0;
         let pt = &mut ports[g];
         if !vl15 {
@@ -494,9 +496,28 @@ impl Sim {
     /// can go: at `end` if it will have the credits, later if they are still on
     /// their way, or on a credit return if none is. With one VL the next packet is
     /// known exactly; with several, wake at `end` and let arbitration decide.
+    ///
+    /// With one data VL, a transmitter that holds credits for the largest
+    /// packet the run can make will have them at `end` whatever comes next, so
+    /// the next packet (a line that is usually cold) is not read: the wake-up
+    /// comes at `end`, exactly as `credit_ready` would have said.
     #[inline]
     fn plan_next(&mut self, gp: u32, end: Time) {
         let g = gp as usize;
+        if self.nvl == 1 && self.ports[g].cred.vl0 >= self.max_blocks {
+            let has_work = match self.ports[g].model {
+                NodeModel::IbSwitch => {
+                    prefetch::addr(self.pkts.hint_addr(self.ports[g].oq0.chain_head()));
+                    self.ports[g].oq_len != 0
+                }
+                NodeModel::IbHca => self.hca_has_work(gp),
+                NodeModel::None => false,
+            };
+            if has_work {
+                self.schedule_wake(gp, end);
+            }
+            return;
+        }
         let need = match self.ports[g].model {
             NodeModel::IbSwitch => {
                 if self.ports[g].oq_len == 0 {

@@ -150,6 +150,12 @@ impl PktList {
         self.chain.front()
     }
 
+    /// The head's id, [`NONE`] when empty (for a prefetch hint).
+    #[inline(always)]
+    pub(crate) fn chain_head(&self) -> u32 {
+        self.chain.head
+    }
+
     /// True when empty.
     #[inline]
     pub(crate) fn is_empty(&self) -> bool {
@@ -353,6 +359,9 @@ pub struct Sim {
     // Transmitters.
     /// Number of data VLs modelled.
     pub(crate) nvl: usize,
+    /// Blocks of the largest packet the run can make (a full-MTU WRITE First
+    /// with a GRH): a transmitter holding this many credits can send any packet.
+    pub(crate) max_blocks: i32,
     /// Credits (64-byte blocks) this port may still send into the peer's buffer,
     /// `[gp * nvl + vl]` for VLs 1 and up; VL 0's sit in the port record
     /// ([`crate::net::CreditRing::vl0`]), so slot `gp * nvl` is unused.
@@ -572,6 +581,7 @@ impl Sim {
         // 16 ns 3.37 (sorting bigger slots costs more). Sorting the next slot
         // early so the look-ahead could see past every end gained nothing.
         let max_pkt = ib.mtu + 128;
+        let max_blocks = crate::packet::blocks(crate::packet::Opcode::WriteFirst.wire_bytes(ib.mtu, true)) as i32;
         let horizon = ports
             .iter()
             .filter(|p| p.peer != NONE)
@@ -595,6 +605,7 @@ impl Sim {
             ports: ports.into(),
             port_bps,
             nvl,
+            max_blocks,
             credits: credits.into(),
             credit_spill: vec![VecDeque::new(); np],
             oq: vec![PktList::default(); np * (nvl + 1)].into(),
