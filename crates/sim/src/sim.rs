@@ -861,6 +861,8 @@ impl Sim {
         if let Some(w) = self.q.peek_ahead_packed(1) {
             if w >> TAG_SHIFT == TAG_TX_WAKE {
                 let pt = &self.ports[(w & ID_MASK) as usize];
+                // The packet last put on its link, which the send links to.
+                prefetch::addr(self.pkts.hint_addr(pt.fifo.tail));
                 if pt.model == NodeModel::IbHca {
                     // Then the ACK or the QP it will send from.
                     if let Some(c) = self.caps.get(self.ca_port[(w & ID_MASK) as usize] as usize) {
