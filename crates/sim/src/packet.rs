@@ -112,6 +112,13 @@ impl Opcode {
     }
 }
 
+/// The largest packet on the wire with path MTU `mtu`: a WRITE First (the
+/// largest extension header, the RETH) with a full payload and a GRH. UD
+/// payloads are capped at the MTU when posted, MADs at 256 bytes.
+pub(crate) fn max_wire(mtu: u32) -> u32 {
+    Opcode::WriteFirst.wire_bytes(mtu, true)
+}
+
 /// Number of 64-byte flow-control blocks a packet of `wire` bytes occupies
 /// (IBA vol. 1 §7.9.4: credits are counted in 64-byte units).
 #[inline]
@@ -469,5 +476,40 @@ mod tests {
         assert_eq!((s.live(), s.peak()), (0, 1));
         assert_eq!(std::mem::size_of::<PktHot>(), 40);
         assert_eq!(std::mem::size_of::<PktCold>(), 20);
+    }
+
+    #[test]
+    fn max_wire_bounds_every_packet() {
+        use Opcode::*;
+        let all = [
+            SendFirst,
+            SendMiddle,
+            SendLast,
+            SendOnly,
+            WriteFirst,
+            WriteMiddle,
+            WriteLast,
+            WriteOnly,
+            ReadRequest,
+            ReadResponseFirst,
+            ReadResponseMiddle,
+            ReadResponseLast,
+            ReadResponseOnly,
+            Acknowledge,
+            UdSendOnly,
+        ];
+        for mtu in [256, 512, 1024, 2048, 4096] {
+            let max = max_wire(mtu);
+            for op in all {
+                for grh in [false, true] {
+                    assert!(op.wire_bytes(mtu, grh) <= max, "{op:?} at MTU {mtu}");
+                }
+                // A MAD over UD at any MTU.
+                assert!(UdSendOnly.wire_bytes(hdr::MAD, true) <= max, "MAD at MTU {mtu}");
+            }
+        }
+        // LRH 8 + GRH 40 + BTH 12 + RETH 16 + 4096 + ICRC 4 + VCRC 2.
+        assert_eq!(max_wire(4096), 4178);
+        assert_eq!(blocks(max_wire(4096)), 66);
     }
 }

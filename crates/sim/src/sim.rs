@@ -581,7 +581,7 @@ impl Sim {
         // 16 ns 3.37 (sorting bigger slots costs more). Sorting the next slot
         // early so the look-ahead could see past every end gained nothing.
         let max_pkt = ib.mtu + 128;
-        let max_blocks = crate::packet::blocks(crate::packet::Opcode::WriteFirst.wire_bytes(ib.mtu, true)) as i32;
+        let max_blocks = crate::packet::blocks(crate::packet::max_wire(ib.mtu)) as i32;
         let horizon = ports
             .iter()
             .filter(|p| p.peer != NONE)
