@@ -31,6 +31,15 @@
 //!   }
 //! ```
 //!
+//! Event order: by time, and at one picosecond by the event itself (its kind in
+//! the order of [`Ev`]'s variants, then its component id), never by when it was
+//! scheduled. So the order of a run is a function of its events alone: the
+//! part of a run that one set of switches and NICs sees does not depend on
+//! what the rest of the fabric did at the same picosecond, which is what a
+//! run split over threads needs to give the same bytes as one thread. For the
+//! same reason RED/ECN draws come from a random stream per switch, and the
+//! trace hash is a sum over events ([`TraceHash::add`]).
+//!
 //! Conservation: every packet is created once and ends delivered, dropped with a
 //! [`RoceDrop`] reason, or in flight; drops on a lossless priority other than a
 //! watchdog's are model or configuration faults and are reported as such.
@@ -374,7 +383,7 @@ impl Kind {
 }
 
 /// A packet in flight: 16 bytes, as it is copied into a link FIFO (24-byte
-/// entries with its arrival time and sequence as steps: [`KeyedFifo`]) and an
+/// entries with its arrival time as a step: [`KeyedFifo`]) and an
 /// egress queue on every hop.
 /// Its end hosts are not stored: they are its flow's (see [`RoceSim::ends`]);
 /// nor its payload, which its kind and wire size give (see [`RoceSim::payload`]).
@@ -667,6 +676,10 @@ struct Switch {
     /// data queue's counters of all ports share a few lines).
     q_tx: Table<u64>,
     red: Table<Option<Red>>,
+    /// This switch's own random stream for RED/ECN marking, seeded from the
+    /// run's seed and the switch's node: its draws follow this switch's
+    /// dequeues alone, whatever other switches do (see `RoceSim::run`).
+    rng: Pcg64Mcg,
     /// Ingress (port, PG) with XOFF asserted: re-checked on every release, since
     /// the threshold rises for all of them as the shared pool frees.
     xoff: Vec<(u8, u8)>,
@@ -764,7 +777,6 @@ pub struct RoceSim {
     now: Time,
     q: PackedQueue<EvWord>,
     trace: TraceHash,
-    rng: Pcg64Mcg,
     /// Packets alive (created, not yet delivered or dropped). Packets move by
     /// value through link FIFOs and queues (36 bytes, no slab look-up per hop).
     live: u64,
@@ -777,14 +789,14 @@ pub struct RoceSim {
     pc: Table<PortCold>,
     /// The port at the other end of each port's link (`NONE`: not cabled).
     peer: Table<u32>,
-    /// Packets on each link direction (24-byte entries: see [`KeyedFifo`]).
+    /// Packets on each link direction (20-byte entries: see [`KeyedFifo`]).
     link_fifo: Table<KeyedFifo<Pkt>>,
     /// Switch egress queues, `[q * ports + gp]` by global port (queue-major: the
     /// data queue's ring headers of neighbouring ports share lines); a wake-up's
     /// queue is found from its port alone, without the switch's record. NIC
     /// ports have theirs, always empty.
     eq: Table<HeadRing<Queued>>,
-    /// Each link FIFO's keys too wide for its 32-bit steps (see [`KeyedFifo`]).
+    /// Each link FIFO's times too far apart for its 32-bit steps (see [`KeyedFifo`]).
     link_wide: Table<WideKeys>,
     /// Node → switch or NIC index.
     role: Table<(bool, u32)>,
@@ -877,6 +889,13 @@ fn pace_ps(bytes: u64, bps: u64) -> u64 {
         Some(num) => num.div_ceil(bps),
         None => crate::engine::time::serialization_ps(bytes, bps),
     }
+}
+
+/// Switch `node`'s RED/ECN random stream: the run's seed mixed with the
+/// node's index (so each switch draws from a stream of its own, and a switch's
+/// stream does not depend on which other switches exist).
+fn switch_rng(seed: u64, node: u32) -> Pcg64Mcg {
+    Pcg64Mcg::seed_from_u64(seed ^ (u64::from(node) + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15))
 }
 
 /// How many events ahead [`RoceSim::run`] prefetches an arrival's packet.
@@ -1050,6 +1069,7 @@ impl RoceSim {
                             ..cfg.hash
                         },
                         red: red.into(),
+                        rng: switch_rng(cfg.seed, i as u32),
                         xoff: Vec::new(),
                     });
                 }
@@ -1195,7 +1215,6 @@ impl RoceSim {
             now: Time::ZERO,
             q: PackedQueue::with_horizon(horizon),
             trace: TraceHash::default(),
-            rng: Pcg64Mcg::seed_from_u64(cfg.seed),
             live: 0,
             maps,
             link_fifo: vec![KeyedFifo::default(); ports.len()].into(),
@@ -1868,7 +1887,7 @@ impl RoceSim {
                     let dir = a.id();
                     let to = self.peer[dir as usize];
                     prefetch::whole(&self.ports[to as usize]);
-                    // The head and the entry after it (whose time and sequence the
+                    // The head and the entry after it (whose time the
                     // pop reads to schedule the next arrival): often two lines.
                     let (head, next) = self.link_fifo[dir as usize].first_two();
                     if let Some(head) = head {
@@ -1884,8 +1903,7 @@ impl RoceSim {
             self.q.pop_first();
             self.now = t;
             self.events += 1;
-            self.trace.fold(t.0);
-            self.trace.fold(w.trace_word());
+            self.trace.add(t.0, w.trace_word());
             let status = self.dispatch(t, w.ev());
             if let Some(s) = status {
                 return s;
@@ -1893,17 +1911,12 @@ impl RoceSim {
         }
     }
 
-    /// Schedule `ev` at `t`.
+    /// Schedule `ev` at `t`. Events at the same picosecond run in the order of
+    /// their kind, then their component (the order of [`EvWord`]s), not in the
+    /// order they were scheduled: see [`RoceSim::run`].
     #[inline]
     fn push_ev(&mut self, t: Time, ev: Ev) {
-        let s = self.q.next_seq();
-        self.push_ev_seq(t, s, ev);
-    }
-
-    /// Schedule `ev` at `t` with a sequence number taken earlier.
-    #[inline]
-    fn push_ev_seq(&mut self, t: Time, seq: u64, ev: Ev) {
-        self.q.push_seq(t, seq, ev.pack());
+        self.q.push_seq(t, 0, ev.pack());
     }
 
     /// Handle one event; `Some` ends the run.
@@ -1913,8 +1926,8 @@ impl RoceSim {
             Ev::Arrive { dir } => {
                 let d = dir as usize;
                 let (p, next) = self.link_fifo[d].pop(&mut self.link_wide[d]).expect("FIFO head");
-                if let Some((nt, ns)) = next {
-                    self.push_ev_seq(nt, ns, Ev::Arrive { dir });
+                if let Some(nt) = next {
+                    self.push_ev(nt, Ev::Arrive { dir });
                 }
                 let to = self.peer[dir as usize];
                 self.arrive(to, p);
@@ -2230,12 +2243,11 @@ impl RoceSim {
         match lost {
             Some(why) => self.drop_pkt(p, why),
             None => {
-                let seq = self.q.next_seq();
                 let f = &mut self.link_fifo[g];
-                let first = f.push(&mut self.link_wide[g], arrive, seq, p);
+                let first = f.push(&mut self.link_wide[g], arrive, p);
                 self.ports[g].tail_hint = f.back_addr();
                 if first {
-                    self.push_ev_seq(arrive, seq, Ev::Arrive { dir: gp });
+                    self.push_ev(arrive, Ev::Arrive { dir: gp });
                 }
             }
         }
@@ -2589,7 +2601,7 @@ impl RoceSim {
         // RED/ECN at dequeue on the egress queue's bytes (HPCC ns-3).
         if (pk.kind == Kind::Data || (pk.kind == Kind::TcpData && self.tcp.ect()))
             && let Some(red) = &s.red[port]
-            && red.should_mark(qlen, &mut self.rng)
+            && red.should_mark(qlen, &mut s.rng)
             && !p.has(Pkt::CE)
         {
             p.set(Pkt::CE, true);
