@@ -20,9 +20,11 @@
 //!
 //! Runs the split does not cover yet (background TCP, HPCC's INT store, a PFC
 //! watchdog, a faulty NIC, link failures, packet capture, QPs driven from
-//! outside) run on one thread. A run that ends with every flow done is run
-//! again on one thread from its start, so that it stops at the exact event
-//! (a part cannot know mid-window that the others are done too).
+//! outside) run on one thread. A part cannot know mid-window that the others
+//! are done too, so once every flow left could finish within one window (it
+//! has fewer bytes left to deliver than its receiver's link carries in one),
+//! the parts are folded back and the rest of the run goes on one thread: it
+//! stops at the exact event that finishes the last flow, as one thread does.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -103,6 +105,14 @@ impl Drop for PanicWatch<'_> {
 /// A packet sent over a cut cable: its arrival time, the transmitting port
 /// (its link's FIFO), the packet.
 pub(super) type Crossing = (Time, u32, Pkt);
+
+/// How a split run ended.
+enum Outcome {
+    /// With this status.
+    Ended(RoceStatus),
+    /// Close to every flow's end: the rest runs on one thread.
+    Tail,
+}
 
 /// The parts of a split run and what the coordinator keeps between windows.
 struct Split {
@@ -290,24 +300,73 @@ impl RoceSim {
             return self.run(until);
         }
         let split = Split { owner, lookahead };
+        // Kept in case every flow finished inside a window after all (the
+        // windows stop short of that: see `run_split`), to run again on one
+        // thread and stop at the exact event.
         let start = self.clone();
         match self.run_split(&split, threads, until) {
-            Some(status) => {
+            Some(Outcome::Ended(status)) => {
+                self.threads_used = threads;
+                status
+            }
+            Some(Outcome::Tail) => {
+                let status = self.run(until);
                 self.threads_used = threads;
                 status
             }
             None => {
-                // Every flow finished inside a window: run again on one thread
-                // to stop at the exact event.
                 *self = start;
                 self.run(until)
             }
         }
     }
 
-    /// The split run; `None` when the run ended with every flow done (the
-    /// caller reruns it on one thread).
-    fn run_split(&mut self, split: &Split, threads: usize, until: Time) -> Option<RoceStatus> {
+    /// Whether some flow surely cannot finish before `end` (so neither can
+    /// the run in a window from `t0` to `end`): it starts at `end` or later,
+    /// or more of its bytes are still to be delivered than its receiver's
+    /// link carries by then. Tries `witness` (the flow that said so last)
+    /// first, and keeps the one that says so in it.
+    fn some_flow_far(
+        &self,
+        parts: &[impl std::ops::Deref<Target = RoceSim>],
+        owner: &[u8],
+        witness: &mut usize,
+        t0: Time,
+        end: Time,
+    ) -> bool {
+        let far = |k: usize| -> bool {
+            let spec = &self.flows[k].spec;
+            if parts[owner[spec.src.idx()] as usize].flows[k].done.is_some() {
+                return false;
+            }
+            if spec.start >= end {
+                return true;
+            }
+            let total = u128::from(spec.size) * u128::from(spec.messages.max(1));
+            let delivered = u128::from(parts[owner[spec.dst.idx()] as usize].flows[k].delivered_bytes);
+            let bps = u128::from(self.pc[(self.port_base[spec.dst.idx()] + 1) as usize].bps);
+            // Bytes the receiver's link carries in the window, rounded up.
+            let can = (bps * u128::from(end.0.saturating_sub(t0.0))).div_ceil(8_000_000_000_000);
+            total.saturating_sub(delivered) > can
+        };
+        if *witness < self.flows.len() && far(*witness) {
+            return true;
+        }
+        match (0..self.flows.len()).find(|&k| far(k)) {
+            Some(k) => {
+                *witness = k;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The split run: `Ended` with the run's status, or `Tail` when the flows
+    /// left are close enough to done that one window might finish them all
+    /// (the parts are folded back; the caller runs the rest on one thread, so
+    /// that the run stops at the exact event that finishes it). `None` if the
+    /// run was found finished after a window (the caller redoes it on one thread).
+    fn run_split(&mut self, split: &Split, threads: usize, until: Time) -> Option<Outcome> {
         let owner = &split.owner;
         // The deadlock check is the coordinator's: it reads every part.
         let mut events: Vec<(Time, EvWord)> = Vec::with_capacity(self.q.len());
@@ -358,6 +417,7 @@ impl RoceSim {
                     }
                 });
             }
+            let mut witness = 0;
             let status = loop {
                 let mut all: Vec<_> = (0..threads).map(lock).collect();
                 // What the whole world would see before its next event.
@@ -367,16 +427,20 @@ impl RoceSim {
                     let events = total(base.events, all.iter().map(|p| p.events));
                     if events == base.events {
                         // Done before anything ran: nothing to redo.
-                        break Some(RoceStatus::Done);
+                        break Some(Outcome::Ended(RoceStatus::Done));
                     }
                     break None;
                 }
                 let next = all.iter_mut().filter_map(|p| p.q.first().map(|(t, _)| t)).min();
                 let Some(t0) = [next, check_at].into_iter().flatten().min() else {
-                    break Some(if left == 0 { RoceStatus::Done } else { RoceStatus::Stuck });
+                    break Some(Outcome::Ended(if left == 0 {
+                        RoceStatus::Done
+                    } else {
+                        RoceStatus::Stuck
+                    }));
                 };
                 if t0 > until {
-                    break Some(RoceStatus::TimeLimit);
+                    break Some(Outcome::Ended(RoceStatus::TimeLimit));
                 }
                 // The window: events before T + L, and not past the check or `until`.
                 let check_key = check_at.map(|c| key(c, Ev::Check.pack().0));
@@ -389,6 +453,9 @@ impl RoceSim {
                 .flatten()
                 .min()
                 .expect("bounds");
+                if left == 0 || !self.some_flow_far(&all, owner, &mut witness, t0, Time((bound >> 64) as u64)) {
+                    break Some(Outcome::Tail);
+                }
                 drop(all);
                 gate.open(bound);
                 {
@@ -410,7 +477,7 @@ impl RoceSim {
                     if let Some(d) = self.split_check(&mut views, &base, owner, tc) {
                         // The check that found it is not armed again, nor disarmed.
                         check_at = None;
-                        break Some(RoceStatus::Deadlock(d));
+                        break Some(Outcome::Ended(RoceStatus::Deadlock(d)));
                     }
                     let live = total(base.live, all.iter().map(|p| p.live));
                     let left = base.flows_left - all.iter().map(|p| base.flows_left - p.flows_left).sum::<usize>();
@@ -424,7 +491,11 @@ impl RoceSim {
         let status = status?;
         let parts: Vec<RoceSim> = parts.into_iter().map(|m| m.into_inner().expect("part")).collect();
         let inboxes: Vec<Vec<Crossing>> = inboxes.into_iter().map(|m| m.into_inner().expect("inbox")).collect();
-        self.fold_parts(parts, inboxes, &base, owner, check_at, until, &status);
+        let ended = match &status {
+            Outcome::Ended(s) => Some(s),
+            Outcome::Tail => None,
+        };
+        self.fold_parts(parts, inboxes, &base, owner, check_at, until, ended);
         Some(status)
     }
 
@@ -500,7 +571,7 @@ impl RoceSim {
         owner: &[u8],
         check_at: Option<Time>,
         until: Time,
-        status: &RoceStatus,
+        status: Option<&RoceStatus>,
     ) {
         let part_of_node = |n: u32| owner[n as usize] as usize;
         for (k, inbox) in inboxes.into_iter().enumerate() {
@@ -603,12 +674,12 @@ impl RoceSim {
         }
         match check_at {
             Some(t) => self.q.push_seq(t, 0, Ev::Check.pack()),
-            None if !matches!(status, RoceStatus::Deadlock(_)) => self.timers_armed &= !2,
+            None if !matches!(status, Some(RoceStatus::Deadlock(_))) => self.timers_armed &= !2,
             None => {}
         }
         self.now = match status {
-            RoceStatus::TimeLimit => until.max(parts.iter().map(|p| p.now).max().unwrap_or(self.now)),
-            RoceStatus::Deadlock(d) => d.at,
+            Some(RoceStatus::TimeLimit) => until.max(parts.iter().map(|p| p.now).max().unwrap_or(self.now)),
+            Some(RoceStatus::Deadlock(d)) => d.at,
             _ => parts.iter().map(|p| p.now).max().unwrap_or(self.now),
         };
     }
@@ -717,7 +788,8 @@ mod tests {
     }
 
     /// A run that ends with every flow done (a 16:1 incast with DCQCN) stops
-    /// at the same event: the split run is redone on one thread.
+    /// at the same event: split until the flows are near their end, then on
+    /// one thread (not redone from the start).
     #[test]
     fn split_run_that_finishes_stops_at_the_same_event() {
         let (f, _, h) = star(17);
@@ -732,6 +804,7 @@ mod tests {
         assert_eq!(one.run(Time::ms(50)), RoceStatus::Done);
         let mut split = RoceSim::new(&f, cfg, &flows).unwrap();
         assert_eq!(split.run_threads(Time::ms(50), 2), RoceStatus::Done);
+        assert_eq!(split.last_threads(), 2, "split, not redone on one thread");
         assert_same(&one, &split, "incast to the end");
     }
 
