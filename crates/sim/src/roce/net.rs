@@ -914,6 +914,18 @@ fn switch_rng(seed: u64, node: u32) -> Pcg64Mcg {
     Pcg64Mcg::seed_from_u64(seed ^ (u64::from(node) + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15))
 }
 
+/// Where an event stands among the events of its picosecond: its kind first
+/// (arrivals, then wake-ups, then the rest in the order of `Ev`'s variants),
+/// then a hash of its component and time, so that no port or link is always
+/// first when several are at the same picosecond (as the lowest id would be
+/// in a lock-step fabric), and the order is still a function of the event
+/// alone. The queue's sequence field (36 bits) holds it.
+#[inline(always)]
+fn tie(t: Time, w: EvWord) -> u64 {
+    let h = (t.0 ^ u64::from(w.0).wrapping_mul(0x9e37_79b9_7f4a_7c15)).wrapping_mul(0xd6e8_feb8_6659_fd93);
+    (u64::from(w.kind()) << 32) | (h >> 32)
+}
+
 /// How many events ahead [`RoceSim::run`] prefetches an arrival's packet.
 const PREFETCH_AHEAD: usize = 2;
 
@@ -1974,7 +1986,8 @@ impl RoceSim {
     /// order they were scheduled: see [`RoceSim::run`].
     #[inline]
     fn push_ev(&mut self, t: Time, ev: Ev) {
-        self.q.push_seq(t, 0, ev.pack());
+        let w = ev.pack();
+        self.q.push_seq(t, tie(t, w), w);
     }
 
     /// Handle one event; `Some` ends the run.

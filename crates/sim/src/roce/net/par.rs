@@ -391,7 +391,7 @@ impl RoceSim {
         let mut parts: Vec<RoceSim> = (0..threads).map(|_| self.clone()).collect();
         for &(t, w) in &events {
             if let Some(p) = self.part_of(owner, w) {
-                parts[p as usize].q.push_seq(t, 0, w);
+                parts[p as usize].q.push_seq(t, tie(t, w), w);
             }
         }
         let parts: Vec<Mutex<RoceSim>> = parts.into_iter().map(Mutex::new).collect();
@@ -445,9 +445,9 @@ impl RoceSim {
                 // The window: events before T + L, and not past the check or `until`.
                 let check_key = check_at.map(|c| key(c, Ev::Check.pack().0));
                 let bound = [
-                    Some(key(t0 + split.lookahead, 0)),
+                    Some(time_key(t0 + split.lookahead)),
                     check_key,
-                    Some(key(Time(until.0.saturating_add(1)), 0)),
+                    Some(time_key(Time(until.0.saturating_add(1)))),
                 ]
                 .into_iter()
                 .flatten()
@@ -669,11 +669,11 @@ impl RoceSim {
         // Events not run go back into the one queue (emptied at the start).
         for p in &mut parts {
             while let Some((t, w)) = p.q.pop() {
-                self.q.push_seq(t, 0, w);
+                self.q.push_seq(t, tie(t, w), w);
             }
         }
         match check_at {
-            Some(t) => self.q.push_seq(t, 0, Ev::Check.pack()),
+            Some(t) => self.q.push_seq(t, tie(t, Ev::Check.pack()), Ev::Check.pack()),
             None if !matches!(status, Some(RoceStatus::Deadlock(_))) => self.timers_armed &= !2,
             None => {}
         }
@@ -685,11 +685,15 @@ impl RoceSim {
     }
 }
 
-/// The queue key of an event at `t` with word `w` (the RoCE model's
-/// sequence is always 0).
+/// The queue key of event `w` at `t` (see [`tie`]).
 #[inline(always)]
 fn key(t: Time, w: u32) -> u128 {
-    (u128::from(t.0) << 64) | u128::from(w)
+    (u128::from(t.0) << 64) | (u128::from(tie(t, EvWord(w))) << EV_BITS) | u128::from(w)
+}
+
+/// The smallest queue key at `t`: before every event of that picosecond.
+fn time_key(t: Time) -> u128 {
+    u128::from(t.0) << 64
 }
 
 #[cfg(test)]
