@@ -32,7 +32,8 @@
 //! ```
 //!
 //! Event order: by time, and at one picosecond by the event itself (its kind in
-//! the order of `Ev`'s variants, then its component id), never by when it was
+//! the order of `Ev`'s variants, then a hash of its component and time: see
+//! `tie`), never by when it was
 //! scheduled. So the order of a run is a function of its events alone: the
 //! part of a run that one set of switches and NICs sees does not depend on
 //! what the rest of the fabric did at the same picosecond, which is what a
@@ -1982,7 +1983,7 @@ impl RoceSim {
     }
 
     /// Schedule `ev` at `t`. Events at the same picosecond run in the order of
-    /// their kind, then their component (the order of [`EvWord`]s), not in the
+    /// their kind, then a hash of their component and time (see [`tie`]), not in the
     /// order they were scheduled: see [`RoceSim::run`].
     #[inline]
     fn push_ev(&mut self, t: Time, ev: Ev) {
