@@ -84,48 +84,106 @@ impl IntHeader {
 /// flight, reused through a free list; at most 65,535 at once (more would
 /// need 11.5 MB of headers in flight): past that a packet goes without INT and
 /// [`IntStore::overflow`] counts it.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct IntStore {
     slots: Vec<IntHeader>,
     free: Vec<u16>,
     /// Packets sent without INT because every handle was in use.
     pub overflow: u64,
+    /// Handles given are `base + 1 ..= base + cap` (a part of a split run
+    /// has its own range: see [`Self::with_range`]).
+    base: u16,
+    cap: u16,
+    /// Most headers held at once.
+    peak: usize,
+}
+
+impl Default for IntStore {
+    fn default() -> Self {
+        IntStore::with_range(0, u16::MAX)
+    }
 }
 
 impl IntStore {
+    /// An empty store giving handles `base + 1 ..= base + cap` (`base + cap`
+    /// at most 65,535).
+    pub fn with_range(base: u16, cap: u16) -> IntStore {
+        debug_assert!(u32::from(base) + u32::from(cap) <= u32::from(u16::MAX));
+        IntStore {
+            slots: Vec::new(),
+            free: Vec::new(),
+            overflow: 0,
+            base,
+            cap,
+            peak: 0,
+        }
+    }
+
     /// A fresh empty header; returns its handle (≥ 1), or 0 when all are in use.
     pub fn alloc(&mut self) -> u16 {
-        match self.free.pop() {
+        let h = match self.free.pop() {
             Some(i) => {
                 self.slots[usize::from(i)] = IntHeader::default();
-                i + 1
+                self.base + i + 1
             }
-            None if self.slots.len() < usize::from(u16::MAX) => {
+            None if self.slots.len() < usize::from(self.cap) => {
                 self.slots.push(IntHeader::default());
-                self.slots.len() as u16
+                self.base + self.slots.len() as u16
             }
             None => {
                 self.overflow += 1;
-                0
+                return 0;
             }
-        }
+        };
+        self.peak = self.peak.max(self.live());
+        h
     }
 
     /// The header of handle `h` (≥ 1).
     #[inline]
     pub fn get(&self, h: u16) -> &IntHeader {
-        &self.slots[usize::from(h) - 1]
+        &self.slots[usize::from(h - self.base) - 1]
     }
 
     /// Mutable header of handle `h` (≥ 1).
     #[inline]
     pub fn get_mut(&mut self, h: u16) -> &mut IntHeader {
-        &mut self.slots[usize::from(h) - 1]
+        &mut self.slots[usize::from(h - self.base) - 1]
     }
 
     /// Return handle `h` (≥ 1) to the pool.
     pub fn release(&mut self, h: u16) {
-        self.free.push(h - 1);
+        self.free.push(h - self.base - 1);
+    }
+
+    /// Most headers held at once.
+    pub fn peak(&self) -> usize {
+        self.peak
+    }
+
+    /// The stores of a split run's parts made one (each part's handles kept:
+    /// packets in flight hold them), every handle no part holds free; no
+    /// overflow counted (the caller knows the run's).
+    pub fn merged(parts: &[&IntStore]) -> IntStore {
+        let mut m = IntStore::default();
+        let len = parts
+            .iter()
+            .map(|p| usize::from(p.base) + p.slots.len())
+            .max()
+            .unwrap_or(0);
+        m.slots = vec![IntHeader::default(); len];
+        let mut held = vec![false; len];
+        for p in parts {
+            let b = usize::from(p.base);
+            m.slots[b..b + p.slots.len()].clone_from_slice(&p.slots);
+            held[b..b + p.slots.len()].iter_mut().for_each(|h| *h = true);
+            for &f in &p.free {
+                held[b + usize::from(f)] = false;
+            }
+            m.peak = m.peak.max(p.peak);
+        }
+        m.free = (0..len).rev().filter(|&i| !held[i]).map(|i| i as u16).collect();
+        m
     }
 
     /// Headers held by packets in flight.

@@ -872,6 +872,8 @@ pub struct RoceSim {
     /// In a part of a run split over threads: packets sent over cut cables
     /// this window (see `par`).
     outbox: Vec<par::Crossing>,
+    /// The INT headers of the HPCC packets among them, in order.
+    outbox_int: Vec<crate::roce::hpcc_cc::IntHeader>,
 }
 
 /// A DCTCP sender for a NIC of `line` bits/s, if the run uses DCTCP.
@@ -1289,6 +1291,7 @@ impl RoceSim {
             link_events: 0,
             threads_used: 1,
             outbox: Vec::new(),
+            outbox_int: Vec::new(),
             fabric: fabric.clone(),
             cfg,
         };
@@ -2316,7 +2319,17 @@ impl RoceSim {
         }
         match lost {
             Some(why) => self.drop_pkt(p, why),
-            None if self.ports[g].fate & Port::CUT != 0 => self.outbox.push((arrive, gp, p)),
+            None if self.ports[g].fate & Port::CUT != 0 => {
+                let mut p = p;
+                if p.int != 0 {
+                    // The header goes with the packet; the far part gives it
+                    // a handle of its own (any non-zero mark until then).
+                    self.outbox_int.push(*self.int.get(p.int));
+                    self.int.release(p.int);
+                    p.int = 1;
+                }
+                self.outbox.push((arrive, gp, p));
+            }
             None => {
                 let f = &mut self.link_fifo[g];
                 let first = f.push(&mut self.link_wide[g], arrive, p);

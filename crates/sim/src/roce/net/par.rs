@@ -18,9 +18,11 @@
 //! as [`RoceSim::run`]: same events, same trace, same records. At the end the
 //! parts are folded back into one world, which a later `run` continues.
 //!
-//! Runs the split does not cover yet (background TCP, HPCC's INT store, a PFC
-//! watchdog, a faulty NIC, link failures, packet capture, QPs driven from
-//! outside) run on one thread. A part cannot know mid-window that the others
+//! Runs the split does not cover yet (background TCP, a PFC watchdog, a faulty
+//! NIC, link failures, packet capture, QPs driven from outside) run on one
+//! thread. HPCC's INT headers cross with their packets; each part hands out
+//! handles of its own range, and a run that might have run out of handles on
+//! one thread is redone on one. A part cannot know mid-window that the others
 //! are done too, so once every flow left could finish within one window (it
 //! has fewer bytes left to deliver than its receiver's link carries in one),
 //! the parts are folded back and the rest of the run goes on one thread: it
@@ -106,6 +108,14 @@ impl Drop for PanicWatch<'_> {
 /// (its link's FIFO), the packet.
 pub(super) type Crossing = (Time, u32, Pkt);
 
+/// What reaches a part over cut cables in one window: the packets, and the
+/// INT headers of the HPCC packets among them, in order.
+#[derive(Default)]
+struct Inbox {
+    pkts: Vec<Crossing>,
+    ints: Vec<crate::roce::hpcc_cc::IntHeader>,
+}
+
 /// How a split run ended.
 enum Outcome {
     /// With this status.
@@ -171,8 +181,8 @@ impl RoceSim {
             Some("QPs driven from outside")
         } else if !self.tcp.is_empty() {
             Some("background TCP")
-        } else if self.hpcc_on {
-            Some("HPCC (INT headers)")
+        } else if self.int.live() > 0 {
+            Some("INT headers in flight from an earlier run")
         } else if self.wd_period != Time::NEVER {
             Some("a PFC watchdog")
         } else if self.nics.iter().any(|n| n.rx.faulty) {
@@ -389,13 +399,21 @@ impl RoceSim {
         let base = Counters::of(self);
         self.timers_armed |= 2;
         let mut parts: Vec<RoceSim> = (0..threads).map(|_| self.clone()).collect();
+        // Each part hands out INT handles of its own range: packets carry them
+        // into the merged world at the end.
+        let range = u16::MAX / threads as u16;
+        for (k, p) in parts.iter_mut().enumerate() {
+            p.int = crate::roce::hpcc_cc::IntStore::with_range(k as u16 * range, range);
+        }
+        // The most INT headers between parts at once (in no part's store).
+        let mut int_transit = 0usize;
         for &(t, w) in &events {
             if let Some(p) = self.part_of(owner, w) {
                 parts[p as usize].q.push_seq(t, tie(t, w), w);
             }
         }
         let parts: Vec<Mutex<RoceSim>> = parts.into_iter().map(Mutex::new).collect();
-        let inboxes: Vec<Mutex<Vec<Crossing>>> = (0..threads).map(|_| Mutex::new(Vec::new())).collect();
+        let inboxes: Vec<Mutex<Inbox>> = (0..threads).map(|_| Mutex::new(Inbox::default())).collect();
         let gate = Gate::default();
         let lock = |k: usize| parts[k].lock().expect("a part's thread panicked");
         let status = std::thread::scope(|s| {
@@ -466,11 +484,18 @@ impl RoceSim {
                 let mut all: Vec<_> = (0..threads).map(lock).collect();
                 // Hand each part the packets sent to it over cut cables.
                 for p in all.iter_mut() {
+                    let p = &mut **p;
+                    let mut ints = p.outbox_int.drain(..);
                     for c in p.outbox.drain(..) {
                         let to = owner[self.node_of(self.peer[c.1 as usize]) as usize];
-                        inboxes[to as usize].lock().expect("inbox").push(c);
+                        let mut inbox = inboxes[to as usize].lock().expect("inbox");
+                        if c.2.int != 0 {
+                            inbox.ints.push(ints.next().expect("an INT header per HPCC packet"));
+                        }
+                        inbox.pkts.push(c);
                     }
                 }
+                int_transit = int_transit.max(inboxes.iter().map(|i| i.lock().expect("inbox").ints.len()).sum());
                 if check_key == Some(bound) {
                     let tc = check_at.expect("at the check");
                     let mut views: Vec<&mut RoceSim> = all.iter_mut().map(|g| &mut **g).collect();
@@ -490,7 +515,14 @@ impl RoceSim {
         });
         let status = status?;
         let parts: Vec<RoceSim> = parts.into_iter().map(|m| m.into_inner().expect("part")).collect();
-        let inboxes: Vec<Vec<Crossing>> = inboxes.into_iter().map(|m| m.into_inner().expect("inbox")).collect();
+        let inboxes: Vec<Inbox> = inboxes.into_iter().map(|m| m.into_inner().expect("inbox")).collect();
+        // One thread would have run out of INT handles where a part did, or
+        // may have where all parts' peaks and the headers between them reach
+        // the 65,535 of one store: then the run is redone on one thread.
+        let peaks: usize = parts.iter().map(|p| p.int.peak()).sum();
+        if parts.iter().any(|p| p.int.overflow > 0) || peaks + int_transit >= usize::from(u16::MAX) {
+            return None;
+        }
         let ended = match &status {
             Outcome::Ended(s) => Some(s),
             Outcome::Tail => None,
@@ -499,15 +531,29 @@ impl RoceSim {
         Some(status)
     }
 
-    /// Run this part's events before `bound` (a queue key), after queueing the
-    /// packets that reached it over cut cables.
-    fn run_window(&mut self, inbox: &mut Vec<Crossing>, bound: u128) {
-        for (t, gp, p) in inbox.drain(..) {
+    /// Queue the packets that reached this part over cut cables on their
+    /// links, each HPCC packet's INT header under a handle of this part's.
+    fn take_in(&mut self, inbox: &mut Inbox) {
+        let mut ints = inbox.ints.drain(..);
+        for (t, gp, mut p) in inbox.pkts.drain(..) {
+            if p.int != 0 {
+                let h = ints.next().expect("an INT header per HPCC packet");
+                p.int = self.int.alloc();
+                if p.int != 0 {
+                    *self.int.get_mut(p.int) = h;
+                }
+            }
             let g = gp as usize;
             if self.link_fifo[g].push(&mut self.link_wide[g], t, p) {
                 self.push_ev(t, Ev::Arrive { dir: gp });
             }
         }
+    }
+
+    /// Run this part's events before `bound` (a queue key), after queueing the
+    /// packets that reached it over cut cables.
+    fn run_window(&mut self, inbox: &mut Inbox, bound: u128) {
+        self.take_in(inbox);
         while let Some((t, w)) = self.q.first() {
             if key(t, w.0) >= bound {
                 break;
@@ -566,7 +612,7 @@ impl RoceSim {
     fn fold_parts(
         &mut self,
         mut parts: Vec<RoceSim>,
-        inboxes: Vec<Vec<Crossing>>,
+        inboxes: Vec<Inbox>,
         base: &Counters,
         owner: &[u8],
         check_at: Option<Time>,
@@ -574,15 +620,12 @@ impl RoceSim {
         status: Option<&RoceStatus>,
     ) {
         let part_of_node = |n: u32| owner[n as usize] as usize;
-        for (k, inbox) in inboxes.into_iter().enumerate() {
-            let p = &mut parts[k];
-            for (t, gp, pk) in inbox {
-                let g = gp as usize;
-                if p.link_fifo[g].push(&mut p.link_wide[g], t, pk) {
-                    p.push_ev(t, Ev::Arrive { dir: gp });
-                }
-            }
+        for (k, mut inbox) in inboxes.into_iter().enumerate() {
+            parts[k].take_in(&mut inbox);
         }
+        let overflow = self.int.overflow;
+        self.int = crate::roce::hpcc_cc::IntStore::merged(&parts.iter().map(|p| &p.int).collect::<Vec<_>>());
+        self.int.overflow = overflow;
         let nports = self.ports.len();
         for g in 0..nports {
             let k = part_of_node(self.node_of(g as u32));
@@ -765,6 +808,42 @@ mod tests {
         split.run_threads(first + Time::us(10), 2);
         split.run(first + Time::us(20));
         assert_same(&one, &split, "split for 10 µs, then one thread");
+    }
+
+    /// HPCC (`CC_MODE 3`) on the same fat tree and permutation: INT headers
+    /// cross the cut with their packets; the same world as on one thread.
+    #[test]
+    fn split_hpcc_permutation_is_the_same_run() {
+        let dir = std::env::temp_dir().join(format!("rdmalab-split-hpcc-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let src = concat!(env!("CARGO_MANIFEST_DIR"), "/src/roce/testdata/hpcc/");
+        for f in ["fat.txt", "flow_perm320.txt"] {
+            std::fs::copy(format!("{src}{f}"), dir.join(f)).unwrap();
+        }
+        let cfg = std::fs::read_to_string(format!("{src}config_dcqcn_perm320.txt"))
+            .unwrap()
+            .replace("CC_MODE 1", "CC_MODE 3");
+        std::fs::write(dir.join("c.txt"), cfg).unwrap();
+        let e = crate::roce::hpcc_run::HpccExperiment::load(&dir.join("c.txt")).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        let specs = e.flow_specs();
+        let first = specs.iter().map(|f| f.start).min().unwrap();
+        let mut one = RoceSim::new(&e.fabric, e.roce.clone(), &specs).unwrap();
+        assert!(one.hpcc_on);
+        assert_eq!(one.run(first + Time::us(20)), RoceStatus::TimeLimit);
+        assert!(one.int_live() > 1000, "HPCC packets in flight: {}", one.int_live());
+        let mut split = RoceSim::new(&e.fabric, e.roce.clone(), &specs).unwrap();
+        assert_eq!(split.run_threads(first + Time::us(20), 2), RoceStatus::TimeLimit);
+        assert_eq!(split.last_threads(), 2);
+        assert_same(&one, &split, "HPCC");
+        assert_eq!(one.int_live(), split.int_live());
+        for k in 0..specs.len() {
+            assert_eq!(one.flow_hpcc(k), split.flow_hpcc(k), "flow {k} HPCC state");
+        }
+        // The merged world goes on as one thread's does.
+        one.run(first + Time::us(30));
+        split.run(first + Time::us(30));
+        assert_same(&one, &split, "HPCC, continued");
     }
 
     /// PFC pauses that cross the cut (a 2:1 incast across two leaves, PFC on,
