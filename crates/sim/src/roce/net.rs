@@ -1389,23 +1389,29 @@ impl RoceSim {
     /// one picks (static override or ECMP hash over its current groups), from the
     /// sender's switch to the receiver's. Stops after 64 hops (a routing loop).
     pub fn flow_path(&self, k: usize) -> Vec<(String, u8)> {
-        self.flow_hops(k)
+        self.flow_hops(k, false)
             .into_iter()
             .map(|(node, port)| (self.fabric.nodes[node as usize].name.clone(), port))
             .collect()
     }
 
-    /// The switches (node index, egress port) flow `k`'s data crosses now.
-    fn flow_hops(&self, k: usize) -> Vec<(u32, u8)> {
+    /// The switches (node index, egress port) flow `k`'s data crosses now, or
+    /// with `back` its ACKs.
+    fn flow_hops(&self, k: usize, back: bool) -> Vec<(u32, u8)> {
         let f = self.flow_at(k);
         let pk = Pkt {
-            kind: Kind::Data,
+            kind: if back { Kind::Ack } else { Kind::Data },
             flow: k as u32,
             ..Pkt::default()
         };
-        let dst = f.spec.dst.0;
+        let (src, dst) = if back {
+            (f.spec.dst, f.spec.src)
+        } else {
+            (f.spec.src, f.spec.dst)
+        };
+        let dst = dst.0;
         let mut out = Vec::new();
-        let mut gp = self.port_base[f.spec.src.idx()] + 1;
+        let mut gp = self.port_base[src.idx()] + 1;
         for _ in 0..64 {
             let peer = self.peer[gp as usize];
             if peer == NONE {

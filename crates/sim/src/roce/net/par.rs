@@ -200,12 +200,14 @@ impl RoceSim {
 
     /// Cut the nodes into `n` parts of about equal work. A node's work is
     /// estimated from the flows: each flow's bytes (up to 1 GiB) count at its
-    /// two hosts and at every switch on its path. CAs go in their order into
-    /// `n` runs of equal work (generators number the hosts of a pod together);
-    /// then each switch, nearest the CAs first, into the part most of its
-    /// already placed neighbours are in, unless that part would exceed its
-    /// share of the work: then into the one with most neighbours among those
-    /// that would not, or the lightest.
+    /// two hosts and at every switch on its data path and its ACK path. CAs go
+    /// in their order into `n` runs of equal work (generators number the hosts
+    /// of a pod together); then each switch, nearest the CAs first and the
+    /// heaviest of a ring first, into the part most of its already placed
+    /// neighbours are in, unless that part would exceed its share of the
+    /// work: then into the one with most neighbours among those that would
+    /// not, or the lightest. (Queueing, which this cannot see, still leaves
+    /// one part of the 320-host permutation with about 10% more events.)
     fn cut(&self, n: usize) -> Vec<u8> {
         const UNSET: u8 = u8::MAX;
         let nodes = self.fabric.nodes.len();
@@ -218,8 +220,11 @@ impl RoceSim {
                 .clamp(1, 1 << 30) as f64;
             work[spec.src.idx()] += w;
             work[spec.dst.idx()] += w;
-            for (node, _) in self.flow_hops(k) {
-                work[node as usize] += w;
+            // Data one way, as many ACKs the other (one per packet by default).
+            for back in [false, true] {
+                for (node, _) in self.flow_hops(k, back) {
+                    work[node as usize] += w;
+                }
             }
         }
         let share = work.iter().sum::<f64>() / n as f64 * 1.02;
@@ -244,9 +249,11 @@ impl RoceSim {
         };
         loop {
             // One ring of switches out from the placed nodes at a time.
-            let ring: Vec<usize> = (0..nodes)
+            let mut ring: Vec<usize> = (0..nodes)
                 .filter(|&i| owner[i] == UNSET && neighbours(i).any(|j| owner[j] != UNSET))
                 .collect();
+            // The heaviest first: the light ones then even out the parts.
+            ring.sort_by(|&a, &b| work[b].total_cmp(&work[a]).then(a.cmp(&b)));
             if ring.is_empty() {
                 break;
             }
