@@ -2,6 +2,7 @@
 //! topology and flows, DCQCN + PFC + ECN, for a slice of simulated time.
 //!
 //! `cargo run --release -p rdmalab-sim --example roce_hpcc -- CONFIG [US]`
+//! (`RDMALAB_THREADS=N` splits the run over N threads: same results)
 //! (default: the copy of `../shared/formats/hpcc/config_dcqcn_perm320.txt` in
 //! `src/roce/testdata/hpcc`, 500 µs after the
 //! first flow starts). Prints the report as JSON plus the speed figures; outputs
@@ -33,12 +34,22 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let e = match HpccExperiment::load(&cfg) {
+    let mut e = match HpccExperiment::load(&cfg) {
         Ok(e) => e,
         Err(err) => {
             eprintln!("roce_hpcc: {err}");
             std::process::exit(2);
         }
+    };
+    e.threads = match std::env::var("RDMALAB_THREADS") {
+        Err(_) => 1,
+        Ok(v) => match v.parse::<usize>() {
+            Ok(n) if n >= 1 => n,
+            _ => {
+                eprintln!("roce_hpcc: RDMALAB_THREADS is a number of threads, 1 or more (got {v:?})");
+                std::process::exit(2);
+            }
+        },
     };
     let first = e.flows.iter().map(|f| f.start).min().unwrap_or(Time::ZERO);
     let keep = args.next().map(PathBuf::from);

@@ -32,9 +32,24 @@ fn example(dir: &Path, cc_mode: u32) -> PathBuf {
 /// temporary directory replaced by `[DIR]` for the snapshot.
 fn json_report(cc_mode: u32) -> (serde_json::Value, String) {
     let dir = tempfile::tempdir().unwrap();
-    let cfg = example(dir.path(), cc_mode);
+    json_report_in(dir.path(), cc_mode, 1)
+}
+
+/// [`json_report`] in `dir`, the run split over `threads`.
+fn json_report_in(dir: &Path, cc_mode: u32, threads: u32) -> (serde_json::Value, String) {
+    let cfg = example(dir, cc_mode);
+    let threads = threads.to_string();
     let o = rdmalab(
-        &["sim", "hpcc", cfg.to_str().unwrap(), "--until-us", "200", "--json"],
+        &[
+            "sim",
+            "hpcc",
+            cfg.to_str().unwrap(),
+            "--until-us",
+            "200",
+            "--json",
+            "--threads",
+            &threads,
+        ],
         None,
     );
     assert!(o.status.success(), "{}", err(&o));
@@ -43,8 +58,44 @@ fn json_report(cc_mode: u32) -> (serde_json::Value, String) {
     assert!(m.remove("wall_s").unwrap().as_f64().unwrap() > 0.0);
     let text = serde_json::to_string_pretty(&v)
         .unwrap()
-        .replace(&dir.path().display().to_string(), "[DIR]");
+        .replace(&dir.display().to_string(), "[DIR]");
     (v, text)
+}
+
+/// `--threads 2` on the example under DCQCN (`CC_MODE 1`): the run is split
+/// (the report says 2) and reports and writes exactly what one thread does:
+/// the same JSON but for the thread count, byte-identical fct.txt and pfc.txt.
+#[test]
+fn sim_hpcc_threads_give_the_same_outputs() {
+    let (one, two) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (mut a, _) = json_report_in(one.path(), 1, 1);
+    let (mut b, _) = json_report_in(two.path(), 1, 2);
+    assert_eq!(a["threads"], 1, "{a}");
+    assert_eq!(b["threads"], 2, "{b}");
+    assert!(a["hops"].as_u64().unwrap() > 5_000, "{a}");
+    a.as_object_mut().unwrap().remove("threads");
+    b.as_object_mut().unwrap().remove("threads");
+    let text = |v: &serde_json::Value, d: &Path| v.to_string().replace(&d.display().to_string(), "[DIR]");
+    assert_eq!(text(&a, one.path()), text(&b, two.path()));
+    let mut compared = 0;
+    for f in ["mix/fct.txt", "mix/pfc.txt"] {
+        let (x, y) = (one.path().join(f), two.path().join(f));
+        if x.exists() {
+            assert_eq!(std::fs::read(&x).unwrap(), std::fs::read(&y).unwrap(), "{f}");
+            compared += 1;
+        }
+    }
+    assert!(compared > 0, "the example writes fct.txt or pfc.txt");
+}
+
+/// `--threads 0` is refused by name.
+#[test]
+fn sim_hpcc_zero_threads_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = example(dir.path(), 1);
+    let o = rdmalab(&["sim", "hpcc", cfg.to_str().unwrap(), "--threads", "0"], None);
+    assert_eq!(o.status.code(), Some(2), "{}", err(&o));
+    assert!(err(&o).contains("--threads"), "{}", err(&o));
 }
 
 /// The JSON report with the wall-clock time removed and the temporary directory

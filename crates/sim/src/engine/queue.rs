@@ -55,7 +55,7 @@ const SEQ_BITS: u32 = 64 - EV_BITS;
 /// A 4-ary min-heap of packed `u128` keys: four children per node halve the
 /// depth of a binary heap and sit in one 64-byte cache line. [`PackedQueue`]
 /// keeps its far-future events here.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 struct Heap4 {
     h: Vec<u128>,
 }
@@ -145,7 +145,7 @@ const DEFAULT_SLOTS: usize = 4096;
 /// a single heap holding every key (keys are unique, so the order is total).
 ///
 /// Sequence numbers have 36 bits (6.8 × 10^10 events per run).
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct PackedQueue<E> {
     /// Keys of slot `cur_slot`, sorted ascending; `cur[cur_pos]` is the next.
     cur: Vec<u128>,

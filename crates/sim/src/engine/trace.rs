@@ -25,7 +25,7 @@ impl TraceHash {
     /// Add one event, given its time and its word, to an order-free trace:
     /// the wrapping sum of a 64-bit mix of each event. For a model whose events
     /// at one picosecond run in an order set by the events themselves (the
-    /// RoCE model's: kind, then component), the set of events fixes the
+    /// RoCE model's: kind, then a hash of component and time), the set of events fixes the
     /// order, so the sum names the trace as well as [`Self::fold`] does; and
     /// the sums of parts of a run add up to the whole run's.
     #[inline]

@@ -84,7 +84,7 @@ impl IntHeader {
 /// flight, reused through a free list; at most 65,535 at once (more would
 /// need 11.5 MB of headers in flight): past that a packet goes without INT and
 /// [`IntStore::overflow`] counts it.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct IntStore {
     slots: Vec<IntHeader>,
     free: Vec<u16>,

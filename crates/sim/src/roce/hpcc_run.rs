@@ -98,6 +98,9 @@ pub struct HpccReport {
     pub simulated_us: f64,
     /// Wall-clock seconds.
     pub wall_s: f64,
+    /// Threads the run was split over (1: not split; see
+    /// [`RoceSim::run_threads`]).
+    pub threads: usize,
     /// Drops by reason.
     pub dropped: Vec<(String, u64)>,
     /// PFC pause transitions recorded.
@@ -131,6 +134,9 @@ pub struct HpccExperiment {
     pub roce: RoceConfig,
     /// Warnings.
     pub warnings: Vec<Warning>,
+    /// Threads to split the run over ([`RoceSim::run_threads`]; 1 by default).
+    /// The results are the same for any number.
+    pub threads: usize,
     dir: PathBuf,
 }
 
@@ -217,6 +223,7 @@ impl HpccExperiment {
             flows,
             roce,
             warnings: w,
+            threads: 1,
             dir,
         })
     }
@@ -274,7 +281,7 @@ impl HpccExperiment {
         }
         let stop = until.map_or(self.config.stop_time(), |u| u.min(self.config.stop_time()));
         let t0 = std::time::Instant::now();
-        let status = sim.run(stop);
+        let status = sim.run_threads(stop, self.threads);
         let wall = t0.elapsed().as_secs_f64();
         let first = specs.iter().map(|f| f.start).min().unwrap_or(Time::ZERO);
         // Standalone FCT: base RTT and bottleneck along a shortest path.
@@ -329,6 +336,7 @@ impl HpccExperiment {
             events: sim.events,
             simulated_us: sim.now().saturating_sub(first).as_us_f64(),
             wall_s: wall,
+            threads: sim.last_threads(),
             dropped: crate::roce::net::RoceDrop::ALL
                 .iter()
                 .zip(sim.ledger.dropped)

@@ -32,7 +32,8 @@
 //! ```
 //!
 //! Event order: by time, and at one picosecond by the event itself (its kind in
-//! the order of [`Ev`]'s variants, then its component id), never by when it was
+//! the order of `Ev`'s variants, then a hash of its component and time: see
+//! `tie`), never by when it was
 //! scheduled. So the order of a run is a function of its events alone: the
 //! part of a run that one set of switches and NICs sees does not depend on
 //! what the rest of the fabric did at the same picosecond, which is what a
@@ -43,6 +44,8 @@
 //! Conservation: every packet is created once and ends delivered, dropped with a
 //! [`RoceDrop`] reason, or in flight; drops on a lossless priority other than a
 //! watchdog's are model or configuration faults and are reported as such.
+
+mod par;
 
 use std::collections::VecDeque;
 
@@ -543,6 +546,7 @@ impl Ev {
 }
 
 /// Per-flow state.
+#[derive(Clone)]
 struct Flow {
     spec: FlowSpec,
     req: Requester,
@@ -632,6 +636,9 @@ impl Port {
     /// No link is cabled to this port (`RoceSim::peer` is `NONE`): its
     /// transmitter never runs. Kept here so a kick reads no other table for it.
     const UNCABLED: u8 = 4;
+    /// The link leads to another part of a run split over threads
+    /// ([`RoceSim::run_threads`]): a send goes to `RoceSim::outbox`.
+    const CUT: u8 = 8;
 
     #[inline]
     fn down(&self) -> bool {
@@ -667,6 +674,7 @@ struct PortCold {
 /// count, the counter and RED tables, the XOFF list) sits in the first three lines, then the MMU (whose
 /// own hot fields come first too).
 #[repr(C)]
+#[derive(Clone)]
 struct Switch {
     /// This switch's DSCP → TC → PG/queue maps (a misconfigured hop differs).
     maps: QosMaps,
@@ -696,6 +704,7 @@ struct Switch {
 }
 
 /// Per-NIC state.
+#[derive(Clone)]
 struct Nic {
     node: u32,
     gp: u32,
@@ -773,6 +782,7 @@ pub enum RoceError {
 }
 
 /// The RoCE world.
+#[derive(Clone)]
 pub struct RoceSim {
     now: Time,
     q: PackedQueue<EvWord>,
@@ -855,6 +865,13 @@ pub struct RoceSim {
     /// The PFC watchdog's action is drop / forward (`cfg.watchdog`, read per hop).
     wd_drop: bool,
     wd_forward: bool,
+    /// Link failures scheduled ([`RoceSim::fail_link_at`]).
+    link_events: u32,
+    /// Threads the last [`RoceSim::run_threads`] used (1 after [`RoceSim::run`]).
+    threads_used: usize,
+    /// In a part of a run split over threads: packets sent over cut cables
+    /// this window (see `par`).
+    outbox: Vec<par::Crossing>,
 }
 
 /// A DCTCP sender for a NIC of `line` bits/s, if the run uses DCTCP.
@@ -896,6 +913,18 @@ fn pace_ps(bytes: u64, bps: u64) -> u64 {
 /// stream does not depend on which other switches exist).
 fn switch_rng(seed: u64, node: u32) -> Pcg64Mcg {
     Pcg64Mcg::seed_from_u64(seed ^ (u64::from(node) + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15))
+}
+
+/// Where an event stands among the events of its picosecond: its kind first
+/// (arrivals, then wake-ups, then the rest in the order of `Ev`'s variants),
+/// then a hash of its component and time, so that no port or link is always
+/// first when several are at the same picosecond (as the lowest id would be
+/// in a lock-step fabric), and the order is still a function of the event
+/// alone. The queue's sequence field (36 bits) holds it.
+#[inline(always)]
+fn tie(t: Time, w: EvWord) -> u64 {
+    let h = (t.0 ^ u64::from(w.0).wrapping_mul(0x9e37_79b9_7f4a_7c15)).wrapping_mul(0xd6e8_feb8_6659_fd93);
+    (u64::from(w.kind()) << 32) | (h >> 32)
 }
 
 /// How many events ahead [`RoceSim::run`] prefetches an arrival's packet.
@@ -1257,6 +1286,9 @@ impl RoceSim {
             hpcc_on: matches!(cfg.cc, CongestionControl::Hpcc(_)),
             wd_drop: cfg.watchdog.is_some_and(|w| w.action == WdAction::Drop),
             wd_forward: cfg.watchdog.is_some_and(|w| w.action == WdAction::Forward),
+            link_events: 0,
+            threads_used: 1,
+            outbox: Vec::new(),
             fabric: fabric.clone(),
             cfg,
         };
@@ -1286,7 +1318,13 @@ impl RoceSim {
     /// Fail `link` at `at`: packets sent into it are lost; ECMP shrinks after the
     /// convergence delay.
     pub fn fail_link_at(&mut self, link: LinkId, at: Time) {
+        self.link_events += 1;
         self.push_ev(at, Ev::LinkFail { link: link.0 });
+    }
+
+    /// Threads the last run was split over (1 if it was not split).
+    pub fn last_threads(&self) -> usize {
+        self.threads_used
     }
 
     /// Current time.
@@ -1348,6 +1386,14 @@ impl RoceSim {
     /// one picks (static override or ECMP hash over its current groups), from the
     /// sender's switch to the receiver's. Stops after 64 hops (a routing loop).
     pub fn flow_path(&self, k: usize) -> Vec<(String, u8)> {
+        self.flow_hops(k)
+            .into_iter()
+            .map(|(node, port)| (self.fabric.nodes[node as usize].name.clone(), port))
+            .collect()
+    }
+
+    /// The switches (node index, egress port) flow `k`'s data crosses now.
+    fn flow_hops(&self, k: usize) -> Vec<(u32, u8)> {
         let f = self.flow_at(k);
         let pk = Pkt {
             kind: Kind::Data,
@@ -1371,7 +1417,7 @@ impl RoceSim {
             let Some(port) = over.or_else(|| self.route_hashed(si, &pk)) else {
                 break;
             };
-            out.push((self.fabric.nodes[node as usize].name.clone(), port));
+            out.push((node, port));
             gp = self.port_base[node as usize] + u32::from(port);
         }
         out
@@ -1831,6 +1877,70 @@ impl RoceSim {
 
     /// Run until every flow is done, `until`, a deadlock, or nothing can move.
     pub fn run(&mut self, until: Time) -> RoceStatus {
+        self.threads_used = 1;
+        let (fct, pfc, completions) = (self.fct.len(), self.pfc.len(), self.completions.len());
+        let status = self.run_events(until);
+        self.sort_records(fct, pfc, completions);
+        status
+    }
+
+    /// Put the records added since the given lengths in their order: by time,
+    /// then by what they name (a stable sort, so the records of one port keep
+    /// the order they were made in). Events of one picosecond at different
+    /// nodes are not ordered by anything physical; this order is the same
+    /// whether the run was split over threads or not.
+    fn sort_records(&mut self, fct: usize, pfc: usize, completions: usize) {
+        self.fct[fct..].sort_by_key(|r| (r.start_ns + r.fct_ns, r.sip, r.dip, r.sport, r.dport));
+        self.pfc[pfc..].sort_by_key(|r| (r.time_ns, r.node, r.if_index));
+        self.completions[completions..].sort_by_key(|(f, c)| (c.done, *f));
+    }
+
+    /// Start loading what the next few events will read (see `run_events`).
+    #[inline(always)]
+    fn lookahead_prefetch(&self) {
+        // An arrival a couple of events ahead reads its link FIFO's head, written
+        // a cable's delay ago and long out of cache: start loading it now, so the
+        // load overlaps the events in between (the single costliest miss per hop).
+        // Likewise a switch port's wake-up reads the head of the queue it will
+        // serve (nothing depends on these loads: they overlap the current event).
+        // In stages, so that no stage waits on a load an earlier one did not
+        // start: three events ahead the first line each event reads (an
+        // arrival's FIFO ring pointers, a wake-up's port line).
+        {
+            // Both kinds read the link FIFO's header (an arrival pops it, a
+            // send pushes to it); a wake-up reads its port's line too. The
+            // second hint is chosen without a branch on the kind (for an
+            // arrival it repeats the first; the rare other kinds' ids make
+            // harmless hints).
+            let a = EvWord(self.q.peek_ahead_clamped(PREFETCH_AHEAD + 1));
+            let id = (a.id() as usize).min(self.link_fifo.len() - 1);
+            let fifo = &self.link_fifo[id];
+            prefetch::whole(fifo);
+            let port = self.ports.as_ptr().wrapping_add(id).cast::<u8>();
+            let fifo = (fifo as *const KeyedFifo<Pkt>).cast::<u8>();
+            prefetch::addr(std::hint::select_unpredictable(a.kind() == EvWord::TX_WAKE, port, fifo));
+        }
+        if let Some((_, a)) = self.q.peek_ahead(PREFETCH_AHEAD) {
+            if a.kind() == EvWord::ARRIVE {
+                let dir = a.id();
+                let to = self.peer[dir as usize];
+                prefetch::whole(&self.ports[to as usize]);
+                // The head and the entry after it (whose time the
+                // pop reads to schedule the next arrival): often two lines.
+                let (head, next) = self.link_fifo[dir as usize].first_two();
+                if let Some(head) = head {
+                    prefetch::whole(head);
+                    if let Some(next) = next {
+                        prefetch::whole(next);
+                    }
+                }
+            } else if a.kind() == EvWord::TX_WAKE {
+                self.prefetch_egress(a.id());
+            }
+        }
+    }
+
+    fn run_events(&mut self, until: Time) -> RoceStatus {
         if let Some(d) = &self.deadlock {
             return RoceStatus::Deadlock(d.clone());
         }
@@ -1860,46 +1970,7 @@ impl RoceSim {
                 self.now = until.max(self.now);
                 return RoceStatus::TimeLimit;
             }
-            // An arrival a couple of events ahead reads its link FIFO's head, written
-            // a cable's delay ago and long out of cache: start loading it now, so the
-            // load overlaps the events in between (the single costliest miss per hop).
-            // Likewise a switch port's wake-up reads the head of the queue it will
-            // serve (nothing depends on these loads: they overlap the current event).
-            // In stages, so that no stage waits on a load an earlier one did not
-            // start: three events ahead the first line each event reads (an
-            // arrival's FIFO ring pointers, a wake-up's port line).
-            {
-                // Both kinds read the link FIFO's header (an arrival pops it, a
-                // send pushes to it); a wake-up reads its port's line too. The
-                // second hint is chosen without a branch on the kind (for an
-                // arrival it repeats the first; the rare other kinds' ids make
-                // harmless hints).
-                let a = EvWord(self.q.peek_ahead_clamped(PREFETCH_AHEAD + 1));
-                let id = (a.id() as usize).min(self.link_fifo.len() - 1);
-                let fifo = &self.link_fifo[id];
-                prefetch::whole(fifo);
-                let port = self.ports.as_ptr().wrapping_add(id).cast::<u8>();
-                let fifo = (fifo as *const KeyedFifo<Pkt>).cast::<u8>();
-                prefetch::addr(std::hint::select_unpredictable(a.kind() == EvWord::TX_WAKE, port, fifo));
-            }
-            if let Some((_, a)) = self.q.peek_ahead(PREFETCH_AHEAD) {
-                if a.kind() == EvWord::ARRIVE {
-                    let dir = a.id();
-                    let to = self.peer[dir as usize];
-                    prefetch::whole(&self.ports[to as usize]);
-                    // The head and the entry after it (whose time the
-                    // pop reads to schedule the next arrival): often two lines.
-                    let (head, next) = self.link_fifo[dir as usize].first_two();
-                    if let Some(head) = head {
-                        prefetch::whole(head);
-                        if let Some(next) = next {
-                            prefetch::whole(next);
-                        }
-                    }
-                } else if a.kind() == EvWord::TX_WAKE {
-                    self.prefetch_egress(a.id());
-                }
-            }
+            self.lookahead_prefetch();
             self.q.pop_first();
             self.now = t;
             self.events += 1;
@@ -1912,11 +1983,12 @@ impl RoceSim {
     }
 
     /// Schedule `ev` at `t`. Events at the same picosecond run in the order of
-    /// their kind, then their component (the order of [`EvWord`]s), not in the
+    /// their kind, then a hash of their component and time (see [`tie`]), not in the
     /// order they were scheduled: see [`RoceSim::run`].
     #[inline]
     fn push_ev(&mut self, t: Time, ev: Ev) {
-        self.q.push_seq(t, 0, ev.pack());
+        let w = ev.pack();
+        self.q.push_seq(t, tie(t, w), w);
     }
 
     /// Handle one event; `Some` ends the run.
@@ -2055,7 +2127,9 @@ impl RoceSim {
 
     fn new_pkt(&mut self, p: Pkt) -> Pkt {
         self.ledger.created += 1;
-        self.live += 1;
+        // Wrapping: a part of a split run counts the packets it made less the
+        // ones it consumed, which may be fewer (see `par`).
+        self.live = self.live.wrapping_add(1);
         p
     }
 
@@ -2064,7 +2138,7 @@ impl RoceSim {
             self.int.release(p.int);
         }
         self.ledger.delivered += 1;
-        self.live -= 1;
+        self.live = self.live.wrapping_sub(1);
     }
 
     fn drop_pkt(&mut self, p: Pkt, why: RoceDrop) {
@@ -2081,7 +2155,7 @@ impl RoceSim {
         if pk.kind != Kind::Pause && self.maps.lossless(pg) {
             self.ledger.dropped_lossless[i] += 1;
         }
-        self.live -= 1;
+        self.live = self.live.wrapping_sub(1);
     }
 
     #[inline(always)]
@@ -2242,6 +2316,7 @@ impl RoceSim {
         }
         match lost {
             Some(why) => self.drop_pkt(p, why),
+            None if self.ports[g].fate & Port::CUT != 0 => self.outbox.push((arrive, gp, p)),
             None => {
                 let f = &mut self.link_fifo[g];
                 let first = f.push(&mut self.link_wide[g], arrive, p);
@@ -3185,6 +3260,13 @@ impl RoceSim {
     /// send because the next switch paused it, where the next switch's paused
     /// ingress holds packets queued for the next port in the cycle.
     fn find_cycle(&self) -> Option<Vec<(u32, u8)>> {
+        self.find_cycle_with(|_| self)
+    }
+
+    /// [`Self::find_cycle`] reading each switch port's queues and pause state
+    /// from the world `at(port)` (a split run's part that owns it); this
+    /// world gives the topology.
+    fn find_cycle_with<'a>(&'a self, at: impl Fn(u32) -> &'a RoceSim) -> Option<Vec<(u32, u8)>> {
         let now = self.now;
         // blocked[gp] = egress port with a non-empty, paused lossless queue.
         let mut edges: Vec<(u32, u32, u8)> = Vec::new();
@@ -3194,8 +3276,8 @@ impl RoceSim {
                 let gp = base + port as u32;
                 for q in 0..NPRIO {
                     if !self.maps.lossless(q as u8)
-                        || self.eq[self.eqi(q, gp)].is_empty()
-                        || !self.pc[gp as usize].paused.is_paused(now, q as u8)
+                        || at(gp).eq[self.eqi(q, gp)].is_empty()
+                        || !at(gp).pc[gp as usize].paused.is_paused(now, q as u8)
                     {
                         continue;
                     }
@@ -3211,7 +3293,7 @@ impl RoceSim {
                     let pbase = self.port_base[ps.node as usize];
                     for (qq, pp) in (0..NPRIO).flat_map(|qq| (0..ps.nports).map(move |pp| (qq, pp))) {
                         let out = pbase + pp as u32;
-                        if self.eq[self.eqi(qq, out)].iter().any(|p| p.in_port == in_num) {
+                        if at(out).eq[self.eqi(qq, out)].iter().any(|p| p.in_port == in_num) {
                             edges.push((gp, out, q as u8));
                         }
                     }

@@ -1,0 +1,882 @@
+//! A run split over threads: the fabric's nodes cut into parts, one part per
+//! thread, stepped together in windows no longer than the shortest cable
+//! between two parts (conservative parallel discrete-event simulation with
+//! barrier-synchronised lookahead windows, as in Nicol's YAWNS: nothing a part
+//! does inside a window can reach another part before the window ends).
+//!
+//! ```text
+//!   window [T, T + L):  part 0 ── events of its nodes ──┐   packets sent over a cut
+//!                       part 1 ── events of its nodes ──┤   cable go to the far part's
+//!                                                       │   inbox: they arrive at or
+//!   barrier: inboxes swapped, deadlock check if due  ◄──┘   after T + L, next window
+//! ```
+//!
+//! Each part is a whole [`RoceSim`] that only ever runs the events of its own
+//! nodes. Because the RoCE model orders the events of one picosecond by the
+//! events themselves (see the module's "Event order"), each part runs its
+//! events in the order one thread would, and the run gives the same results
+//! as [`RoceSim::run`]: same events, same trace, same records. At the end the
+//! parts are folded back into one world, which a later `run` continues.
+//!
+//! Runs the split does not cover yet (background TCP, HPCC's INT store, a PFC
+//! watchdog, a faulty NIC, link failures, packet capture, QPs driven from
+//! outside) run on one thread. A part cannot know mid-window that the others
+//! are done too, so once every flow left could finish within one window (it
+//! has fewer bytes left to deliver than its receiver's link carries in one),
+//! the parts are folded back and the rest of the run goes on one thread: it
+//! stops at the exact event that finishes the last flow, as one thread does.
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+
+use super::*;
+
+/// How the coordinator starts the parts' threads on a window and learns they
+/// are through: they spin between windows (a window is tens to hundreds of
+/// microseconds of work; waking a sleeping thread would cost a good part of
+/// that).
+#[derive(Default)]
+struct Gate {
+    epoch: AtomicU64,
+    bound_hi: AtomicU64,
+    bound_lo: AtomicU64,
+    done: AtomicUsize,
+    stop: AtomicBool,
+    panicked: AtomicBool,
+}
+
+impl Gate {
+    /// Start a window ending before `bound`.
+    fn open(&self, bound: u128) {
+        self.bound_hi.store((bound >> 64) as u64, Ordering::Relaxed);
+        self.bound_lo.store(bound as u64, Ordering::Relaxed);
+        self.done.store(0, Ordering::Relaxed);
+        self.epoch.fetch_add(1, Ordering::Release);
+    }
+
+    fn bound(&self) -> u128 {
+        (u128::from(self.bound_hi.load(Ordering::Relaxed)) << 64) | u128::from(self.bound_lo.load(Ordering::Relaxed))
+    }
+
+    /// Wait for an epoch after `seen`; returns it.
+    fn wait_epoch(&self, seen: u64) -> u64 {
+        spin_until(|| {
+            let e = self.epoch.load(Ordering::Acquire);
+            (e != seen).then_some(e)
+        })
+    }
+
+    /// Wait until `n` threads finished the window.
+    fn wait_done(&self, n: usize) {
+        spin_until(|| {
+            assert!(!self.panicked.load(Ordering::Acquire), "a part's thread panicked");
+            (self.done.load(Ordering::Acquire) == n).then_some(())
+        });
+    }
+}
+
+/// Spin on `f` until it gives a value, yielding the core now and then.
+fn spin_until<T>(mut f: impl FnMut() -> Option<T>) -> T {
+    let mut n = 0u32;
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        n = n.wrapping_add(1);
+        if n.is_multiple_of(4096) {
+            std::thread::yield_now();
+        } else {
+            std::hint::spin_loop();
+        }
+    }
+}
+
+/// Tells the coordinator when a part's thread dies (it would wait for ever).
+struct PanicWatch<'a>(&'a Gate);
+
+impl Drop for PanicWatch<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.panicked.store(true, Ordering::Release);
+        }
+    }
+}
+
+/// A packet sent over a cut cable: its arrival time, the transmitting port
+/// (its link's FIFO), the packet.
+pub(super) type Crossing = (Time, u32, Pkt);
+
+/// How a split run ended.
+enum Outcome {
+    /// With this status.
+    Ended(RoceStatus),
+    /// Close to every flow's end: the rest runs on one thread.
+    Tail,
+}
+
+/// The parts of a split run and what the coordinator keeps between windows.
+struct Split {
+    /// Part of each node.
+    owner: Vec<u8>,
+    /// Shortest cable between two parts.
+    lookahead: Time,
+}
+
+/// Counters every part keeps for itself; the whole run's are the base plus
+/// each part's change.
+#[derive(Clone)]
+struct Counters {
+    live: u64,
+    events: u64,
+    sent: u64,
+    ecn_marks: u64,
+    cnps_sent: u64,
+    progress: u64,
+    flows_left: usize,
+    trace: u64,
+    ledger: RoceLedger,
+    fct: usize,
+    pfc: usize,
+    completions: usize,
+}
+
+impl Counters {
+    fn of(s: &RoceSim) -> Counters {
+        Counters {
+            live: s.live,
+            events: s.events,
+            sent: s.sent,
+            ecn_marks: s.ecn_marks,
+            cnps_sent: s.cnps_sent,
+            progress: s.progress,
+            flows_left: s.flows_left,
+            trace: s.trace.0,
+            ledger: s.ledger.clone(),
+            fct: s.fct.len(),
+            pfc: s.pfc.len(),
+            completions: s.completions.len(),
+        }
+    }
+}
+
+/// `base` plus the change of every part from it.
+fn total(base: u64, parts: impl Iterator<Item = u64>) -> u64 {
+    parts.fold(base, |acc, x| acc.wrapping_add(x.wrapping_sub(base)))
+}
+
+impl RoceSim {
+    /// Why this world cannot be split over threads yet, if it cannot.
+    fn split_blocker(&self) -> Option<&'static str> {
+        if self.driven {
+            Some("QPs driven from outside")
+        } else if !self.tcp.is_empty() {
+            Some("background TCP")
+        } else if self.hpcc_on {
+            Some("HPCC (INT headers)")
+        } else if self.wd_period != Time::NEVER {
+            Some("a PFC watchdog")
+        } else if self.nics.iter().any(|n| n.rx.faulty) {
+            Some("a faulty NIC")
+        } else if self.link_events > 0 || self.local_view.is_some() {
+            Some("link failures")
+        } else if self.capture_gp != NONE {
+            Some("packet capture")
+        } else if self.flows.iter().any(|f| f.dynamic) || !self.delivered.is_empty() {
+            Some("QPs driven from outside")
+        } else {
+            None
+        }
+    }
+
+    /// Cut the nodes into `n` parts of about equal work. A node's work is
+    /// estimated from the flows: each flow's bytes (up to 1 GiB) count at its
+    /// two hosts and at every switch on its path. CAs go in their order into
+    /// `n` runs of equal work (generators number the hosts of a pod together);
+    /// then each switch, nearest the CAs first, into the part most of its
+    /// already placed neighbours are in, unless that part would exceed its
+    /// share of the work: then into the one with most neighbours among those
+    /// that would not, or the lightest.
+    fn cut(&self, n: usize) -> Vec<u8> {
+        const UNSET: u8 = u8::MAX;
+        let nodes = self.fabric.nodes.len();
+        let mut work = vec![1.0f64; nodes];
+        for k in 0..self.flows.len() {
+            let spec = &self.flows[k].spec;
+            let w = spec
+                .size
+                .saturating_mul(u64::from(spec.messages.max(1)))
+                .clamp(1, 1 << 30) as f64;
+            work[spec.src.idx()] += w;
+            work[spec.dst.idx()] += w;
+            for (node, _) in self.flow_hops(k) {
+                work[node as usize] += w;
+            }
+        }
+        let share = work.iter().sum::<f64>() / n as f64 * 1.02;
+        let mut owner = vec![UNSET; nodes];
+        let mut load = vec![0f64; n];
+        let cas: Vec<usize> = (0..nodes).filter(|&i| !self.role[i].0).collect();
+        let ca_work: f64 = cas.iter().map(|&i| work[i]).sum();
+        let mut acc = 0.0;
+        for &i in &cas {
+            let p = ((acc / ca_work * n as f64) as usize).min(n - 1);
+            acc += work[i];
+            owner[i] = p as u8;
+            load[p] += work[i];
+        }
+        let neighbours = |i: usize| {
+            let base = self.port_base[i];
+            let np = self.fabric.nodes[i].ports.len() as u32;
+            (0..np).filter_map(move |k| {
+                let peer = self.peer[(base + k) as usize];
+                (peer != NONE).then(|| self.node_of(peer) as usize)
+            })
+        };
+        loop {
+            // One ring of switches out from the placed nodes at a time.
+            let ring: Vec<usize> = (0..nodes)
+                .filter(|&i| owner[i] == UNSET && neighbours(i).any(|j| owner[j] != UNSET))
+                .collect();
+            if ring.is_empty() {
+                break;
+            }
+            for i in ring {
+                let mut votes = vec![0usize; n];
+                for j in neighbours(i) {
+                    if owner[j] != UNSET {
+                        votes[owner[j] as usize] += 1;
+                    }
+                }
+                let fits = |p: usize| load[p] + work[i] <= share;
+                let best = (0..n)
+                    .filter(|&p| fits(p))
+                    .max_by(|&a, &b| votes[a].cmp(&votes[b]).then(load[b].total_cmp(&load[a])))
+                    .unwrap_or_else(|| (0..n).min_by(|&a, &b| load[a].total_cmp(&load[b])).unwrap_or(0));
+                owner[i] = best as u8;
+                load[best] += work[i];
+            }
+        }
+        // Nodes cabled to nothing placed: part 0.
+        for o in owner.iter_mut().filter(|o| **o == UNSET) {
+            *o = 0;
+        }
+        owner
+    }
+
+    /// The shortest cable joining two parts ([`Time::NEVER`] if none does).
+    fn lookahead(&self, owner: &[u8]) -> Time {
+        (0..self.ports.len())
+            .filter(|&g| self.peer[g] != NONE)
+            .filter(|&g| owner[self.node_of(g as u32) as usize] != owner[self.node_of(self.peer[g]) as usize])
+            .map(|g| self.ports[g].prop)
+            .min()
+            .unwrap_or(Time::NEVER)
+    }
+
+    /// The part that runs event `w`.
+    fn part_of(&self, owner: &[u8], w: EvWord) -> Option<u8> {
+        let node = match w.ev() {
+            Ev::Arrive { dir } => self.node_of(self.peer[dir as usize]),
+            Ev::TxWake { gp } | Ev::PauseTimer { gp } => self.node_of(gp),
+            Ev::FlowStart { flow } => self.flows[flow as usize].spec.src.0,
+            Ev::NicTimer { nic } => self.nics[nic as usize].node,
+            Ev::WdPoll | Ev::Check | Ev::LinkFail { .. } | Ev::Converge => return None,
+        };
+        Some(owner[node as usize])
+    }
+
+    /// [`RoceSim::run`] with the fabric split over `threads` threads: the same
+    /// results, events and trace. Falls back to one thread where the split
+    /// does not apply (see the module docs) or gains nothing (one thread, a
+    /// cable of zero length between parts).
+    pub fn run_threads(&mut self, until: Time, threads: usize) -> RoceStatus {
+        let threads = threads.min(64);
+        if threads <= 1 || self.deadlock.is_some() || self.split_blocker().is_some() {
+            return self.run(until);
+        }
+        let owner = self.cut(threads);
+        let lookahead = self.lookahead(&owner);
+        if lookahead == Time::ZERO || lookahead == Time::NEVER {
+            return self.run(until);
+        }
+        let split = Split { owner, lookahead };
+        // Kept in case every flow finished inside a window after all (the
+        // windows stop short of that: see `run_split`), to run again on one
+        // thread and stop at the exact event.
+        let start = self.clone();
+        match self.run_split(&split, threads, until) {
+            Some(Outcome::Ended(status)) => {
+                self.threads_used = threads;
+                status
+            }
+            Some(Outcome::Tail) => {
+                let status = self.run(until);
+                self.threads_used = threads;
+                status
+            }
+            None => {
+                *self = start;
+                self.run(until)
+            }
+        }
+    }
+
+    /// Whether some flow surely cannot finish before `end` (so neither can
+    /// the run in a window from `t0` to `end`): it starts at `end` or later,
+    /// or more of its bytes are still to be delivered than its receiver's
+    /// link carries by then. Tries `witness` (the flow that said so last)
+    /// first, and keeps the one that says so in it.
+    fn some_flow_far(
+        &self,
+        parts: &[impl std::ops::Deref<Target = RoceSim>],
+        owner: &[u8],
+        witness: &mut usize,
+        t0: Time,
+        end: Time,
+    ) -> bool {
+        let far = |k: usize| -> bool {
+            let spec = &self.flows[k].spec;
+            if parts[owner[spec.src.idx()] as usize].flows[k].done.is_some() {
+                return false;
+            }
+            if spec.start >= end {
+                return true;
+            }
+            let total = u128::from(spec.size) * u128::from(spec.messages.max(1));
+            let delivered = u128::from(parts[owner[spec.dst.idx()] as usize].flows[k].delivered_bytes);
+            let bps = u128::from(self.pc[(self.port_base[spec.dst.idx()] + 1) as usize].bps);
+            // Bytes the receiver's link carries in the window, rounded up.
+            let can = (bps * u128::from(end.0.saturating_sub(t0.0))).div_ceil(8_000_000_000_000);
+            total.saturating_sub(delivered) > can
+        };
+        if *witness < self.flows.len() && far(*witness) {
+            return true;
+        }
+        match (0..self.flows.len()).find(|&k| far(k)) {
+            Some(k) => {
+                *witness = k;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The split run: `Ended` with the run's status, or `Tail` when the flows
+    /// left are close enough to done that one window might finish them all
+    /// (the parts are folded back; the caller runs the rest on one thread, so
+    /// that the run stops at the exact event that finishes it). `None` if the
+    /// run was found finished after a window (the caller redoes it on one thread).
+    fn run_split(&mut self, split: &Split, threads: usize, until: Time) -> Option<Outcome> {
+        let owner = &split.owner;
+        // The deadlock check is the coordinator's: it reads every part.
+        let mut events: Vec<(Time, EvWord)> = Vec::with_capacity(self.q.len());
+        while let Some(e) = self.q.pop() {
+            events.push(e);
+        }
+        let mut check_at = None;
+        for &(t, w) in &events {
+            if w.ev() == Ev::Check {
+                check_at = Some(check_at.map_or(t, |c: Time| c.min(t)));
+            }
+        }
+        // Ports on a cut cable send into the far part's inbox.
+        for g in 0..self.ports.len() {
+            let peer = self.peer[g];
+            if peer != NONE && owner[self.node_of(g as u32) as usize] != owner[self.node_of(peer) as usize] {
+                self.ports[g].fate |= Port::CUT;
+            }
+        }
+        let base = Counters::of(self);
+        self.timers_armed |= 2;
+        let mut parts: Vec<RoceSim> = (0..threads).map(|_| self.clone()).collect();
+        for &(t, w) in &events {
+            if let Some(p) = self.part_of(owner, w) {
+                parts[p as usize].q.push_seq(t, tie(t, w), w);
+            }
+        }
+        let parts: Vec<Mutex<RoceSim>> = parts.into_iter().map(Mutex::new).collect();
+        let inboxes: Vec<Mutex<Vec<Crossing>>> = (0..threads).map(|_| Mutex::new(Vec::new())).collect();
+        let gate = Gate::default();
+        let lock = |k: usize| parts[k].lock().expect("a part's thread panicked");
+        let status = std::thread::scope(|s| {
+            for k in 1..threads {
+                let (gate, parts, inboxes) = (&gate, &parts, &inboxes);
+                s.spawn(move || {
+                    let _watch = PanicWatch(gate);
+                    let mut seen = 0;
+                    loop {
+                        seen = gate.wait_epoch(seen);
+                        if gate.stop.load(Ordering::Acquire) {
+                            break;
+                        }
+                        let bound = gate.bound();
+                        let mut p = parts[k].lock().expect("part");
+                        p.run_window(&mut inboxes[k].lock().expect("inbox"), bound);
+                        drop(p);
+                        gate.done.fetch_add(1, Ordering::AcqRel);
+                    }
+                });
+            }
+            let mut witness = 0;
+            let status = loop {
+                let mut all: Vec<_> = (0..threads).map(lock).collect();
+                // What the whole world would see before its next event.
+                let live = total(base.live, all.iter().map(|p| p.live));
+                let left = base.flows_left - all.iter().map(|p| base.flows_left - p.flows_left).sum::<usize>();
+                if left == 0 && live == 0 {
+                    let events = total(base.events, all.iter().map(|p| p.events));
+                    if events == base.events {
+                        // Done before anything ran: nothing to redo.
+                        break Some(Outcome::Ended(RoceStatus::Done));
+                    }
+                    break None;
+                }
+                let next = all.iter_mut().filter_map(|p| p.q.first().map(|(t, _)| t)).min();
+                let Some(t0) = [next, check_at].into_iter().flatten().min() else {
+                    break Some(Outcome::Ended(if left == 0 {
+                        RoceStatus::Done
+                    } else {
+                        RoceStatus::Stuck
+                    }));
+                };
+                if t0 > until {
+                    break Some(Outcome::Ended(RoceStatus::TimeLimit));
+                }
+                // The window: events before T + L, and not past the check or `until`.
+                let check_key = check_at.map(|c| key(c, Ev::Check.pack().0));
+                let bound = [
+                    Some(time_key(t0 + split.lookahead)),
+                    check_key,
+                    Some(time_key(Time(until.0.saturating_add(1)))),
+                ]
+                .into_iter()
+                .flatten()
+                .min()
+                .expect("bounds");
+                if left == 0 || !self.some_flow_far(&all, owner, &mut witness, t0, Time((bound >> 64) as u64)) {
+                    break Some(Outcome::Tail);
+                }
+                drop(all);
+                gate.open(bound);
+                {
+                    let mut p = lock(0);
+                    p.run_window(&mut inboxes[0].lock().expect("inbox"), bound);
+                }
+                gate.wait_done(threads - 1);
+                let mut all: Vec<_> = (0..threads).map(lock).collect();
+                // Hand each part the packets sent to it over cut cables.
+                for p in all.iter_mut() {
+                    for c in p.outbox.drain(..) {
+                        let to = owner[self.node_of(self.peer[c.1 as usize]) as usize];
+                        inboxes[to as usize].lock().expect("inbox").push(c);
+                    }
+                }
+                if check_key == Some(bound) {
+                    let tc = check_at.expect("at the check");
+                    let mut views: Vec<&mut RoceSim> = all.iter_mut().map(|g| &mut **g).collect();
+                    if let Some(d) = self.split_check(&mut views, &base, owner, tc) {
+                        // The check that found it is not armed again, nor disarmed.
+                        check_at = None;
+                        break Some(Outcome::Ended(RoceStatus::Deadlock(d)));
+                    }
+                    let live = total(base.live, all.iter().map(|p| p.live));
+                    let left = base.flows_left - all.iter().map(|p| base.flows_left - p.flows_left).sum::<usize>();
+                    check_at = (left > 0 || live > 0).then(|| tc + self.cfg.deadlock_check);
+                }
+            };
+            gate.stop.store(true, Ordering::Release);
+            gate.open(0);
+            status
+        });
+        let status = status?;
+        let parts: Vec<RoceSim> = parts.into_iter().map(|m| m.into_inner().expect("part")).collect();
+        let inboxes: Vec<Vec<Crossing>> = inboxes.into_iter().map(|m| m.into_inner().expect("inbox")).collect();
+        let ended = match &status {
+            Outcome::Ended(s) => Some(s),
+            Outcome::Tail => None,
+        };
+        self.fold_parts(parts, inboxes, &base, owner, check_at, until, ended);
+        Some(status)
+    }
+
+    /// Run this part's events before `bound` (a queue key), after queueing the
+    /// packets that reached it over cut cables.
+    fn run_window(&mut self, inbox: &mut Vec<Crossing>, bound: u128) {
+        for (t, gp, p) in inbox.drain(..) {
+            let g = gp as usize;
+            if self.link_fifo[g].push(&mut self.link_wide[g], t, p) {
+                self.push_ev(t, Ev::Arrive { dir: gp });
+            }
+        }
+        while let Some((t, w)) = self.q.first() {
+            if key(t, w.0) >= bound {
+                break;
+            }
+            self.lookahead_prefetch();
+            self.q.pop_first();
+            self.now = t;
+            self.events += 1;
+            self.trace.add(t.0, w.trace_word());
+            let status = self.dispatch(t, w.ev());
+            debug_assert!(status.is_none(), "a part's event ended the run");
+        }
+    }
+
+    /// The deadlock check at `tc` over every part's switches (the `Check`
+    /// event of [`RoceSim::dispatch`], reading each port from its part).
+    fn split_check(
+        &mut self,
+        parts: &mut [&mut RoceSim],
+        base: &Counters,
+        owner: &[u8],
+        tc: Time,
+    ) -> Option<PfcDeadlock> {
+        for p in parts.iter_mut() {
+            p.now = tc;
+        }
+        // The check is an event of the run: counted in part 0.
+        parts[0].events += 1;
+        parts[0].trace.add(tc.0, Ev::Check.pack().trace_word());
+        let live = total(base.live, parts.iter().map(|p| p.live));
+        let progress = total(base.progress, parts.iter().map(|p| p.progress));
+        let at = |g: u32| &*parts[owner[self.node_of(g) as usize] as usize];
+        if live > 0 {
+            let stalled = progress == self.last_progress;
+            match parts[0].find_cycle_with(at) {
+                Some(c) => {
+                    let key: Vec<(u32, u8, u64)> = c.iter().map(|&(g, q)| (g, q, at(g).queue_sent(g, q))).collect();
+                    if stalled || self.suspect.as_ref() == Some(&key) {
+                        let mut d = parts[0].describe_cycle(&c);
+                        d.at = tc;
+                        self.deadlock = Some(d.clone());
+                        return Some(d);
+                    }
+                    self.suspect = Some(key);
+                }
+                None => self.suspect = None,
+            }
+        }
+        self.last_progress = progress;
+        None
+    }
+
+    /// Fold the parts back into this world: each node's state from its part,
+    /// counters summed, records in order, events not run queued again.
+    #[allow(clippy::too_many_arguments)]
+    fn fold_parts(
+        &mut self,
+        mut parts: Vec<RoceSim>,
+        inboxes: Vec<Vec<Crossing>>,
+        base: &Counters,
+        owner: &[u8],
+        check_at: Option<Time>,
+        until: Time,
+        status: Option<&RoceStatus>,
+    ) {
+        let part_of_node = |n: u32| owner[n as usize] as usize;
+        for (k, inbox) in inboxes.into_iter().enumerate() {
+            let p = &mut parts[k];
+            for (t, gp, pk) in inbox {
+                let g = gp as usize;
+                if p.link_fifo[g].push(&mut p.link_wide[g], t, pk) {
+                    p.push_ev(t, Ev::Arrive { dir: gp });
+                }
+            }
+        }
+        let nports = self.ports.len();
+        for g in 0..nports {
+            let k = part_of_node(self.node_of(g as u32));
+            let p = &parts[k];
+            self.ports[g] = p.ports[g].clone();
+            self.ports[g].fate &= !Port::CUT;
+            self.pc[g] = p.pc[g].clone();
+            for q in 0..NPRIO {
+                let i = q * nports + g;
+                self.eq[i] = p.eq[i].clone();
+            }
+            // A link's packets sit with the part that receives them.
+            let peer = self.peer[g];
+            if peer != NONE {
+                let r = &parts[part_of_node(self.node_of(peer))];
+                self.link_fifo[g] = r.link_fifo[g].clone();
+                self.link_wide[g] = r.link_wide[g].clone();
+            }
+        }
+        let nsw = self.switches.len();
+        for si in 0..nsw {
+            let p = &parts[part_of_node(self.switches[si].node)];
+            self.switches[si] = p.switches[si].clone();
+            for (f, _) in self.flows.iter().enumerate() {
+                for dir in 0..2 {
+                    let i = (f * 2 + dir) * nsw + si;
+                    self.route_cache[i] = p.route_cache[i];
+                }
+            }
+        }
+        for ni in 0..self.nics.len() {
+            let p = &parts[part_of_node(self.nics[ni].node)];
+            self.nics[ni] = p.nics[ni].clone();
+        }
+        for fi in 0..self.flows.len() {
+            let s = &parts[part_of_node(self.flows[fi].spec.src.0)].flows[fi];
+            let d = &parts[part_of_node(self.flows[fi].spec.dst.0)].flows[fi];
+            let f = &mut self.flows[fi];
+            f.req = s.req.clone();
+            f.rp = s.rp.clone();
+            f.dctcp = s.dctcp.clone();
+            f.hpcc = s.hpcc.clone();
+            f.next_ok = s.next_ok;
+            f.started = s.started;
+            f.done = s.done;
+            f.resp = d.resp.clone();
+            f.np = d.np;
+            f.delivered_bytes = d.delivered_bytes;
+            f.rx_tags = d.rx_tags.clone();
+        }
+        self.live = total(base.live, parts.iter().map(|p| p.live));
+        self.events = total(base.events, parts.iter().map(|p| p.events));
+        self.sent = total(base.sent, parts.iter().map(|p| p.sent));
+        self.ecn_marks = total(base.ecn_marks, parts.iter().map(|p| p.ecn_marks));
+        self.cnps_sent = total(base.cnps_sent, parts.iter().map(|p| p.cnps_sent));
+        self.progress = total(base.progress, parts.iter().map(|p| p.progress));
+        self.flows_left = base.flows_left - parts.iter().map(|p| base.flows_left - p.flows_left).sum::<usize>();
+        self.trace.0 = total(base.trace, parts.iter().map(|p| p.trace.0));
+        let l = &mut self.ledger;
+        l.created = total(base.ledger.created, parts.iter().map(|p| p.ledger.created));
+        l.delivered = total(base.ledger.delivered, parts.iter().map(|p| p.ledger.delivered));
+        for r in 0..l.dropped.len() {
+            l.dropped[r] = total(base.ledger.dropped[r], parts.iter().map(|p| p.ledger.dropped[r]));
+            l.dropped_lossless[r] = total(
+                base.ledger.dropped_lossless[r],
+                parts.iter().map(|p| p.ledger.dropped_lossless[r]),
+            );
+        }
+        let mut fct: Vec<FctRecord> = Vec::new();
+        let mut pfc: Vec<PfcRecord> = Vec::new();
+        let mut completions: Vec<(u32, Completion)> = Vec::new();
+        for p in &parts {
+            fct.extend_from_slice(&p.fct[base.fct..]);
+            pfc.extend_from_slice(&p.pfc[base.pfc..]);
+            completions.extend_from_slice(&p.completions[base.completions..]);
+        }
+        self.fct.truncate(base.fct);
+        self.fct.extend(fct);
+        self.pfc.truncate(base.pfc);
+        self.pfc.extend(pfc);
+        self.completions.truncate(base.completions);
+        self.completions.extend(completions);
+        self.sort_records(base.fct, base.pfc, base.completions);
+        // Events not run go back into the one queue (emptied at the start).
+        for p in &mut parts {
+            while let Some((t, w)) = p.q.pop() {
+                self.q.push_seq(t, tie(t, w), w);
+            }
+        }
+        match check_at {
+            Some(t) => self.q.push_seq(t, tie(t, Ev::Check.pack()), Ev::Check.pack()),
+            None if !matches!(status, Some(RoceStatus::Deadlock(_))) => self.timers_armed &= !2,
+            None => {}
+        }
+        self.now = match status {
+            Some(RoceStatus::TimeLimit) => until.max(parts.iter().map(|p| p.now).max().unwrap_or(self.now)),
+            Some(RoceStatus::Deadlock(d)) => d.at,
+            _ => parts.iter().map(|p| p.now).max().unwrap_or(self.now),
+        };
+    }
+}
+
+/// The queue key of event `w` at `t` (see [`tie`]).
+#[inline(always)]
+fn key(t: Time, w: u32) -> u128 {
+    (u128::from(t.0) << 64) | (u128::from(tie(t, EvWord(w))) << EV_BITS) | u128::from(w)
+}
+
+/// The smallest queue key at `t`: before every event of that picosecond.
+fn time_key(t: Time) -> u128 {
+    u128::from(t.0) << 64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::roce::repro::{flow, leaf_spine_2x2, ring4, star};
+    use crate::roce::transport::Recovery;
+
+    /// Everything a run reports, and the state a later run starts from.
+    fn assert_same(a: &RoceSim, b: &RoceSim, what: &str) {
+        assert_eq!(a.trace_hash(), b.trace_hash(), "{what}: trace");
+        assert_eq!(
+            (a.events, a.hops(), a.now()),
+            (b.events, b.hops(), b.now()),
+            "{what}: events, hops, now"
+        );
+        assert_eq!(
+            (a.live, a.flows_left),
+            (b.live, b.flows_left),
+            "{what}: in flight, flows left"
+        );
+        assert_eq!(a.ledger, b.ledger, "{what}: ledger");
+        assert_eq!(
+            (a.ecn_marks, a.cnps_sent, a.progress),
+            (b.ecn_marks, b.cnps_sent, b.progress),
+            "{what}: marks"
+        );
+        assert_eq!(a.fct, b.fct, "{what}: fct records");
+        assert_eq!(a.pfc, b.pfc, "{what}: pfc records");
+        assert_eq!(a.completions, b.completions, "{what}: completions");
+        for k in 0..a.flows.len() {
+            assert_eq!(a.flow_delivered(k), b.flow_delivered(k), "{what}: flow {k} delivered");
+            assert_eq!(a.flow_done(k), b.flow_done(k), "{what}: flow {k} done");
+            assert_eq!(a.flow_counters(k), b.flow_counters(k), "{what}: flow {k} counters");
+            assert_eq!(a.flow_rate(k), b.flow_rate(k), "{what}: flow {k} rate");
+        }
+        assert_eq!(a.q.len(), b.q.len(), "{what}: events queued");
+        assert_eq!(a.state_summary(), b.state_summary(), "{what}: state");
+        assert!(b.ledger_balances(), "{what}: ledger balances");
+    }
+
+    /// The default: DCQCN (hpcc-ns3 profile), PFC and ECN.
+    fn dcqcn() -> RoceConfig {
+        RoceConfig::default()
+    }
+
+    /// The HPCC paper's 320-host fat tree with its permutation (the speed
+    /// benchmark), 20 µs of it: split over 2 and 3 threads, the same world as
+    /// on one, and a later one-thread run continues it alike.
+    #[test]
+    fn split_fat_tree_permutation_is_the_same_run() {
+        let cfg = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/src/roce/testdata/hpcc/config_dcqcn_perm320.txt"
+        );
+        let e = crate::roce::hpcc_run::HpccExperiment::load(std::path::Path::new(cfg)).unwrap();
+        let specs = e.flow_specs();
+        let first = specs.iter().map(|f| f.start).min().unwrap();
+        let mut one = RoceSim::new(&e.fabric, e.roce.clone(), &specs).unwrap();
+        assert_eq!(one.run(first + Time::us(20)), RoceStatus::TimeLimit);
+        assert!(one.hops() > 100_000, "traffic: {} hops", one.hops());
+        for threads in [2, 3] {
+            let mut split = RoceSim::new(&e.fabric, e.roce.clone(), &specs).unwrap();
+            assert_eq!(split.run_threads(first + Time::us(20), threads), RoceStatus::TimeLimit);
+            assert_eq!(split.last_threads(), threads, "split, not run on one thread");
+            assert_same(&one, &split, &format!("{threads} threads"));
+        }
+        let mut split = RoceSim::new(&e.fabric, e.roce.clone(), &specs).unwrap();
+        split.run_threads(first + Time::us(10), 2);
+        split.run(first + Time::us(20));
+        assert_same(&one, &split, "split for 10 µs, then one thread");
+    }
+
+    /// PFC pauses that cross the cut (a 2:1 incast across two leaves, PFC on,
+    /// no congestion control), stopped before it is done.
+    #[test]
+    fn split_pfc_incast_across_leaves_is_the_same_run() {
+        let (f, _, _, hosts) = leaf_spine_2x2(4);
+        let flows: Vec<FlowSpec> = (0..4)
+            .map(|i| flow(hosts[0][i], hosts[1][0], 4 << 20, 1, Time::ZERO, 10000 + i as u16))
+            .chain((1..4).map(|i| flow(hosts[1][i], hosts[1][0], 4 << 20, 1, Time::ZERO, 11000 + i as u16)))
+            .collect();
+        let cfg = RoceConfig {
+            cc: CongestionControl::None,
+            ecn: false,
+            buffer_bytes: 1 << 20,
+            ..RoceConfig::default()
+        };
+        let mut one = RoceSim::new(&f, cfg.clone(), &flows).unwrap();
+        assert_eq!(one.run(Time::us(300)), RoceStatus::TimeLimit);
+        assert!(one.pfc.iter().any(|r| r.pause), "pauses: {:?}", one.pfc.len());
+        let mut split = RoceSim::new(&f, cfg, &flows).unwrap();
+        assert_eq!(split.run_threads(Time::us(300), 2), RoceStatus::TimeLimit);
+        assert_eq!(split.last_threads(), 2);
+        assert_same(&one, &split, "incast across leaves");
+    }
+
+    /// A run that ends with every flow done (a 16:1 incast with DCQCN) stops
+    /// at the same event: split until the flows are near their end, then on
+    /// one thread (not redone from the start).
+    #[test]
+    fn split_run_that_finishes_stops_at_the_same_event() {
+        let (f, _, h) = star(17);
+        let flows: Vec<FlowSpec> = (0..16)
+            .map(|i| flow(h[i], h[16], 256 << 10, 1, Time::ZERO, 10000 + i as u16))
+            .collect();
+        let cfg = RoceConfig {
+            recovery: Recovery::GoBackN,
+            ..dcqcn()
+        };
+        let mut one = RoceSim::new(&f, cfg.clone(), &flows).unwrap();
+        assert_eq!(one.run(Time::ms(50)), RoceStatus::Done);
+        let mut split = RoceSim::new(&f, cfg, &flows).unwrap();
+        assert_eq!(split.run_threads(Time::ms(50), 2), RoceStatus::Done);
+        assert_eq!(split.last_threads(), 2, "split, not redone on one thread");
+        assert_same(&one, &split, "incast to the end");
+    }
+
+    /// A PFC deadlock (Hu et al.'s bounce routes on a ring of four switches)
+    /// is found by the split run's check, at the same check, with the same cycle.
+    #[test]
+    fn split_run_finds_the_same_deadlock() {
+        let (f, _, h, routes) = ring4();
+        let flows: Vec<FlowSpec> = (0..4)
+            .map(|i| flow(h[i], h[(i + 2) % 4], 4 << 20, 1, Time::ZERO, 10000 + i as u16))
+            .collect();
+        let cfg = RoceConfig {
+            route_overrides: routes,
+            cc: CongestionControl::None,
+            ecn: false,
+            buffer_bytes: 1 << 20,
+            deadlock_check: Time::us(200),
+            ..RoceConfig::default()
+        };
+        let mut one = RoceSim::new(&f, cfg.clone(), &flows).unwrap();
+        let st = one.run(Time::ms(20));
+        assert!(matches!(st, RoceStatus::Deadlock(_)), "{st:?}");
+        let mut split = RoceSim::new(&f, cfg, &flows).unwrap();
+        assert_eq!(split.run_threads(Time::ms(20), 2), st);
+        assert_eq!(split.last_threads(), 2);
+        assert_same(&one, &split, "deadlock");
+    }
+
+    /// What the split does not cover runs on one thread, and says so.
+    #[test]
+    fn split_falls_back_to_one_thread_where_it_does_not_apply() {
+        let (f, _, h) = star(3);
+        let flows = [flow(h[0], h[2], 1 << 20, 1, Time::ZERO, 10000)];
+        let cfg = RoceConfig {
+            watchdog: Some(crate::roce::pfc::WdConfig::default()),
+            ..dcqcn()
+        };
+        let mut sim = RoceSim::new(&f, cfg, &flows).unwrap();
+        assert_eq!(sim.split_blocker(), Some("a PFC watchdog"));
+        assert_eq!(sim.run_threads(Time::ms(5), 2), RoceStatus::Done);
+        assert_eq!(sim.last_threads(), 1);
+    }
+
+    /// The cut keeps each host's pod together and balances ports.
+    #[test]
+    fn cut_balances_a_fat_tree() {
+        let cfg = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/src/roce/testdata/hpcc/config_dcqcn_perm320.txt"
+        );
+        let e = crate::roce::hpcc_run::HpccExperiment::load(std::path::Path::new(cfg)).unwrap();
+        let sim = RoceSim::new(&e.fabric, e.roce.clone(), &e.flow_specs()).unwrap();
+        let owner = sim.cut(2);
+        let ports = |k: u8| -> usize {
+            (0..owner.len())
+                .filter(|&i| owner[i] == k)
+                .map(|i| e.fabric.nodes[i].ports.len())
+                .sum()
+        };
+        let (a, b) = (ports(0), ports(1));
+        assert!(a.abs_diff(b) * 10 <= a + b, "ports {a} vs {b}");
+        // Every host with its top-of-rack switch.
+        for (i, n) in e.fabric.nodes.iter().enumerate() {
+            if n.kind == fabric::NodeKind::Ca {
+                let tor = sim.node_of(sim.peer[(sim.port_base[i] + 1) as usize]);
+                assert_eq!(owner[i], owner[tor as usize], "host {} and its switch", n.name);
+            }
+        }
+        assert_eq!(sim.lookahead(&owner), Time::us(1));
+    }
+}
