@@ -32,9 +32,9 @@ pub struct HpccArgs {
     /// Print the report as JSON (hops, events, simulated and wall time, drops, warnings).
     #[arg(long)]
     json: bool,
-    /// Split the fabric over this many threads (the same results as one thread;
-    /// runs the split does not cover yet, such as HPCC's INT or a PFC watchdog,
-    /// use one, and the report says how many ran).
+    /// Split the fabric over this many threads, at most the machine's cores (the
+    /// same results as one thread; runs the split does not cover yet, such as a
+    /// PFC watchdog or background TCP, use one, and the report says how many ran).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
     threads: u16,
 }
@@ -44,7 +44,15 @@ impl HpccArgs {
     pub fn exec(self) -> anyhow::Result<ExitCode> {
         let mut e = HpccExperiment::load(&self.config)
             .with_context(|| format!("load the HPCC experiment {}", self.config.display()))?;
-        e.threads = usize::from(self.threads);
+        let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+        e.threads = usize::from(self.threads).min(cores);
+        if e.threads < usize::from(self.threads) {
+            // Threads spin between windows: more of them than cores would wait on each other.
+            eprintln!(
+                "rdmalab: warning: --threads {} on a machine with {cores} cores: using {cores}",
+                self.threads
+            );
+        }
         let first = e.flows.iter().map(|f| f.start).min().unwrap_or(Time::ZERO);
         let until = self.until_us.map(|us| first + Time::us(us));
         let (r, sim) = e.run(until, self.out.as_deref()).context("run the HPCC experiment")?;
