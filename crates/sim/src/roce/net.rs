@@ -1979,16 +1979,22 @@ impl RoceSim {
                 self.now = until.max(self.now);
                 return RoceStatus::TimeLimit;
             }
-            self.lookahead_prefetch();
-            self.q.pop_first();
-            self.now = t;
-            self.events += 1;
-            self.trace.add(t.0, w.trace_word());
-            let status = self.dispatch(t, w.ev());
-            if let Some(s) = status {
+            if let Some(s) = self.step(t, w) {
                 return s;
             }
         }
+    }
+
+    /// Run event `w` at `t`, the queue's first (see [`PackedQueue::first`]);
+    /// `Some` ends the run.
+    #[inline(always)]
+    fn step(&mut self, t: Time, w: EvWord) -> Option<RoceStatus> {
+        self.lookahead_prefetch();
+        self.q.pop_first();
+        self.now = t;
+        self.events += 1;
+        self.trace.add(t.0, w.trace_word());
+        self.dispatch(t, w.ev())
     }
 
     /// Schedule `ev` at `t`. Events at the same picosecond run in the order of

@@ -565,12 +565,7 @@ impl RoceSim {
             if key(t, w.0) >= bound {
                 break;
             }
-            self.lookahead_prefetch();
-            self.q.pop_first();
-            self.now = t;
-            self.events += 1;
-            self.trace.add(t.0, w.trace_word());
-            let status = self.dispatch(t, w.ev());
+            let status = self.step(t, w);
             debug_assert!(status.is_none(), "a part's event ended the run");
         }
     }
