@@ -112,6 +112,26 @@ pub fn ring4() -> (Fabric, Vec<NodeId>, Vec<NodeId>, Vec<Route>) {
     (f, sw, hosts, routes)
 }
 
+/// Hu et al.'s bounce-route ring (see [`ring4`]) with `n` of its four hosts each
+/// sending 4 MiB to the host two switches clockwise, PFC on, no congestion
+/// control, 1 MiB buffers and a deadlock check every 200 µs: four flows close
+/// the cycle and deadlock.
+pub fn ring4_bounce(n: usize) -> (Fabric, crate::roce::net::RoceConfig, Vec<FlowSpec>) {
+    let (f, _, h, routes) = ring4();
+    let flows: Vec<FlowSpec> = (0..n)
+        .map(|i| flow(h[i], h[(i + 2) % 4], 4 << 20, 1, Time::ZERO, 10000 + i as u16))
+        .collect();
+    let cfg = crate::roce::net::RoceConfig {
+        route_overrides: routes,
+        cc: crate::roce::net::CongestionControl::None,
+        ecn: false,
+        buffer_bytes: 1 << 20,
+        deadlock_check: Time::us(200),
+        ..crate::roce::net::RoceConfig::default()
+    };
+    (f, cfg, flows)
+}
+
 /// A one-message-or-more flow with HPCC's dport 100.
 pub fn flow(src: NodeId, dst: NodeId, size: u64, messages: u32, start: Time, sport: u16) -> FlowSpec {
     FlowSpec {
@@ -316,18 +336,7 @@ mod tests {
     #[test]
     fn bounce_routes_give_a_pfc_deadlock_only_when_the_cycle_closes() {
         let run = |n: usize| {
-            let (f, _, h, routes) = ring4();
-            let flows: Vec<FlowSpec> = (0..n)
-                .map(|i| flow(h[i], h[(i + 2) % 4], 4 << 20, 1, Time::ZERO, 10000 + i as u16))
-                .collect();
-            let cfg = RoceConfig {
-                route_overrides: routes,
-                cc: CongestionControl::None,
-                ecn: false,
-                buffer_bytes: 1 << 20,
-                deadlock_check: Time::us(200),
-                ..RoceConfig::default()
-            };
+            let (f, cfg, flows) = ring4_bounce(n);
             let mut sim = RoceSim::new(&f, cfg, &flows).unwrap();
             let st = sim.run(Time::ms(20));
             (st, sim)

@@ -744,7 +744,7 @@ fn time_key(t: Time) -> u128 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::roce::repro::{flow, leaf_spine_2x2, ring4, star};
+    use crate::roce::repro::{flow, leaf_spine_2x2, ring4_bounce, star};
     use crate::roce::transport::Recovery;
 
     /// Everything a run reports, and the state a later run starts from.
@@ -897,18 +897,7 @@ mod tests {
     /// is found by the split run's check, at the same check, with the same cycle.
     #[test]
     fn split_run_finds_the_same_deadlock() {
-        let (f, _, h, routes) = ring4();
-        let flows: Vec<FlowSpec> = (0..4)
-            .map(|i| flow(h[i], h[(i + 2) % 4], 4 << 20, 1, Time::ZERO, 10000 + i as u16))
-            .collect();
-        let cfg = RoceConfig {
-            route_overrides: routes,
-            cc: CongestionControl::None,
-            ecn: false,
-            buffer_bytes: 1 << 20,
-            deadlock_check: Time::us(200),
-            ..RoceConfig::default()
-        };
+        let (f, cfg, flows) = ring4_bounce(4);
         let mut one = RoceSim::new(&f, cfg.clone(), &flows).unwrap();
         let st = one.run(Time::ms(20));
         assert!(matches!(st, RoceStatus::Deadlock(_)), "{st:?}");
