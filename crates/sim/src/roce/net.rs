@@ -1953,48 +1953,63 @@ impl RoceSim {
         if let Some(d) = &self.deadlock {
             return RoceStatus::Deadlock(d.clone());
         }
+        self.event_loop(until, u128::MAX, false)
+            .expect("a whole world's run ends with a status")
+    }
+
+    /// The event loop of [`Self::run`] and of a split run's window (`part`:
+    /// run the events whose queue key is below `bound`, then return `None`;
+    /// the whole world's ends, done, stuck or `until`, are the coordinator's
+    /// to see). One loop for both, so that the compiler inlines the model
+    /// into one place (with two, it moved the arrival out of line: 7% slower).
+    #[inline(never)]
+    fn event_loop(&mut self, until: Time, bound: u128, part: bool) -> Option<RoceStatus> {
         loop {
-            if !self.delivered.is_empty() {
-                return RoceStatus::Delivered;
-            }
-            if self.flows_left == 0 && self.live == 0 && !self.driven {
-                return RoceStatus::Done;
+            if !part {
+                if !self.delivered.is_empty() {
+                    return Some(RoceStatus::Delivered);
+                }
+                if self.flows_left == 0 && self.live == 0 && !self.driven {
+                    return Some(RoceStatus::Done);
+                }
             }
             // `first` makes the earliest event the head of the calendar's current
             // slot, so the pop below is O(1).
             let Some((t, w)) = self.q.first() else {
+                if part {
+                    return None;
+                }
                 if self.driven && until != Time::NEVER {
                     // Nothing moves until the driver posts more: let the clock run
                     // to `until`, as a NIC waiting on its host would.
                     self.now = until.max(self.now);
-                    return RoceStatus::TimeLimit;
+                    return Some(RoceStatus::TimeLimit);
                 }
-                return if self.flows_left == 0 {
+                return Some(if self.flows_left == 0 {
                     RoceStatus::Done
                 } else {
                     RoceStatus::Stuck
-                };
+                });
             };
-            if t > until {
+            if part {
+                if par::key(t, w.0) >= bound {
+                    return None;
+                }
+            } else if t > until {
                 self.now = until.max(self.now);
-                return RoceStatus::TimeLimit;
+                return Some(RoceStatus::TimeLimit);
             }
-            if let Some(s) = self.step(t, w) {
-                return s;
+            self.lookahead_prefetch();
+            self.q.pop_first();
+            self.now = t;
+            self.events += 1;
+            self.trace.add(t.0, w.trace_word());
+            let status = self.dispatch(t, w.ev());
+            if status.is_some() {
+                debug_assert!(!part, "a part's event ended the run");
+                return status;
             }
         }
-    }
-
-    /// Run event `w` at `t`, the queue's first (see [`PackedQueue::first`]);
-    /// `Some` ends the run.
-    #[inline(always)]
-    fn step(&mut self, t: Time, w: EvWord) -> Option<RoceStatus> {
-        self.lookahead_prefetch();
-        self.q.pop_first();
-        self.now = t;
-        self.events += 1;
-        self.trace.add(t.0, w.trace_word());
-        self.dispatch(t, w.ev())
     }
 
     /// Schedule `ev` at `t`. Events at the same picosecond run in the order of

@@ -561,13 +561,8 @@ impl RoceSim {
     /// packets that reached it over cut cables.
     fn run_window(&mut self, inbox: &mut Inbox, bound: u128) {
         self.take_in(inbox);
-        while let Some((t, w)) = self.q.first() {
-            if key(t, w.0) >= bound {
-                break;
-            }
-            let status = self.step(t, w);
-            debug_assert!(status.is_none(), "a part's event ended the run");
-        }
+        let status = self.event_loop(Time::NEVER, bound, true);
+        debug_assert!(status.is_none(), "a part's window ended with {status:?}");
     }
 
     /// The deadlock check at `tc` over every part's switches (the `Check`
@@ -732,7 +727,7 @@ impl RoceSim {
 
 /// The queue key of event `w` at `t` (see [`tie`]).
 #[inline(always)]
-fn key(t: Time, w: u32) -> u128 {
+pub(super) fn key(t: Time, w: u32) -> u128 {
     (u128::from(t.0) << 64) | (u128::from(tie(t, EvWord(w))) << EV_BITS) | u128::from(w)
 }
 
