@@ -946,7 +946,7 @@ mod tests {
         #![proptest_config(proptest::prelude::ProptestConfig { cases: 12, ..Default::default() })]
 
         /// Random traffic on a 2 × 2 leaf-spine (PFC or not, ECN or not,
-        /// DCQCN or line rate, go-back-N or go-back-0, loss injected on one
+        /// DCQCN, HPCC or line rate, go-back-N or go-back-0, loss injected on one
         /// host link or not, deep or shallow buffers), split over 2 or 3
         /// threads and stopped at a random time or run to its end: the same
         /// world as one thread.
@@ -956,7 +956,7 @@ mod tests {
             pairs in proptest::collection::vec((0usize..8, 0usize..8, 16u64..2048, 0u64..40), 1..10),
             pfc in proptest::bool::ANY,
             ecn in proptest::bool::ANY,
-            with_dcqcn in proptest::bool::ANY,
+            cc in 0u8..3,
             go_back_0 in proptest::bool::ANY,
             loss in proptest::option::of(0usize..8),
             shallow in proptest::bool::ANY,
@@ -981,8 +981,24 @@ mod tests {
                 rto: Time::us(100),
                 ..dcqcn()
             };
-            if !with_dcqcn {
-                cfg.cc = CongestionControl::None;
+            match cc {
+                0 => cfg.cc = CongestionControl::None,
+                1 => {}
+                _ => {
+                    // HPCC as third.cc sets it for 100G and a 4-hop base RTT.
+                    cfg.cc = CongestionControl::Hpcc(crate::roce::hpcc_cc::HpccParams {
+                        line_bps: 100e9,
+                        base_rtt: Time::us(9),
+                        eta: 0.95,
+                        max_stage: 5,
+                        rate_ai_bps: 50e6,
+                        min_rate_bps: 100e6,
+                        fast_react: true,
+                        sample_feedback: false,
+                        window_bytes: 112_500,
+                        var_win: true,
+                    });
+                }
             }
             if let Some(h) = loss {
                 let host = all[h % n];
