@@ -1007,9 +1007,14 @@ mod tests {
             let until = until_us.map_or(Time::ms(20), Time::us);
             let mut one = RoceSim::new(&f, cfg.clone(), &flows).unwrap();
             let st = one.run(until);
-            let mut split = RoceSim::new(&f, cfg, &flows).unwrap();
-            proptest::prop_assert_eq!(split.run_threads(until, threads), st);
+            let mut split = RoceSim::new(&f, cfg.clone(), &flows).unwrap();
+            proptest::prop_assert_eq!(split.run_threads(until, threads), st.clone());
             assert_same(&one, &split, "random run");
+            // Split twice, the second run going on from the first's world.
+            let mut twice = RoceSim::new(&f, cfg, &flows).unwrap();
+            twice.run_threads(Time(until.0 / 3), threads);
+            proptest::prop_assert_eq!(twice.run_threads(until, threads), st);
+            assert_same(&one, &twice, "random run, split twice");
         }
     }
 
