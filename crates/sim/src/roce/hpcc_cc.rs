@@ -369,30 +369,33 @@ impl HpccRp {
     }
 }
 
+/// HPCC at 100G as third.cc sets it (η 0.95, 5 MI stages, 50 Mb/s AI,
+/// fast reaction, VAR_WIN), with an 8 µs base RTT and a 100 KB window: for tests.
+#[cfg(test)]
+pub(crate) fn test_params() -> HpccParams {
+    HpccParams {
+        line_bps: 100e9,
+        base_rtt: Time::us(8),
+        eta: 0.95,
+        max_stage: 5,
+        rate_ai_bps: 50e6,
+        min_rate_bps: 100e6,
+        fast_react: true,
+        sample_feedback: false,
+        window_bytes: 100_000,
+        var_win: true,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn params() -> HpccParams {
-        HpccParams {
-            line_bps: 100e9,
-            base_rtt: Time::us(8),
-            eta: 0.95,
-            max_stage: 5,
-            rate_ai_bps: 50e6,
-            min_rate_bps: 100e6,
-            fast_react: true,
-            sample_feedback: false,
-            window_bytes: 100_000,
-            var_win: true,
-        }
-    }
 
     /// The window follows the rate with VAR_WIN, is fixed without, and is
     /// absent at 0.
     #[test]
     fn window_scales_with_rate() {
-        let mut h = HpccRp::new(params());
+        let mut h = HpccRp::new(test_params());
         assert_eq!(h.window(), 100_000);
         h.rate = 25e9;
         assert_eq!(h.window(), 25_000);
@@ -421,7 +424,7 @@ mod tests {
     #[test]
     fn cuts_by_utilisation_over_target() {
         let p = |v: u32| Psn::new(v);
-        let mut h = HpccRp::new(params());
+        let mut h = HpccRp::new(test_params());
         h.on_ack(p(1), &hop(0, 0, 100_000), p(10));
         assert_eq!(h.rate(), 100e9);
         // 8 µs later: 100 KB sent (line rate), queue 100 KB = B·T.
@@ -440,7 +443,7 @@ mod tests {
     /// `max_stage` updates, then the stage limit rescales by u/η.
     #[test]
     fn additive_increase_then_stage_limit() {
-        let mut pr = params();
+        let mut pr = test_params();
         pr.fast_react = false;
         pr.line_bps = 100e9;
         let mut h = HpccRp::new(pr);
@@ -471,7 +474,7 @@ mod tests {
     /// Without FAST_REACT an ACK inside the RTT changes nothing; the floor holds.
     #[test]
     fn no_fast_react_and_floor() {
-        let mut pr = params();
+        let mut pr = test_params();
         pr.fast_react = false;
         let mut h = HpccRp::new(pr);
         h.on_ack(Psn::new(1), &hop(0, 0, 500_000_000), Psn::new(100));

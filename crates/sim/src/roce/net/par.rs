@@ -987,16 +987,9 @@ mod tests {
                 _ => {
                     // HPCC as third.cc sets it for 100G and a 4-hop base RTT.
                     cfg.cc = CongestionControl::Hpcc(crate::roce::hpcc_cc::HpccParams {
-                        line_bps: 100e9,
                         base_rtt: Time::us(9),
-                        eta: 0.95,
-                        max_stage: 5,
-                        rate_ai_bps: 50e6,
-                        min_rate_bps: 100e6,
-                        fast_react: true,
-                        sample_feedback: false,
                         window_bytes: 112_500,
-                        var_win: true,
+                        ..crate::roce::hpcc_cc::test_params()
                     });
                 }
             }
