@@ -1,7 +1,10 @@
 //! The event queues, ordered by `(time, insertion sequence)`, so events at the
 //! same picosecond run in the order they were scheduled and every run repeats
 //! exactly: [`PackedQueue`] (a calendar queue of packed keys, the simulators' hot
-//! queue) and [`EventQueue`] (a binary heap for events of any type).
+//! queue) and [`EventQueue`] (a binary heap for events of any type). A model may
+//! put a rank of its own in the sequence field instead ([`PackedQueue::push_seq`]):
+//! the RoCE model ranks a picosecond's events by the events themselves, so that
+//! a run split over threads orders them as one thread does.
 //!
 //! ```text
 //!   link FIFOs (one per link direction, arrivals in time order)
