@@ -267,7 +267,8 @@ impl<E: Packed> PackedQueue<E> {
         self.push_seq(t, s, ev);
     }
 
-    /// Schedule `ev` at `t` with a sequence number taken earlier by [`Self::next_seq`].
+    /// Schedule `ev` at `t` with a sequence number taken earlier by [`Self::next_seq`]
+    /// (or any rank below 2^36 a model orders ties by; equal keys pop in any order).
     #[inline]
     pub fn push_seq(&mut self, t: Time, seq: u64, ev: E) {
         self.pushed += 1;
