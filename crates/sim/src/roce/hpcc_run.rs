@@ -345,7 +345,15 @@ impl HpccExperiment {
                 .collect(),
             pause_events: sim.pfc.len(),
             status,
-            warnings: self.warnings.iter().map(ToString::to_string).collect(),
+            warnings: self
+                .warnings
+                .iter()
+                .map(ToString::to_string)
+                .chain(
+                    sim.why_one_thread()
+                        .map(|why| format!("{} threads asked, the run used one: {why}", self.threads)),
+                )
+                .collect(),
             wrote,
         };
         Ok((report, sim))
@@ -821,6 +829,33 @@ mod tests {
         assert_eq!((c[0].hops, c[1].hops), (1, 5), "{c:?}");
         assert!(c[0].updates > 0 && c[1].updates > 0, "{c:?}");
         assert!(sim.ledger_balances());
+    }
+
+    /// Asked for threads on a run the split does not cover yet (a LINK_DOWN),
+    /// the experiment runs on one thread and its report says why.
+    #[test]
+    fn threads_on_a_run_the_split_does_not_cover_are_named() {
+        let dir = std::env::temp_dir().join(format!("rdmalab-hpcc-threads-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::copy(testdata("fat.txt"), dir.join("fat.txt")).unwrap();
+        std::fs::write(dir.join("flow_perm320.txt"), "1\n0 1 3 100 1000000 2\n").unwrap();
+        let cfg = std::fs::read_to_string(testdata("config_dcqcn_perm320.txt"))
+            .unwrap()
+            .replace("LINK_DOWN 0 0 0", "LINK_DOWN 1000 0 320");
+        std::fs::write(dir.join("c.txt"), cfg).unwrap();
+        let mut e = HpccExperiment::load(&dir.join("c.txt")).unwrap();
+        e.threads = 2;
+        let (r, sim) = e.run(Some(Time(2_000_010_000_000)), Some(&dir)).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(r.threads, 1);
+        assert_eq!(sim.why_one_thread(), Some("the split does not cover link failures yet"));
+        assert!(
+            r.warnings
+                .iter()
+                .any(|w| w == "2 threads asked, the run used one: the split does not cover link failures yet"),
+            "{:?}",
+            r.warnings
+        );
     }
 
     /// HPCC runs repeat: the same config gives the same event trace.

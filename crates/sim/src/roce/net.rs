@@ -33,8 +33,7 @@
 //!
 //! Event order: by time, and at one picosecond by the event itself (its kind in
 //! the order of `Ev`'s variants, then a hash of its component and time: see
-//! `tie`), never by when it was
-//! scheduled. So the order of a run is a function of its events alone: the
+//! `tie`), never by when it was scheduled. So the order of a run is a function of its events alone: the
 //! part of a run that one set of switches and NICs sees does not depend on
 //! what the rest of the fabric did at the same picosecond, which is what a
 //! run split over threads needs to give the same bytes as one thread. For the
@@ -869,6 +868,8 @@ pub struct RoceSim {
     link_events: u32,
     /// Threads the last [`RoceSim::run_threads`] used (1 after [`RoceSim::run`]).
     threads_used: usize,
+    /// Why the last [`RoceSim::run_threads`] ran on one thread when asked for more.
+    one_thread_why: Option<&'static str>,
     /// In a part of a run split over threads: packets sent over cut cables
     /// this window (see `par`).
     outbox: Vec<par::Crossing>,
@@ -1290,6 +1291,7 @@ impl RoceSim {
             wd_forward: cfg.watchdog.is_some_and(|w| w.action == WdAction::Forward),
             link_events: 0,
             threads_used: 1,
+            one_thread_why: None,
             outbox: Vec::new(),
             outbox_int: Vec::new(),
             fabric: fabric.clone(),
@@ -1887,6 +1889,7 @@ impl RoceSim {
     /// Run until every flow is done, `until`, a deadlock, or nothing can move.
     pub fn run(&mut self, until: Time) -> RoceStatus {
         self.threads_used = 1;
+        self.one_thread_why = None;
         let (fct, pfc, completions) = (self.fct.len(), self.pfc.len(), self.completions.len());
         let status = self.run_events(until);
         self.sort_records(fct, pfc, completions);

@@ -169,6 +169,15 @@ impl Counters {
     }
 }
 
+impl Counters {
+    /// Packets in flight and flows left in the whole world.
+    fn whole<'a>(&self, parts: impl Iterator<Item = &'a RoceSim> + Clone) -> (u64, usize) {
+        let live = total(self.live, parts.clone().map(|p| p.live));
+        let left = total(self.flows_left as u64, parts.map(|p| p.flows_left as u64));
+        (live, left as usize)
+    }
+}
+
 /// `base` plus the change of every part from it.
 fn total(base: u64, parts: impl Iterator<Item = u64>) -> u64 {
     parts.fold(base, |acc, x| acc.wrapping_add(x.wrapping_sub(base)))
@@ -177,24 +186,37 @@ fn total(base: u64, parts: impl Iterator<Item = u64>) -> u64 {
 impl RoceSim {
     /// Why this world cannot be split over threads yet, if it cannot.
     fn split_blocker(&self) -> Option<&'static str> {
-        if self.driven {
-            Some("QPs driven from outside")
+        if self.driven || self.flows.iter().any(|f| f.dynamic) || !self.delivered.is_empty() {
+            Some("the split does not cover QPs driven from outside yet")
         } else if !self.tcp.is_empty() {
-            Some("background TCP")
+            Some("the split does not cover background TCP yet")
         } else if self.int.live() > 0 {
-            Some("INT headers in flight from an earlier run")
+            Some("INT headers are in flight from an earlier run")
         } else if self.wd_period != Time::NEVER {
-            Some("a PFC watchdog")
+            Some("the split does not cover a PFC watchdog yet")
         } else if self.nics.iter().any(|n| n.rx.faulty) {
-            Some("a faulty NIC")
+            Some("the split does not cover a faulty NIC yet")
         } else if self.link_events > 0 || self.local_view.is_some() {
-            Some("link failures")
+            Some("the split does not cover link failures yet")
         } else if self.capture_gp != NONE {
-            Some("packet capture")
-        } else if self.flows.iter().any(|f| f.dynamic) || !self.delivered.is_empty() {
-            Some("QPs driven from outside")
+            Some("the split does not cover packet capture yet")
+        } else if self.deadlock.is_some() {
+            Some("the world is deadlocked")
         } else {
             None
+        }
+    }
+
+    /// How to split this world over `threads` threads, or why not.
+    fn split_plan(&self, threads: usize) -> Result<Split, &'static str> {
+        if let Some(why) = self.split_blocker() {
+            return Err(why);
+        }
+        let owner = self.cut(threads);
+        match self.lookahead(&owner) {
+            Time::ZERO => Err("a cable of zero length joins two parts"),
+            Time::NEVER => Err("no cable joins two parts"),
+            lookahead => Ok(Split { owner, lookahead }),
         }
     }
 
@@ -304,19 +326,21 @@ impl RoceSim {
 
     /// [`RoceSim::run`] with the fabric split over `threads` threads: the same
     /// results, events and trace. Falls back to one thread where the split
-    /// does not apply (see the module docs) or gains nothing (one thread, a
-    /// cable of zero length between parts).
+    /// does not apply (see the module docs) or cannot gain (a cable of zero
+    /// length between parts); [`RoceSim::why_one_thread`] then says why.
     pub fn run_threads(&mut self, until: Time, threads: usize) -> RoceStatus {
         let threads = threads.min(64);
-        if threads <= 1 || self.deadlock.is_some() || self.split_blocker().is_some() {
+        if threads <= 1 {
             return self.run(until);
         }
-        let owner = self.cut(threads);
-        let lookahead = self.lookahead(&owner);
-        if lookahead == Time::ZERO || lookahead == Time::NEVER {
-            return self.run(until);
-        }
-        let split = Split { owner, lookahead };
+        let split = match self.split_plan(threads) {
+            Ok(split) => split,
+            Err(why) => {
+                let status = self.run(until);
+                self.one_thread_why = Some(why);
+                return status;
+            }
+        };
         // Kept in case every flow finished inside a window after all (the
         // windows stop short of that: see `run_split`), to run again on one
         // thread and stop at the exact event.
@@ -333,9 +357,17 @@ impl RoceSim {
             }
             None => {
                 *self = start;
-                self.run(until)
+                let status = self.run(until);
+                self.one_thread_why = Some("INT handles ran near their limit, so the run was redone on one thread");
+                status
             }
         }
+    }
+
+    /// Why the last [`RoceSim::run_threads`] asked for more than one thread
+    /// ran on one (`None` after a split run, or after [`RoceSim::run`]).
+    pub fn why_one_thread(&self) -> Option<&'static str> {
+        self.one_thread_why
     }
 
     /// Whether some flow surely cannot finish before `end` (so neither can
@@ -448,8 +480,7 @@ impl RoceSim {
             let status = loop {
                 let mut all: Vec<_> = (0..threads).map(lock).collect();
                 // What the whole world would see before its next event.
-                let live = total(base.live, all.iter().map(|p| p.live));
-                let left = base.flows_left - all.iter().map(|p| base.flows_left - p.flows_left).sum::<usize>();
+                let (live, left) = base.whole(all.iter().map(|p| &**p));
                 if left == 0 && live == 0 {
                     let events = total(base.events, all.iter().map(|p| p.events));
                     if events == base.events {
@@ -521,8 +552,7 @@ impl RoceSim {
                         check_at = None;
                         break Some(Outcome::Ended(RoceStatus::Deadlock(d)));
                     }
-                    let live = total(base.live, all.iter().map(|p| p.live));
-                    let left = base.flows_left - all.iter().map(|p| base.flows_left - p.flows_left).sum::<usize>();
+                    let (live, left) = base.whole(all.iter().map(|p| &**p));
                     check_at = (left > 0 || live > 0).then(|| tc + self.cfg.deadlock_check);
                 }
             };
@@ -683,13 +713,12 @@ impl RoceSim {
             f.delivered_bytes = d.delivered_bytes;
             f.rx_tags = d.rx_tags.clone();
         }
-        self.live = total(base.live, parts.iter().map(|p| p.live));
+        (self.live, self.flows_left) = base.whole(parts.iter());
         self.events = total(base.events, parts.iter().map(|p| p.events));
         self.sent = total(base.sent, parts.iter().map(|p| p.sent));
         self.ecn_marks = total(base.ecn_marks, parts.iter().map(|p| p.ecn_marks));
         self.cnps_sent = total(base.cnps_sent, parts.iter().map(|p| p.cnps_sent));
         self.progress = total(base.progress, parts.iter().map(|p| p.progress));
-        self.flows_left = base.flows_left - parts.iter().map(|p| base.flows_left - p.flows_left).sum::<usize>();
         self.trace.0 = total(base.trace, parts.iter().map(|p| p.trace.0));
         let l = &mut self.ledger;
         l.created = total(base.ledger.created, parts.iter().map(|p| p.ledger.created));
@@ -791,16 +820,22 @@ mod tests {
         RoceConfig::default()
     }
 
+    /// The speed benchmark's experiment: ns-3 HPCC's 320-host fat tree and
+    /// permutation under DCQCN.
+    fn perm320() -> crate::roce::hpcc_run::HpccExperiment {
+        let cfg = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/src/roce/testdata/hpcc/config_dcqcn_perm320.txt"
+        );
+        crate::roce::hpcc_run::HpccExperiment::load(std::path::Path::new(cfg)).unwrap()
+    }
+
     /// The HPCC paper's 320-host fat tree with its permutation (the speed
     /// benchmark), 20 µs of it: split over 2 and 3 threads, the same world as
     /// on one, and a later one-thread run continues it alike.
     #[test]
     fn split_fat_tree_permutation_is_the_same_run() {
-        let cfg = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/src/roce/testdata/hpcc/config_dcqcn_perm320.txt"
-        );
-        let e = crate::roce::hpcc_run::HpccExperiment::load(std::path::Path::new(cfg)).unwrap();
+        let e = perm320();
         let specs = e.flow_specs();
         let first = specs.iter().map(|f| f.start).min().unwrap();
         let mut one = RoceSim::new(&e.fabric, e.roce.clone(), &specs).unwrap();
@@ -1021,19 +1056,18 @@ mod tests {
             ..dcqcn()
         };
         let mut sim = RoceSim::new(&f, cfg, &flows).unwrap();
-        assert_eq!(sim.split_blocker(), Some("a PFC watchdog"));
         assert_eq!(sim.run_threads(Time::ms(5), 2), RoceStatus::Done);
         assert_eq!(sim.last_threads(), 1);
+        assert_eq!(
+            sim.why_one_thread(),
+            Some("the split does not cover a PFC watchdog yet")
+        );
     }
 
-    /// The cut keeps each host's pod together and balances ports.
+    /// The cut keeps each host with its switch and the parts' ports within 10%.
     #[test]
     fn cut_balances_a_fat_tree() {
-        let cfg = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/src/roce/testdata/hpcc/config_dcqcn_perm320.txt"
-        );
-        let e = crate::roce::hpcc_run::HpccExperiment::load(std::path::Path::new(cfg)).unwrap();
+        let e = perm320();
         let sim = RoceSim::new(&e.fabric, e.roce.clone(), &e.flow_specs()).unwrap();
         let owner = sim.cut(2);
         let ports = |k: u8| -> usize {
