@@ -825,24 +825,26 @@ impl Sim {
     /// packet, the output port the packet will take), and the calendar slot
     /// being drained already says which links come next (a peek past the
     /// slot's end repeats its last event). Three events ahead: the link's or
-    /// transmitter's record (both lines); two ahead, the record now near: the
-    /// packet at the head of the link, or a CA port's queues; one ahead, the
-    /// packet now near: for a plain switch, the output port's record, which the
-    /// packet names (see [`Sim::lft_code`]), and the route entry its next send
-    /// reads, else the receiving QP's receive line; for a CA port's wake-up its
-    /// head ACK or first QP; for a switch port's wake-up, the credit line of the
-    /// link its queue's head came over and the head's route entry.
+    /// transmitter's record (both lines); one ahead, its head packet (loaded
+    /// by then: the arrival at a switch reads it first) names what comes
+    /// next: for a plain switch, the output port's record (see
+    /// [`Sim::lft_code`]) and the route entry its next send reads, else the
+    /// receiving QP's receive line; for a CA port's wake-up its head ACK or
+    /// first QP; for a switch port's wake-up, the credit line of the link its
+    /// queue's head came over and the head's route entry. (A two-ahead stage
+    /// that loaded the head packet early had paid in session 6; by session 9
+    /// it no longer did, and it went: docs/PERFORMANCE.md.)
     ///
     /// An upcoming event's kind follows no pattern (about seven arrivals to
     /// three wake-ups on the ft432 run), so a test of it is often a
-    /// mispredicted branch: the three- and two-ahead
-    /// stages and the arrival half of the one-ahead stage compute their hints
-    /// for either kind and keep one with a conditional move
+    /// mispredicted branch: the three-ahead stage reads the same record for
+    /// either kind, and the arrival half of the one-ahead stage computes its
+    /// hints for either kind and keeps one with a conditional move
     /// (`select_unpredictable`). That pays where both hints come from lines
-    /// already near; where one needs a cold line (the CA-port and switch-port
-    /// wake-ups one ahead) a branch stays. Only hints: a hint that names
-    /// nothing is harmless. Measured figures, and what did not pay, are in
-    /// docs/PERFORMANCE.md.
+    /// already near; where one needs a cold line (the CA-port
+    /// and switch-port wake-ups one ahead) a branch stays. Only hints: a hint
+    /// that names nothing is harmless. Measured figures, and what did not pay,
+    /// are in docs/PERFORMANCE.md.
     #[inline(always)]
     fn prefetch_ahead(&self) {
         {
@@ -852,20 +854,6 @@ impl Sim {
             let r = self.ports.as_ptr().wrapping_add((w & ID_MASK) as usize).cast::<u8>();
             prefetch::addr(r);
             prefetch::addr(r.wrapping_add(std::mem::offset_of!(PortHot, cred)));
-        }
-        {
-            // An arrival's head packet, or a CA port's queues (which its
-            // wake-up reads first), chosen without a branch: both addresses
-            // are computed, and one that names nothing is a harmless hint.
-            let w = self.q.peek_ahead_clamped(2);
-            let id = ((w & ID_MASK) as usize).min(self.ports.len() - 1);
-            let head = self.pkts.hint_addr(self.ports[id].fifo.head);
-            let queues = self.caps.as_ptr().wrapping_add(self.ca_port[id] as usize).cast::<u8>();
-            prefetch::addr(std::hint::select_unpredictable(
-                w >> TAG_SHIFT == TAG_ARRIVE,
-                head,
-                queues,
-            ));
         }
         if let Some(w) = self.q.peek_ahead_packed(1) {
             if w >> TAG_SHIFT == TAG_TX_WAKE {
