@@ -12,7 +12,7 @@
 use crate::engine::prefetch;
 use crate::engine::{PacketId, Time};
 use crate::packet::{NO_ROUTE, flag};
-use crate::sim::{Event, NONE, NodeModel, Sim};
+use crate::sim::{Event, Mode, NONE, NodeModel, Sim};
 
 /// What a model's picker decided for a free transmitter.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -336,28 +336,28 @@ impl Sim {
     }
 
     /// Transmitter `gp` is free or was woken: send the next packet if one may go.
-    pub(crate) fn try_tx(&mut self, gp: u32) {
+    pub(crate) fn try_tx<M: Mode>(&mut self, gp: u32) {
         let g = gp as usize;
         if self.ports[g].busy_until > self.now {
             self.schedule_wake(gp, self.ports[g].busy_until);
             return;
         }
-        self.try_tx_idle(gp);
+        self.try_tx_idle::<M>(gp);
     }
 
     /// [`Self::try_tx`] on a line known to be idle.
     #[inline]
-    fn try_tx_idle(&mut self, gp: u32) {
+    fn try_tx_idle<M: Mode>(&mut self, gp: u32) {
         let g = gp as usize;
         self.absorb_credits(gp);
         self.ports[g].starved = false;
         let pick = match self.ports[g].model {
-            NodeModel::IbSwitch => self.switch_pick(gp),
+            NodeModel::IbSwitch => self.switch_pick::<M>(gp),
             NodeModel::IbHca => self.hca_pick(gp),
             NodeModel::None => Pick::Wait(Time::NEVER),
         };
         match pick {
-            Pick::Send(p) => self.transmit(gp, p),
+            Pick::Send(p) => self.transmit::<M>(gp, p),
             Pick::Wait(t) => {
                 self.stats.idle_looks += 1;
                 if t != Time::NEVER {
@@ -373,13 +373,13 @@ impl Sim {
     /// credits, the link FIFO): every packet-link hop runs through here, and with
     /// `self.x[i]` everywhere the compiler reloads each vector's pointer and length
     /// after every store.
-    pub(crate) fn transmit(&mut self, gp: u32, p: PacketId) {
+    pub(crate) fn transmit<M: Mode>(&mut self, gp: u32, p: PacketId) {
         let g = gp as usize;
         let now = self.now;
-        let nvl = self.nvl;
+        let nvl = if M::FAST { 1 } else { self.nvl };
         let route = {
             let (pt, pk) = (&self.ports[g], &self.pkts[p]);
-            (self.plain && pt.peer_model == NodeModel::IbSwitch && pk.flags & flag::VL15 == 0).then(|| {
+            (self.is_plain::<M>() && pt.peer_model == NodeModel::IbSwitch && pk.flags & flag::VL15 == 0).then(|| {
                 // A route covers every send its packets can make (see
                 // `build_route`); the checked read costs a compare and keeps a
                 // wrong index from reading another QP's route.
@@ -428,7 +428,12 @@ impl Sim {
         let prop = pt.prop();
         let arrive = match pt.peer_model {
             NodeModel::IbSwitch => {
-                let head_or_tail = match ib.forwarding {
+                let forwarding = if M::FAST {
+                    crate::config::Forwarding::CutThrough
+                } else {
+                    ib.forwarding
+                };
+                let head_or_tail = match forwarding {
                     crate::config::Forwarding::CutThrough => now,
                     crate::config::Forwarding::StoreAndForward => end,
                 };
@@ -437,7 +442,7 @@ impl Sim {
             _ => end + prop + Time(ib.hca_rx_latency_ps),
         };
         stats.hops += 1;
-        if stats.capture == gp {
+        if !M::FAST && stats.capture == gp {
             stats.captured.push((now, pkts.full(p)));
         }
         let seq = q.next_seq();
@@ -467,10 +472,10 @@ impl Sim {
             // is out; its credits travel back over the input link.
             self.release_input(pk.in_link, pk.in_vl, nb, vl15, end);
             if !vl15 {
-                self.arb_charge(gp, u32::from(pk.wire));
+                self.arb_charge::<M>(gp, u32::from(pk.wire));
             }
         }
-        self.plan_next(gp, end);
+        self.plan_next::<M>(gp, end);
     }
 
     /// When packet `pk`, on the link from transmitter `gp`, reaches the far node
@@ -502,9 +507,9 @@ impl Sim {
     /// the next packet (a line that is usually cold) is not read: the wake-up
     /// comes at `end`, exactly as `credit_ready` would have said.
     #[inline]
-    fn plan_next(&mut self, gp: u32, end: Time) {
+    fn plan_next<M: Mode>(&mut self, gp: u32, end: Time) {
         let g = gp as usize;
-        if self.nvl == 1 && self.ports[g].cred.vl0 >= self.max_blocks {
+        if self.one_vl::<M>() && self.ports[g].cred.vl0 >= self.max_blocks {
             let has_work = match self.ports[g].model {
                 NodeModel::IbSwitch => {
                     prefetch::addr(self.pkts.hint_addr(self.ports[g].oq0.chain_head()));
@@ -523,7 +528,7 @@ impl Sim {
                 if self.ports[g].oq_len == 0 {
                     return;
                 }
-                if self.nvl == 1 {
+                if self.one_vl::<M>() {
                     match self.ports[g].oq0.front() {
                         Some(p) => Some((0u8, self.pkts[p].blocks())),
                         // Only VL15 is queued: not flow controlled.
@@ -537,7 +542,11 @@ impl Sim {
                 if !self.hca_has_work(gp) {
                     return;
                 }
-                if self.nvl == 1 { self.hca_next_need(gp) } else { None }
+                if self.one_vl::<M>() {
+                    self.hca_next_need(gp)
+                } else {
+                    None
+                }
             }
             NodeModel::None => return,
         };
@@ -607,10 +616,10 @@ impl Sim {
 
     /// Choose the data VL to send next at switch output `gp` by the VL arbitration
     /// tables, or say when to look again.
-    pub(crate) fn arbitrate(&mut self, gp: u32) -> Result<usize, Time> {
+    pub(crate) fn arbitrate<M: Mode>(&mut self, gp: u32) -> Result<usize, Time> {
         let g = gp as usize;
         let mut wait = Time::NEVER;
-        if self.nvl == 1 {
+        if self.one_vl::<M>() {
             return match self.head_state(gp, 0) {
                 Head::Ready => Ok(0),
                 Head::NoCredit => {
@@ -668,8 +677,8 @@ impl Sim {
 
     /// Charge a sent packet to the arbitration table entry that chose it.
     #[inline]
-    fn arb_charge(&mut self, gp: u32, wire: u32) {
-        if self.nvl == 1 {
+    fn arb_charge<M: Mode>(&mut self, gp: u32, wire: u32) {
+        if self.one_vl::<M>() {
             return;
         }
         let a = &mut self.arb[gp as usize];
@@ -695,12 +704,12 @@ impl Sim {
     /// New work for transmitter `gp`: send now if the line is idle, otherwise make
     /// sure it is woken when the line frees.
     #[inline]
-    pub(crate) fn kick(&mut self, gp: u32) {
+    pub(crate) fn kick<M: Mode>(&mut self, gp: u32) {
         let g = gp as usize;
         if self.ports[g].busy_until > self.now {
             self.schedule_wake(gp, self.ports[g].busy_until);
         } else if self.ports[g].wake_at > self.now {
-            self.try_tx_idle(gp);
+            self.try_tx_idle::<M>(gp);
         }
     }
 }

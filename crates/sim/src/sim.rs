@@ -235,6 +235,32 @@ fn trace_word(w: u32) -> u64 {
     (u64::from(w >> TAG_SHIFT) << 32) | u64::from(w & ID_MASK)
 }
 
+/// How the hot path is compiled: [`Sim::run`] runs its event loop as [`Fast`]
+/// when the run allows it, and as [`Generic`] otherwise. A `Fast` loop knows at
+/// compile time what a [`Sim::plain`] run with cut-through switches and no
+/// capture would test at every hop (one data VL, no SL→VL tables, no adaptive
+/// routing, no congestion control), so those tests and the code behind them
+/// are gone from it: 6% fewer instructions on the ft432 benchmark, 2-3% less
+/// time (docs/PERFORMANCE.md). The `Generic` loop is right for every run.
+pub(crate) trait Mode {
+    /// The run is plain, its switches cut through, and nothing is captured.
+    const FAST: bool;
+}
+
+/// The event loop for any run.
+pub(crate) struct Generic;
+
+impl Mode for Generic {
+    const FAST: bool = false;
+}
+
+/// The event loop for a plain, cut-through run without capture (see [`Mode`]).
+pub(crate) struct Fast;
+
+impl Mode for Fast {
+    const FAST: bool = true;
+}
+
 /// Which model a node runs. New node kinds (Ethernet switch, RoCE NIC, IPoIB host)
 /// are new arms here and in `Sim::dispatch_arrival`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -397,6 +423,8 @@ pub struct Sim {
     /// a switch may forward a packet that finds its output idle and empty
     /// without queueing it first (see `switch_arrive`).
     pub(crate) plain: bool,
+    /// Tests only: never run the [`Fast`] loop ([`Sim::disable_fast_loop`]).
+    pub(crate) fast_off: bool,
     pub(crate) sl2vl: Option<Vec<Vec<Vec<[u8; 16]>>>>,
     pub(crate) tables: RoutingTables,
 
@@ -616,6 +644,7 @@ impl Sim {
             fwd_span: fwd_span.into(),
             routes: Table::default(),
             plain: false,
+            fast_off: false,
             sl2vl: tables.sl2vl.clone(),
             tables: tables.clone(),
             ca_port: vec![NONE; np],
@@ -694,6 +723,13 @@ impl Sim {
         self.plain = false;
     }
 
+    /// Run every event through the [`Generic`] loop, even where the [`Fast`]
+    /// one applies. The two must give the same run; tests compare them.
+    #[doc(hidden)]
+    pub fn disable_fast_loop(&mut self) {
+        self.fast_off = true;
+    }
+
     /// Counters and per-port statistics.
     pub fn stats(&self) -> &Stats {
         &self.stats
@@ -728,6 +764,45 @@ impl Sim {
     /// Run events until a completion is queued, simulated time passes `until`,
     /// nothing is left to do, or a deadlock is found.
     pub fn run(&mut self, until: Time) -> RunStatus {
+        if self.runs_fast_loop() {
+            self.event_loop::<Fast>(until)
+        } else {
+            self.event_loop::<Generic>(until)
+        }
+    }
+
+    /// [`Self::run`] takes the [`Fast`] loop: the run is plain, its switches
+    /// cut through, nothing is captured (and tests did not turn it off).
+    #[doc(hidden)]
+    pub fn runs_fast_loop(&self) -> bool {
+        self.plain
+            && !self.fast_off
+            && self.ib.forwarding == crate::config::Forwarding::CutThrough
+            && self.stats.capture == NONE
+    }
+
+    /// The run is plain (see [`Sim::plain`]), known at compile time in a
+    /// [`Fast`] loop.
+    #[inline(always)]
+    pub(crate) fn is_plain<M: Mode>(&self) -> bool {
+        M::FAST || self.plain
+    }
+
+    /// The run models one data VL, known at compile time in a [`Fast`] loop.
+    #[inline(always)]
+    pub(crate) fn one_vl<M: Mode>(&self) -> bool {
+        M::FAST || self.nvl == 1
+    }
+
+    /// [`Self::run`]'s loop, compiled for mode `M`.
+    fn event_loop<M: Mode>(&mut self, until: Time) -> RunStatus {
+        debug_assert!(
+            !M::FAST
+                || self.plain
+                    && self.nvl == 1
+                    && self.ib.forwarding == crate::config::Forwarding::CutThrough
+                    && self.stats.capture == NONE
+        );
         if let Some(d) = &self.deadlock {
             return RunStatus::Deadlock(d.clone());
         }
@@ -761,7 +836,7 @@ impl Sim {
                 return RunStatus::TimeLimit;
             }
             self.now = t;
-            self.prefetch_ahead();
+            self.prefetch_ahead::<M>();
             self.stats.events += 1;
             self.trace.fold(t.0);
             self.trace.fold(trace_word(w));
@@ -778,7 +853,7 @@ impl Sim {
                     debug_assert_eq!(pk.next_at, self.arrival_time(dir, &self.pkts[pk.next]));
                     self.q.replace_first(pk.next_at, pk.next_seq(), Event::Arrive { dir });
                 }
-                self.dispatch_arrival(dir, p);
+                self.dispatch_arrival::<M>(dir, p);
                 continue;
             }
             self.q.pop_first();
@@ -787,7 +862,7 @@ impl Sim {
                 Event::TxWake { gp } => {
                     if self.ports[gp as usize].wake_at == t {
                         self.ports[gp as usize].wake_at = Time::NEVER;
-                        self.try_tx(gp);
+                        self.try_tx::<M>(gp);
                     } else {
                         self.stats.stale_wakes += 1;
                     }
@@ -846,7 +921,7 @@ impl Sim {
     /// that names nothing is harmless. Measured figures, and what did not pay,
     /// are in docs/PERFORMANCE.md.
     #[inline(always)]
-    fn prefetch_ahead(&self) {
+    fn prefetch_ahead<M: Mode>(&self) {
         {
             // No test of the kind: the rare other kinds' ids make a harmless
             // hint (a prefetch of any address cannot fault).
@@ -906,7 +981,7 @@ impl Sim {
                     .wrapping_add(cold.dst_qp as usize)
                     .cast::<u8>()
                     .wrapping_add(64);
-                let to_sw = (pt.peer_model == NodeModel::IbSwitch) & self.plain;
+                let to_sw = (pt.peer_model == NodeModel::IbSwitch) & self.is_plain::<M>();
                 prefetch::addr(sel(to_sw, out, peer));
                 prefetch::addr(sel(to_sw, out2, peer));
                 prefetch::addr(sel(to_sw, route, peer));
@@ -917,11 +992,11 @@ impl Sim {
     /// A packet comes off link direction `dir`: hand it to the receiving
     /// node's model.
     #[inline]
-    fn dispatch_arrival(&mut self, dir: u32, p: PacketId) {
+    fn dispatch_arrival<M: Mode>(&mut self, dir: u32, p: PacketId) {
         let link = &self.ports[dir as usize];
         let in_gp = link.peer;
         match link.peer_model {
-            NodeModel::IbSwitch => self.switch_arrive(dir, in_gp, link.peer_node as usize, p),
+            NodeModel::IbSwitch => self.switch_arrive::<M>(dir, in_gp, link.peer_node as usize, p),
             NodeModel::IbHca => self.hca_arrive(dir, in_gp, p),
             NodeModel::None => {
                 self.return_credits_now(dir, p);

@@ -594,7 +594,7 @@ impl Sim {
         let c = q.cap as usize;
         self.caps[c].active.push_back(&mut self.qps, qp);
         let gp = self.caps[c].gp;
-        self.kick(gp);
+        self.kick::<crate::sim::Generic>(gp);
     }
 
     fn qp_has_work(&self, qp: u32) -> bool {
@@ -627,6 +627,7 @@ impl Sim {
 
     /// VL and blocks of the packet CA port `gp` would send next (ACKs first, then
     /// the first active QP), if it is flow controlled.
+    #[inline(always)]
     pub(crate) fn hca_next_need(&self, gp: u32) -> Option<(u8, u32)> {
         let c = &self.caps[self.ca_port[gp as usize] as usize];
         if let Some(p) = c.ctrl.front() {
@@ -689,6 +690,7 @@ impl Sim {
 
     /// The next packet for CA port `gp`: ACKs first, then the active QPs strictly
     /// round robin, one packet each (a QP whose packet lacks credits keeps its turn).
+    #[inline(always)]
     pub(crate) fn hca_pick(&mut self, gp: u32) -> Pick {
         let c = self.ca_port[gp as usize] as usize;
         if let Some(p) = self.caps[c].ctrl.front() {
@@ -903,6 +905,7 @@ impl Sim {
 
     /// A packet's last byte reached CA port `in_gp` (plus the receive latency)
     /// over link `link` (named by its transmitting port).
+    #[inline(always)]
     pub(crate) fn hca_arrive(&mut self, link: u32, in_gp: u32, p: PacketId) {
         self.return_credits_now(link, p);
         let pk = self.pkts.full(p);
@@ -1015,7 +1018,7 @@ impl Sim {
         let c = q.cap as usize;
         self.caps[c].ctrl.push(&mut self.pkts, a);
         let gp = self.caps[c].gp;
-        self.kick(gp);
+        self.kick::<crate::sim::Generic>(gp);
     }
 
     fn responder_read_request(&mut self, qp: u32, pk: &Packet) {

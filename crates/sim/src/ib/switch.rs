@@ -13,7 +13,9 @@ use wire::Lid;
 use crate::engine::{DropReason, PacketId, Time};
 use crate::net::Pick;
 use crate::packet::{NO_ROUTE, flag};
-use crate::sim::{FWD_DEAD, FWD_LOOPBACK, FWD_NO_ROUTE, FWD_UNKNOWN, FWD16_DEAD, FWD16_NO_ROUTE, NONE, NodeModel, Sim};
+use crate::sim::{
+    FWD_DEAD, FWD_LOOPBACK, FWD_NO_ROUTE, FWD_UNKNOWN, FWD16_DEAD, FWD16_NO_ROUTE, Mode, NONE, NodeModel, Sim,
+};
 
 /// What adaptive routing needs: hop distances between switches and the switch
 /// each LID hangs off. `S × S` bytes for S switches (1.6 MB for a 1,280-switch
@@ -147,9 +149,9 @@ impl Sim {
     }
 
     /// A packet (its header, for cut-through) arrives at switch input `in_gp`.
-    pub(crate) fn switch_arrive(&mut self, link: u32, in_gp: u32, node: usize, p: PacketId) {
+    pub(crate) fn switch_arrive<M: Mode>(&mut self, link: u32, in_gp: u32, node: usize, p: PacketId) {
         let i = in_gp as usize;
-        let nvl = self.nvl;
+        let nvl = if M::FAST { 1 } else { self.nvl };
         let pk = self.pkts[p];
         let vl15 = pk.flags & flag::VL15 != 0;
         let nb = pk.blocks();
@@ -166,21 +168,21 @@ impl Sim {
         }
         let out = if pk.hops > self.ib.hop_limit {
             Err(DropReason::HopLimit)
-        } else if self.plain && !vl15 {
+        } else if self.is_plain::<M>() && !vl15 {
             // Looked up when the packet was put on the link (see `transmit`).
             fwd_decode(pk.in_link)
         } else {
             self.lft_out(node, pk.dlid, in_gp)
         };
-        if self.plain
+        if self.is_plain::<M>()
             && !vl15
             && let Ok(og) = out
         {
             self.pkts[p].vl = 0;
-            if self.forward_at_once(og, p) {
+            if self.forward_at_once::<M>(og, p) {
                 return;
             }
-            self.enqueue(og, 0, p);
+            self.enqueue::<M>(og, 0, p);
             return;
         }
         let in_port = self.ports[i].port_num;
@@ -224,7 +226,7 @@ impl Sim {
             self.pkts[p].vl = vl;
             vl as usize
         };
-        self.enqueue(og, qi, p);
+        self.enqueue::<M>(og, qi, p);
     }
 
     /// The decision of `node`'s LFT for `dlid`, for a packet that comes in at
@@ -297,7 +299,7 @@ impl Sim {
     /// look absorbs landed credits and clears `starved`, then sends the only
     /// packet queued), without the queue round trip. False leaves `p` to be queued.
     #[inline]
-    fn forward_at_once(&mut self, og: u32, p: PacketId) -> bool {
+    fn forward_at_once<M: Mode>(&mut self, og: u32, p: PacketId) -> bool {
         let g = og as usize;
         let pt = &self.ports[g];
         if pt.oq_len != 0 || pt.busy_until > self.now || pt.wake_at <= self.now {
@@ -314,17 +316,18 @@ impl Sim {
             return false;
         }
         self.stats.forwarded_at_once += 1;
-        self.transmit(og, p);
+        self.transmit::<M>(og, p);
         true
     }
 
     /// Queue `p` at output `og`, queue `qi` (a data VL, or `nvl` for VL15), and
     /// make sure the transmitter will look at it.
-    fn enqueue(&mut self, og: u32, qi: usize, p: PacketId) {
-        let nvl = self.nvl;
+    #[inline(always)]
+    fn enqueue<M: Mode>(&mut self, og: u32, qi: usize, p: PacketId) {
+        let nvl = if M::FAST { 1 } else { self.nvl };
         let vl15 = qi == nvl;
         let g = og as usize;
-        if let Some(cc) = &self.ib.cc {
+        if let Some(cc) = self.ib.cc.as_ref().filter(|_| !M::FAST) {
             // FECN when the packet joins a queue at or over the threshold, but only
             // at a root of congestion: a port waiting for credits is a victim of
             // congestion further on and does not mark (Annex A10.2.1).
@@ -345,11 +348,11 @@ impl Sim {
             // would find the same head still short of credits.
             return;
         }
-        self.kick(og);
+        self.kick::<M>(og);
     }
 
     /// The next packet for switch output `gp`: VL15 first, then VL arbitration.
-    pub(crate) fn switch_pick(&mut self, gp: u32) -> Pick {
+    pub(crate) fn switch_pick<M: Mode>(&mut self, gp: u32) -> Pick {
         let g = gp as usize;
         if self.ports[g].oq_len == 0 {
             return Pick::Wait(Time::NEVER);
@@ -363,7 +366,7 @@ impl Sim {
             self.ports[g].oq_len -= 1;
             return Pick::Send(p);
         }
-        match self.arbitrate(gp) {
+        match self.arbitrate::<M>(gp) {
             Ok(vl) => {
                 let p = if vl == 0 {
                     self.ports[g].oq0.pop(&self.pkts)
