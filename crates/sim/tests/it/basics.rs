@@ -406,3 +406,24 @@ fn a_cable_longer_than_the_simulator_keeps_is_refused_by_name() {
     let t = bfs_routes(&f, Tie::LowestPort);
     assert!(Sim::new(&f, &t, IbConfig::default(), EngineConfig::default()).is_ok());
 }
+
+#[test]
+fn every_example_scenario_loads() {
+    // The scenarios under examples/sim are what the README, the benchmark and
+    // `scripts/build-pgo` run: each must parse and pass the checks `sim run` makes.
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/sim");
+    let mut names = Vec::new();
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "toml") {
+            let s = sim::scenario::Scenario::load(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+            assert!(s.end().is_some(), "{}: no end time", p.display());
+            names.push(p.file_stem().unwrap().to_string_lossy().into_owned());
+        }
+    }
+    names.sort();
+    assert!(
+        names.contains(&"ft432-permutation-ib".to_string()) && names.contains(&"ft128-permutation-ib".to_string()),
+        "{names:?}"
+    );
+}
