@@ -240,8 +240,9 @@ fn trace_word(w: u32) -> u64 {
 /// compile time what a [`Sim::plain`] run with cut-through switches and no
 /// capture would test at every hop (one data VL, no SL→VL tables, no adaptive
 /// routing, no congestion control), so those tests and the code behind them
-/// are gone from it: 6% fewer instructions on the ft432 benchmark, 2-3% less
-/// time (docs/PERFORMANCE.md). The `Generic` loop is right for every run.
+/// are gone from it: about 5% fewer instructions on the ft432 benchmark and
+/// 2% less time (docs/PERFORMANCE.md). The `Generic` loop is right for every
+/// run.
 pub(crate) trait Mode {
     /// The run is plain, its switches cut through, and nothing is captured.
     const FAST: bool;

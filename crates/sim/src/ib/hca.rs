@@ -594,6 +594,8 @@ impl Sim {
         let c = q.cap as usize;
         self.caps[c].active.push_back(&mut self.qps, qp);
         let gp = self.caps[c].gp;
+        // The loop for every run (`sim::Mode`): new work and ACKs start a
+        // few percent of the sends, not worth a second copy.
         self.kick::<crate::sim::Generic>(gp);
     }
 
@@ -627,6 +629,8 @@ impl Sim {
 
     /// VL and blocks of the packet CA port `gp` would send next (ACKs first, then
     /// the first active QP), if it is flow controlled.
+    // Inlined into both event loops (`sim::Mode`): as a call it cost the
+    // `Fast` loop half its gain (docs/PERFORMANCE.md, session 9).
     #[inline(always)]
     pub(crate) fn hca_next_need(&self, gp: u32) -> Option<(u8, u32)> {
         let c = &self.caps[self.ca_port[gp as usize] as usize];
@@ -690,6 +694,8 @@ impl Sim {
 
     /// The next packet for CA port `gp`: ACKs first, then the active QPs strictly
     /// round robin, one packet each (a QP whose packet lacks credits keeps its turn).
+    // Inlined into both event loops (`sim::Mode`): as a call it cost the
+    // `Fast` loop half its gain (docs/PERFORMANCE.md, session 9).
     #[inline(always)]
     pub(crate) fn hca_pick(&mut self, gp: u32) -> Pick {
         let c = self.ca_port[gp as usize] as usize;
@@ -905,6 +911,8 @@ impl Sim {
 
     /// A packet's last byte reached CA port `in_gp` (plus the receive latency)
     /// over link `link` (named by its transmitting port).
+    // Inlined into both event loops (`sim::Mode`): as a call it cost the
+    // `Fast` loop half its gain (docs/PERFORMANCE.md, session 9).
     #[inline(always)]
     pub(crate) fn hca_arrive(&mut self, link: u32, in_gp: u32, p: PacketId) {
         self.return_credits_now(link, p);
