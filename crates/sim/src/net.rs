@@ -376,7 +376,7 @@ impl Sim {
     pub(crate) fn transmit<M: Mode>(&mut self, gp: u32, p: PacketId) {
         let g = gp as usize;
         let now = self.now;
-        let nvl = if M::FAST { 1 } else { self.nvl };
+        let nvl = self.data_vls::<M>();
         let route = {
             let (pt, pk) = (&self.ports[g], &self.pkts[p]);
             (self.is_plain::<M>() && pt.peer_model == NodeModel::IbSwitch && pk.flags & flag::VL15 == 0).then(|| {

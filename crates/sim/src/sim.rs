@@ -795,15 +795,15 @@ impl Sim {
         M::FAST || self.nvl == 1
     }
 
+    /// Data VLs modelled ([`Sim::nvl`]), known at compile time in a [`Fast`] loop.
+    #[inline(always)]
+    pub(crate) fn data_vls<M: Mode>(&self) -> usize {
+        if M::FAST { 1 } else { self.nvl }
+    }
+
     /// [`Self::run`]'s loop, compiled for mode `M`.
     fn event_loop<M: Mode>(&mut self, until: Time) -> RunStatus {
-        debug_assert!(
-            !M::FAST
-                || self.plain
-                    && self.nvl == 1
-                    && self.ib.forwarding == crate::config::Forwarding::CutThrough
-                    && self.stats.capture == NONE
-        );
+        debug_assert!(!M::FAST || self.runs_fast_loop() && self.nvl == 1);
         if let Some(d) = &self.deadlock {
             return RunStatus::Deadlock(d.clone());
         }

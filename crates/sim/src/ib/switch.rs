@@ -151,7 +151,7 @@ impl Sim {
     /// A packet (its header, for cut-through) arrives at switch input `in_gp`.
     pub(crate) fn switch_arrive<M: Mode>(&mut self, link: u32, in_gp: u32, node: usize, p: PacketId) {
         let i = in_gp as usize;
-        let nvl = if M::FAST { 1 } else { self.nvl };
+        let nvl = self.data_vls::<M>();
         let pk = self.pkts[p];
         let vl15 = pk.flags & flag::VL15 != 0;
         let nb = pk.blocks();
@@ -324,7 +324,7 @@ impl Sim {
     /// make sure the transmitter will look at it.
     #[inline(always)]
     fn enqueue<M: Mode>(&mut self, og: u32, qi: usize, p: PacketId) {
-        let nvl = if M::FAST { 1 } else { self.nvl };
+        let nvl = self.data_vls::<M>();
         let vl15 = qi == nvl;
         let g = og as usize;
         if let Some(cc) = self.ib.cc.as_ref().filter(|_| !M::FAST) {

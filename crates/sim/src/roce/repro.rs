@@ -145,6 +145,16 @@ pub fn flow(src: NodeId, dst: NodeId, size: u64, messages: u32, start: Time, spo
     }
 }
 
+/// An incast: one `size`-byte message from each of `senders` to `to`, all at
+/// time zero, source ports 10000 + i.
+pub fn incast_flows(senders: &[NodeId], to: NodeId, size: u64) -> Vec<FlowSpec> {
+    senders
+        .iter()
+        .enumerate()
+        .map(|(i, &src)| flow(src, to, size, 1, Time::ZERO, 10000 + i as u16))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -232,9 +242,7 @@ mod tests {
 
     fn incast(pfc: bool, seed: u64) -> RoceSim {
         let (f, _, h) = star(17);
-        let flows: Vec<FlowSpec> = (0..16)
-            .map(|i| flow(h[i], h[16], 1 << 20, 1, Time::ZERO, 10000 + i as u16))
-            .collect();
+        let flows = incast_flows(&h[..16], h[16], 1 << 20);
         let cfg = RoceConfig {
             pfc,
             // Shallow shared buffer (2 MiB) so a 16 MB burst cannot hide in it;
@@ -568,9 +576,7 @@ mod tests {
     #[test]
     fn tshark_decodes_captured_pfc_and_rocev2_frames() {
         let (f, sw, h) = star(17);
-        let flows: Vec<FlowSpec> = (0..16)
-            .map(|i| flow(h[i], h[16], 256 << 10, 1, Time::ZERO, 10000 + i as u16))
-            .collect();
+        let flows = incast_flows(&h[..16], h[16], 256 << 10);
         let too_small = RoceConfig {
             buffer_bytes: 1 << 20,
             ..RoceConfig::default()
@@ -684,9 +690,7 @@ mod tests {
     fn victim_flow_pfc_only_vs_pfc_with_dcqcn() {
         let run = |cc: CongestionControl| {
             let (f, _, h) = star(18);
-            let mut flows: Vec<FlowSpec> = (0..16)
-                .map(|i| flow(h[i], h[16], 64 << 20, 1, Time::ZERO, 10000 + i as u16))
-                .collect();
+            let mut flows = incast_flows(&h[..16], h[16], 64 << 20);
             flows.push(flow(h[0], h[17], 64 << 20, 1, Time::ZERO, 20000));
             let cfg = RoceConfig {
                 cc,

@@ -778,7 +778,7 @@ fn time_key(t: Time) -> u128 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::roce::repro::{flow, leaf_spine_2x2, ring4_bounce, star};
+    use crate::roce::repro::{flow, incast_flows, leaf_spine_2x2, ring4_bounce, star};
     use crate::roce::transport::Recovery;
     use fabric::NodeId;
 
@@ -919,9 +919,7 @@ mod tests {
     #[test]
     fn split_run_that_finishes_stops_at_the_same_event() {
         let (f, _, h) = star(17);
-        let flows: Vec<FlowSpec> = (0..16)
-            .map(|i| flow(h[i], h[16], 256 << 10, 1, Time::ZERO, 10000 + i as u16))
-            .collect();
+        let flows = incast_flows(&h[..16], h[16], 256 << 10);
         let cfg = RoceConfig {
             recovery: Recovery::GoBackN,
             ..dcqcn()
