@@ -83,7 +83,7 @@ fn main() {
             testkit::random_irregular(seed, sw, extra, cas),
         ));
     }
-    let dir = std::path::Path::new("/work/shared/formats/ibsim-net");
+    let dir = testkit::samples_dir();
     for n in [
         "credit-loops.converted.net",
         "fattree-648.generated.net",

@@ -297,12 +297,30 @@ pub fn umad2sim() -> Option<std::path::PathBuf> {
     .find(|p| p.exists())
 }
 
-/// The shared-formats directory (`../shared/formats` from the workspace root, or
-/// `$RDMALAB_SHARED/formats` when that variable is set, e.g. in a worktree elsewhere).
-pub fn shared_formats() -> std::path::PathBuf {
-    if let Some(d) = std::env::var_os("RDMALAB_SHARED") {
-        return std::path::PathBuf::from(d).join("formats");
-    }
-    let here = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    here.join("../../../shared/formats")
+/// The format samples kept in the repository (`crates/fabric/tests/data/samples`:
+/// unchanged copies of ibsim's example nets, ibnetdiscover outputs and ns-3 HPCC
+/// topologies), which tests use as inputs.
+pub fn samples_dir() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fabric/tests/data/samples")
+}
+
+/// The environment variable that names the reference folder (`shared/`: OpenSM
+/// dumps, scapy-built wire vectors, published formats) that conformance tests read.
+pub const REFERENCE_DIR_VAR: &str = "RDMALAB_REFERENCE_DIR";
+
+/// The reference folder: `$RDMALAB_REFERENCE_DIR`, else `../shared` beside the
+/// repository. Only conformance tests (the `reference::` modules, which
+/// `scripts/test` leaves out and counts when the folder is absent) call this; it
+/// panics, naming the folder and the variable, when the folder is not there.
+pub fn reference_dir() -> std::path::PathBuf {
+    let dir = std::env::var_os(REFERENCE_DIR_VAR).map_or_else(
+        || std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared"),
+        std::path::PathBuf::from,
+    );
+    assert!(
+        dir.join("formats").is_dir(),
+        "reference data not found: {} has no formats/ folder; set {REFERENCE_DIR_VAR} to the shared reference folder",
+        dir.display()
+    );
+    dir
 }

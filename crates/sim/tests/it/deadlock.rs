@@ -81,7 +81,7 @@ fn routes_that_break_the_ring_complete() {
 /// switches, 16 HCAs. OpenSM's minhop routes on it have credit loops (ibdmchk
 /// says so); updn and ftree routes do not.
 fn credit_loops() -> fabric::Fabric {
-    let path = sm::testkit::shared_formats().join("ibsim-net/credit-loops.converted.net");
+    let path = sm::testkit::samples_dir().join("credit-loops.converted.net");
     fabric::format::read_file(
         &path,
         Some(fabric::format::Format::Ibsim),

@@ -1,8 +1,8 @@
 //! Integration tests of the Subnet Manager crate (one binary, modules per area).
 
-mod opensm_dumps;
 mod opensm_live;
 mod props;
+mod reference;
 mod routing;
 mod support;
 mod sweep;

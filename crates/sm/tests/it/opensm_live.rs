@@ -36,7 +36,7 @@ fn opensm_lfts(net: &str, engine: &str) -> String {
 #[test]
 fn opensm_over_ibsim_ftree_and_updn_busiest_port_vs_ours() {
     require_ibsim_tools();
-    let p = sm::testkit::shared_formats().join("ibsim-net/fattree-648.generated.net");
+    let p = sm::testkit::samples_dir().join("fattree-648.generated.net");
     let net = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
     let f = crate::support::read_net("fattree-648.generated.net");
     for (engine, ours) in [("ftree", EngineKind::Ftree), ("updn", EngineKind::UpDn)] {

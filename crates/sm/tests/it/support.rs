@@ -7,7 +7,7 @@ use sm::testkit::umad2sim;
 use sm::{RoutingTables, Validation, validate};
 
 pub fn read_net(name: &str) -> Fabric {
-    let p = sm::testkit::shared_formats().join("ibsim-net").join(name);
+    let p = sm::testkit::samples_dir().join(name);
     let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
     sm::testkit::ibsim_net(&text).unwrap()
 }

@@ -186,12 +186,13 @@ fn umad_ibsim_once_brings_up_a_small_fabric_and_the_diags_agree() {
 fn umad_ibsim_once_brings_up_the_ibsim_example_nets() {
     require_ibsim_tools();
     for (name, host) in [("net.2sw2path4hca", "Hca1"), ("net.2sw2path4hca2port", "Hca1")] {
-        // ibsim-utils ships the upstream examples (the same files as shared/formats).
+        // ibsim-utils ships the upstream examples (the same files as the repository's
+        // copies in crates/fabric/tests/data/samples).
         let p = std::path::Path::new("/usr/share/doc/ibsim-utils/net-examples").join(name);
         let p = if p.exists() {
             p
         } else {
-            sm::testkit::shared_formats().join("ibsim-net").join(name)
+            sm::testkit::samples_dir().join(name)
         };
         let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
         let f = sm::testkit::ibsim_net(&text).unwrap();

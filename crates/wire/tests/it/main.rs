@@ -3,8 +3,8 @@
 mod craft;
 mod errors;
 mod pcap;
+mod reference;
 mod roundtrip;
 mod smp_fabric;
 mod support;
 mod tshark;
-mod vectors;

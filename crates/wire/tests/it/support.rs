@@ -2,9 +2,22 @@
 
 use std::path::PathBuf;
 
-/// `../shared/vectors/wire` relative to the repository root.
+/// The reference folder's wire vectors: `$RDMALAB_REFERENCE_DIR/vectors/wire`, default
+/// `../shared/vectors/wire` beside the repository. Only tests in `reference` modules
+/// call it (`scripts/test` leaves them out when the folder is absent); it panics,
+/// naming the folder and the variable, when the folder is not there.
 pub fn vectors_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/vectors/wire")
+    let dir = std::env::var_os("RDMALAB_REFERENCE_DIR").map_or_else(
+        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared"),
+        PathBuf::from,
+    );
+    let v = dir.join("vectors/wire");
+    assert!(
+        v.is_dir(),
+        "reference data not found: {} is not a folder; set RDMALAB_REFERENCE_DIR to the shared reference folder",
+        v.display()
+    );
+    v
 }
 
 pub fn unhex(s: &str) -> Vec<u8> {

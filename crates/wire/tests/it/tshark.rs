@@ -593,36 +593,47 @@ fn tshark_decodes_native_ib_written_as_dlt_147() {
     }
 }
 
-#[test]
-fn tshark_reads_the_reference_vectors_like_we_do() {
-    // The committed reference pcaps (built by scapy) go through the same comparison
-    // path: tshark's fields equal our decode of each frame.
-    for (file, link) in [
-        ("roce_v2_ipv4.pcap", CaptureLink::Ethernet),
-        ("roce_v2_ipv6.pcap", CaptureLink::Ethernet),
-        ("roce_v1.pcap", CaptureLink::Ethernet),
-        ("ib_native.pcap", CaptureLink::IbErf),
-    ] {
-        let path = crate::support::vectors_dir().join(file);
-        let j = tshark(&path, &["-T", "json", "--no-duplicate-keys"]);
-        let json: Value = serde_json::from_slice(&j.stdout).unwrap();
-        let recs: Vec<_> = wire::pcap::CaptureReader::open(&path)
-            .unwrap()
-            .map(|r| r.unwrap())
-            .collect();
-        assert_eq!(json.as_array().unwrap().len(), recs.len());
-        for (p, r) in json.as_array().unwrap().iter().zip(&recs) {
-            let mut t = BTreeMap::new();
-            flatten(&p["_source"]["layers"], &mut t);
-            let d = wire::decode(&r.data, link.frame_link()).unwrap();
-            let o = describe(&d);
-            let mut c = Cmp {
-                t: &t,
-                what: format!("{file} frame {}", r.index),
-                checked: 0,
-            };
-            compare(&mut c, &o);
-            assert!(c.checked >= 10);
+/// Against the reference folder's scapy-built pcaps.
+mod reference {
+    use std::collections::BTreeMap;
+
+    use serde_json::Value;
+    use wire::dump::describe;
+    use wire::pcap::CaptureLink;
+
+    use super::{Cmp, compare, flatten, tshark};
+
+    #[test]
+    fn tshark_reads_the_reference_vectors_like_we_do() {
+        // The committed reference pcaps (built by scapy) go through the same comparison
+        // path: tshark's fields equal our decode of each frame.
+        for (file, link) in [
+            ("roce_v2_ipv4.pcap", CaptureLink::Ethernet),
+            ("roce_v2_ipv6.pcap", CaptureLink::Ethernet),
+            ("roce_v1.pcap", CaptureLink::Ethernet),
+            ("ib_native.pcap", CaptureLink::IbErf),
+        ] {
+            let path = crate::support::vectors_dir().join(file);
+            let j = tshark(&path, &["-T", "json", "--no-duplicate-keys"]);
+            let json: Value = serde_json::from_slice(&j.stdout).unwrap();
+            let recs: Vec<_> = wire::pcap::CaptureReader::open(&path)
+                .unwrap()
+                .map(|r| r.unwrap())
+                .collect();
+            assert_eq!(json.as_array().unwrap().len(), recs.len());
+            for (p, r) in json.as_array().unwrap().iter().zip(&recs) {
+                let mut t = BTreeMap::new();
+                flatten(&p["_source"]["layers"], &mut t);
+                let d = wire::decode(&r.data, link.frame_link()).unwrap();
+                let o = describe(&d);
+                let mut c = Cmp {
+                    t: &t,
+                    what: format!("{file} frame {}", r.index),
+                    checked: 0,
+                };
+                compare(&mut c, &o);
+                assert!(c.checked >= 10);
+            }
         }
     }
 }

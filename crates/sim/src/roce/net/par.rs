@@ -645,7 +645,10 @@ impl RoceSim {
 
     /// Fold the parts back into this world: each node's state from its part,
     /// counters summed, records in order, events not run queued again.
-    #[allow(clippy::too_many_arguments)]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the split run's whole state at the fold; a struct would only bundle one call's locals"
+    )]
     fn fold_parts(
         &mut self,
         mut parts: Vec<RoceSim>,

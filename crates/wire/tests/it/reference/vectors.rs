@@ -1,4 +1,4 @@
-//! Every frame in ../shared/vectors/wire/vectors.json decodes to its listed fields
+//! Every frame in the reference folder's vectors/wire/vectors.json decodes to its listed fields
 //! with the right ICRC/VCRC verdict and re-emits byte-identical.
 
 use serde_json::Value;

@@ -1,4 +1,4 @@
-//! Against OpenSM's own dumps in ../shared/formats/opensm-dumps.
+//! Against OpenSM's own dumps in the reference folder's formats/opensm-dumps.
 
 use sm::dump;
 use sm::routing::EngineKind;
@@ -7,7 +7,7 @@ use crate::support::{read_net, routed};
 
 fn opensm_tables(net: &str, dumpfile: &str) -> (fabric::Fabric, sm::RoutingTables) {
     let f = read_net(net);
-    let p = sm::testkit::shared_formats().join("opensm-dumps").join(dumpfile);
+    let p = sm::testkit::reference_dir().join("formats/opensm-dumps").join(dumpfile);
     let text = std::fs::read_to_string(&p).unwrap();
     let t = dump::parse_lfts_dump(&f, &text, dumpfile).unwrap();
     (f, t)
