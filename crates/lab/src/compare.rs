@@ -140,7 +140,7 @@ pub fn run_with(
                 v,
                 &eth_fabric,
                 *pfc,
-                dcqcn.as_deref(),
+                *dcqcn,
                 *ecn,
                 lossy_hops,
                 &mut done,
@@ -157,7 +157,7 @@ pub fn run_with(
             label: "RoCEv2 with your configuration".into(),
             fabric: VariantFabric::Rocev2 {
                 pfc: true,
-                dcqcn: Some("nvidia-cx".into()),
+                dcqcn: Some(sim::roce::dcqcn::Profile::NvidiaCx),
                 ecn: true,
                 lossy_hops: Vec::new(),
             },
@@ -179,7 +179,15 @@ pub fn run_with(
             ));
         }
         let report = diag::roce::lint_parsed(&parsed, &diag::roce::LintOptions::default());
-        let base = roce_config(s, &v, &eth_fabric, true, Some("nvidia-cx"), true, &[])?;
+        let base = roce_config(
+            s,
+            &v,
+            &eth_fabric,
+            true,
+            Some(sim::roce::dcqcn::Profile::NvidiaCx),
+            true,
+            &[],
+        )?;
         let (cfg, notes) = diag::roce::variant::to_sim_config(&parsed, &report, &base);
         let mut findings: Vec<String> = report
             .findings
@@ -624,7 +632,7 @@ fn tcp_background(
     let flows = f64::from(t.flows.max(1));
     Ok(TcpBackground {
         load: s.workload.background_tcp_load,
-        cc: s.workload.background_tcp_cc.clone(),
+        cc: s.workload.background_tcp_cc.name().into(),
         flows: t.flows,
         offered_gbps_per_flow: s.workload.background_tcp_load * f64::from(s.cluster.nic_gbps),
         goodput_gbps_per_flow: if secs > 0.0 {
@@ -748,7 +756,7 @@ fn run_ib(
     s: &Scenario,
     v: &Variant,
     f: &Fabric,
-    engines: &[String],
+    engines: &[sm::routing::EngineKind],
     done: &mut u64,
     total: u64,
     progress: &mut dyn FnMut(Progress),
@@ -757,17 +765,8 @@ fn run_ib(
         variant: v.id.clone(),
         source,
     };
-    let kinds: Vec<sm::routing::EngineKind> = engines
-        .iter()
-        .map(|e| {
-            e.parse().map_err(|m: String| CompareError::Variant {
-                variant: v.id.clone(),
-                message: m,
-            })
-        })
-        .collect::<Result<_, _>>()?;
     let opts = sm::run::RunOptions {
-        engines: kinds,
+        engines: engines.to_vec(),
         ..Default::default()
     };
     let (tables, report) = sm::run::run(f, &opts)?;
@@ -903,11 +902,10 @@ fn roce_config(
     v: &Variant,
     f: &Fabric,
     pfc: bool,
-    dcqcn: Option<&str>,
+    dcqcn: Option<sim::roce::dcqcn::Profile>,
     ecn: bool,
     lossy_hops: &[String],
 ) -> Result<sim::roce::net::RoceConfig, CompareError> {
-    use sim::roce::dcqcn::Profile;
     use sim::roce::net::{CongestionControl, RoceConfig};
     let bad = |message: String| CompareError::Variant {
         variant: v.id.clone(),
@@ -915,11 +913,7 @@ fn roce_config(
     };
     let line = u64::from(s.cluster.nic_gbps) * 1_000_000_000;
     let cc = match dcqcn {
-        Some(name) => CongestionControl::Dcqcn(
-            Profile::from_name(name)
-                .ok_or_else(|| bad(format!("unknown DCQCN profile {name:?}")))?
-                .params(line),
-        ),
+        Some(p) => CongestionControl::Dcqcn(p.params(line)),
         None => CongestionControl::None,
     };
     let lossy: Vec<NodeId> = lossy_hops
@@ -957,7 +951,7 @@ fn run_roce(
     v: &Variant,
     f: &Fabric,
     pfc: bool,
-    dcqcn: Option<&str>,
+    dcqcn: Option<sim::roce::dcqcn::Profile>,
     ecn: bool,
     lossy_hops: &[String],
     done: &mut u64,
@@ -969,7 +963,7 @@ fn run_roce(
         "L3: one subnet per leaf, ECMP over shortest paths (5-tuple hash, per-QP UDP source port); PFC {}, ECN {}, DCQCN {}{}",
         if pfc { "on priority 3" } else { "off" },
         if ecn { "on" } else { "off" },
-        dcqcn.unwrap_or("off"),
+        dcqcn.map_or("off", |p| p.name()),
         if lossy_hops.is_empty() {
             String::new()
         } else {
@@ -1008,10 +1002,10 @@ fn run_roce_cfg(
         Vec::new()
     };
     let tcp_cfg = sim::roce::tcp::TcpConfig {
-        cc: if s.workload.background_tcp_cc == "dctcp" {
-            sim::roce::tcp::TcpCc::Dctcp { g: 1.0 / 16.0 }
-        } else {
-            sim::roce::tcp::TcpCc::NewReno
+        cc: match s.workload.background_tcp_cc {
+            // DCTCP's g = 1/16 (RFC 8257 §4.2)
+            crate::scenario::TcpCc::Dctcp => sim::roce::tcp::TcpCc::Dctcp { g: 1.0 / 16.0 },
+            crate::scenario::TcpCc::Newreno => sim::roce::tcp::TcpCc::NewReno,
         },
         ..sim::roce::tcp::TcpConfig::default()
     };

@@ -10,6 +10,9 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use sim::roce::dcqcn::Profile;
+use sm::routing::EngineKind;
+
 use crate::advisor::Answers;
 use crate::collective::Collective;
 use crate::tco::PriceTable;
@@ -107,12 +110,29 @@ pub struct Workload {
     /// Congestion control of the background TCP: `newreno` (not ECN-capable; only
     /// drops slow it) or `dctcp` (ECN-capable; the switches' RED/ECN marks it where
     /// the variant has ECN on).
-    #[serde(default = "default_tcp_cc")]
-    pub background_tcp_cc: String,
+    #[serde(default)]
+    pub background_tcp_cc: TcpCc,
 }
 
-fn default_tcp_cc() -> String {
-    "newreno".into()
+/// Congestion control of the background TCP, as scenario files name it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TcpCc {
+    /// NewReno (RFC 6582): not ECN-capable; only drops slow it.
+    #[default]
+    Newreno,
+    /// DCTCP (RFC 8257): ECN-capable; backs off in proportion to marked bytes.
+    Dctcp,
+}
+
+impl TcpCc {
+    /// The name as scenario files and reports spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            TcpCc::Newreno => "newreno",
+            TcpCc::Dctcp => "dctcp",
+        }
+    }
 }
 
 /// Small-message latency probe.
@@ -160,7 +180,7 @@ pub enum VariantFabric {
     Infiniband {
         /// Routing engine list (first that succeeds is used).
         #[serde(default = "default_engines")]
-        engines: Vec<String>,
+        engines: Vec<EngineKind>,
     },
     /// RoCEv2 over routed Ethernet.
     Rocev2 {
@@ -168,7 +188,7 @@ pub enum VariantFabric {
         pfc: bool,
         /// DCQCN profile (`dcqcn-paper`, `nvidia-cx`, `hpcc-ns3`) or none.
         #[serde(default)]
-        dcqcn: Option<String>,
+        dcqcn: Option<Profile>,
         /// ECN marking at switches.
         #[serde(default)]
         ecn: bool,
@@ -182,8 +202,8 @@ pub enum VariantFabric {
     Rocev1,
 }
 
-fn default_engines() -> Vec<String> {
-    vec!["ftree".into(), "updn".into()]
+fn default_engines() -> Vec<EngineKind> {
+    vec![EngineKind::Ftree, EngineKind::UpDn]
 }
 
 /// A scenario could not be read.
@@ -235,7 +255,7 @@ impl Scenario {
                     bytes: 4 << 20,
                 }),
                 background_tcp_load: 0.0,
-                background_tcp_cc: default_tcp_cc(),
+                background_tcp_cc: TcpCc::Newreno,
             },
             variants: vec![
                 Variant {
@@ -250,7 +270,7 @@ impl Scenario {
                     label: "RoCEv2 tuned (PFC + DCQCN)".into(),
                     fabric: VariantFabric::Rocev2 {
                         pfc: true,
-                        dcqcn: Some("nvidia-cx".into()),
+                        dcqcn: Some(Profile::NvidiaCx),
                         ecn: true,
                         lossy_hops: vec![],
                     },
@@ -270,7 +290,7 @@ impl Scenario {
                     label: "RoCEv2 misconfigured (RDMA DSCP lossy on one hop)".into(),
                     fabric: VariantFabric::Rocev2 {
                         pfc: true,
-                        dcqcn: Some("nvidia-cx".into()),
+                        dcqcn: Some(Profile::NvidiaCx),
                         ecn: true,
                         lossy_hops: vec!["rail0".into()],
                     },
@@ -280,7 +300,7 @@ impl Scenario {
                     label: "RoCEv2 lossy (no PFC)".into(),
                     fabric: VariantFabric::Rocev2 {
                         pfc: false,
-                        dcqcn: Some("nvidia-cx".into()),
+                        dcqcn: Some(Profile::NvidiaCx),
                         ecn: true,
                         lossy_hops: vec![],
                     },
@@ -387,15 +407,6 @@ impl Scenario {
                 format!("{} is outside [0, 1)", w.background_tcp_load),
             );
         }
-        if !["newreno", "dctcp"].contains(&w.background_tcp_cc.as_str()) {
-            return bad(
-                "workload.background_tcp_cc",
-                format!(
-                    "unknown congestion control {:?}; expected newreno or dctcp",
-                    w.background_tcp_cc
-                ),
-            );
-        }
         if let Some(i) = &w.incast
             && (i.senders < 1 || i.bytes == 0)
         {
@@ -412,23 +423,13 @@ impl Scenario {
             if !ids.insert(v.id.as_str()) {
                 return bad(&format!("variants[{i}].id"), format!("{:?} is used twice", v.id));
             }
-            if let VariantFabric::Rocev2 { dcqcn: Some(p), .. } = &v.fabric
-                && !["dcqcn-paper", "nvidia-cx", "hpcc-ns3"].contains(&p.as_str())
+            if let VariantFabric::Infiniband { engines } = &v.fabric
+                && engines.is_empty()
             {
                 return bad(
-                    &format!("variants[{i}].fabric.dcqcn"),
-                    format!("unknown profile {p:?}; expected dcqcn-paper, nvidia-cx or hpcc-ns3"),
+                    &format!("variants[{i}].fabric.engines"),
+                    "is empty; list at least one of minhop, updn, ftree, dfsssp".into(),
                 );
-            }
-            if let VariantFabric::Infiniband { engines } = &v.fabric {
-                for e in engines {
-                    if !["minhop", "updn", "ftree", "dfsssp"].contains(&e.as_str()) {
-                        return bad(
-                            &format!("variants[{i}].fabric.engines"),
-                            format!("unknown routing engine {e:?}; expected minhop, updn, ftree or dfsssp"),
-                        );
-                    }
-                }
             }
         }
         Ok(())
@@ -569,6 +570,17 @@ mod tests {
         assert_eq!(s.variants.len(), 7);
     }
 
+    /// The 1-based line of `text` that holds `needle`.
+    fn text_line(text: &str, needle: &str) -> usize {
+        text.lines().position(|l| l.contains(needle)).unwrap() + 1
+    }
+
+    /// The 1-based line of the table header above the line that holds `needle`.
+    fn table_line(text: &str, needle: &str) -> usize {
+        let lines: Vec<&str> = text.lines().take(text_line(text, needle)).collect();
+        lines.iter().rposition(|l| l.starts_with('[')).unwrap() + 1
+    }
+
     #[test]
     fn errors_name_the_file_and_the_field() {
         let s = Scenario::default_rail();
@@ -583,7 +595,21 @@ mod tests {
         assert!(e.contains("cluster.nic_gbps") && e.contains("300"), "{e}");
         let text = s.to_toml().replace("dcqcn = \"nvidia-cx\"", "dcqcn = \"nvidia\"");
         let e = Scenario::from_toml(&text, "bad.toml").unwrap_err().to_string();
-        assert!(e.contains("fabric.dcqcn") && e.contains("unknown profile"), "{e}");
+        // A variant's fabric is an internally tagged table: serde reports the line of
+        // its header, with the value and what was expected.
+        let line = table_line(&text, "\"nvidia\"");
+        assert!(
+            e.contains(&format!("bad.toml: TOML parse error at line {line},"))
+                && e.contains("unknown variant `nvidia`, expected one of `dcqcn-paper`, `nvidia-cx`, `hpcc-ns3`"),
+            "{e}"
+        );
+        let text = s.to_toml().replacen("\"ftree\"", "\"fattree\"", 1);
+        let e = Scenario::from_toml(&text, "bad.toml").unwrap_err().to_string();
+        let line = table_line(&text, "\"fattree\"");
+        assert!(
+            e.contains(&format!("line {line},")) && e.contains("unknown variant `fattree`"),
+            "{e}"
+        );
         let text = s
             .to_toml()
             .replace("background_tcp_load = 0.0", "background_tcp_load = 1.5");
@@ -606,7 +632,11 @@ mod tests {
             .to_toml()
             .replace("background_tcp_cc = \"newreno\"", "background_tcp_cc = \"bbr\"");
         let e = Scenario::from_toml(&text, "bad.toml").unwrap_err().to_string();
-        assert!(e.contains("workload.background_tcp_cc") && e.contains("bbr"), "{e}");
+        let line = text_line(&text, "\"bbr\"");
+        assert!(
+            e.contains(&format!("line {line},")) && e.contains("unknown variant `bbr`, expected `newreno` or `dctcp`"),
+            "{e}"
+        );
         let e = Scenario::from_toml("\u{0}\u{1}garbage", "g.toml")
             .unwrap_err()
             .to_string();

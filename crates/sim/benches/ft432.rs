@@ -78,7 +78,7 @@ fn main() {
     })
     .expect("fat tree");
     let ro = RunOptions {
-        engines: sc.routing.engines.iter().map(|e| e.parse().expect("engine")).collect(),
+        engines: sc.routing.engines.clone(),
         lmc: sc.routing.lmc,
         validate: false,
         ..RunOptions::default()

@@ -114,8 +114,8 @@ pub struct CableSpec {
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RoutingSpec {
-    /// Engine names, tried in order (`minhop`, `updn`, `ftree`, `dfsssp`).
-    pub engines: Vec<String>,
+    /// Engines, tried in order (`minhop`, `updn`, `ftree`, `dfsssp`).
+    pub engines: Vec<sm::routing::EngineKind>,
     /// LID mask control.
     #[serde(default)]
     pub lmc: u8,
@@ -124,7 +124,7 @@ pub struct RoutingSpec {
 impl Default for RoutingSpec {
     fn default() -> Self {
         RoutingSpec {
-            engines: vec!["minhop".into()],
+            engines: vec![sm::routing::EngineKind::MinHop],
             lmc: 0,
         }
     }
@@ -450,7 +450,7 @@ mod tests {
     fn parses_and_rejects_with_field_names() {
         let ok = "[fabric]\ngenerator = \"fat-tree3\"\nradix = 4\nrate = \"4xEDR\"\n[workload]\nkind = \"permutation\"\nbytes = 0\nend_us = 10\n";
         let s = Scenario::parse(ok, Path::new("x.toml")).unwrap();
-        assert_eq!(s.routing.engines, vec!["minhop".to_string()]);
+        assert_eq!(s.routing.engines, vec![sm::routing::EngineKind::MinHop]);
         let bad_rate = ok.replace("4xEDR", "4xQQQ");
         let e = Scenario::parse(&bad_rate, Path::new("x.toml")).unwrap_err();
         assert!(e.to_string().contains("fabric.rate"), "{e}");
@@ -460,5 +460,14 @@ mod tests {
         let bad_mtu = format!("{ok}[ib]\nmtu = 3000\n");
         let e = Scenario::parse(&bad_mtu, Path::new("x.toml")).unwrap_err();
         assert!(e.to_string().contains("`mtu`"), "{e}");
+        // An unknown engine is refused at load, with the line it is on.
+        let bad_engine = format!("{ok}[routing]\nengines = [\"ftree\", \"fatree\"]\n");
+        let e = Scenario::parse(&bad_engine, Path::new("x.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("x.toml") && e.contains("line 10") && e.contains("unknown variant `fatree`"),
+            "{e}"
+        );
     }
 }

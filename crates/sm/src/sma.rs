@@ -98,7 +98,10 @@ pub struct InProcess {
     outbox: VecDeque<Box<[u8; MAD_LEN]>>,
     /// Spent MAD buffers, boxed so that they move between the outbox and the
     /// pool as pointers, not as 256-byte copies.
-    #[expect(clippy::vec_box, reason = "boxes move between outbox and pool as pointers, not 256-byte copies")]
+    #[expect(
+        clippy::vec_box,
+        reason = "boxes move between outbox and pool as pointers, not 256-byte copies"
+    )]
     pool: Vec<Box<[u8; MAD_LEN]>>,
     faults: BTreeMap<Guid, Fault>,
     /// Cabling as flat arrays, kept in step with `fabric` by [`InProcess::link`] and

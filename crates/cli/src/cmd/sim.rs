@@ -16,7 +16,6 @@ use fabric::format::{ReadOptions, read_file};
 use fabric::{Fabric, LinkRate, NodeId};
 use serde_json::json;
 use sim::scenario::{FabricSpec, Outcome, Scenario};
-use sm::routing::EngineKind;
 use sm::run::{RunOptions, run};
 
 use super::{FOUND_ERRORS, Internal};
@@ -201,16 +200,8 @@ impl RunArgs {
             sc.engine.seed = seed;
         }
         let f = build_fabric(&sc)?;
-        let engines: Vec<EngineKind> = sc
-            .routing
-            .engines
-            .iter()
-            .map(|e| e.parse())
-            .collect::<Result<_, String>>()
-            .map_err(anyhow::Error::msg)
-            .with_context(|| format!("scenario {}: field `routing.engines`", sc.path.display()))?;
         let ro = RunOptions {
-            engines,
+            engines: sc.routing.engines.clone(),
             lmc: sc.routing.lmc,
             validate: false,
             ..RunOptions::default()

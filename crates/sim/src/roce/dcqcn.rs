@@ -148,10 +148,32 @@ pub struct DcqcnParams {
     pub cnp_per_port: bool,
     /// The congestion point's marking the profile was published with.
     pub red: Red,
+    /// R_AI and R_HAI were given for `line_bps` and scale with the NIC's line
+    /// rate when the profile runs on a NIC of another speed (HPCC ns-3's
+    /// `run.py` scales both with `bw/25G`, reference §1.1.5); otherwise they are
+    /// absolute rates.
+    pub scale_increase_with_line: bool,
 }
 
-/// The named parameter sets (shared simulators reference §2.1, one column each).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+impl DcqcnParams {
+    /// These parameters on a NIC of `line_bps`: the line rate replaced, and the
+    /// increase steps scaled with it where [`Self::scale_increase_with_line`] says so.
+    pub fn for_line(&self, line_bps: u64) -> DcqcnParams {
+        let mut p = self.clone();
+        if p.scale_increase_with_line {
+            let scale = line_bps as f64 / p.line_bps;
+            p.rate_ai_bps *= scale;
+            p.rate_hai_bps *= scale;
+        }
+        p.line_bps = line_bps as f64;
+        p
+    }
+}
+
+/// The named parameter sets (shared simulators reference §2.1, one column each),
+/// named in scenarios and configs as `dcqcn-paper`, `nvidia-cx` and `hpcc-ns3`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Profile {
     /// The DCQCN paper's values (SIGCOMM'15, 40G testbed). Column "DCQCN paper";
     /// values the paper column leaves open come from ns3-rdma, the paper authors'
@@ -214,6 +236,7 @@ impl Profile {
                 first_cnp_rate_factor: None,
                 cnp_interval: Time::us(50),
                 cnp_per_port: false,
+                scale_increase_with_line: false,
                 red: Red {
                     kmin: 5_000,
                     kmax: 200_000,
@@ -249,6 +272,7 @@ impl Profile {
                 first_cnp_rate_factor: None,
                 cnp_interval: Time::us(4),
                 cnp_per_port: true,
+                scale_increase_with_line: false,
                 red: Red {
                     kmin: 150_000,
                     kmax: 1_500_000,
@@ -283,6 +307,7 @@ impl Profile {
                     first_cnp_rate_factor: Some(1.0),
                     cnp_interval: Time::ZERO,
                     cnp_per_port: false,
+                    scale_increase_with_line: true,
                     red: Red {
                         kmin: (100_000.0 * scale) as u64,
                         kmax: (400_000.0 * scale) as u64,

@@ -494,6 +494,8 @@ impl HpccConfig {
             first_cnp_rate_factor: Some(1.0),
             cnp_interval: Time::ZERO,
             cnp_per_port: false,
+            // ns-3 reads RATE_AI and RATE_HAI as absolute rates from the config
+            scale_increase_with_line: false,
             red: self.red(line_bps).unwrap_or(Red {
                 kmin: u64::MAX,
                 kmax: u64::MAX,

@@ -1172,17 +1172,7 @@ impl RoceSim {
             nics[nic as usize].flows.push(k as u32);
             let line = pc[(port_base[f.src.idx()] + 1) as usize].bps.max(1);
             let rp = match &cfg.cc {
-                CongestionControl::Dcqcn(p) => {
-                    let mut p = p.clone();
-                    let scale = line as f64 / p.line_bps;
-                    if p.name == "hpcc-ns3" {
-                        // The profile's AI/HAI scale with the NIC rate (reference §1.1.5).
-                        p.rate_ai_bps *= scale;
-                        p.rate_hai_bps *= scale;
-                    }
-                    p.line_bps = line as f64;
-                    Some(ReactionPoint::new(p))
-                }
+                CongestionControl::Dcqcn(p) => Some(ReactionPoint::new(p.for_line(line))),
                 _ => None,
             };
             let dctcp = dctcp_for(&cfg.cc, line);
@@ -1743,16 +1733,7 @@ impl RoceSim {
         let hpcc = hpcc_for(&self.cfg.cc, line);
         let rp = match &self.cfg.cc {
             CongestionControl::None | CongestionControl::Dctcp(_) | CongestionControl::Hpcc(_) => None,
-            CongestionControl::Dcqcn(p) => {
-                let mut p = p.clone();
-                if p.name == "hpcc-ns3" {
-                    let scale = line as f64 / p.line_bps;
-                    p.rate_ai_bps *= scale;
-                    p.rate_hai_bps *= scale;
-                }
-                p.line_bps = line as f64;
-                Some(ReactionPoint::new(p))
-            }
+            CongestionControl::Dcqcn(p) => Some(ReactionPoint::new(p.for_line(line))),
         };
         let rc = RequesterConfig {
             mtu: self.cfg.mtu,

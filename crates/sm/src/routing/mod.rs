@@ -55,8 +55,10 @@ pub enum RouteError {
     NoEngine,
 }
 
-/// The engines rdmalab provides.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// The engines rdmalab provides, named as OpenSM names them (`minhop`, `updn`,
+/// `ftree`, `dfsssp`) on the command line and in scenario files.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum EngineKind {
     /// Shortest paths, LIDs spread over equal-cost ports (OpenSM's default engine).
     MinHop,
