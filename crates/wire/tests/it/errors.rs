@@ -4,11 +4,13 @@
 use wire::Error;
 use wire::packet::{Decoded, LinkType, decode};
 
-use crate::support::{unhex, vectors};
+use crate::support::unhex;
 
+/// The frames of the reference wire vectors (name, link type, bytes), kept in the
+/// repository as inputs to cut, extend and corrupt (`tests/data/frames.json`).
 fn frames() -> Vec<(String, LinkType, Vec<u8>)> {
-    vectors()["packets"]
-        .as_array()
+    let v: serde_json::Value = serde_json::from_str(include_str!("../data/frames.json")).unwrap();
+    v.as_array()
         .unwrap()
         .iter()
         .map(|v| {
