@@ -105,7 +105,7 @@ pub struct UserRoce {
 /// [`run`], plus a variant built from the user's RoCE configuration: the linter's
 /// findings become the variant's findings, and what the files set (PFC on the RDMA
 /// class, ECN thresholds, watchdog, buffer, MTU) becomes the simulated fabric's
-/// settings (`diag::roce::variant::to_sim_config`).
+/// settings ([`crate::roce_variant::to_sim_config`]).
 pub fn run_with(
     s: &Scenario,
     user: Option<&UserRoce>,
@@ -188,7 +188,7 @@ pub fn run_with(
             true,
             &[],
         )?;
-        let (cfg, notes) = diag::roce::variant::to_sim_config(&parsed, &report, &base);
+        let (cfg, notes) = crate::roce_variant::to_sim_config(&parsed, &report, &base);
         let mut findings: Vec<String> = report
             .findings
             .iter()

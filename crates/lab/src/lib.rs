@@ -1,10 +1,12 @@
-//! The lab: scenarios, the comparison runner, collectives, and the advisor.
+//! The lab: scenarios, the comparison runner, collectives, the user's RoCE
+//! configuration as a simulator variant, and the advisor.
 
 pub mod advisor;
 pub mod cluster;
 pub mod collective;
 pub mod compare;
 pub mod results;
+pub mod roce_variant;
 pub mod runner;
 pub mod scenario;
 pub mod tco;

@@ -189,15 +189,15 @@ impl DiagCmd {
                             .trim()
                             .parse()
                             .map_err(|_| anyhow::anyhow!("--qp {qp:?}: bad remote QPN"))?;
-                        sim::roce::ecmp::roce_udp_sport(l, r)
+                        ethcp::roce_udp_sport(l, r)
                     }
                     (None, None) => anyhow::bail!("give the flow's --sport or --qp LQPN,RQPN"),
                 };
                 let mut hash = default_hash();
                 hash.seed = a.hash_seed;
                 hash.func = match a.hash.as_str() {
-                    "murmur3" => sim::roce::ecmp::HashFn::Murmur3,
-                    "crc32" => sim::roce::ecmp::HashFn::Crc32,
+                    "murmur3" => ethcp::HashFn::Murmur3,
+                    "crc32" => ethcp::HashFn::Crc32,
                     other => anyhow::bail!("--hash {other:?}: expected murmur3 or crc32"),
                 };
                 let mut cfg = HopConfigs {

@@ -13,7 +13,6 @@ pub mod nic;
 pub mod rules;
 pub mod sonic;
 pub mod trace;
-pub mod variant;
 
 use serde::Serialize;
 

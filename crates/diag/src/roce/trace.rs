@@ -1,22 +1,23 @@
 //! The RoCEv2 path of one flow through an ECMP fabric, with the PFC/ECN settings of
 //! every hop: the end-to-end view `ibtracert` gives InfiniBand and RoCE lacks.
 //!
-//! The path is the one the simulator's RoCE model takes (`sim::roce`): equal-cost
-//! groups from [`sim::roce::ecmp::EcmpTable`], hashed per switch with the configured
-//! hash whose seed is xor-ed with the switch's node id, over the RoCEv2 5-tuple (host
-//! IPs numbered as HPCC ns-3 does, UDP source port = the QP's entropy, destination
-//! port 4791). Each hop's QoS comes from that switch's CONFIG_DB when one is given:
-//! the DSCP's TC, whether the TC is lossless, the egress queue, its WRED/ECN profile
-//! and scheduler, and whether a PFC watchdog covers the port.
+//! The path is the one the simulator's RoCE model takes, since both forward by the
+//! Ethernet control plane's tables: equal-cost groups from [`ethcp::EcmpTable`],
+//! hashed per switch with the configured hash whose seed is xor-ed with the switch's
+//! node id, over the RoCEv2 5-tuple (host IPs numbered as HPCC ns-3 does, UDP source
+//! port = the QP's entropy, destination port 4791). Each hop's QoS comes from that
+//! switch's CONFIG_DB when one is given: the DSCP's TC, whether the TC is lossless,
+//! the egress queue, its WRED/ECN profile and scheduler, and whether a PFC watchdog
+//! covers the port.
 //!
 //! Fabric port `p` is SONiC port `Ethernet<(p-1)·step>` (step = lanes per port,
 //! 4 by default), the usual SONiC naming of front-panel ports.
 
 use std::fmt::Write as _;
 
+use ethcp::{EcmpTable, FlowKey, HashConfig, HashFn, ROCEV2_UDP_PORT, host_ip, ip_string};
 use fabric::{Fabric, NodeId, NodeKind};
 use serde::Serialize;
-use sim::roce::ecmp::{EcmpTable, FlowKey, HashConfig, HashFn, ROCEV2_UDP_PORT, host_ip, ip_string};
 
 use crate::roce::rules::{HopQos, hop_qos};
 use crate::roce::sonic::ConfigDb;
@@ -104,10 +105,10 @@ fn host(f: &Fabric, spec: &str) -> Result<NodeId, RoceTraceError> {
 }
 
 /// The simulator's default ECMP hash: the 5-tuple, MurmurHash3, seed 0
-/// (`sim::roce::RoceConfig::default`).
+/// (the `hash` of the simulator's `RoceConfig::default`).
 pub fn default_hash() -> HashConfig {
     HashConfig {
-        fields: sim::roce::ecmp::field::FIVE_TUPLE,
+        fields: ethcp::field::FIVE_TUPLE,
         seed: 0,
         func: HashFn::Murmur3,
     }
@@ -125,7 +126,7 @@ pub fn trace_roce(
 ) -> Result<RoceTrace, RoceTraceError> {
     let s = host(f, src)?;
     let d = host(f, dst)?;
-    let ecmp = EcmpTable::build(f, sim::Time::ZERO);
+    let ecmp = EcmpTable::build(f, 0);
     let key = FlowKey {
         sip: host_ip(s.0),
         dip: host_ip(d.0),

@@ -492,7 +492,7 @@ pub fn slowdowns(fabric: &Fabric, fct: &[FctRecord], mtu: u32) -> Vec<(u64, f64)
         .collect()
 }
 
-/// Inverse of [`crate::roce::ecmp::host_ip`].
+/// Inverse of [`ethcp::host_ip`].
 fn node_of_ip(ip: u32) -> u32 {
     let x = ip - 0x0b00_0001;
     (x >> 16) * 256 + ((x >> 8) & 0xff)
@@ -566,7 +566,7 @@ mod tests {
     #[test]
     fn ip_numbering_round_trips() {
         for id in [0u32, 5, 255, 256, 319, 1000] {
-            assert_eq!(node_of_ip(crate::roce::ecmp::host_ip(id)), id);
+            assert_eq!(node_of_ip(ethcp::host_ip(id)), id);
         }
     }
 

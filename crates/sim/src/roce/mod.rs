@@ -1,7 +1,8 @@
 //! RoCE models: lossless Ethernet (shared-buffer MMU, PFC, ECN), DCQCN, DCTCP and
-//! HPCC (INT), ECMP and
-//! L3 addressing, the RC transport over Ethernet (go-back-N / go-back-0), the
-//! IPoIB kernel TCP cost model, and ns-3 HPCC file formats.
+//! HPCC (INT), the RC transport over Ethernet (go-back-N / go-back-0), the
+//! IPoIB kernel TCP cost model, and ns-3 HPCC file formats. Addressing, ECMP
+//! groups and hashing and the RoCEv1 layer-2 check come from the Ethernet control
+//! plane (`ethcp`): the switches here forward by its tables.
 //!
 //! ```text
 //!   dcqcn      reaction point (rate), notification point (CNP pacing),
@@ -9,7 +10,6 @@
 //!   buffer     switch MMU: ingress (port, PG) accounting, dynamic threshold,
 //!              headroom, XOFF/XON, egress queues (strict + DWRR), DSCP maps
 //!   pfc        pause state per (port, priority), quanta, PFC watchdog
-//!   ecmp       host addressing, ECMP groups, 5-tuple hash, RoCEv1 L2 domain
 //!   transport  RC go-back-N / go-back-0 requester and responder state
 //!   ipoib      TCP over IPoIB: per-message / per-byte CPU cost and a cwnd
 //!   dctcp      DCTCP sender as HPCC ns-3 runs it (CC_MODE 8)
@@ -27,7 +27,6 @@
 pub mod buffer;
 pub mod dcqcn;
 pub mod dctcp;
-pub mod ecmp;
 mod fifo;
 pub mod hpcc;
 pub mod hpcc_cc;

@@ -48,6 +48,7 @@ mod par;
 
 use std::collections::VecDeque;
 
+use ethcp::{EcmpTable, FlowKey, HashConfig, HashFn, field, host_ip};
 use fabric::{Fabric, LinkId, NodeId, NodeKind};
 use rand::SeedableRng;
 use rand_pcg::Pcg64Mcg;
@@ -61,7 +62,6 @@ use crate::engine::{Time, TraceHash};
 use crate::roce::buffer::{Admit, Mmu, MmuConfig, MmuDrop, NPRIO, QosMaps, Scheduler, hpcc_headroom_bytes};
 use crate::roce::dcqcn::{CnpPacer, DcqcnParams, ReactionPoint, Red};
 use crate::roce::dctcp::DctcpRp;
-use crate::roce::ecmp::{EcmpTable, FlowKey, HashConfig, HashFn, field, host_ip};
 use crate::roce::fifo::{KeyedFifo, WideKeys};
 use crate::roce::hpcc::{FctRecord, PfcRecord};
 use crate::roce::hpcc_cc::{HpccRp, INT_BYTES, IntHop, IntStore};
@@ -250,7 +250,7 @@ pub struct RoceConfig {
     /// Run RoCEv1 (EtherType 0x8915, no IP header) in a fabric laid out as this:
     /// flows that would need a router are refused, and ECMP hashes see only the
     /// MAC addresses. `None` = RoCEv2.
-    pub rocev1: Option<crate::roce::ecmp::L2Mode>,
+    pub rocev1: Option<ethcp::L2Mode>,
 }
 
 impl Default for RoceConfig {
@@ -354,7 +354,7 @@ impl FlowSpec {
                 let lqpn = first_qpn + 2 * k as u32;
                 FlowSpec {
                     size,
-                    sport: crate::roce::ecmp::roce_udp_sport(lqpn, lqpn + 1),
+                    sport: ethcp::roce_udp_sport(lqpn, lqpn + 1),
                     ..*self
                 }
             })
@@ -776,7 +776,7 @@ pub enum RoceError {
     RoceV1 {
         flow: usize,
         #[source]
-        why: crate::roce::ecmp::RoceV1Error,
+        why: ethcp::RoceV1Error,
     },
 }
 
@@ -1145,8 +1145,7 @@ impl RoceSim {
         }
         if let Some(mode) = cfg.rocev1 {
             for (k, f) in flows.iter().enumerate() {
-                crate::roce::ecmp::check_roce_v1(fabric, f.src, f.dst, mode)
-                    .map_err(|why| RoceError::RoceV1 { flow: k, why })?;
+                ethcp::check_roce_v1(fabric, f.src, f.dst, mode).map_err(|why| RoceError::RoceV1 { flow: k, why })?;
             }
         }
         // Event ids are packed into 24 bits (engine `PackedQueue`).
@@ -1198,7 +1197,7 @@ impl RoceSim {
                 rx_tags: VecDeque::new(),
             });
         }
-        let ecmp = EcmpTable::build(fabric, cfg.ecmp_convergence);
+        let ecmp = EcmpTable::build(fabric, cfg.ecmp_convergence.as_ps());
         // An override's port is a switch egress port: it indexes the switch's
         // queues and MMU tables on every packet it routes.
         for &(sw, dst, port) in &cfg.route_overrides {
@@ -1522,7 +1521,7 @@ impl RoceSim {
         use wire::net::{ethernet, pfc};
         use wire::packet::{ExtHeaders, IbPacket, emit_mac_control};
         let mac = |n: u32| -> [u8; 6] {
-            let m = crate::roce::ecmp::host_mac(n).to_be_bytes();
+            let m = ethcp::host_mac(n).to_be_bytes();
             [m[2], m[3], m[4], m[5], m[6], m[7]]
         };
         let mut w = wire::pcap::CaptureWriter::create(path, wire::pcap::CaptureLink::Ethernet)?;
@@ -1604,7 +1603,7 @@ impl RoceSim {
                         0
                     };
                     let b = bth::Repr::new(op, qpn, Psn::new(pk.psn));
-                    let ip = |n: u32| crate::roce::ecmp::host_ip(n).to_be_bytes();
+                    let ip = |n: u32| ethcp::host_ip(n).to_be_bytes();
                     let (src, dst) = self.ends(pk);
                     IbPacket::roce_v2_ipv4(
                         mac(src),
@@ -1713,8 +1712,7 @@ impl RoceSim {
             });
         }
         if let Some(mode) = self.cfg.rocev1 {
-            crate::roce::ecmp::check_roce_v1(&self.fabric, src, dst, mode)
-                .map_err(|why| RoceError::RoceV1 { flow: k, why })?;
+            ethcp::check_roce_v1(&self.fabric, src, dst, mode).map_err(|why| RoceError::RoceV1 { flow: k, why })?;
         }
         let qpn = 0x100 + 2 * k as u32;
         let spec = FlowSpec {
@@ -1723,7 +1721,7 @@ impl RoceSim {
             size: 0,
             messages: 0,
             start: self.now,
-            sport: crate::roce::ecmp::roce_udp_sport(qpn, qpn + 1),
+            sport: ethcp::roce_udp_sport(qpn, qpn + 1),
             dport: 0,
         };
         let nic = self.role[src.idx()].1;
@@ -2079,24 +2077,24 @@ impl RoceSim {
                     let g = self.port_base[e.node.idx()] + u32::from(e.port);
                     self.ports[g as usize].fate |= Port::DOWN;
                 }
-                self.ecmp.fail_link(LinkId(link), self.now);
+                self.ecmp.fail_link(LinkId(link), self.now.as_ps());
                 self.route_cache.fill(NO_ROUTE);
                 if self.cfg.local_repair {
-                    let mut v = EcmpTable::build(&self.fabric, Time::ZERO);
+                    let mut v = EcmpTable::build(&self.fabric, 0);
                     for (li, l) in self.fabric.links.iter().enumerate() {
                         let g = self.port_base[l.a.node.idx()] + u32::from(l.a.port);
                         if self.ports[g as usize].down() {
-                            v.fail_link(LinkId(li as u32), self.now);
+                            v.fail_link(LinkId(li as u32), self.now.as_ps());
                         }
                     }
-                    v.poll(&self.fabric, self.now);
+                    v.poll(&self.fabric, self.now.as_ps());
                     self.local_view = Some(v);
                 }
-                let t = self.ecmp.next_deadline();
+                let t = Time::ps(self.ecmp.next_deadline_ps());
                 self.push_ev(t, Ev::Converge);
             }
             Ev::Converge => {
-                if self.ecmp.poll(&self.fabric, self.now) {
+                if self.ecmp.poll(&self.fabric, self.now.as_ps()) {
                     self.local_view = None;
                 }
                 self.route_cache.fill(NO_ROUTE);

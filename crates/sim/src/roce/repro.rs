@@ -719,7 +719,7 @@ mod tests {
     fn rocev1_flows_are_refused_across_leaves_and_run_within_one() {
         let (f, _, _, h) = leaf_spine_2x2(2);
         let v1 = RoceConfig {
-            rocev1: Some(crate::roce::ecmp::L2Mode::RoutedAtLeaf),
+            rocev1: Some(ethcp::L2Mode::RoutedAtLeaf),
             ..RoceConfig::default()
         };
         let e = RoceSim::new(&f, v1.clone(), &[flow(h[0][0], h[1][0], 1 << 20, 1, Time::ZERO, 10000)]).unwrap_err();

@@ -14,14 +14,13 @@
 //!
 //! Everything else (topology, workload, DCQCN profile) stays as the base config has it.
 
+use diag::roce::rules::hop_qos;
+use diag::roce::{LintReport, Parsed};
 use serde::Serialize;
 use sim::Time;
 use sim::roce::dcqcn::Red;
 use sim::roce::net::RoceConfig;
 use sim::roce::pfc::{WdAction, WdConfig};
-
-use crate::roce::rules::hop_qos;
-use crate::roce::{LintReport, Parsed};
 
 /// What was taken from the files, in words, for the comparison report.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
@@ -51,7 +50,7 @@ fn num(v: Option<&String>) -> Option<u64> {
 }
 
 /// Apply the linted configuration to `base`. `parsed` are the files the report was
-/// made from (as [`crate::roce::lint_parsed`] took them).
+/// made from (as [`diag::roce::lint_parsed`] took them).
 pub fn to_sim_config(parsed: &[(&str, Parsed)], report: &LintReport, base: &RoceConfig) -> (RoceConfig, VariantNotes) {
     let mut cfg = base.clone();
     let mut notes = VariantNotes::default();
@@ -59,7 +58,7 @@ pub fn to_sim_config(parsed: &[(&str, Parsed)], report: &LintReport, base: &Roce
         report
             .findings
             .iter()
-            .any(|f| f.rule == r && f.severity == crate::Severity::Error)
+            .any(|f| f.rule == r && f.severity == diag::Severity::Error)
     };
     let assumed_lossy = report.findings.iter().any(|f| f.rule == "pfc-not-enabled");
     cfg.pfc = !(assumed_lossy || blocking("dscp-tc-mismatch"));

@@ -1,0 +1,3 @@
+//! Integration tests of rdmalab-lab (one binary).
+
+mod roce;
