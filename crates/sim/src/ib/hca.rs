@@ -729,7 +729,7 @@ impl Hcas {
 
     /// CA port `gp`'s line is idle and it was woken or has new work: send the
     /// next packet if one may go, else say when to look again.
-    #[inline]
+    #[inline(never)]
     pub(crate) fn try_tx_idle<M: Mode>(&mut self, cx: &mut Cx, gp: u32) {
         cx.links.look(cx.core.now, gp);
         match self.pick(cx, gp) {

@@ -415,7 +415,7 @@ impl Switches {
 
     /// Output `gp`'s line is idle and it was woken or has new work: send the
     /// next packet if one may go, else say when to look again.
-    #[inline]
+    #[inline(never)]
     pub(crate) fn try_tx_idle<M: Mode>(&mut self, cx: &mut Cx, gp: u32) {
         cx.links.look(cx.core.now, gp);
         match self.pick::<M>(cx, gp) {
@@ -476,6 +476,7 @@ impl Switches {
 
     /// Choose the data VL to send next at switch output `gp` by the VL arbitration
     /// tables, or say when to look again.
+    #[inline]
     fn arbitrate<M: Mode>(&mut self, cx: &mut Cx, gp: u32) -> Result<usize, Time> {
         let g = gp as usize;
         let now = cx.core.now;
