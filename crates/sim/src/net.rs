@@ -53,7 +53,7 @@ pub(crate) struct PortHot {
     pub(crate) ser: Serializer,
     /// Propagation delay of the cable in picoseconds (at most 4.29 ms, a cable
     /// of some 860 km; [`Links::new`] refuses longer). Read through [`PortHot::prop`].
-    pub(crate) prop_ps: u32,
+    prop_ps: u32,
     /// Packets on the wire from this transmitter, in arrival order; the head's
     /// arrival is the link's one event in the queue.
     pub(crate) fifo: PktChain,
@@ -71,7 +71,7 @@ pub(crate) struct PortHot {
     /// Blocks the head packet needs when `starved` (0 = unknown: wake on any return).
     pub(crate) need_blocks: u16,
     /// Some VL of this port has an open credit-stall interval.
-    pub(crate) stalling: bool,
+    stalling: bool,
     pub(crate) port_num: u8,
     /// The head packet lacks credits: a credit return must wake the port.
     pub(crate) starved: bool,
@@ -132,7 +132,7 @@ pub(crate) struct CreditRing {
     /// most fabrics run: kept here, on the line its returns land on, and not with
     /// the other VLs' ([`Links`]' `credits`). Read through [`Links::held`].
     /// Cachegrind: 6% fewer L1 misses on the ft432 run.
-    pub(crate) vl0: i32,
+    vl0: i32,
 }
 
 impl Default for CreditRing {

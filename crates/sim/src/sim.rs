@@ -157,7 +157,8 @@ impl Sim {
             watchdog_armed: false,
             sample_armed: false,
         };
-        sim.cx.fwd.plain = nvl == 1 && !sim.cx.fwd.has_sl2vl() && !sim.sw.adaptive() && sim.cx.ib.cc.is_none();
+        let plain = nvl == 1 && !sim.cx.fwd.has_sl2vl() && !sim.sw.adaptive() && sim.cx.ib.cc.is_none();
+        sim.cx.fwd.set_plain(plain);
         if sim.eng.sample_interval_ps > 0 {
             sim.sample_armed = true;
             sim.cx.core.q.push(Time(sim.eng.sample_interval_ps), Event::Sample);
@@ -215,7 +216,7 @@ impl Sim {
     /// speed; tests compare traces with it on and off.
     #[doc(hidden)]
     pub fn disable_forward_at_once(&mut self) {
-        self.cx.fwd.plain = false;
+        self.cx.fwd.set_plain(false);
     }
 
     /// Run every event through the [`Generic`] loop, even where the [`Fast`]
@@ -355,7 +356,7 @@ impl Sim {
     /// cut through, nothing is captured (and tests did not turn it off).
     #[doc(hidden)]
     pub fn runs_fast_loop(&self) -> bool {
-        self.cx.fwd.plain
+        self.cx.fwd.is_plain::<Generic>()
             && !self.fast_off
             && self.cx.ib.forwarding == crate::config::Forwarding::CutThrough
             && self.cx.stats.capture == NONE

@@ -12,26 +12,26 @@ use crate::packet::{NO_ROUTE, NONE, PktHot, flag};
 /// Where a node's forwarding entries sit in [`Forwarding`]'s table, and its
 /// first global port.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct FwdSpan {
-    pub(crate) off: u32,
-    pub(crate) len: u32,
-    pub(crate) base: u32,
+struct FwdSpan {
+    off: u32,
+    len: u32,
+    base: u32,
 }
 
 /// A forwarding entry: the LFT has no route for the LID.
-pub(crate) const FWD16_NO_ROUTE: u16 = u16::MAX;
+const FWD16_NO_ROUTE: u16 = u16::MAX;
 /// A forwarding entry: the LFT names a port the switch lacks or that has no cable.
-pub(crate) const FWD16_DEAD: u16 = u16::MAX - 1;
+const FWD16_DEAD: u16 = u16::MAX - 1;
 
 /// Forwarding decisions beside global port ids (which stay below 2^25).
-pub(crate) const FWD_NO_ROUTE: u32 = u32::MAX;
+const FWD_NO_ROUTE: u32 = u32::MAX;
 /// The LFT names port 0 (the switch itself) for a data packet.
-pub(crate) const FWD_UNKNOWN: u32 = u32::MAX - 1;
+const FWD_UNKNOWN: u32 = u32::MAX - 1;
 /// The LFT names a port the switch lacks or that has no cable.
-pub(crate) const FWD_DEAD: u32 = u32::MAX - 2;
+const FWD_DEAD: u32 = u32::MAX - 2;
 /// The LFT sends the packet back out of the port it came in (only in a
 /// decision carried by a packet, never in the table).
-pub(crate) const FWD_LOOPBACK: u32 = u32::MAX - 3;
+const FWD_LOOPBACK: u32 = u32::MAX - 3;
 
 /// The forwarding decision [`Forwarding::lft_code`] encoded.
 #[inline(always)]
@@ -76,7 +76,7 @@ pub(crate) struct Forwarding {
     /// it for the next switch, and a switch may forward a packet that finds its
     /// output idle and empty without queueing it first (see
     /// [`crate::ib::switch::Switches::arrive`]).
-    pub(crate) plain: bool,
+    plain: bool,
     /// The SM's SL→VL tables, `[node][in port][out port]` (`None`: all VL 0).
     sl2vl: Option<Vec<Vec<Vec<[u8; 16]>>>>,
 }
@@ -110,6 +110,13 @@ impl Forwarding {
             plain: false,
             sl2vl: tables.sl2vl.clone(),
         }
+    }
+
+    /// Set whether the run is plain (see [`Self::plain`]): once the world is
+    /// built, and off in tests that compare a run with and without the
+    /// shortcuts it allows.
+    pub(crate) fn set_plain(&mut self, plain: bool) {
+        self.plain = plain;
     }
 
     /// The run is plain (see [`Self::plain`]), known at compile time in a

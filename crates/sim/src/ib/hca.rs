@@ -172,9 +172,9 @@ enum QpKind {
 #[derive(Clone, Debug)]
 #[repr(C, align(64))]
 pub(crate) struct CaPort {
-    pub(crate) gp: u32,
+    gp: u32,
     /// ACKs waiting to go, ahead of data (threaded through the packets' `next`).
-    pub(crate) ctrl: PktList,
+    ctrl: PktList,
     /// QPs with something to send, served round robin one packet at a time.
     active: QpList,
 }
@@ -186,9 +186,9 @@ const _: () = assert!(std::mem::size_of::<CaPort>() == 64);
 /// against it without reading the port's [`CaPort`] record.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct CaRx {
-    pub(crate) node: u32,
-    pub(crate) lid: u16,
-    pub(crate) lid_count: u16,
+    node: u32,
+    lid: u16,
+    lid_count: u16,
 }
 
 /// A FIFO of QPs threaded through their `next_active` field.
@@ -267,7 +267,7 @@ pub(crate) struct Qp {
 
     sq_off: u64,
     /// Payload bytes this QP has delivered as a responder (goodput).
-    pub(crate) rx_payload: u64,
+    rx_payload: u64,
     next_psn: Psn,
     /// The QP behind this one in its port's round robin ([`NONE`] at the tail).
     next_active: u32,

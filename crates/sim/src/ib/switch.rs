@@ -24,8 +24,8 @@ use crate::packet::{NONE, Packets, PktList, flag};
 /// side because every arrival updates both.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct InBuf {
-    pub(crate) used: u32,
-    pub(crate) peak: u32,
+    used: u32,
+    peak: u32,
 }
 
 /// The state of one VL's head packet at a switch output.
