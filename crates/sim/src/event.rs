@@ -1,5 +1,5 @@
 //! The InfiniBand world's closed set of events, the two ways its hot path is
-//! compiled ([`Mode`]), and [`Core`]: the engine parts every step works with.
+//! compiled (`Mode`), and `Core`: the engine parts every step works with.
 
 use rand_pcg::Pcg64Mcg;
 
@@ -15,7 +15,7 @@ pub enum Event {
     Arrive { dir: u32 },
     /// Transmitter `gp` may be able to send (its line went idle, credits came back,
     /// or a packet became eligible). Valid only if its time equals the port's
-    /// `wake_at` ([`crate::net::PortHot::wake_at`]).
+    /// `wake_at` (in its record of the links, `net::PortHot`).
     TxWake { gp: u32 },
     /// A posted work request of QP `qp` reaches the HCA.
     QpReady { qp: u32 },

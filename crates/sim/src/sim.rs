@@ -14,7 +14,7 @@
 //! ```
 //!
 //! An event's handler gets the model it concerns (`&mut Switches` or
-//! `&mut Hcas`) and a [`Cx`] of the parts it may touch besides, split from
+//! `&mut Hcas`) and a `Cx` (`ib::step`) of the parts it may touch besides, split from
 //! `Sim`'s fields once per event. The models do not know each other: the
 //! switch and the HCA each drive their own ports' transmitters through the
 //! links, and only this loop looks at a port's model to choose one.

@@ -1,6 +1,6 @@
 //! The InfiniBand switch (IBA vol. 1 §18): packets land in the input port's per-VL
 //! buffer (which the upstream transmitter filled on credit), are forwarded by the
-//! linear forwarding table the SM programmed ([`crate::ib::forward`]), change VL
+//! linear forwarding table the SM programmed (`ib::forward`), change VL
 //! by the SL→VL table of (input port, output port), and wait in the output port's
 //! per-VL queue for VL arbitration and for credits at the next hop. A packet holds
 //! its input-buffer blocks until its last byte has left, then the credits go back
