@@ -4,18 +4,20 @@
 //! event to the part that handles it.
 //!
 //! ```text
-//!   Sim ── core: Core          time, event queue, packets, ledger, trace, rng   (event.rs)
-//!       ├─ links: Links        port records, credits, wake-ups                  (net.rs)
-//!       ├─ topo: Topology      node models and names, port numbering            (net.rs)
-//!       ├─ fwd: Forwarding     LFTs, SL→VL tables, QP routes                    (ib/forward.rs)
-//!       ├─ sw: Switches        output queues, VL arbitration, input buffers, AR (ib/switch.rs)
-//!       ├─ hca: Hcas           CA ports, QPs, CQs                               (ib/hca.rs)
-//!       └─ stats, deadlock     counters, samples, the deadlock found            (metrics.rs, deadlock.rs)
+//!   Sim ─┬─ cx: Cx ─┬─ core: Core       time, event queue, packets, ledger, trace, rng  (event.rs)
+//!        │          ├─ links: Links     port records, credits, wake-ups                 (net.rs)
+//!        │          ├─ fwd: Forwarding  LFTs, SL→VL tables, QP routes                   (ib/forward.rs)
+//!        │          ├─ stats: Stats     counters, credit stalls, samples                (metrics.rs)
+//!        │          └─ ib: IbConfig     the model parameters
+//!        ├─ topo: Topology              node models and names, port numbering           (net.rs)
+//!        ├─ sw: Switches                output queues, VL arbitration, input buffers, AR (ib/switch.rs)
+//!        ├─ hca: Hcas                   CA ports, QPs, CQs                              (ib/hca.rs)
+//!        └─ deadlock, watchdog/sample   the deadlock found, the periodic events' state  (deadlock.rs)
 //! ```
 //!
 //! An event's handler gets the model it concerns (`&mut Switches` or
-//! `&mut Hcas`) and a `Cx` (`ib::step`) of the parts it may touch besides, split from
-//! `Sim`'s fields once per event. The models do not know each other: the
+//! `&mut Hcas`) and `&mut Cx` (`ib::step`), the parts it may touch besides:
+//! a split borrow of `Sim`'s fields. The models do not know each other: the
 //! switch and the HCA each drive their own ports' transmitters through the
 //! links, and only this loop looks at a port's model to choose one.
 //!
