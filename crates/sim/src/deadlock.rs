@@ -13,8 +13,10 @@
 
 use serde::Serialize;
 
-use crate::net::Head;
-use crate::sim::{NONE, NodeModel, Sim};
+use crate::engine::Time;
+use crate::ib::switch::{Head, Switches};
+use crate::net::{Links, NodeModel, Topology};
+use crate::packet::{NONE, Packets};
 
 /// One queue of a deadlock cycle: packets at `switch` waiting to leave `port` on
 /// `vl`, with no credits at the next hop.
@@ -59,36 +61,55 @@ impl std::fmt::Display for DeadlockReport {
 
 impl DeadlockReport {
     /// Packets are stuck but no cycle explains it (a model fault): report the queues.
-    pub(crate) fn stuck(sim: &Sim) -> DeadlockReport {
+    pub(crate) fn stuck(now: Time, in_flight: u64) -> DeadlockReport {
         DeadlockReport {
-            at_ps: sim.now.0,
+            at_ps: now.0,
             cycle: Vec::new(),
             deadlocked_queues: 0,
-            packets_stuck: sim.in_flight(),
+            packets_stuck: in_flight,
         }
     }
 }
 
-/// Find a deadlocked cycle, if there is one now.
-pub(crate) fn find(sim: &Sim) -> Option<DeadlockReport> {
-    let nvl = sim.nvl;
-    let np = sim.ports.len();
+/// The parts of the world the search reads.
+pub(crate) struct World<'a> {
+    pub(crate) topo: &'a Topology,
+    pub(crate) links: &'a Links,
+    pub(crate) sw: &'a Switches,
+    pub(crate) pkts: &'a Packets,
+    pub(crate) now: Time,
+}
+
+/// Find a deadlocked cycle, if there is one now. Costs a pass over every
+/// switch port and VL, and the output queues of the switches next to the
+/// stuck ones: run by the watchdog and when the world runs dry with packets
+/// left, never per event.
+pub(crate) fn find(w: &World) -> Option<DeadlockReport> {
+    let World {
+        topo,
+        links,
+        sw,
+        pkts,
+        now,
+    } = *w;
+    let nvl = links.nvl();
+    let np = links.ports.len();
     let idx = |gp: usize, vl: usize| gp * nvl + vl;
     let mut cand = vec![false; np * nvl];
     let mut any = false;
     for gp in 0..np {
-        if sim.ports[gp].peer == NONE || sim.node_model[sim.port_node[gp] as usize] != NodeModel::IbSwitch {
+        if links.ports[gp].peer == NONE || topo.node_model[topo.port_node[gp] as usize] != NodeModel::IbSwitch {
             continue;
         }
-        if sim.node_model[sim.ports[gp].peer_node as usize] != NodeModel::IbSwitch {
+        if topo.node_model[links.ports[gp].peer_node as usize] != NodeModel::IbSwitch {
             continue;
         }
-        if !sim.ports[gp].fifo.is_empty() {
+        if !links.ports[gp].fifo.is_empty() {
             continue;
         }
         for vl in 0..nvl {
-            if sim.head_state(gp as u32, vl) == Head::NoCredit
-                && !sim.credit_returns(gp as u32).any(|c| c.1 as usize == vl)
+            if sw.head_state(links, pkts, now, gp as u32, vl) == Head::NoCredit
+                && !links.credit_returns(gp as u32).any(|c| c.1 as usize == vl)
             {
                 cand[idx(gp, vl)] = true;
                 any = true;
@@ -101,14 +122,14 @@ pub(crate) fn find(sim: &Sim) -> Option<DeadlockReport> {
     // Wait-for edges: queue (gp, vl) -> the output queues of the next switch that
     // hold packets from input buffer (peer[gp], vl).
     let edges = |gp: usize, vl: usize| -> Vec<usize> {
-        let pg = sim.ports[gp].peer;
-        let m = sim.port_node[pg as usize] as usize;
+        let pg = links.ports[gp].peer;
+        let m = topo.port_node[pg as usize] as usize;
         let mut out = Vec::new();
-        for og in sim.port_base[m] as usize..sim.port_base[m + 1] as usize {
+        for og in topo.port_base[m] as usize..topo.port_base[m + 1] as usize {
             for ovl in 0..nvl {
-                let q = sim.oq_at(og, ovl);
-                if q.iter(&sim.pkts)
-                    .any(|p| sim.pkts[p].in_link == gp as u32 && sim.pkts[p].in_vl as usize == vl)
+                let q = sw.oq_at(links, og, ovl);
+                if q.iter(pkts)
+                    .any(|p| pkts[p].in_link == gp as u32 && pkts[p].in_vl as usize == vl)
                 {
                     out.push(idx(og, ovl));
                 }
@@ -153,17 +174,17 @@ pub(crate) fn find(sim: &Sim) -> Option<DeadlockReport> {
         .map(|&i| {
             let (gp, vl) = (i / nvl, i % nvl);
             WaitingQueue {
-                switch: sim.node_name[sim.port_node[gp] as usize].clone(),
-                port: sim.ports[gp].port_num,
+                switch: topo.node_name[topo.port_node[gp] as usize].clone(),
+                port: links.ports[gp].port_num,
                 vl: vl as u8,
-                queued: sim.oq_at(gp, vl).len,
+                queued: sw.oq_at(links, gp, vl).len,
             }
         })
         .collect();
     Some(DeadlockReport {
-        at_ps: sim.now.0,
+        at_ps: now.0,
         cycle,
         deadlocked_queues: members.len(),
-        packets_stuck: sim.in_flight(),
+        packets_stuck: pkts.live() as u64,
     })
 }

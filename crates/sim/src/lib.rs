@@ -3,11 +3,14 @@
 //! ```text
 //!   engine/    time, event queues (PackedQueue: 4-ary heap of packed keys; EventQueue:
 //!              generic) + per-link FIFOs, packet slab, ledger, trace hash
-//!   net.rs     ports and links: serialization, propagation, link-level credits,
-//!              VL arbitration — shared by every node model
-//!   ib/        InfiniBand models: switch (LFT forwarding, SL→VL, per-VL input
-//!              buffers), HCA (RC/UD transport, verbs-shaped API)
-//!   sim.rs     the world: builds the models from a fabric + routing tables, runs
+//!   event.rs   the IB world's closed event set, the Fast/Generic loop modes, Core
+//!              (the engine parts a step uses)
+//!   net.rs     Links: port records, serialization, propagation, link-level
+//!              credits, wake-ups — shared by every node model; Topology
+//!   ib/        InfiniBand models: forward (LFTs, SL→VL, QP routes), switch
+//!              (output queues, VL arbitration, per-VL input buffers, adaptive
+//!              routing), hca (RC/UD transport, verbs-shaped API), step (Cx)
+//!   sim.rs     the world: builds the parts from a fabric + routing tables, runs
 //!              the event loop, dispatches by node model
 //!   deadlock   credit-loop deadlock detection
 //!   metrics    counters, utilisation, stalls, samples; JSON/CSV
@@ -30,6 +33,7 @@ pub mod capture;
 pub mod config;
 pub mod deadlock;
 pub mod engine;
+pub mod event;
 pub mod ib;
 pub mod metrics;
 pub mod net;

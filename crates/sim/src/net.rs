@@ -1,6 +1,6 @@
-//! Ports and links, shared by every node model: serialization at the data rate,
+//! The links, shared by every node model: serialization at the data rate,
 //! propagation over the cable, link-level credits per VL (64-byte blocks, returned
-//! over the link delay), VL arbitration, and the transmitter wake-up logic.
+//! over the link delay), and the transmitter wake-up logic.
 //!
 //! A transmitter is woken (a [`Event::TxWake`]) only when it has work it could not
 //! do at once: its line is busy, or its head packet waits for credits or for its
@@ -9,10 +9,97 @@
 //! looks at its credits; a port starved of credits is woken when the first return
 //! lands. This keeps the event count near one per packet-link hop.
 
-use crate::engine::prefetch;
-use crate::engine::{PacketId, Time};
-use crate::packet::{NO_ROUTE, flag};
-use crate::sim::{Event, Mode, NONE, NodeModel, Sim};
+use std::collections::VecDeque;
+
+use fabric::{Fabric, NodeId, NodeKind};
+
+use crate::SimError;
+use crate::config::IbConfig;
+use crate::engine::time::Serializer;
+use crate::engine::{PackedQueue, PacketId, Table, Time};
+use crate::event::{Core, Event, MAX_ID, Mode};
+use crate::metrics::Stats;
+use crate::packet::{NONE, PktChain, PktHot, PktList, flag};
+
+/// Which model a node runs. New node kinds (Ethernet switch, RoCE NIC, IPoIB host)
+/// are new arms here and in the event loop's dispatch (`Sim::dispatch_arrival`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NodeModel {
+    /// An InfiniBand switch: per-VL input buffers, LFT forwarding.
+    IbSwitch,
+    /// An InfiniBand HCA: RC/UD transport.
+    IbHca,
+    /// A node with no model (a router): packets to it are dropped.
+    None,
+}
+
+/// The per-port state the hot path touches: one 128-byte aligned pair of cache
+/// lines, also the record of the link this port transmits on. The first holds
+/// what an arrival and a send read (line state, the packets on the link, the
+/// peer's port, node and model); the second the credits (VL 0's count and the
+/// returns on their way) and the send counters, which a transmitter touches
+/// together when it looks and a released buffer slot touches when it returns
+/// credits over the link. Each array kept apart from this record costs the hop
+/// a cache miss of its own (cachegrind: about one L1 miss per separate per-port
+/// array per hop).
+#[derive(Clone, Copy, Debug)]
+#[repr(C, align(128))]
+pub(crate) struct PortHot {
+    /// The line is busy sending until then.
+    pub(crate) busy_until: Time,
+    /// The pending wake-up ([`Time::NEVER`] if none); a popped `TxWake` whose
+    /// time differs is stale.
+    pub(crate) wake_at: Time,
+    pub(crate) ser: Serializer,
+    /// Propagation delay of the cable in picoseconds (at most 4.29 ms, a cable
+    /// of some 860 km; [`Links::new`] refuses longer). Read through [`PortHot::prop`].
+    prop_ps: u32,
+    /// Packets on the wire from this transmitter, in arrival order; the head's
+    /// arrival is the link's one event in the queue.
+    pub(crate) fifo: PktChain,
+    /// This (switch) output's VL 0 queue, the one most fabrics use: kept here,
+    /// where the port's wake-up and a queueing arrival already read, and not
+    /// with the switch's other queues (the other VLs and VL15). Read through
+    /// [`crate::ib::switch::Switches::oq_at`].
+    pub(crate) oq0: PktList,
+    /// Peer global port, or [`NONE`] when uncabled.
+    pub(crate) peer: u32,
+    /// The peer's node: an arrival reads it (and `peer_model`) here, on the
+    /// record of the link it came over, and never touches the receiving
+    /// port's own record.
+    pub(crate) peer_node: u32,
+    /// Blocks the head packet needs when `starved` (0 = unknown: wake on any return).
+    pub(crate) need_blocks: u16,
+    /// Some VL of this port has an open credit-stall interval.
+    stalling: bool,
+    pub(crate) port_num: u8,
+    /// The head packet lacks credits: a credit return must wake the port.
+    pub(crate) starved: bool,
+    /// VL of the head packet when `starved`.
+    pub(crate) need_vl: u8,
+    /// Model of this port's node.
+    pub(crate) model: NodeModel,
+    /// Model of the peer's node.
+    pub(crate) peer_model: NodeModel,
+    /// Credit returns on their way to this transmitter.
+    pub(crate) cred: CreditRing,
+    /// Bytes sent.
+    pub(crate) tx_bytes: u64,
+    /// Packets sent (wraps after 2^32; a 400 Gb/s port needs minutes of 4 KiB packets).
+    pub(crate) tx_pkts: u32,
+    /// Packets queued at this (switch) output, all VLs and VL15.
+    pub(crate) oq_len: u32,
+}
+
+impl PortHot {
+    /// Propagation delay of the cable.
+    #[inline(always)]
+    pub(crate) fn prop(&self) -> Time {
+        Time(u64::from(self.prop_ps))
+    }
+}
+
+const _: () = assert!(std::mem::size_of::<PortHot>() == 128);
 
 /// What a model's picker decided for a free transmitter.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -21,26 +108,6 @@ pub(crate) enum Pick {
     Send(PacketId),
     /// Nothing can go now; look again at this time (or when credits return, if `NEVER`).
     Wait(Time),
-}
-
-/// The state of one VL's head packet at a switch output.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Head {
-    Empty,
-    NoCredit,
-    NotBefore(Time),
-    Ready,
-}
-
-/// Per-port VL arbitration state (IBA vol. 1 §7.6.9): the current entry of each
-/// table, the weight it has left in bytes, and the bytes sent from the high table
-/// since the last low-priority packet.
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct ArbState {
-    idx: [u16; 2],
-    left: [i32; 2],
-    hi_bytes: u32,
-    last_table: u8,
 }
 
 /// Returns kept inline in a port record.
@@ -62,10 +129,10 @@ pub(crate) struct CreditRing {
     vb: [u16; RING],
     len: u8,
     /// Credits (64-byte blocks) the transmitter holds on VL 0, the one data VL
-    /// most fabrics run: kept here, on the line its returns land on, and not in
-    /// [`Sim::credits`] (which holds VLs 1 and up). Read through [`Sim::held`].
+    /// most fabrics run: kept here, on the line its returns land on, and not with
+    /// the other VLs' ([`Links`]' `credits`). Read through [`Links::held`].
     /// Cachegrind: 6% fewer L1 misses on the ft432 run.
-    pub(crate) vl0: i32,
+    vl0: i32,
 }
 
 impl Default for CreditRing {
@@ -127,7 +194,216 @@ impl CreditRing {
 
 const _: () = assert!(RING == 4, "CreditRing::pop_front shifts four slots");
 
-impl Sim {
+/// The fabric's shape as the simulator indexes it: each node's model and name,
+/// its first global port (`port_base[n]..port_base[n + 1]` are its ports) and
+/// each port's node. Built once and only read: reports, the deadlock search,
+/// adaptive routing and QP creation use it; the hop does not (a port record
+/// carries what the hop needs).
+#[derive(Debug)]
+pub(crate) struct Topology {
+    pub(crate) node_model: Vec<NodeModel>,
+    pub(crate) node_name: Vec<String>,
+    pub(crate) port_base: Vec<u32>,
+    pub(crate) port_node: Vec<u32>,
+}
+
+impl Topology {
+    /// Number the ports of `fabric`.
+    pub(crate) fn new(fabric: &Fabric) -> Result<Topology, SimError> {
+        let mut port_base = Vec::with_capacity(fabric.nodes.len() + 1);
+        let mut port_node = Vec::new();
+        port_base.push(0u32);
+        for (i, node) in fabric.nodes.iter().enumerate() {
+            port_node.extend(std::iter::repeat_n(i as u32, node.ports.len()));
+            port_base.push(port_node.len() as u32);
+        }
+        if port_node.len() >= MAX_ID {
+            return Err(SimError::Config {
+                field: "fabric",
+                expected: "fewer than 2^25 ports",
+                got: port_node.len().to_string(),
+            });
+        }
+        Ok(Topology {
+            node_model: fabric
+                .nodes
+                .iter()
+                .map(|nd| match nd.kind {
+                    NodeKind::Switch => NodeModel::IbSwitch,
+                    NodeKind::Ca => NodeModel::IbHca,
+                    NodeKind::Router => NodeModel::None,
+                })
+                .collect(),
+            node_name: fabric.nodes.iter().map(|nd| nd.name.clone()).collect(),
+            port_base,
+            port_node,
+        })
+    }
+
+    /// Global port id of (node, port).
+    #[inline]
+    pub(crate) fn gp(&self, n: NodeId, port: u8) -> u32 {
+        self.port_base[n.idx()] + u32::from(port)
+    }
+
+    /// Number of ports.
+    pub(crate) fn num_ports(&self) -> usize {
+        self.port_node.len()
+    }
+}
+
+/// The links: one [`PortHot`] record per transmitting port (global port id
+/// `gp`), the credits of data VLs 1 and up (`[gp * nvl + vl]`; VL 0's sit in
+/// the record), credit returns beyond the four a record holds, and each port's
+/// data rate for the reports. Costs 128 bytes a port, plus 4 bytes a port and
+/// VL, plus a (usually empty) deque a port.
+///
+/// Everything a transmitter does to its line lives here: serialization,
+/// propagation, link-level credits (IBA vol. 1 §7.9) and wake-ups. What it
+/// sends is the node model's choice ([`crate::ib::switch`], [`crate::ib::hca`]).
+#[derive(Debug)]
+pub(crate) struct Links {
+    /// Hot per-port state, two cache lines per port. Open to the models: a
+    /// switch's VL 0 queue and a port's wake-up state live in it.
+    pub(crate) ports: Table<PortHot>,
+    /// Credits (64-byte blocks) this port may still send into the peer's buffer,
+    /// `[gp * nvl + vl]` for VLs 1 and up; VL 0's sit in the port record
+    /// ([`CreditRing::vl0`]), so slot `gp * nvl` is unused.
+    credits: Table<i32>,
+    /// Credit returns (arrival, vl, blocks) beyond the four a port record holds, `[gp]` (see [`CreditRing`]).
+    credit_spill: Vec<VecDeque<(Time, u8, u32)>>,
+    port_bps: Vec<u64>,
+    /// Number of data VLs modelled.
+    nvl: usize,
+    /// Blocks of the largest packet the run can make (a full-MTU WRITE First
+    /// with a GRH): a transmitter holding this many credits can send any packet.
+    max_blocks: i32,
+}
+
+impl Links {
+    /// Cable the ports of `topo` as `fabric` says, each transmitter holding the
+    /// credits of its peer's whole buffer on each of `nvl` data VLs.
+    pub(crate) fn new(fabric: &Fabric, topo: &Topology, ib: &IbConfig, nvl: usize) -> Result<Links, SimError> {
+        let np = topo.num_ports();
+        let port_base = &topo.port_base;
+        let mut ports: Vec<PortHot> = (0..np)
+            .map(|g| PortHot {
+                busy_until: Time::ZERO,
+                wake_at: Time::NEVER,
+                ser: Serializer::new(1),
+                prop_ps: 0,
+                fifo: PktChain::default(),
+                oq0: PktList::default(),
+                peer: NONE,
+                peer_node: NONE,
+                tx_bytes: 0,
+                tx_pkts: 0,
+                oq_len: 0,
+                need_blocks: 0,
+                stalling: false,
+                port_num: (g as u32 - port_base[topo.port_node[g] as usize]) as u8,
+                starved: false,
+                need_vl: 0,
+                model: NodeModel::None,
+                peer_model: NodeModel::None,
+                cred: CreditRing::default(),
+            })
+            .collect();
+        let mut port_bps = vec![0u64; np];
+        for l in &fabric.links {
+            let a = port_base[l.a.node.idx()] + u32::from(l.a.port);
+            let b = port_base[l.b.node.idx()] + u32::from(l.b.port);
+            ports[a as usize].peer = b;
+            ports[b as usize].peer = a;
+            let s = Serializer::new(l.rate.data_bps());
+            for g in [a, b] {
+                ports[g as usize].ser = s;
+                ports[g as usize].prop_ps = u32::try_from(l.delay_ps).map_err(|_| SimError::Config {
+                    field: "cable delay",
+                    expected: "at most 4,294,967,295 ps (a cable of about 860 km)",
+                    got: format!(
+                        "{} ps on the cable {}/{} - {}/{}",
+                        l.delay_ps,
+                        fabric.nodes[l.a.node.idx()].name,
+                        l.a.port,
+                        fabric.nodes[l.b.node.idx()].name,
+                        l.b.port
+                    ),
+                })?;
+                port_bps[g as usize] = l.rate.data_bps();
+            }
+        }
+        let (node_model, port_node) = (&topo.node_model, &topo.port_node);
+        for g in 0..np {
+            ports[g].model = node_model[port_node[g] as usize];
+            if ports[g].peer != NONE {
+                ports[g].peer_node = port_node[ports[g].peer as usize];
+                ports[g].peer_model = node_model[ports[g].peer_node as usize];
+            }
+        }
+        let mut credits = vec![0i32; np * nvl];
+        for gp in 0..np {
+            let pg = ports[gp].peer;
+            if pg == NONE {
+                continue;
+            }
+            let peer_node = port_node[pg as usize] as usize;
+            let buf = match node_model[peer_node] {
+                NodeModel::IbSwitch => ib.switch_buffer_bytes_per_vl,
+                _ => ib.hca_buffer_bytes_per_vl,
+            };
+            ports[gp].cred.vl0 = (buf / 64) as i32;
+            for vl in 1..nvl {
+                credits[gp * nvl + vl] = (buf / 64) as i32;
+            }
+        }
+        let max_blocks = crate::packet::blocks(crate::packet::max_wire(ib.mtu)) as i32;
+        Ok(Links {
+            ports: ports.into(),
+            credits: credits.into(),
+            credit_spill: vec![VecDeque::new(); np],
+            port_bps,
+            nvl,
+            max_blocks,
+        })
+    }
+
+    /// Number of data VLs modelled.
+    #[inline(always)]
+    pub(crate) fn nvl(&self) -> usize {
+        self.nvl
+    }
+
+    /// The run models one data VL, known at compile time in a [`crate::event::Fast`] loop.
+    #[inline(always)]
+    pub(crate) fn one_vl<M: Mode>(&self) -> bool {
+        M::FAST || self.nvl == 1
+    }
+
+    /// Data VLs modelled, known at compile time in a [`crate::event::Fast`] loop.
+    #[inline(always)]
+    pub(crate) fn data_vls<M: Mode>(&self) -> usize {
+        if M::FAST { 1 } else { self.nvl }
+    }
+
+    /// Port `gp`'s data rate in bits per second (0 when uncabled).
+    pub(crate) fn rate_bps(&self, gp: usize) -> u64 {
+        self.port_bps[gp]
+    }
+
+    /// Turn off the planning shortcut (see [`Self::holds_max`]).
+    pub(crate) fn disable_plan_shortcut(&mut self) {
+        self.max_blocks = i32::MAX;
+    }
+
+    /// Transmitter `g` holds VL 0 credits for the largest packet the run can
+    /// make: with one data VL its next packet can go whatever it is, so a
+    /// planner need not read it (see the models' `plan_next`).
+    #[inline(always)]
+    pub(crate) fn holds_max(&self, g: usize) -> bool {
+        self.ports[g].cred.vl0 >= self.max_blocks
+    }
+
     /// Credits transmitter `g` holds on data VL `vl` (see [`CreditRing::vl0`]).
     #[inline(always)]
     pub(crate) fn held(&self, g: usize, vl: usize) -> i32 {
@@ -148,11 +424,11 @@ impl Sim {
 
     /// Ask for a wake-up of transmitter `gp` at `t` (keeps only the earliest).
     #[inline]
-    pub(crate) fn schedule_wake(&mut self, gp: u32, t: Time) {
+    pub(crate) fn schedule_wake(&mut self, q: &mut PackedQueue<Event>, gp: u32, t: Time) {
         let g = gp as usize;
         if t < self.ports[g].wake_at {
             self.ports[g].wake_at = t;
-            self.q.push(t, Event::TxWake { gp });
+            q.push(t, Event::TxWake { gp });
         }
     }
 
@@ -160,7 +436,7 @@ impl Sim {
     /// hop returns credits, and as a call its register saves cost as much as
     /// its work (callgrind: 18 of 34 instructions).
     #[inline(always)]
-    pub(crate) fn push_credit(&mut self, gp: u32, t: Time, vl: u8, nblocks: u32) {
+    pub(crate) fn push_credit(&mut self, q: &mut PackedQueue<Event>, gp: u32, t: Time, vl: u8, nblocks: u32) {
         // Returns come from packets leaving through different outputs with
         // different sizes, so they can land out of order: keep them sorted
         // (almost always an append) so absorbing stops at the right entry.
@@ -176,7 +452,7 @@ impl Sim {
         } else {
             self.spill_credit(gp, e);
         }
-        self.credit_wake(gp, t);
+        self.credit_wake(q, gp, t);
     }
 
     /// [`Self::push_credit`] into a full ring.
@@ -202,22 +478,22 @@ impl Sim {
     /// A credit return landing at `t` was just queued for `gp`: if the port
     /// starves, wake it when it will have what its head packet needs.
     #[inline(never)]
-    fn credit_wake(&mut self, gp: u32, t: Time) {
+    fn credit_wake(&mut self, q: &mut PackedQueue<Event>, gp: u32, t: Time) {
         let pt = &self.ports[gp as usize];
         if pt.starved {
             let (need_vl, need_blocks) = (pt.need_vl, pt.need_blocks);
             if need_blocks == 0 {
-                self.schedule_wake(gp, t);
+                self.schedule_wake(q, gp, t);
             } else if let Some(at) = self.credit_ready(gp, need_vl, u32::from(need_blocks), t) {
-                self.schedule_wake(gp, at);
+                self.schedule_wake(q, gp, at);
             }
         }
     }
 
-    /// Apply every credit return that has landed by now.
+    /// Apply every credit return that has landed by `now`.
     #[inline(always)]
-    pub(crate) fn absorb_credits(&mut self, gp: u32) {
-        let now = self.now.0;
+    pub(crate) fn absorb_credits(&mut self, now: Time, gp: u32) {
+        let now = now.0;
         let r = &mut self.ports[gp as usize].cred;
         // Most looks find the earliest return still on its way (or none); most
         // of the rest find exactly one landed, on VL 0, with nothing spilled.
@@ -226,17 +502,16 @@ impl Sim {
                 r.vl0 += i32::from(r.vb[0] & 0xfff);
                 r.pop_front();
             } else {
-                self.absorb_landed(gp);
+                self.absorb_landed(now, gp);
             }
         }
     }
 
     #[inline(never)]
-    fn absorb_landed(&mut self, gp: u32) {
+    fn absorb_landed(&mut self, now: u64, gp: u32) {
         let g = gp as usize;
         let nvl = self.nvl;
-        let now = self.now.0;
-        let Sim {
+        let Links {
             ports,
             credits,
             credit_spill,
@@ -279,6 +554,23 @@ impl Sim {
         }
     }
 
+    /// A transmitter looks at its line: take the credits that have landed
+    /// and forget that it starved (the look decides again).
+    #[inline(always)]
+    pub(crate) fn look(&mut self, now: Time, gp: u32) {
+        self.absorb_credits(now, gp);
+        self.ports[gp as usize].starved = false;
+    }
+
+    /// A look at `gp` sent nothing: wake it at `t` unless that is never.
+    #[inline(always)]
+    pub(crate) fn idle(&mut self, q: &mut PackedQueue<Event>, stats: &mut Stats, gp: u32, t: Time) {
+        stats.idle_looks += 1;
+        if t != Time::NEVER {
+            self.schedule_wake(q, gp, t);
+        }
+    }
+
     /// The earliest time, not before `from`, at which transmitter `gp` will hold
     /// `nb` credits on `vl` counting the returns already on their way; `None` if
     /// those are not enough (a later return will wake it).
@@ -313,20 +605,31 @@ impl Sim {
     /// Mark `gp` as waiting for `nb` credits on `vl` and return when it can go
     /// (`NEVER`: when a credit return not yet sent arrives).
     #[inline]
-    pub(crate) fn starve(&mut self, gp: u32, vl: u8, nb: u32) -> Time {
+    pub(crate) fn starve(&mut self, stats: &mut Stats, now: Time, gp: u32, vl: u8, nb: u32) -> Time {
         let g = gp as usize;
         self.ports[g].starved = true;
         self.ports[g].stalling = true;
-        self.stats.stall_begin(g * self.nvl + vl as usize, self.now);
+        stats.stall_begin(g * self.nvl + vl as usize, now);
         if self.nvl == 1 {
             self.ports[g].need_vl = vl;
             self.ports[g].need_blocks = nb as u16;
-            self.credit_ready(gp, vl, nb, self.now).unwrap_or(Time::NEVER)
+            self.credit_ready(gp, vl, nb, now).unwrap_or(Time::NEVER)
         } else {
             // Several VLs compete: wake on the first return of any of them.
             self.ports[g].need_blocks = 0;
             self.credit_wait(gp)
         }
+    }
+
+    /// VL `vl` of `gp` has a head packet short of credits among several VLs:
+    /// open its stall, mark the port starved; the first return wakes it.
+    #[inline]
+    pub(crate) fn stall_vl(&mut self, stats: &mut Stats, now: Time, gp: u32, vl: usize) -> Time {
+        let g = gp as usize;
+        self.ports[g].starved = true;
+        self.ports[g].stalling = true;
+        stats.stall_begin(g * self.nvl + vl, now);
+        self.credit_wait(gp)
     }
 
     /// When the next credit return lands at `gp` (`NEVER` if none is on its way).
@@ -335,73 +638,32 @@ impl Sim {
         self.ports[gp as usize].cred.first_time()
     }
 
-    /// Transmitter `gp` is free or was woken: send the next packet if one may go.
-    pub(crate) fn try_tx<M: Mode>(&mut self, gp: u32) {
-        let g = gp as usize;
-        if self.ports[g].busy_until > self.now {
-            self.schedule_wake(gp, self.ports[g].busy_until);
-            return;
-        }
-        self.try_tx_idle::<M>(gp);
-    }
-
-    /// [`Self::try_tx`] on a line known to be idle.
-    #[inline]
-    fn try_tx_idle<M: Mode>(&mut self, gp: u32) {
-        let g = gp as usize;
-        self.absorb_credits(gp);
-        self.ports[g].starved = false;
-        let pick = match self.ports[g].model {
-            NodeModel::IbSwitch => self.switch_pick::<M>(gp),
-            NodeModel::IbHca => self.hca_pick(gp),
-            NodeModel::None => Pick::Wait(Time::NEVER),
-        };
-        match pick {
-            Pick::Send(p) => self.transmit::<M>(gp, p),
-            Pick::Wait(t) => {
-                self.stats.idle_looks += 1;
-                if t != Time::NEVER {
-                    self.schedule_wake(gp, t);
-                }
-            }
-        }
-    }
-
-    /// Put packet `p` on the wire at `gp` now.
+    /// Put packet `p` on the wire at `gp` now: take its credits, busy the line,
+    /// count it, and queue its arrival at the far end (the link's one event
+    /// when the link was empty; else the packet ahead carries it). `route`, in
+    /// a plain run towards a switch, is the far switch's forwarding decision,
+    /// which rides in the packet's `in_link` (unused on a wire). Returns when
+    /// the last byte is out and the packet as it was before the send (its
+    /// input link and VL, for the switch that forwards it).
     ///
-    /// Written against local borrows of the fields it touches (ports, packets,
-    /// credits, the link FIFO): every packet-link hop runs through here, and with
-    /// `self.x[i]` everywhere the compiler reloads each vector's pointer and length
-    /// after every store.
-    pub(crate) fn transmit<M: Mode>(&mut self, gp: u32, p: PacketId) {
+    /// Written against local borrows of the parts it touches: every
+    /// packet-link hop runs through here, and through `self.x[i]` the compiler
+    /// reloads each vector's pointer and length after every store.
+    #[inline(always)]
+    pub(crate) fn transmit<M: Mode>(
+        &mut self,
+        core: &mut Core,
+        stats: &mut Stats,
+        ib: &IbConfig,
+        gp: u32,
+        p: PacketId,
+        route: Option<u32>,
+    ) -> (Time, PktHot) {
         let g = gp as usize;
-        let now = self.now;
+        let now = core.now;
         let nvl = self.data_vls::<M>();
-        let route = {
-            let (pt, pk) = (&self.ports[g], &self.pkts[p]);
-            (self.is_plain::<M>() && pt.peer_model == NodeModel::IbSwitch && pk.flags & flag::VL15 == 0).then(|| {
-                // A route covers every send its packets can make (see
-                // `build_route`); the checked read costs a compare and keeps a
-                // wrong index from reading another QP's route.
-                let r = pk.route();
-                match self.routes.get((r + u32::from(pk.hops)) as usize) {
-                    Some(&code) if r != NO_ROUTE => {
-                        debug_assert_eq!(code, self.lft_code(pt.peer_node as usize, pk.dlid, pt.peer));
-                        code
-                    }
-                    _ => self.lft_code(pt.peer_node as usize, pk.dlid, pt.peer),
-                }
-            })
-        };
-        let Sim {
-            ports,
-            pkts,
-            credits,
-            stats,
-            q,
-            ib,
-            ..
-        } = self;
+        let Links { ports, credits, .. } = self;
+        let Core { q, pkts, .. } = core;
         let pk = pkts[p];
         let nb = pk.blocks();
         debug_assert!(nb as i32 <= self.max_blocks, "a packet larger than max_blocks");
@@ -466,16 +728,8 @@ impl Sim {
             a.next_at = arrive;
             a.set_next_seq(seq);
         }
-        debug_assert_eq!(self.arrival_time(gp, &self.pkts[p]), arrive);
-        if pk.in_link != NONE {
-            // The packet leaves the switch input buffer it sat in once its last byte
-            // is out; its credits travel back over the input link.
-            self.release_input(pk.in_link, pk.in_vl, nb, vl15, end);
-            if !vl15 {
-                self.arb_charge::<M>(gp, u32::from(pk.wire));
-            }
-        }
-        self.plan_next::<M>(gp, end);
+        debug_assert_eq!(self.arrival_time(ib, gp, &core.pkts[p]), arrive);
+        (end, pk)
     }
 
     /// When packet `pk`, on the link from transmitter `gp`, reaches the far node
@@ -483,286 +737,73 @@ impl Sim {
     /// tail time: the check (in debug builds) of the arrival time the packet
     /// ahead of it carries (`PktHot::next_at`).
     #[inline]
-    pub(crate) fn arrival_time(&self, gp: u32, pk: &crate::packet::PktHot) -> Time {
+    pub(crate) fn arrival_time(&self, ib: &IbConfig, gp: u32, pk: &PktHot) -> Time {
         let pt = &self.ports[gp as usize];
         match pt.peer_model {
             NodeModel::IbSwitch => {
-                let head_or_tail = match self.ib.forwarding {
+                let head_or_tail = match ib.forwarding {
                     crate::config::Forwarding::CutThrough => pk.tail_at - pt.ser.time(u32::from(pk.wire)),
                     crate::config::Forwarding::StoreAndForward => pk.tail_at,
                 };
-                head_or_tail + Time(self.ib.switch_latency_ps)
+                head_or_tail + Time(ib.switch_latency_ps)
             }
-            _ => pk.tail_at + Time(self.ib.hca_rx_latency_ps),
+            _ => pk.tail_at + Time(ib.hca_rx_latency_ps),
         }
     }
 
-    /// After a send that ends at `end`, wake the transmitter when its next packet
-    /// can go: at `end` if it will have the credits, later if they are still on
-    /// their way, or on a credit return if none is. With one VL the next packet is
-    /// known exactly; with several, wake at `end` and let arbitration decide.
-    ///
-    /// With one data VL, a transmitter that holds credits for the largest
-    /// packet the run can make will have them at `end` whatever comes next, so
-    /// the next packet (a line that is usually cold) is not read: the wake-up
-    /// comes at `end`, exactly as `credit_ready` would have said.
-    #[inline]
-    fn plan_next<M: Mode>(&mut self, gp: u32, end: Time) {
+    /// After a send from `gp` that ends at `end`, wake the transmitter when its
+    /// next packet can go: at `end` if `need` is `None` (unknown, or not flow
+    /// controlled) or if it will have the credits, later if they are still on
+    /// their way, or on a credit return if none is (the port starves).
+    #[inline(always)]
+    pub(crate) fn plan_need(
+        &mut self,
+        q: &mut PackedQueue<Event>,
+        stats: &mut Stats,
+        gp: u32,
+        end: Time,
+        need: Option<(u8, u32)>,
+    ) {
         let g = gp as usize;
-        if self.one_vl::<M>() && self.ports[g].cred.vl0 >= self.max_blocks {
-            let has_work = match self.ports[g].model {
-                NodeModel::IbSwitch => {
-                    prefetch::addr(self.pkts.hint_addr(self.ports[g].oq0.chain_head()));
-                    self.ports[g].oq_len != 0
-                }
-                NodeModel::IbHca => self.hca_has_work(gp),
-                NodeModel::None => false,
-            };
-            if has_work {
-                self.schedule_wake(gp, end);
-            }
-            return;
-        }
-        let need = match self.ports[g].model {
-            NodeModel::IbSwitch => {
-                if self.ports[g].oq_len == 0 {
-                    return;
-                }
-                if self.one_vl::<M>() {
-                    match self.ports[g].oq0.front() {
-                        Some(p) => Some((0u8, self.pkts[p].blocks())),
-                        // Only VL15 is queued: not flow controlled.
-                        None => None,
-                    }
-                } else {
-                    None
-                }
-            }
-            NodeModel::IbHca => {
-                if !self.hca_has_work(gp) {
-                    return;
-                }
-                if self.one_vl::<M>() {
-                    self.hca_next_need(gp)
-                } else {
-                    None
-                }
-            }
-            NodeModel::None => return,
-        };
         match need {
-            None => self.schedule_wake(gp, end),
+            None => self.schedule_wake(q, gp, end),
             Some((vl, nb)) => match self.credit_ready(gp, vl, nb, end) {
-                Some(t) => self.schedule_wake(gp, t),
+                Some(t) => self.schedule_wake(q, gp, t),
                 None => {
                     self.ports[g].starved = true;
                     self.ports[g].stalling = true;
                     self.ports[g].need_vl = vl;
                     self.ports[g].need_blocks = nb as u16;
-                    self.stats.stall_begin(g * self.nvl + vl as usize, end);
+                    stats.stall_begin(g * self.nvl + vl as usize, end);
                 }
             },
         }
     }
 
-    /// Free `nb` blocks of the input buffer (VL `vl`) that link `link` (named by
-    /// its transmitting port) fills, at time `at`, and send the credits back
-    /// over it. Only the link's own record is read: the input port is its peer.
+    /// Send `nb` credits of VL `vl` back over link `link` (named by its
+    /// transmitting port), leaving the far end at `at`; returns the port they
+    /// leave from, the link's receiving port. Only the link's own record is
+    /// read.
     #[inline]
-    pub(crate) fn release_input(&mut self, link: u32, vl: u8, nb: u32, vl15: bool, at: Time) {
-        if vl15 {
-            return;
-        }
+    pub(crate) fn return_credits(&mut self, q: &mut PackedQueue<Event>, link: u32, vl: u8, nb: u32, at: Time) -> u32 {
         let l = &self.ports[link as usize];
         let (in_gp, prop) = (l.peer, l.prop());
-        let ui = in_gp as usize * self.nvl + vl as usize;
-        self.in_buf[ui].used -= nb;
-        self.push_credit(link, at + prop, vl, nb);
+        self.push_credit(q, link, at + prop, vl, nb);
+        in_gp
     }
 
     /// An end node consumed (or dropped) packet `p` that came over link
     /// `link` (named by its transmitting port): its buffer space is free now,
     /// and the credits travel back over the link. Only the link's record is
     /// read (a cable's delay is the same both ways), not the receiving port's.
-    pub(crate) fn return_credits_now(&mut self, link: u32, p: PacketId) {
-        let pk = &self.pkts[p];
+    pub(crate) fn return_credits_now(&mut self, core: &mut Core, link: u32, p: PacketId) {
+        let pk = &core.pkts[p];
         if pk.flags & flag::VL15 != 0 {
             return;
         }
         let (vl, nb) = (pk.vl, pk.blocks());
         let l = &self.ports[link as usize];
         debug_assert_eq!(l.prop(), self.ports[l.peer as usize].prop());
-        self.push_credit(link, self.now + l.prop(), vl, nb);
-    }
-
-    /// State of the head packet of switch output queue (`gp`, `vl`).
-    #[inline]
-    pub(crate) fn head_state(&self, gp: u32, vl: usize) -> Head {
-        let g = gp as usize;
-        let Some(p) = self.oq_at(g, vl).front() else {
-            return Head::Empty;
-        };
-        let pk = &self.pkts[p];
-        if self.held(g, vl) < pk.blocks() as i32 {
-            return Head::NoCredit;
-        }
-        // Cut-through must not underrun: the last byte cannot leave before it arrives.
-        let earliest = pk.tail_at.saturating_sub(self.ports[g].ser.time(u32::from(pk.wire)));
-        if earliest > self.now {
-            return Head::NotBefore(earliest);
-        }
-        Head::Ready
-    }
-
-    /// Choose the data VL to send next at switch output `gp` by the VL arbitration
-    /// tables, or say when to look again.
-    pub(crate) fn arbitrate<M: Mode>(&mut self, gp: u32) -> Result<usize, Time> {
-        let g = gp as usize;
-        let mut wait = Time::NEVER;
-        if self.one_vl::<M>() {
-            return match self.head_state(gp, 0) {
-                Head::Ready => Ok(0),
-                Head::NoCredit => {
-                    let p = self.ports[g].oq0.front().expect("head exists");
-                    let nb = self.pkts[p].blocks();
-                    Err(self.starve(gp, 0, nb))
-                }
-                Head::NotBefore(t) => Err(t),
-                Head::Empty => Err(Time::NEVER),
-            };
-        }
-        let st = self.arb[g];
-        let limit = self.arb_cfg.high_limit;
-        let high_first = limit == 255 || st.hi_bytes < u32::from(limit).max(1) * 4096;
-        let order: [usize; 2] = if high_first { [0, 1] } else { [1, 0] };
-        for t in order {
-            let len = if t == 0 {
-                self.arb_cfg.high.len()
-            } else {
-                self.arb_cfg.low.len()
-            };
-            for k in 0..len {
-                let i = (st.idx[t] as usize + k) % len;
-                let e = if t == 0 {
-                    self.arb_cfg.high[i]
-                } else {
-                    self.arb_cfg.low[i]
-                };
-                if e.weight == 0 || e.vl as usize >= self.nvl {
-                    continue;
-                }
-                match self.head_state(gp, e.vl as usize) {
-                    Head::Ready => {
-                        let a = &mut self.arb[g];
-                        if k != 0 || a.left[t] <= 0 {
-                            a.idx[t] = i as u16;
-                            a.left[t] = i32::from(e.weight) * 64;
-                        }
-                        a.last_table = t as u8;
-                        return Ok(e.vl as usize);
-                    }
-                    Head::NoCredit => {
-                        self.ports[g].starved = true;
-                        self.ports[g].stalling = true;
-                        self.stats.stall_begin(g * self.nvl + e.vl as usize, self.now);
-                        wait = wait.min(self.credit_wait(gp));
-                    }
-                    Head::NotBefore(tt) => wait = wait.min(tt),
-                    Head::Empty => {}
-                }
-            }
-        }
-        Err(wait)
-    }
-
-    /// Charge a sent packet to the arbitration table entry that chose it.
-    #[inline]
-    fn arb_charge<M: Mode>(&mut self, gp: u32, wire: u32) {
-        if self.one_vl::<M>() {
-            return;
-        }
-        let a = &mut self.arb[gp as usize];
-        let t = a.last_table as usize;
-        a.left[t] -= wire as i32;
-        let len = if t == 0 {
-            self.arb_cfg.high.len()
-        } else {
-            self.arb_cfg.low.len()
-        };
-        if a.left[t] <= 0 && len > 0 {
-            a.idx[t] = ((a.idx[t] as usize + 1) % len) as u16;
-        }
-        if t == 0 {
-            a.hi_bytes = a.hi_bytes.saturating_add(wire);
-        } else {
-            a.hi_bytes = 0;
-        }
-    }
-}
-
-impl Sim {
-    /// New work for transmitter `gp`: send now if the line is idle, otherwise make
-    /// sure it is woken when the line frees.
-    #[inline]
-    pub(crate) fn kick<M: Mode>(&mut self, gp: u32) {
-        let g = gp as usize;
-        if self.ports[g].busy_until > self.now {
-            self.schedule_wake(gp, self.ports[g].busy_until);
-        } else if self.ports[g].wake_at > self.now {
-            self.try_tx_idle::<M>(gp);
-        }
-    }
-}
-
-impl Sim {
-    /// Check the transmitter invariants: every port with queued work is busy, has a
-    /// wake-up scheduled, or waits for credits it lacks (and is marked starved, so
-    /// the next credit return wakes it). Returns one line per violation (a lost
-    /// wake-up would leave packets stranded and is a model bug).
-    pub fn audit(&self) -> Vec<String> {
-        let mut bad = Vec::new();
-        for gp in 0..self.ports.len() {
-            if self.ports[gp].peer == NONE {
-                continue;
-            }
-            let has = match self.ports[gp].model {
-                NodeModel::IbSwitch => self.ports[gp].oq_len > 0,
-                NodeModel::IbHca => self.hca_has_work(gp as u32),
-                NodeModel::None => false,
-            };
-            if !has || self.ports[gp].busy_until > self.now || self.ports[gp].wake_at != Time::NEVER {
-                continue;
-            }
-            let name = &self.node_name[self.port_node[gp] as usize];
-            let port = self.ports[gp].port_num;
-            if !self.ports[gp].starved {
-                bad.push(format!(
-                    "{name} port {port}: work queued, line idle, no wake-up and not waiting for credits"
-                ));
-            } else if self.ports[gp].need_blocks == 0 && self.ports[gp].cred.len > 0
-                || self.ports[gp].need_blocks > 0
-                    && self
-                        .credit_ready(
-                            gp as u32,
-                            self.ports[gp].need_vl,
-                            u32::from(self.ports[gp].need_blocks),
-                            self.now,
-                        )
-                        .is_some()
-            {
-                bad.push(format!(
-                    "{name} port {port}: starved though enough credits are on their way, and no wake-up"
-                ));
-            } else if self.ports[gp].model == NodeModel::IbSwitch {
-                for vl in 0..self.nvl {
-                    if self.head_state(gp as u32, vl) == Head::Ready {
-                        bad.push(format!(
-                            "{name} port {port}: VL {vl} could send but nothing will wake it"
-                        ));
-                    }
-                }
-            }
-        }
-        bad
+        self.push_credit(&mut core.q, link, core.now + l.prop(), vl, nb);
     }
 }

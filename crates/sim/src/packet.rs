@@ -8,7 +8,10 @@
 //! always in at most one queue (a link, a switch output queue), so the queues are
 //! lists threaded through the packets' `next` field (`PktList`).
 
-use crate::engine::Time;
+use crate::engine::{PacketId, Time};
+
+/// "None" for `u32` ids.
+pub(crate) const NONE: u32 = u32::MAX;
 
 /// BTH opcodes the models send (IBA vol. 1 §9.2, Table 38: RC codes 0x00-0x11,
 /// UD SEND Only 0x64). Stored as the real code so the pcap writer can emit it.
@@ -188,10 +191,11 @@ pub(crate) struct PktHot {
     pub(crate) next_at: Time,
     /// On a link, the sequence number of the arrival event of the packet behind
     /// it (the run's `(time, sequence)` order; below 2^36) in the high 36 bits;
-    /// in the low 28, the packet's route in [`crate::sim::Sim::routes`] or
+    /// in the low 28, the packet's route in the QP routes of
+    /// [`crate::ib::forward::Forwarding`] or
     /// [`NO_ROUTE`]. See [`Self::next_seq`] and [`Self::route`].
     seq_route: u64,
-    /// The next packet in the same queue ([`crate::sim::NONE`] at the tail).
+    /// The next packet in the same queue ([`NONE`] at the tail).
     pub(crate) next: u32,
     /// See [`Packet::in_link`].
     pub(crate) in_link: u32,
@@ -224,7 +228,8 @@ impl PktHot {
         self.seq_route = (seq << ROUTE_BITS) | (self.seq_route & u64::from(NO_ROUTE));
     }
 
-    /// Where its route starts in [`crate::sim::Sim::routes`] ([`NO_ROUTE`] if none).
+    /// Where its route starts in the QP routes of
+    /// [`crate::ib::forward::Forwarding`] ([`NO_ROUTE`] if none).
     #[inline(always)]
     pub(crate) fn route(&self) -> u32 {
         (self.seq_route & u64::from(NO_ROUTE)) as u32
@@ -282,13 +287,13 @@ impl Packets {
     /// Store `pk`. Its wire size must fit 16 bits (IB packets are at most 4,096
     /// bytes of payload plus headers).
     #[inline]
-    pub(crate) fn insert(&mut self, pk: Packet, route: u32) -> crate::engine::PacketId {
+    pub(crate) fn insert(&mut self, pk: Packet, route: u32) -> PacketId {
         debug_assert!(pk.wire <= u32::from(u16::MAX) && route <= NO_ROUTE);
         let h = PktHot {
             tail_at: pk.tail_at,
             next_at: Time::ZERO,
             seq_route: u64::from(route),
-            next: crate::sim::NONE,
+            next: NONE,
             in_link: pk.in_link,
             wire: pk.wire as u16,
             dlid: pk.dlid,
@@ -319,19 +324,19 @@ impl Packets {
 
     /// Release `p` (its id is reused by a later insert).
     #[inline]
-    pub(crate) fn remove(&mut self, p: crate::engine::PacketId) {
+    pub(crate) fn remove(&mut self, p: PacketId) {
         self.live -= 1;
         self.free.push(p);
     }
 
     /// The transport fields of `p`.
     #[inline]
-    pub(crate) fn cold(&self, p: crate::engine::PacketId) -> &PktCold {
+    pub(crate) fn cold(&self, p: PacketId) -> &PktCold {
         &self.recs[p as usize].cold
     }
 
     /// The whole packet `p`.
-    pub(crate) fn full(&self, p: crate::engine::PacketId) -> Packet {
+    pub(crate) fn full(&self, p: PacketId) -> Packet {
         let PktRec { hot: h, cold: c } = &self.recs[p as usize];
         Packet {
             slid: c.slid,
@@ -370,8 +375,8 @@ static NO_PKT: PktRec = PktRec {
         tail_at: Time::ZERO,
         next_at: Time::ZERO,
         seq_route: NO_ROUTE as u64,
-        next: crate::sim::NONE,
-        in_link: crate::sim::NONE,
+        next: NONE,
+        in_link: NONE,
         wire: 0,
         dlid: 0,
         vl: 0,
@@ -383,8 +388,8 @@ static NO_PKT: PktRec = PktRec {
         slid: 0,
         sl: 0,
         opcode: Opcode::SendOnly,
-        dst_qp: crate::sim::NONE,
-        src_qp: crate::sim::NONE,
+        dst_qp: NONE,
+        src_qp: NONE,
         psn: 0,
         payload: 0,
     },
@@ -394,16 +399,16 @@ impl Packets {
     /// The address of packet `p`'s record for a prefetch hint; any `p` will do
     /// (an id out of range gives an address nothing reads).
     #[inline(always)]
-    pub(crate) fn hint_addr(&self, p: crate::engine::PacketId) -> *const u8 {
+    pub(crate) fn hint_addr(&self, p: PacketId) -> *const u8 {
         self.recs.as_ptr().wrapping_add(p as usize).cast::<u8>()
     }
 
     /// Packet `p` if it is stored, else a packet that names nothing (for `p`
-    /// = [`crate::sim::NONE`], say): chosen without a branch, for a
+    /// = [`NONE`], say): chosen without a branch, for a
     /// look-ahead that computes its hints for either kind of event and keeps
     /// one.
     #[inline(always)]
-    pub(crate) fn hint_get(&self, p: crate::engine::PacketId) -> (&PktHot, &PktCold) {
+    pub(crate) fn hint_get(&self, p: PacketId) -> (&PktHot, &PktCold) {
         let ok = (p as usize) < self.recs.len();
         let rec = self.recs.as_ptr().wrapping_add(p as usize);
         // SAFETY: `rec` is used only when `p` is in bounds, and NO_PKT is a static.
@@ -412,18 +417,137 @@ impl Packets {
     }
 }
 
-impl std::ops::Index<crate::engine::PacketId> for Packets {
+impl std::ops::Index<PacketId> for Packets {
     type Output = PktHot;
     #[inline]
-    fn index(&self, p: crate::engine::PacketId) -> &PktHot {
+    fn index(&self, p: PacketId) -> &PktHot {
         &self.recs[p as usize].hot
     }
 }
 
-impl std::ops::IndexMut<crate::engine::PacketId> for Packets {
+impl std::ops::IndexMut<PacketId> for Packets {
     #[inline]
-    fn index_mut(&mut self, p: crate::engine::PacketId) -> &mut PktHot {
+    fn index_mut(&mut self, p: PacketId) -> &mut PktHot {
         &mut self.recs[p as usize].hot
+    }
+}
+
+/// A FIFO of packets threaded through their `next` field: a link's packets in
+/// flight, and the core of [`PktList`]. Pushing and popping touch only the
+/// chain (8 bytes) and the packets themselves, which the caller reads anyway.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PktChain {
+    pub(crate) head: u32,
+    pub(crate) tail: u32,
+}
+
+impl Default for PktChain {
+    fn default() -> Self {
+        PktChain { head: NONE, tail: NONE }
+    }
+}
+
+impl PktChain {
+    /// Append `p`; true when the chain was empty.
+    #[inline]
+    pub(crate) fn push(&mut self, pkts: &mut Packets, p: PacketId) -> bool {
+        pkts[p].next = NONE;
+        if self.head == NONE {
+            self.head = p;
+            self.tail = p;
+            true
+        } else {
+            pkts[self.tail].next = p;
+            self.tail = p;
+            false
+        }
+    }
+
+    /// Remove the head.
+    #[inline]
+    pub(crate) fn pop(&mut self, pkts: &Packets) -> Option<PacketId> {
+        let p = self.head;
+        if p == NONE {
+            return None;
+        }
+        self.head = pkts[p].next;
+        if self.head == NONE {
+            self.tail = NONE;
+        }
+        Some(p)
+    }
+
+    /// The head, left in place.
+    #[inline]
+    pub(crate) fn front(&self) -> Option<PacketId> {
+        (self.head != NONE).then_some(self.head)
+    }
+
+    /// True when empty.
+    #[inline]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.head == NONE
+    }
+
+    /// The packets, head first.
+    pub(crate) fn iter<'a>(&self, pkts: &'a Packets) -> impl Iterator<Item = PacketId> + 'a {
+        let mut p = self.head;
+        std::iter::from_fn(move || {
+            if p == NONE {
+                return None;
+            }
+            let r = p;
+            p = pkts[p].next;
+            Some(r)
+        })
+    }
+}
+
+/// A [`PktChain`] that counts its packets: a switch output queue, a CA port's
+/// ACKs.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct PktList {
+    chain: PktChain,
+    pub(crate) len: u32,
+}
+
+impl PktList {
+    /// Append `p`; true when the list was empty.
+    #[inline]
+    pub(crate) fn push(&mut self, pkts: &mut Packets, p: PacketId) -> bool {
+        self.len += 1;
+        self.chain.push(pkts, p)
+    }
+
+    /// Remove the head.
+    #[inline]
+    pub(crate) fn pop(&mut self, pkts: &Packets) -> Option<PacketId> {
+        let p = self.chain.pop(pkts)?;
+        self.len -= 1;
+        Some(p)
+    }
+
+    /// The head, left in place.
+    #[inline]
+    pub(crate) fn front(&self) -> Option<PacketId> {
+        self.chain.front()
+    }
+
+    /// The head's id, [`NONE`] when empty (for a prefetch hint).
+    #[inline(always)]
+    pub(crate) fn chain_head(&self) -> u32 {
+        self.chain.head
+    }
+
+    /// True when empty.
+    #[inline]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.chain.is_empty()
+    }
+
+    /// The packets, head first.
+    pub(crate) fn iter<'a>(&self, pkts: &'a Packets) -> impl Iterator<Item = PacketId> + 'a {
+        self.chain.iter(pkts)
     }
 }
 

@@ -21,12 +21,17 @@ use std::collections::VecDeque;
 
 use fabric::NodeId;
 
+use sm::RoutingTables;
+
 use crate::SimError;
+use crate::config::IbConfig;
 use crate::engine::ring::HeadRing;
-use crate::engine::{DropReason, PacketId, Time};
-use crate::net::Pick;
-use crate::packet::{NO_ROUTE, Opcode, Packet, blocks, flag, hdr};
-use crate::sim::{Event, NONE, NodeModel, PktList, Sim};
+use crate::engine::{DropReason, PacketId, Table, Time};
+use crate::event::{Core, Event, Generic, MAX_ID, Mode};
+use crate::ib::forward::Forwarding;
+use crate::ib::step::Cx;
+use crate::net::{Links, NodeModel, Pick, Topology};
+use crate::packet::{NO_ROUTE, NONE, Opcode, Packet, Packets, PktList, blocks, flag, hdr};
 
 /// A queue pair (simulator-wide id).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
@@ -162,14 +167,14 @@ enum QpKind {
 /// One channel-adapter port's transmit state, on one cache line: its queues are
 /// threaded through the packets and QPs they hold, so a send reads this line
 /// and then the QP or packet it picks (with `VecDeque`s each queue's buffer
-/// was one more dependent miss before the QP's). Its node and LIDs are in
-/// [`Sim::ca_rx`], by `gp`.
+/// would be one more dependent miss before the QP's). Its node and LIDs are in
+/// [`Hcas`]' `ca_rx`, by `gp`.
 #[derive(Clone, Debug)]
 #[repr(C, align(64))]
 pub(crate) struct CaPort {
-    pub(crate) gp: u32,
+    gp: u32,
     /// ACKs waiting to go, ahead of data (threaded through the packets' `next`).
-    pub(crate) ctrl: PktList,
+    ctrl: PktList,
     /// QPs with something to send, served round robin one packet at a time.
     active: QpList,
 }
@@ -177,13 +182,13 @@ pub(crate) struct CaPort {
 const _: () = assert!(std::mem::size_of::<CaPort>() == 64);
 
 /// A CA port's node and LID range (base LID and 2^LMC LIDs), in a table of 8
-/// bytes a port (`Sim::ca_rx`, by global port): a receive checks a packet
+/// bytes a port ([`Hcas`]' `ca_rx`, by global port): a receive checks a packet
 /// against it without reading the port's [`CaPort`] record.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct CaRx {
-    pub(crate) node: u32,
-    pub(crate) lid: u16,
-    pub(crate) lid_count: u16,
+    node: u32,
+    lid: u16,
+    lid_count: u16,
 }
 
 /// A FIFO of QPs threaded through their `next_active` field.
@@ -262,13 +267,13 @@ pub(crate) struct Qp {
 
     sq_off: u64,
     /// Payload bytes this QP has delivered as a responder (goodput).
-    pub(crate) rx_payload: u64,
+    rx_payload: u64,
     next_psn: Psn,
     /// The QP behind this one in its port's round robin ([`NONE`] at the tail).
     next_active: u32,
     peer: u32,
-    /// The forwarding decisions its packets to `dlid` meet, in
-    /// [`Sim::routes`] ([`NO_ROUTE`] if not precomputed).
+    /// The forwarding decisions its packets to `dlid` meet, in the routes
+    /// of [`Forwarding`] ([`NO_ROUTE`] if not precomputed).
     route: u32,
     reads_out: u32,
     node: u32,
@@ -306,6 +311,16 @@ pub(crate) struct Qp {
 
 const _: () = assert!(std::mem::offset_of!(Qp, sq_off) == 64 && std::mem::offset_of!(Qp, reading) < 128);
 
+/// What a new QP is: its transport, its peer QP (RC), the LID it sends to,
+/// its SL, and whether it is a management QP (UD).
+struct QpSpec {
+    kind: QpKind,
+    peer: u32,
+    dlid: u16,
+    sl: u8,
+    mgmt: bool,
+}
+
 /// The addressing fields of a QP (cheap to copy out before mutating the world).
 #[derive(Clone, Copy)]
 struct QpHead {
@@ -333,45 +348,87 @@ enum Build {
     Idle,
 }
 
-impl Sim {
-    /// Index every cabled CA port.
-    pub(crate) fn build_ca_ports(&mut self) {
-        for n in 0..self.node_model.len() {
-            if self.node_model[n] != NodeModel::IbHca {
+/// Every channel adapter's state: the transmit record of each cabled CA port
+/// (`caps`, found from a global port through `ca_port`), each CA port's
+/// receive check (`ca_rx`, by global port), the queue pairs, and the
+/// completion queues with the notifications not yet taken. A CA port costs a
+/// 64-byte record plus 12 bytes a global port of the fabric; a QP about 256
+/// bytes plus its queues.
+#[derive(Debug)]
+pub(crate) struct Hcas {
+    /// The index into `caps` of each global port ([`NONE`]: not a cabled CA port).
+    ca_port: Vec<u32>,
+    /// Each CA port's node and LID range, `[gp]` (see [`CaRx`]): a small
+    /// table, so that most receives do not read the CA port's record.
+    ca_rx: Table<CaRx>,
+    caps: Vec<CaPort>,
+    qps: Vec<Qp>,
+    /// Each node's completion queue.
+    cqs: Vec<VecDeque<Cqe>>,
+    /// Nodes whose CQ got an entry, one per entry, oldest first.
+    cq_notify: VecDeque<u32>,
+}
+
+/// What creating a QP reads (the topology, the links, the SM's tables) and
+/// writes (the precomputed routes, [`Forwarding::build_route`]).
+pub(crate) struct Wiring<'a> {
+    pub(crate) topo: &'a Topology,
+    pub(crate) links: &'a Links,
+    pub(crate) tables: &'a RoutingTables,
+    pub(crate) fwd: &'a mut Forwarding,
+    pub(crate) hop_limit: u8,
+}
+
+impl Hcas {
+    /// Index every cabled CA port of `topo`.
+    pub(crate) fn new(topo: &Topology, links: &Links, tables: &RoutingTables) -> Hcas {
+        let np = topo.num_ports();
+        let mut h = Hcas {
+            ca_port: vec![NONE; np],
+            ca_rx: vec![CaRx::default(); np].into(),
+            caps: Vec::new(),
+            qps: Vec::new(),
+            cqs: vec![VecDeque::new(); topo.node_model.len()],
+            cq_notify: VecDeque::new(),
+        };
+        for n in 0..topo.node_model.len() {
+            if topo.node_model[n] != NodeModel::IbHca {
                 continue;
             }
-            let lmc = self.tables.lmc;
-            for gp in self.port_base[n]..self.port_base[n + 1] {
-                let port = self.ports[gp as usize].port_num;
-                if port == 0 || self.ports[gp as usize].peer == NONE {
+            let lmc = tables.lmc;
+            for gp in topo.port_base[n]..topo.port_base[n + 1] {
+                let port = links.ports[gp as usize].port_num;
+                if port == 0 || links.ports[gp as usize].peer == NONE {
                     continue;
                 }
-                let lid = self.tables.lid_of(NodeId(n as u32), port).map_or(0, |l| l.0);
-                self.ca_port[gp as usize] = self.caps.len() as u32;
-                self.ca_rx[gp as usize] = CaRx {
+                let lid = tables.lid_of(NodeId(n as u32), port).map_or(0, |l| l.0);
+                h.ca_port[gp as usize] = h.caps.len() as u32;
+                h.ca_rx[gp as usize] = CaRx {
                     node: n as u32,
                     lid,
                     lid_count: 1 << lmc,
                 };
-                self.caps.push(CaPort {
+                h.caps.push(CaPort {
                     gp,
                     ctrl: PktList::default(),
                     active: QpList::default(),
                 });
             }
         }
+        h
     }
 
-    fn ca_port_of(&self, n: NodeId, port: u8) -> Result<u32, SimError> {
-        let name = || self.node_name.get(n.idx()).cloned().unwrap_or_default();
-        if n.idx() >= self.node_model.len() {
+    fn ca_port_of(&self, w: &Wiring, n: NodeId, port: u8) -> Result<u32, SimError> {
+        let topo = w.topo;
+        let name = || topo.node_name.get(n.idx()).cloned().unwrap_or_default();
+        if n.idx() >= topo.node_model.len() {
             return Err(SimError::NoNode(n.0));
         }
-        if self.node_model[n.idx()] != NodeModel::IbHca {
+        if topo.node_model[n.idx()] != NodeModel::IbHca {
             return Err(SimError::NotCa { node: name() });
         }
-        let gp = self.port_base[n.idx()] + u32::from(port);
-        if gp >= self.port_base[n.idx() + 1] || port == 0 || self.ports[gp as usize].peer == NONE {
+        let gp = topo.port_base[n.idx()] + u32::from(port);
+        if gp >= topo.port_base[n.idx() + 1] || port == 0 || w.links.ports[gp as usize].peer == NONE {
             return Err(SimError::Uncabled { node: name(), port });
         }
         let c = self.ca_port[gp as usize];
@@ -386,38 +443,19 @@ impl Sim {
         self.ca_rx[self.caps[cap as usize].gp as usize].lid
     }
 
-    /// VL of `sl` leaving CA port (`node`, `port`): the SM's SL2VL for the port if
-    /// it programmed one (`sl2vl[node][0][port]`), VL 0 when it programmed none.
-    fn ca_vl(&self, node: usize, port: u8, sl: u8) -> u8 {
-        match &self.sl2vl {
-            None => 0,
-            Some(t) => t
-                .get(node)
-                .and_then(|x| x.first())
-                .and_then(|x| x.get(port as usize))
-                .map_or((sl as usize % self.nvl) as u8, |m| {
-                    m[(sl & 15) as usize].min(self.nvl as u8 - 1)
-                }),
-        }
-    }
-
-    fn path_sl(&self, slid: u16, dlid: u16) -> u8 {
-        let Some(ps) = &self.tables.path_sl else { return 0 };
-        let n = ps.lids.len();
-        let si = ps.lids.iter().position(|l| l.0 == slid);
-        let di = ps.lids.iter().position(|l| l.0 == dlid);
-        match (si, di) {
-            (Some(s), Some(d)) => ps.sl.get(s * n + d).copied().unwrap_or(0),
-            _ => 0,
-        }
-    }
-
-    fn new_qp(&mut self, cap: u32, kind: QpKind, peer: u32, dlid: u16, sl: u8, mgmt: bool) -> u32 {
+    fn new_qp(&mut self, w: &mut Wiring, cap: u32, spec: QpSpec) -> u32 {
+        let QpSpec {
+            kind,
+            peer,
+            dlid,
+            sl,
+            mgmt,
+        } = spec;
         let gp = self.caps[cap as usize].gp;
-        let port = self.ports[gp as usize].port_num;
+        let port = w.links.ports[gp as usize].port_num;
         let CaRx { node, lid: slid, .. } = self.ca_rx[gp as usize];
-        let vl = self.ca_vl(node as usize, port, sl);
-        let route = self.build_route(gp, dlid);
+        let vl = w.fwd.ca_vl(w.links.nvl(), node as usize, port, sl);
+        let route = w.fwd.build_route(w.links, w.hop_limit, gp, dlid);
         self.qps.push(Qp {
             node,
             cap,
@@ -454,44 +492,67 @@ impl Sim {
         (self.qps.len() - 1) as u32
     }
 
-    /// Create two connected RC QPs, one on `a` and one on `b` (like
-    /// `ibv_create_qp` on each side plus the INIT→RTR→RTS transitions).
-    pub fn create_rc_pair(&mut self, a: NodeId, b: NodeId, o: &QpOptions) -> Result<(QpId, QpId), SimError> {
-        if self.qps.len() + 2 >= crate::sim::MAX_ID {
+    /// Create two connected RC QPs, one on `a` and one on `b` (see
+    /// [`crate::Sim::create_rc_pair`]).
+    pub(crate) fn create_rc_pair(
+        &mut self,
+        w: &mut Wiring,
+        a: NodeId,
+        b: NodeId,
+        o: &QpOptions,
+    ) -> Result<(QpId, QpId), SimError> {
+        if self.qps.len() + 2 >= MAX_ID {
             return Err(SimError::BadPost {
                 qp: NONE,
                 why: "too many QPs (2^25 at most)".into(),
             });
         }
-        let ca = self.ca_port_of(a, o.port)?;
-        let cb = self.ca_port_of(b, o.peer_port)?;
+        let ca = self.ca_port_of(w, a, o.port)?;
+        let cb = self.ca_port_of(w, b, o.peer_port)?;
         let (la, lb) = (self.ca_lid(ca), self.ca_lid(cb));
-        let sl_ab = o.sl.unwrap_or_else(|| self.path_sl(la, lb));
-        let sl_ba = o.sl.unwrap_or_else(|| self.path_sl(lb, la));
-        let qa = self.new_qp(ca, QpKind::Rc, NONE, lb, sl_ab, false);
-        let qb = self.new_qp(cb, QpKind::Rc, qa, la, sl_ba, false);
+        let sl_ab = o.sl.unwrap_or_else(|| path_sl(w.tables, la, lb));
+        let sl_ba = o.sl.unwrap_or_else(|| path_sl(w.tables, lb, la));
+        let rc = |peer, dlid, sl| QpSpec {
+            kind: QpKind::Rc,
+            peer,
+            dlid,
+            sl,
+            mgmt: false,
+        };
+        let qa = self.new_qp(w, ca, rc(NONE, lb, sl_ab));
+        let qb = self.new_qp(w, cb, rc(qa, la, sl_ba));
         self.qps[qa as usize].peer = qb;
         Ok((QpId(qa), QpId(qb)))
     }
 
     /// Create a UD QP on (`node`, `port`).
-    pub fn create_ud(&mut self, node: NodeId, o: &QpOptions) -> Result<QpId, SimError> {
-        if self.qps.len() + 1 >= crate::sim::MAX_ID {
+    pub(crate) fn create_ud(&mut self, w: &mut Wiring, node: NodeId, o: &QpOptions) -> Result<QpId, SimError> {
+        if self.qps.len() + 1 >= MAX_ID {
             return Err(SimError::BadPost {
                 qp: NONE,
                 why: "too many QPs (2^25 at most)".into(),
             });
         }
-        let c = self.ca_port_of(node, o.port)?;
-        Ok(QpId(self.new_qp(c, QpKind::Ud, NONE, 0, o.sl.unwrap_or(0), o.mgmt)))
+        let c = self.ca_port_of(w, node, o.port)?;
+        let spec = QpSpec {
+            kind: QpKind::Ud,
+            peer: NONE,
+            dlid: 0,
+            sl: o.sl.unwrap_or(0),
+            mgmt: o.mgmt,
+        };
+        Ok(QpId(self.new_qp(w, c, spec)))
     }
 
-    /// The LID of (`node`, `port`) as this run sees it.
-    pub fn lid(&self, node: NodeId, port: u8) -> Option<u16> {
-        self.tables.lid_of(node, port).map(|l| l.0)
-    }
-
-    fn post(&mut self, qp: QpId, op: WrOp, bytes: u64, wr_id: u64) -> Result<(), SimError> {
+    fn post(
+        &mut self,
+        core: &mut Core,
+        ib: &IbConfig,
+        qp: QpId,
+        op: WrOp,
+        bytes: u64,
+        wr_id: u64,
+    ) -> Result<(), SimError> {
         let q = self.qps.get(qp.0 as usize).ok_or(SimError::BadPost {
             qp: qp.0,
             why: "no such QP".into(),
@@ -504,11 +565,7 @@ impl Sim {
                 });
             }
             (QpKind::Ud, WrOp::Ud { .. }) => {
-                let max = if q.mgmt {
-                    u64::from(hdr::MAD)
-                } else {
-                    u64::from(self.ib.mtu)
-                };
+                let max = if q.mgmt { u64::from(hdr::MAD) } else { u64::from(ib.mtu) };
                 if bytes > max {
                     return Err(SimError::BadPost {
                         qp: qp.0,
@@ -534,58 +591,115 @@ impl Sim {
             wr_id,
             op,
             bytes,
-            posted: self.now,
+            posted: core.now,
         };
         self.qps[qp.0 as usize].pending.push_back(w);
-        self.q
-            .push(self.now + Time(self.ib.hca_tx_latency_ps), Event::QpReady { qp: qp.0 });
+        core.q
+            .push(core.now + Time(ib.hca_tx_latency_ps), Event::QpReady { qp: qp.0 });
         Ok(())
     }
 
     /// Post a SEND of `bytes` (`u64::MAX` = an endless stream).
-    pub fn post_send(&mut self, qp: QpId, bytes: u64, wr_id: u64) -> Result<(), SimError> {
-        self.post(qp, WrOp::Send, bytes, wr_id)
+    pub(crate) fn post_send(
+        &mut self,
+        core: &mut Core,
+        ib: &IbConfig,
+        qp: QpId,
+        bytes: u64,
+        wr_id: u64,
+    ) -> Result<(), SimError> {
+        self.post(core, ib, qp, WrOp::Send, bytes, wr_id)
     }
 
     /// Post an RDMA WRITE of `bytes` (`u64::MAX` = an endless stream).
-    pub fn post_write(&mut self, qp: QpId, bytes: u64, wr_id: u64) -> Result<(), SimError> {
-        self.post(qp, WrOp::Write, bytes, wr_id)
+    pub(crate) fn post_write(
+        &mut self,
+        core: &mut Core,
+        ib: &IbConfig,
+        qp: QpId,
+        bytes: u64,
+        wr_id: u64,
+    ) -> Result<(), SimError> {
+        self.post(core, ib, qp, WrOp::Write, bytes, wr_id)
     }
 
     /// Post an RDMA READ of `bytes`.
-    pub fn post_read(&mut self, qp: QpId, bytes: u64, wr_id: u64) -> Result<(), SimError> {
-        self.post(qp, WrOp::Read, bytes, wr_id)
+    pub(crate) fn post_read(
+        &mut self,
+        core: &mut Core,
+        ib: &IbConfig,
+        qp: QpId,
+        bytes: u64,
+        wr_id: u64,
+    ) -> Result<(), SimError> {
+        self.post(core, ib, qp, WrOp::Read, bytes, wr_id)
     }
 
     /// Post a UD SEND of `bytes` to UD QP `dst`.
-    pub fn post_ud_send(&mut self, qp: QpId, dst: QpId, bytes: u64, wr_id: u64) -> Result<(), SimError> {
+    pub(crate) fn post_ud_send(
+        &mut self,
+        core: &mut Core,
+        ib: &IbConfig,
+        qp: QpId,
+        dst: QpId,
+        bytes: u64,
+        wr_id: u64,
+    ) -> Result<(), SimError> {
         let d = self.qps.get(dst.0 as usize).ok_or(SimError::BadPost {
             qp: dst.0,
             why: "no such QP".into(),
         })?;
         let dlid = self.ca_lid(d.cap);
-        self.post(qp, WrOp::Ud { dst: dst.0, dlid }, bytes, wr_id)
+        self.post(core, ib, qp, WrOp::Ud { dst: dst.0, dlid }, bytes, wr_id)
     }
 
     /// Payload bytes QP `qp` has received as a responder (SEND and WRITE data).
-    pub fn qp_rx_bytes(&self, qp: QpId) -> u64 {
+    pub(crate) fn qp_rx_bytes(&self, qp: QpId) -> u64 {
         self.qps.get(qp.0 as usize).map_or(0, |q| q.rx_payload)
     }
 
     /// The node a QP lives on.
-    pub fn qp_node(&self, qp: QpId) -> NodeId {
+    pub(crate) fn qp_node(&self, qp: QpId) -> NodeId {
         NodeId(self.qps[qp.0 as usize].node)
     }
 
-    pub(crate) fn qp_ready(&mut self, qp: u32) {
+    /// A completion is waiting to be taken.
+    #[inline(always)]
+    pub(crate) fn has_notification(&self) -> bool {
+        !self.cq_notify.is_empty()
+    }
+
+    /// Take the next completion notification.
+    pub(crate) fn next_cq_event(&mut self) -> Option<NodeId> {
+        self.cq_notify.pop_front().map(NodeId)
+    }
+
+    /// Completion notifications not yet taken.
+    pub(crate) fn cq_pending(&self) -> usize {
+        self.cq_notify.len()
+    }
+
+    /// Take one completion from `node`'s CQ.
+    pub(crate) fn poll_cq(&mut self, node: NodeId) -> Option<Cqe> {
+        self.cqs.get_mut(node.idx())?.pop_front()
+    }
+
+    /// Queue a completion on `node`'s CQ.
+    fn push_cqe(&mut self, node: u32, cqe: Cqe) {
+        self.cqs[node as usize].push_back(cqe);
+        self.cq_notify.push_back(node);
+    }
+
+    /// A posted work request of `qp` reaches the HCA.
+    pub(crate) fn qp_ready(&mut self, cx: &mut Cx, qp: u32) {
         let q = &mut self.qps[qp as usize];
         if let Some(w) = q.pending.pop_front() {
             q.sq.push_back(w);
-            self.activate(qp);
+            self.activate(cx, qp);
         }
     }
 
-    fn activate(&mut self, qp: u32) {
+    fn activate(&mut self, cx: &mut Cx, qp: u32) {
         let q = &mut self.qps[qp as usize];
         if q.active {
             return;
@@ -594,26 +708,88 @@ impl Sim {
         let c = q.cap as usize;
         self.caps[c].active.push_back(&mut self.qps, qp);
         let gp = self.caps[c].gp;
-        // The loop for every run (`sim::Mode`): new work and ACKs start a
+        // The loop for every run (`event::Mode`): new work and ACKs start a
         // few percent of the sends, not worth a second copy.
-        self.kick::<crate::sim::Generic>(gp);
+        self.kick::<Generic>(cx, gp);
     }
 
-    fn qp_has_work(&self, qp: u32) -> bool {
+    /// New work for CA port `gp`: send now if the line is idle, otherwise make
+    /// sure it is woken when the line frees.
+    #[inline]
+    fn kick<M: Mode>(&mut self, cx: &mut Cx, gp: u32) {
+        let g = gp as usize;
+        let now = cx.core.now;
+        if cx.links.ports[g].busy_until > now {
+            let t = cx.links.ports[g].busy_until;
+            cx.links.schedule_wake(&mut cx.core.q, gp, t);
+        } else if cx.links.ports[g].wake_at > now {
+            self.try_tx_idle::<M>(cx, gp);
+        }
+    }
+
+    /// CA port `gp`'s line is idle and it was woken or has new work: send the
+    /// next packet if one may go, else say when to look again.
+    #[inline(never)]
+    pub(crate) fn try_tx_idle<M: Mode>(&mut self, cx: &mut Cx, gp: u32) {
+        cx.links.look(cx.core.now, gp);
+        match self.pick(cx, gp) {
+            Pick::Send(p) => self.send::<M>(cx, gp, p),
+            Pick::Wait(t) => cx.links.idle(&mut cx.core.q, &mut cx.stats, gp, t),
+        }
+    }
+
+    /// Send packet `p` from CA port `gp` now and plan the port's next look.
+    fn send<M: Mode>(&mut self, cx: &mut Cx, gp: u32, p: PacketId) {
+        let route = cx.fwd.stamp::<M>(&cx.links.ports[gp as usize], &cx.core.pkts[p]);
+        let (end, pk) = cx
+            .links
+            .transmit::<M>(&mut cx.core, &mut cx.stats, &cx.ib, gp, p, route);
+        // A CA sends only packets it made, which came over no link.
+        debug_assert_eq!(pk.in_link, NONE);
+        self.plan_next::<M>(cx, gp, end);
+    }
+
+    /// After a send that ends at `end`, wake CA port `gp` when its next packet
+    /// can go (see [`Links::plan_need`]); with several data VLs, at `end`.
+    /// A port holding credits for the largest packet the run can make does not
+    /// read its next packet (see [`Links::holds_max`]).
+    #[inline]
+    fn plan_next<M: Mode>(&mut self, cx: &mut Cx, gp: u32, end: Time) {
+        if cx.links.one_vl::<M>() && cx.links.holds_max(gp as usize) {
+            if self.has_work(gp) {
+                cx.links.schedule_wake(&mut cx.core.q, gp, end);
+            }
+            return;
+        }
+        if !self.has_work(gp) {
+            return;
+        }
+        let need = if cx.links.one_vl::<M>() {
+            self.next_need(cx, gp)
+        } else {
+            None
+        };
+        cx.links.plan_need(&mut cx.core.q, &mut cx.stats, gp, end, need);
+    }
+
+    fn qp_has_work(&self, ib: &IbConfig, qp: u32) -> bool {
         let q = &self.qps[qp as usize];
         debug_assert_eq!(q.reading, !q.rresp.is_empty(), "QP {qp}: `reading` mirrors rresp");
         q.reading
             || q.sq
                 .front()
-                .is_some_and(|w| w.op != WrOp::Read || q.reads_out < self.ib.max_rd_atomic)
+                .is_some_and(|w| w.op != WrOp::Read || q.reads_out < ib.max_rd_atomic)
     }
 
-    /// Prefetch what CA port `c`'s next send reads after the port's record:
+    /// Prefetch what CA port `gp`'s next send reads after the port's record:
     /// the ACK at the head of its control queue, or the first active QP.
     #[inline(always)]
-    pub(crate) fn prefetch_ca_next(&self, c: &CaPort) {
+    pub(crate) fn prefetch_next(&self, pkts: &Packets, gp: u32) {
+        let Some(c) = self.caps.get(self.ca_port[gp as usize] as usize) else {
+            return;
+        };
         if let Some(p) = c.ctrl.front() {
-            crate::engine::prefetch::line(&self.pkts[p]);
+            crate::engine::prefetch::line(&pkts[p]);
         } else if let Some(q) = c.active.front().and_then(|qp| self.qps.get(qp as usize)) {
             // Its queues' line and the line a send reads (see `Qp`).
             let a = (q as *const Qp).cast::<u8>();
@@ -622,30 +798,43 @@ impl Sim {
         }
     }
 
-    pub(crate) fn hca_has_work(&self, gp: u32) -> bool {
+    /// The address of QP `qp`'s receive line (see [`Qp`]), for a prefetch hint
+    /// (any `qp` will do).
+    #[inline(always)]
+    pub(crate) fn rx_line_addr(&self, qp: u32) -> *const u8 {
+        self.qps
+            .as_ptr()
+            .wrapping_add(qp as usize)
+            .cast::<u8>()
+            .wrapping_add(64)
+    }
+
+    /// CA port `gp` has ACKs or active QPs.
+    #[inline]
+    pub(crate) fn has_work(&self, gp: u32) -> bool {
         let c = &self.caps[self.ca_port[gp as usize] as usize];
         !c.ctrl.is_empty() || !c.active.is_empty()
     }
 
     /// VL and blocks of the packet CA port `gp` would send next (ACKs first, then
     /// the first active QP), if it is flow controlled.
-    // Inlined into both event loops (`sim::Mode`): as a call it cost the
-    // `Fast` loop half its gain (docs/PERFORMANCE.md, session 9).
+    // Inlined into both event loops (`event::Mode`): as a call it cost the
+    // `Fast` loop half its gain (docs/PERFORMANCE.md).
     #[inline(always)]
-    pub(crate) fn hca_next_need(&self, gp: u32) -> Option<(u8, u32)> {
+    fn next_need(&self, cx: &Cx, gp: u32) -> Option<(u8, u32)> {
         let c = &self.caps[self.ca_port[gp as usize] as usize];
         if let Some(p) = c.ctrl.front() {
-            let pk = &self.pkts[p];
+            let pk = &cx.core.pkts[p];
             return (pk.flags & flag::VL15 == 0).then(|| (pk.vl, pk.blocks()));
         }
-        if self.ib.cc.is_some() {
+        if cx.ib.cc.is_some() {
             // Paced QPs: let the pick decide at the end of this packet.
             return None;
         }
         let qp = c.active.front()?;
         let q = &self.qps[qp as usize];
-        let mtu = u64::from(self.ib.mtu);
-        let grh = self.ib.grh;
+        let mtu = u64::from(cx.ib.mtu);
+        let grh = cx.ib.grh;
         let job = if q.reading { q.rresp.front() } else { None };
         let wire = if let Some(j) = job {
             let rem = j.bytes - j.off;
@@ -677,54 +866,50 @@ impl Sim {
         Some((q.vl, blocks(wire)))
     }
 
-    fn new_packet(&mut self, pk: Packet) -> PacketId {
-        self.ledger.created += 1;
+    fn new_packet(&mut self, core: &mut Core, pk: Packet) -> PacketId {
+        core.ledger.created += 1;
         // The sending QP's route fits any packet to its peer's LID.
         let route = match self.qps.get(pk.src_qp as usize) {
             Some(q) if q.dlid == pk.dlid && pk.flags & flag::VL15 == 0 => q.route,
             _ => NO_ROUTE,
         };
-        self.pkts.insert(pk, route)
-    }
-
-    #[inline]
-    fn has_credit(&self, gp: u32, vl: u8, wire: u32, vl15: bool) -> bool {
-        vl15 || self.held(gp as usize, vl as usize) >= blocks(wire) as i32
+        core.pkts.insert(pk, route)
     }
 
     /// The next packet for CA port `gp`: ACKs first, then the active QPs strictly
     /// round robin, one packet each (a QP whose packet lacks credits keeps its turn).
-    // Inlined into both event loops (`sim::Mode`): as a call it cost the
-    // `Fast` loop half its gain (docs/PERFORMANCE.md, session 9).
+    // Inlined into both event loops (`event::Mode`): as a call it cost the
+    // `Fast` loop half its gain (docs/PERFORMANCE.md).
     #[inline(always)]
-    pub(crate) fn hca_pick(&mut self, gp: u32) -> Pick {
+    fn pick(&mut self, cx: &mut Cx, gp: u32) -> Pick {
         let c = self.ca_port[gp as usize] as usize;
+        let now = cx.core.now;
         if let Some(p) = self.caps[c].ctrl.front() {
-            let pk = self.pkts[p];
-            if self.has_credit(gp, pk.vl, u32::from(pk.wire), pk.flags & flag::VL15 != 0) {
-                self.caps[c].ctrl.pop(&self.pkts);
+            let pk = cx.core.pkts[p];
+            if has_credit(&cx.links, gp, pk.vl, u32::from(pk.wire), pk.flags & flag::VL15 != 0) {
+                self.caps[c].ctrl.pop(&cx.core.pkts);
                 return Pick::Send(p);
             }
-            return Pick::Wait(self.starve(gp, pk.vl, pk.blocks()));
+            return Pick::Wait(cx.links.starve(&mut cx.stats, now, gp, pk.vl, pk.blocks()));
         }
         let mut paced = Time::NEVER;
         for _ in 0..self.caps[c].active.len {
             let qp = self.caps[c].active.pop_front(&self.qps).expect("counted");
-            if self.ib.cc.is_some() && self.qps[qp as usize].next_allowed > self.now {
+            if cx.ib.cc.is_some() && self.qps[qp as usize].next_allowed > now {
                 // IB CC holds this QP back: let the others go.
                 paced = paced.min(self.qps[qp as usize].next_allowed);
                 self.caps[c].active.push_back(&mut self.qps, qp);
                 continue;
             }
-            match self.qp_next(gp, qp) {
+            match self.qp_next(cx, gp, qp) {
                 Build::Packet(p) => {
-                    if let Some(step) = self.ib.cc.as_ref().map(|cc| cc.ipd_step_ps) {
-                        let idx = self.cc_index(qp);
-                        let wire = u32::from(self.pkts[p].wire);
-                        let end = self.now + self.ports[gp as usize].ser.time(wire);
+                    if let Some(step) = cx.ib.cc.as_ref().map(|cc| cc.ipd_step_ps) {
+                        let idx = self.cc_index(&cx.ib, now, qp);
+                        let wire = u32::from(cx.core.pkts[p].wire);
+                        let end = now + cx.links.ports[gp as usize].ser.time(wire);
                         self.qps[qp as usize].next_allowed = end + Time(u64::from(idx) * step);
                     }
-                    if self.qp_has_work(qp) {
+                    if self.qp_has_work(&cx.ib, qp) {
                         self.caps[c].active.push_back(&mut self.qps, qp);
                     } else {
                         self.qps[qp as usize].active = false;
@@ -735,19 +920,18 @@ impl Sim {
                     // Strict round robin: the QP keeps its turn until credits come.
                     self.caps[c].active.push_front(&mut self.qps, qp);
                     let vl = self.qps[qp as usize].vl;
-                    return Pick::Wait(self.starve(gp, vl, nb));
+                    return Pick::Wait(cx.links.starve(&mut cx.stats, now, gp, vl, nb));
                 }
                 Build::Idle => self.qps[qp as usize].active = false,
             }
         }
         Pick::Wait(paced)
     }
-
     /// Build QP `qp`'s next packet if the port has credit for it.
-    fn qp_next(&mut self, gp: u32, qp: u32) -> Build {
-        let mtu = u64::from(self.ib.mtu);
-        let grh = self.ib.grh;
-        let now = self.now;
+    fn qp_next(&mut self, cx: &mut Cx, gp: u32, qp: u32) -> Build {
+        let mtu = u64::from(cx.ib.mtu);
+        let grh = cx.ib.grh;
+        let now = cx.core.now;
         let q = &self.qps[qp as usize];
         let (vl, sl, slid, vl15) = (q.vl, q.sl, q.slid, q.mgmt);
         let base = Packet {
@@ -774,18 +958,21 @@ impl Sim {
                 (false, false) => Opcode::ReadResponseMiddle,
             };
             let wire = opcode.wire_bytes(payload, grh);
-            if !self.has_credit(gp, vl, wire, false) {
+            if !has_credit(&cx.links, gp, vl, wire, false) {
                 return Build::NoCredit(blocks(wire));
             }
-            let p = self.new_packet(Packet {
-                dlid: job.to_lid,
-                dst_qp: job.to_qp,
-                psn: job.psn.0,
-                payload,
-                wire,
-                opcode,
-                ..base
-            });
+            let p = self.new_packet(
+                &mut cx.core,
+                Packet {
+                    dlid: job.to_lid,
+                    dst_qp: job.to_qp,
+                    psn: job.psn.0,
+                    payload,
+                    wire,
+                    opcode,
+                    ..base
+                },
+            );
             let q = &mut self.qps[qp as usize];
             let j = q.rresp.front_mut().expect("peeked");
             j.off += u64::from(payload);
@@ -801,24 +988,27 @@ impl Sim {
         };
         match w.op {
             WrOp::Read => {
-                if q.reads_out >= self.ib.max_rd_atomic {
+                if q.reads_out >= cx.ib.max_rd_atomic {
                     return Build::Idle;
                 }
                 let wire = Opcode::ReadRequest.wire_bytes(0, grh);
-                if !self.has_credit(gp, vl, wire, false) {
+                if !has_credit(&cx.links, gp, vl, wire, false) {
                     return Build::NoCredit(blocks(wire));
                 }
                 let npk = w.bytes.div_ceil(mtu).max(1) as u32;
                 let psn = q.next_psn;
-                let p = self.new_packet(Packet {
-                    psn: psn.0,
-                    // The RETH DMA length rides in `payload` for a READ request.
-                    payload: w.bytes as u32,
-                    wire,
-                    opcode: Opcode::ReadRequest,
-                    flags: base.flags | flag::ACK_REQ,
-                    ..base
-                });
+                let p = self.new_packet(
+                    &mut cx.core,
+                    Packet {
+                        psn: psn.0,
+                        // The RETH DMA length rides in `payload` for a READ request.
+                        payload: w.bytes as u32,
+                        wire,
+                        opcode: Opcode::ReadRequest,
+                        flags: base.flags | flag::ACK_REQ,
+                        ..base
+                    },
+                );
                 let q = &mut self.qps[qp as usize];
                 q.sq.pop_front();
                 q.next_psn = psn.plus(npk);
@@ -834,19 +1024,22 @@ impl Sim {
             WrOp::Ud { dst, dlid } => {
                 let payload = if vl15 { hdr::MAD } else { w.bytes as u32 };
                 let wire = Opcode::UdSendOnly.wire_bytes(payload, grh);
-                if !self.has_credit(gp, vl, wire, vl15) {
+                if !has_credit(&cx.links, gp, vl, wire, vl15) {
                     return Build::NoCredit(blocks(wire));
                 }
-                let p = self.new_packet(Packet {
-                    dlid,
-                    dst_qp: dst,
-                    psn: q.next_psn.0,
-                    payload,
-                    wire,
-                    opcode: Opcode::UdSendOnly,
-                    flags: base.flags | if vl15 { flag::VL15 } else { 0 },
-                    ..base
-                });
+                let p = self.new_packet(
+                    &mut cx.core,
+                    Packet {
+                        dlid,
+                        dst_qp: dst,
+                        psn: q.next_psn.0,
+                        payload,
+                        wire,
+                        opcode: Opcode::UdSendOnly,
+                        flags: base.flags | if vl15 { flag::VL15 } else { 0 },
+                        ..base
+                    },
+                );
                 let q = &mut self.qps[qp as usize];
                 q.sq.pop_front();
                 q.next_psn = q.next_psn.plus(1);
@@ -878,18 +1071,21 @@ impl Sim {
                     (false, false, false) => Opcode::WriteMiddle,
                 };
                 let wire = opcode.wire_bytes(payload, grh);
-                if !self.has_credit(gp, vl, wire, false) {
+                if !has_credit(&cx.links, gp, vl, wire, false) {
                     return Build::NoCredit(blocks(wire));
                 }
                 let psn = q.next_psn;
-                let p = self.new_packet(Packet {
-                    psn: psn.0,
-                    payload,
-                    wire,
-                    opcode,
-                    flags: base.flags | if last { flag::ACK_REQ } else { 0 },
-                    ..base
-                });
+                let p = self.new_packet(
+                    &mut cx.core,
+                    Packet {
+                        psn: psn.0,
+                        payload,
+                        wire,
+                        opcode,
+                        flags: base.flags | if last { flag::ACK_REQ } else { 0 },
+                        ..base
+                    },
+                );
                 let q = &mut self.qps[qp as usize];
                 q.next_psn = psn.plus(1);
                 if last {
@@ -911,60 +1107,60 @@ impl Sim {
 
     /// A packet's last byte reached CA port `in_gp` (plus the receive latency)
     /// over link `link` (named by its transmitting port).
-    // Inlined into both event loops (`sim::Mode`): as a call it cost the
-    // `Fast` loop half its gain (docs/PERFORMANCE.md, session 9).
+    // Inlined into both event loops (`event::Mode`): as a call it cost the
+    // `Fast` loop half its gain (docs/PERFORMANCE.md).
     #[inline(always)]
-    pub(crate) fn hca_arrive(&mut self, link: u32, in_gp: u32, p: PacketId) {
-        self.return_credits_now(link, p);
-        let pk = self.pkts.full(p);
+    pub(crate) fn arrive(&mut self, cx: &mut Cx, link: u32, in_gp: u32, p: PacketId) {
+        cx.links.return_credits_now(&mut cx.core, link, p);
+        let pk = cx.core.pkts.full(p);
         let cp = self.ca_rx[in_gp as usize];
         let node = cp.node;
         if pk.dlid < cp.lid || pk.dlid >= cp.lid.saturating_add(cp.lid_count) {
-            self.drop_packet(p, DropReason::UnknownDestination);
+            cx.core.drop_packet(p, DropReason::UnknownDestination);
             return;
         }
         let qp = pk.dst_qp;
         if qp as usize >= self.qps.len() || self.qps[qp as usize].node != node {
-            self.drop_packet(p, DropReason::BadQp);
+            cx.core.drop_packet(p, DropReason::BadQp);
             return;
         }
-        self.stats.delivered_payload += u64::from(pk.payload);
+        cx.stats.delivered_payload += u64::from(pk.payload);
         match pk.opcode {
             Opcode::Acknowledge => {
                 if pk.flags & flag::BECN != 0 {
-                    self.cc_becn(qp);
+                    self.cc_becn(cx, qp);
                 }
-                self.requester_ack(qp, Psn(pk.psn))
+                self.requester_ack(cx, qp, Psn(pk.psn))
             }
-            Opcode::ReadRequest => self.responder_in_order(qp, &pk),
+            Opcode::ReadRequest => self.responder_in_order(cx, qp, &pk),
             Opcode::UdSendOnly => {
                 let cqe = Cqe {
                     wr_id: 0,
                     qp: QpId(qp),
                     op: CqeOp::Recv,
                     bytes: u64::from(pk.payload),
-                    posted: self.now,
-                    done: self.now,
+                    posted: cx.core.now,
+                    done: cx.core.now,
                 };
                 self.push_cqe(node, cqe);
             }
-            op if op.is_read_response() => self.requester_read_response(qp, &pk),
-            _ => self.responder_in_order(qp, &pk),
+            op if op.is_read_response() => self.requester_read_response(cx, qp, &pk),
+            _ => self.responder_in_order(cx, qp, &pk),
         }
-        self.deliver_packet(p);
+        cx.core.deliver_packet(p);
     }
 
-    fn check_psn(&mut self, qp: u32, psn: Psn) {
+    fn check_psn(&mut self, cx: &mut Cx, qp: u32, psn: Psn) {
         let q = &mut self.qps[qp as usize];
         if q.epsn != psn {
-            self.stats.psn_errors += 1;
+            cx.stats.psn_errors += 1;
         }
     }
 
-    fn responder_data(&mut self, qp: u32, pk: &Packet) {
-        self.check_psn(qp, Psn(pk.psn));
-        let now = self.now;
-        let ack_every = self.ib.ack_every;
+    fn responder_data(&mut self, cx: &mut Cx, qp: u32, pk: &Packet) {
+        self.check_psn(cx, qp, Psn(pk.psn));
+        let now = cx.core.now;
+        let ack_every = cx.ib.ack_every;
         let q = &mut self.qps[qp as usize];
         q.epsn = Psn(pk.psn).plus(1);
         q.rx_payload += u64::from(pk.payload);
@@ -995,7 +1191,7 @@ impl Sim {
         let node = q.node;
         if ack {
             q.since_ack = 0;
-            self.send_ack(qp, pk, becn);
+            self.send_ack(cx, qp, pk, becn);
         }
         if let Some(cqe) = recv {
             self.push_cqe(node, cqe);
@@ -1004,34 +1200,37 @@ impl Sim {
 
     /// ACK everything through `pk`'s PSN; with `becn`, also tell the source it
     /// crossed a congested port (the BECN of IB CC, Annex A10.2.3).
-    fn send_ack(&mut self, qp: u32, pk: &Packet, becn: bool) {
+    fn send_ack(&mut self, cx: &mut Cx, qp: u32, pk: &Packet, becn: bool) {
         let q = self.qps[qp as usize].clone_head();
-        let grh = self.ib.grh;
+        let grh = cx.ib.grh;
         let wire = Opcode::Acknowledge.wire_bytes(0, grh);
-        let a = self.new_packet(Packet {
-            slid: q.slid,
-            dlid: pk.slid,
-            dst_qp: pk.src_qp,
-            src_qp: qp,
-            psn: pk.psn,
-            payload: 0,
-            wire,
-            in_link: NONE,
-            opcode: Opcode::Acknowledge,
-            sl: q.sl,
-            vl: q.vl,
-            flags: if grh { flag::GRH } else { 0 } | if becn { flag::BECN } else { 0 },
-            ..Packet::default()
-        });
+        let a = self.new_packet(
+            &mut cx.core,
+            Packet {
+                slid: q.slid,
+                dlid: pk.slid,
+                dst_qp: pk.src_qp,
+                src_qp: qp,
+                psn: pk.psn,
+                payload: 0,
+                wire,
+                in_link: NONE,
+                opcode: Opcode::Acknowledge,
+                sl: q.sl,
+                vl: q.vl,
+                flags: if grh { flag::GRH } else { 0 } | if becn { flag::BECN } else { 0 },
+                ..Packet::default()
+            },
+        );
         let c = q.cap as usize;
-        self.caps[c].ctrl.push(&mut self.pkts, a);
+        self.caps[c].ctrl.push(&mut cx.core.pkts, a);
         let gp = self.caps[c].gp;
-        self.kick::<crate::sim::Generic>(gp);
+        self.kick::<Generic>(cx, gp);
     }
 
-    fn responder_read_request(&mut self, qp: u32, pk: &Packet) {
-        self.check_psn(qp, Psn(pk.psn));
-        let mtu = u64::from(self.ib.mtu);
+    fn responder_read_request(&mut self, cx: &mut Cx, qp: u32, pk: &Packet) {
+        self.check_psn(cx, qp, Psn(pk.psn));
+        let mtu = u64::from(cx.ib.mtu);
         let q = &mut self.qps[qp as usize];
         let bytes = u64::from(pk.payload);
         let npk = bytes.div_ceil(mtu).max(1) as u32;
@@ -1045,12 +1244,12 @@ impl Sim {
             to_lid: pk.slid,
         });
         q.reading = true;
-        self.activate(qp);
+        self.activate(cx, qp);
     }
 
     /// Complete every SEND/WRITE whose last PSN is at or before `upto`.
-    fn complete_through(&mut self, qp: u32, upto: Psn, inclusive: bool) {
-        let now = self.now;
+    fn complete_through(&mut self, cx: &mut Cx, qp: u32, upto: Psn, inclusive: bool) {
+        let now = cx.core.now;
         loop {
             let q = &mut self.qps[qp as usize];
             let Some(o) = q.unacked.front().copied() else { break };
@@ -1078,10 +1277,9 @@ impl Sim {
     }
 
     /// The QP's current CCT index after the recovery timer's decrements.
-    fn cc_index(&mut self, qp: u32) -> u16 {
-        let Some(cc) = &self.ib.cc else { return 0 };
+    fn cc_index(&mut self, ib: &IbConfig, now: Time, qp: u32) -> u16 {
+        let Some(cc) = &ib.cc else { return 0 };
         let timer = cc.ccti_timer_ps;
-        let now = self.now;
         let q = &mut self.qps[qp as usize];
         let ticks = (now - q.ccti_at).0 / timer;
         if ticks > 0 {
@@ -1096,30 +1294,30 @@ impl Sim {
     }
 
     /// A BECN reached QP `qp`: slow it down (Annex A10.3.1).
-    fn cc_becn(&mut self, qp: u32) {
-        let Some(cc) = self.ib.cc.clone() else { return };
-        self.stats.becn_received += 1;
-        let idx = self.cc_index(qp);
+    fn cc_becn(&mut self, cx: &mut Cx, qp: u32) {
+        let Some(cc) = cx.ib.cc.clone() else { return };
+        cx.stats.becn_received += 1;
+        let idx = self.cc_index(&cx.ib, cx.core.now, qp);
         let q = &mut self.qps[qp as usize];
         if idx == 0 {
-            q.ccti_at = self.now;
+            q.ccti_at = cx.core.now;
         }
         q.ccti = (idx + cc.ccti_increase).min(cc.ccti_limit);
     }
 
-    fn requester_ack(&mut self, qp: u32, psn: Psn) {
+    fn requester_ack(&mut self, cx: &mut Cx, qp: u32, psn: Psn) {
         let q = &mut self.qps[qp as usize];
         if q.acked.is_none_or(|a| a.lt(psn)) {
             q.acked = Some(psn);
         }
-        self.complete_through(qp, psn, true);
+        self.complete_through(cx, qp, psn, true);
     }
 
-    fn requester_read_response(&mut self, qp: u32, pk: &Packet) {
+    fn requester_read_response(&mut self, cx: &mut Cx, qp: u32, pk: &Packet) {
         // A READ response implicitly ACKs every earlier request (IBA vol. 1 §9.7.5.1.2);
         // the responder sent it after taking all of them, whatever order it arrives in.
         let psn = Psn(pk.psn);
-        self.complete_through(qp, psn, false);
+        self.complete_through(cx, qp, psn, false);
         let q = &mut self.qps[qp as usize];
         // The READ this response belongs to (responses may arrive out of order
         // under adaptive routing): its PSN range is last-npk+1 ..= last.
@@ -1129,11 +1327,11 @@ impl Sim {
         match hit {
             Some(o) if o.got < o.npk => o.got += 1,
             _ => {
-                self.stats.psn_errors += 1;
+                cx.stats.psn_errors += 1;
                 return;
             }
         }
-        let now = self.now;
+        let now = cx.core.now;
         let mut completed = false;
         loop {
             let q = &mut self.qps[qp as usize];
@@ -1154,38 +1352,38 @@ impl Sim {
                     completed = true;
                     // Requests behind the READ that were ACKed meanwhile complete now, in order.
                     if let Some(a) = self.qps[qp as usize].acked {
-                        self.complete_through(qp, a, true);
+                        self.complete_through(cx, qp, a, true);
                     }
                 }
                 _ => break,
             }
         }
-        if completed && self.qp_has_work(qp) {
-            self.activate(qp);
+        if completed && self.qp_has_work(&cx.ib, qp) {
+            self.activate(cx, qp);
         }
     }
 
     /// Requests reach the responder in PSN order on a static route; under adaptive
     /// routing they may not. Hold early packets (the HCA has placed their data;
     /// ACKs and completions follow PSN order) and take them once the gap fills.
-    fn responder_in_order(&mut self, qp: u32, pk: &Packet) {
-        if !self.ib.adaptive_routing {
-            self.responder_take(qp, pk);
+    fn responder_in_order(&mut self, cx: &mut Cx, qp: u32, pk: &Packet) {
+        if !cx.ib.adaptive_routing {
+            self.responder_take(cx, qp, pk);
             return;
         }
         let q = &mut self.qps[qp as usize];
         let off = pk.psn.wrapping_sub(q.epsn.0) & 0x00ff_ffff;
         if off >= 0x80_0000 {
             // Behind the expected PSN: a duplicate, which a lossless fabric never makes.
-            self.stats.psn_errors += 1;
+            cx.stats.psn_errors += 1;
             return;
         }
         if off > 0 {
             q.reorder.insert(q.epsn_ext + u64::from(off), *pk);
-            self.stats.reordered += 1;
+            cx.stats.reordered += 1;
             return;
         }
-        self.responder_take(qp, pk);
+        self.responder_take(cx, qp, pk);
         loop {
             let q = &mut self.qps[qp as usize];
             let Some((&k, _)) = q.reorder.first_key_value() else {
@@ -1195,23 +1393,42 @@ impl Sim {
                 break;
             }
             let next = q.reorder.remove(&k).expect("present");
-            self.responder_take(qp, &next);
+            self.responder_take(cx, qp, &next);
         }
     }
 
     /// Process one request packet in PSN order.
-    fn responder_take(&mut self, qp: u32, pk: &Packet) {
+    fn responder_take(&mut self, cx: &mut Cx, qp: u32, pk: &Packet) {
         let before = self.qps[qp as usize].epsn;
         if pk.opcode == Opcode::ReadRequest {
-            self.responder_read_request(qp, pk);
+            self.responder_read_request(cx, qp, pk);
         } else {
-            self.responder_data(qp, pk);
+            self.responder_data(cx, qp, pk);
         }
-        if self.ib.adaptive_routing {
+        if cx.ib.adaptive_routing {
             // Only the reorder buffer reads it.
             let q = &mut self.qps[qp as usize];
             q.epsn_ext += u64::from(q.epsn.0.wrapping_sub(before.0) & 0x00ff_ffff);
         }
+    }
+}
+
+/// Transmitter `gp` holds the credits for a packet of `wire` bytes on `vl`
+/// (VL15 needs none).
+#[inline]
+fn has_credit(links: &Links, gp: u32, vl: u8, wire: u32, vl15: bool) -> bool {
+    vl15 || links.held(gp as usize, vl as usize) >= blocks(wire) as i32
+}
+
+/// The SL the SM's path records give `slid` → `dlid` (0 when they give none).
+fn path_sl(tables: &RoutingTables, slid: u16, dlid: u16) -> u8 {
+    let Some(ps) = &tables.path_sl else { return 0 };
+    let n = ps.lids.len();
+    let si = ps.lids.iter().position(|l| l.0 == slid);
+    let di = ps.lids.iter().position(|l| l.0 == dlid);
+    match (si, di) {
+        (Some(s), Some(d)) => ps.sl.get(s * n + d).copied().unwrap_or(0),
+        _ => 0,
     }
 }
 
