@@ -37,18 +37,15 @@ pub fn evidence(r: &CompareResults) -> Vec<Evidence> {
         .collect()
 }
 
-use std::time::Instant;
-
 use fabric::{Fabric, NodeId, NodeKind};
-use sim::{EngineConfig, IbConfig, Sim};
+use sim::IbConfig;
 
 use crate::advisor::FabricKind;
 use crate::cluster;
-use crate::collective::{Collective, HopCost, Schedule, nccl_bandwidth};
-use crate::results::{
-    CollectiveResult, Counters, IncastResult, Latency, SimEffort, SizeRow, TcpBackground, TimeSeries, VariantResult,
-};
-use crate::runner::{IbNet, NicMap, ProbeSpec, RoceNet, RunError, run_messages, run_schedule};
+use crate::collective::HopCost;
+use crate::driver::{Driver, IbWorld, Prepared, RoceWorld};
+use crate::results::{Counters, SimEffort, VariantResult};
+use crate::runner::{NicMap, RunError};
 use crate::scenario::{Scenario, Variant, VariantFabric};
 use crate::tco::Tech;
 
@@ -112,44 +109,43 @@ pub fn run_with(
     progress: &mut dyn FnMut(Progress),
 ) -> Result<CompareResults, CompareError> {
     let total = steps(s) + if user.is_some() { steps_of(s) } else { 0 };
-    let mut done = 0u64;
+    let mut driver = Driver {
+        s,
+        done: 0,
+        total,
+        progress,
+    };
     let ib_fabric = cluster::build(&s.cluster, Tech::InfiniBand)?;
     let eth_fabric = cluster::build(&s.cluster, Tech::Ethernet)?;
     let mtu = IbConfig::default().mtu;
     let bound = s.cluster.nic_gbps as f64 / 8.0 * ib_payload_efficiency(mtu);
     let mut variants = Vec::new();
     for v in &s.variants {
-        progress(Progress {
-            done,
+        (driver.progress)(Progress {
+            done: driver.done,
             total,
             what: v.label.clone(),
         });
-        let r = match &v.fabric {
-            VariantFabric::Infiniband { engines } => run_ib(s, v, &ib_fabric, engines, &mut done, total, progress)?,
+        let prepared = match &v.fabric {
+            VariantFabric::Infiniband { engines } => prepare_ib(s, v, &ib_fabric, engines)?,
             VariantFabric::Rocev1 => {
-                done += steps_of(s);
-                refused(v, FabricKind::Rocev1, rocev1_refusal(&eth_fabric))
+                driver.done += steps_of(s);
+                variants.push(refused(v, FabricKind::Rocev1, rocev1_refusal(&eth_fabric)));
+                continue;
             }
             VariantFabric::Rocev2 {
                 pfc,
                 dcqcn,
                 ecn,
                 lossy_hops,
-            } => run_roce(
-                s,
-                v,
-                &eth_fabric,
-                *pfc,
-                *dcqcn,
-                *ecn,
-                lossy_hops,
-                &mut done,
-                total,
-                progress,
-            )?,
-            VariantFabric::Ipoib => run_ipoib(s, v, &ib_fabric, &mut done, total, progress)?,
+            } => {
+                let cfg = roce_config(s, v, &eth_fabric, *pfc, *dcqcn, *ecn, lossy_hops)?;
+                let bring_up = roce_bring_up(*pfc, *dcqcn, *ecn, lossy_hops);
+                prepare_roce(s, v, &eth_fabric, cfg, bring_up, Vec::new())?
+            }
+            VariantFabric::Ipoib => prepare_ipoib(s, v, &ib_fabric)?,
         };
-        variants.push(r);
+        variants.push(driver.run(v, prepared)?);
     }
     if let Some(u) = user {
         let v = Variant {
@@ -162,8 +158,8 @@ pub fn run_with(
                 lossy_hops: Vec::new(),
             },
         };
-        progress(Progress {
-            done,
+        (driver.progress)(Progress {
+            done: driver.done,
             total,
             what: v.label.clone(),
         });
@@ -214,19 +210,10 @@ pub fn run_with(
             if notes.ecn { "marking" } else { "not marking" },
             if notes.watchdog { "on" } else { "off" }
         );
-        variants.push(run_roce_cfg(
-            s,
-            &v,
-            &eth_fabric,
-            cfg,
-            bring_up,
-            findings,
-            &mut done,
-            total,
-            progress,
-        )?);
+        let prepared = prepare_roce(s, &v, &eth_fabric, cfg, bring_up, findings)?;
+        variants.push(driver.run(&v, prepared)?);
     }
-    progress(Progress {
+    (driver.progress)(Progress {
         done: total,
         total,
         what: "advising".into(),
@@ -305,35 +292,6 @@ pub fn rocev1_refusal(f: &Fabric) -> String {
     "every NIC shares one leaf: RoCEv1 could run here, but this build does not simulate it".into()
 }
 
-fn latency_from(samples_ps: &[u64]) -> Option<Latency> {
-    if samples_ps.is_empty() {
-        return None;
-    }
-    let mut v: Vec<u64> = samples_ps.to_vec();
-    v.sort_unstable();
-    let us = |ps: u64| ps as f64 / 1e6;
-    let q = |p: f64| v[((p * (v.len() - 1) as f64).round() as usize).min(v.len() - 1)];
-    let mean = v.iter().map(|&x| us(x)).sum::<f64>() / v.len() as f64;
-    let var = v.iter().map(|&x| (us(x) - mean).powi(2)).sum::<f64>() / v.len() as f64;
-    let step = (v.len() / 200).max(1);
-    let mut cdf: Vec<(f64, f64)> = v
-        .iter()
-        .enumerate()
-        .step_by(step)
-        .map(|(i, &x)| (us(x), (i + 1) as f64 / v.len() as f64))
-        .collect();
-    cdf.push((us(*v.last().unwrap_or(&0)), 1.0));
-    Some(Latency {
-        samples: v.len() as u64,
-        p50_us: us(q(0.5)),
-        p99_us: us(q(0.99)),
-        p999_us: us(q(0.999)),
-        max_us: us(*v.last().unwrap_or(&0)),
-        jitter_us: var.sqrt(),
-        cdf,
-    })
-}
-
 fn nvlink(s: &Scenario) -> HopCost {
     HopCost {
         bytes_per_s: s.gpu.nvlink_gbytes * 1e9,
@@ -341,430 +299,13 @@ fn nvlink(s: &Scenario) -> HopCost {
     }
 }
 
-/// What one simulated run (a collective at one size, or the incast) cost and counted.
-#[derive(Clone, Debug, Default)]
-struct WorldStats {
-    delivered: u64,
-    drops: u64,
-    retransmissions: u64,
-    pause_frames: u64,
-    pause_us: f64,
-    ecn_marks: u64,
-    cnps: u64,
-    events: u64,
-    hops: u64,
-    sim_us: f64,
-    /// Drops by reason: (reason, all priorities, of which on a lossless priority).
-    drop_reasons: Vec<(String, u64, u64)>,
-    /// Time series recorded during the run (the incast's).
-    series: Vec<TimeSeries>,
-    /// Background TCP's counters, when it ran.
-    tcp: Option<TcpStats>,
-}
-
-/// What the background TCP of one run did.
-#[derive(Clone, Debug, Default)]
-struct TcpStats {
-    flows: u32,
-    delivered_bytes: u64,
-    sim_ps: u64,
-    /// Drops by reason, indexed like `RoceDrop::ALL`.
-    drops: [u64; sim::roce::net::RoceDrop::ALL.len()],
-    retransmits: u64,
-    fast_retransmits: u64,
-    timeouts: u64,
-    ecn_reductions: u64,
-}
-
-impl TcpStats {
-    fn add(&mut self, o: &TcpStats) {
-        self.flows = self.flows.max(o.flows);
-        self.delivered_bytes += o.delivered_bytes;
-        self.sim_ps += o.sim_ps;
-        for (a, b) in self.drops.iter_mut().zip(o.drops) {
-            *a += b;
-        }
-        self.retransmits += o.retransmits;
-        self.fast_retransmits += o.fast_retransmits;
-        self.timeouts += o.timeouts;
-        self.ecn_reductions += o.ecn_reductions;
-    }
-}
-
-/// What a world runs: a collective schedule (with probes) or a set of messages.
-enum Job<'a> {
-    Schedule(&'a Schedule, Option<ProbeSpec>),
-    Messages(&'a [(NodeId, NodeId, u64)]),
-}
-
-/// Builds a fresh world, runs one job on it (with the scenario's background TCP
-/// when the flag is set and the world carries it) and reports what it counted.
-type World<'w> = dyn FnMut(&Job<'_>, bool) -> Result<(JobOut, WorldStats), RunError> + 'w;
-
-/// The outcome of one job.
-enum JobOut {
-    Schedule(crate::runner::ScheduleRun),
-    Messages(u64),
-}
-
-/// Run every collective at every size and the incast, each on a fresh world made
-/// by `world`, and gather the variant's results.
-#[expect(clippy::too_many_arguments, reason = "the loop threads progress and results through")]
-fn run_workload(
+/// InfiniBand brought up by the SM with `engines` (the first that succeeds).
+fn prepare_ib<'a>(
     s: &Scenario,
     v: &Variant,
-    kind: FabricKind,
-    bring_up: String,
-    mut findings: Vec<String>,
-    nics: &NicMap,
-    done: &mut u64,
-    total: u64,
-    progress: &mut dyn FnMut(Progress),
-    world: &mut World<'_>,
-    background: bool,
-) -> Result<VariantResult, CompareError> {
-    let err = |source: RunError| CompareError::Run {
-        variant: v.id.clone(),
-        source,
-    };
-    let mut tcp_total: Option<TcpStats> = None;
-    let mut counters = Counters::default();
-    let mut effort = SimEffort::default();
-    let mut collectives = Vec::new();
-    let mut timeseries: Vec<TimeSeries> = Vec::new();
-    let mut latency = None;
-    let g = s.cluster.gpus_per_server;
-    let nranks = s.cluster.servers * g;
-    let largest = *s.workload.sizes.last().unwrap_or(&0);
-    let mut reasons: std::collections::BTreeMap<String, (u64, u64)> = Default::default();
-    let mut add = |w: &WorldStats, wall: Instant, counters: &mut Counters, effort: &mut SimEffort| {
-        for (r, n, l) in &w.drop_reasons {
-            let e = reasons.entry(r.clone()).or_default();
-            e.0 += n;
-            e.1 += l;
-        }
-        counters.packets_delivered += w.delivered;
-        counters.drops += w.drops;
-        counters.retransmissions += w.retransmissions;
-        counters.pause_frames += w.pause_frames;
-        counters.pause_time_us += w.pause_us;
-        counters.ecn_marks += w.ecn_marks;
-        counters.cnps += w.cnps;
-        effort.events += w.events;
-        effort.packet_hops += w.hops;
-        effort.simulated_us += w.sim_us;
-        effort.wall_ms += wall.elapsed().as_secs_f64() * 1e3;
-    };
-    for &op in &s.workload.collectives {
-        let mut rows = Vec::new();
-        for &size in &s.workload.sizes {
-            progress(Progress {
-                done: *done,
-                total,
-                what: format!("{}: {} {}", v.label, op.name(), human_bytes(size)),
-            });
-            let probe_run = op == Collective::AllReduceRing && size == largest;
-            let sched = Schedule::build(op, s.cluster.servers, g, size).map_err(|e| CompareError::Variant {
-                variant: v.id.clone(),
-                message: e.to_string(),
-            })?;
-            let probe = probe_run.then_some(ProbeSpec {
-                bytes: s.workload.probe.bytes,
-                interval_ps: s.workload.probe.interval_us * 1_000_000,
-            });
-            let wall = Instant::now();
-            let (out, w) = match world(&Job::Schedule(&sched, probe), background) {
-                Ok(r) => r,
-                Err(RunError::Deadlock(d)) => {
-                    counters.deadlocks += 1;
-                    findings.push(format!("error: {} {} deadlocked: {d}", op.name(), human_bytes(size)));
-                    *done += 1;
-                    continue;
-                }
-                Err(e) => return Err(err(e)),
-            };
-            add(&w, wall, &mut counters, &mut effort);
-            if let Some(t) = &w.tcp {
-                tcp_total.get_or_insert_with(TcpStats::default).add(t);
-            }
-            let JobOut::Schedule(run) = out else {
-                unreachable!("a schedule job returns a schedule run")
-            };
-            if probe_run {
-                latency = latency_from(&run.probe_latency_ps);
-            }
-            let (algbw, busbw) = nccl_bandwidth(op, size, nranks, run.time_ps);
-            let nic = if run.time_ps == 0 {
-                0.0
-            } else {
-                run.max_nic_bytes as f64 / (run.time_ps as f64 * 1e-12) / 1e9
-            };
-            rows.push(SizeRow {
-                size,
-                time_us: run.time_ps as f64 / 1e6,
-                algbw,
-                busbw,
-                busbw_per_nic: nic,
-            });
-            *done += 1;
-        }
-        collectives.push(CollectiveResult { op, rows });
-    }
-    let incast = match &s.workload.incast {
-        Some(i) => {
-            progress(Progress {
-                done: *done,
-                total,
-                what: format!("{}: {}:1 incast", v.label, i.senders),
-            });
-            let msgs = incast_messages(nics, i.senders, i.bytes).map_err(err)?;
-            let wall = Instant::now();
-            *done += 1;
-            match world(&Job::Messages(&msgs), false) {
-                Ok((JobOut::Messages(t), w)) => {
-                    add(&w, wall, &mut counters, &mut effort);
-                    timeseries.extend(w.series.iter().cloned());
-                    Some(IncastResult {
-                        senders: i.senders,
-                        bytes_each: i.bytes,
-                        completion_us: t as f64 / 1e6,
-                        goodput_gbs: (i.bytes * u64::from(i.senders)) as f64 / (t as f64 * 1e-12) / 1e9,
-                        drops: w.drops,
-                        retransmissions: w.retransmissions,
-                    })
-                }
-                Ok(_) => unreachable!("a message job returns a completion time"),
-                Err(RunError::Deadlock(d)) => {
-                    counters.deadlocks += 1;
-                    findings.push(format!("error: the incast deadlocked: {d}"));
-                    None
-                }
-                Err(e) => return Err(err(e)),
-            }
-        }
-        None => None,
-    };
-    let tcp = match tcp_total {
-        Some(t) => {
-            progress(Progress {
-                done: *done,
-                total,
-                what: format!("{}: largest ring all-reduce again, without background TCP", v.label),
-            });
-            Some(tcp_background(s, v, &t, world, &mut effort, &err)?)
-        }
-        None => None,
-    };
-    for (r, (n, lossless)) in &reasons {
-        if *lossless > 0 {
-            findings.push(format!(
-                "error: {lossless} packets of the RDMA class, which must be lossless, dropped ({r})"
-            ));
-        }
-        if n > lossless {
-            findings.push(format!(
-                "warning: {} packets dropped on lossy priorities ({r})",
-                n - lossless
-            ));
-        }
-    }
-    Ok(VariantResult {
-        id: v.id.clone(),
-        label: v.label.clone(),
-        kind,
-        refused: None,
-        bring_up,
-        collectives,
-        latency,
-        counters,
-        incast,
-        timeseries,
-        findings,
-        effort,
-        tcp,
-    })
-}
-
-/// The background TCP's summary, with the headline collective (ring all-reduce
-/// at the largest size, with its probes) run once more without TCP for the
-/// before/after.
-fn tcp_background(
-    s: &Scenario,
-    v: &Variant,
-    t: &TcpStats,
-    world: &mut World<'_>,
-    effort: &mut SimEffort,
-    err: &dyn Fn(RunError) -> CompareError,
-) -> Result<TcpBackground, CompareError> {
-    let g = s.cluster.gpus_per_server;
-    let largest = *s.workload.sizes.last().unwrap_or(&0);
-    let (mut quiet_busbw_gbs, mut lat) = (None, None);
-    if s.workload.collectives.contains(&Collective::AllReduceRing) {
-        let sched = Schedule::build(Collective::AllReduceRing, s.cluster.servers, g, largest).map_err(|e| {
-            CompareError::Variant {
-                variant: v.id.clone(),
-                message: e.to_string(),
-            }
-        })?;
-        let probe = ProbeSpec {
-            bytes: s.workload.probe.bytes,
-            interval_ps: s.workload.probe.interval_us * 1_000_000,
-        };
-        let wall = Instant::now();
-        match world(&Job::Schedule(&sched, Some(probe)), false) {
-            Ok((JobOut::Schedule(run), w)) => {
-                effort.events += w.events;
-                effort.packet_hops += w.hops;
-                effort.simulated_us += w.sim_us;
-                effort.wall_ms += wall.elapsed().as_secs_f64() * 1e3;
-                if run.time_ps > 0 {
-                    quiet_busbw_gbs = Some(run.max_nic_bytes as f64 / (run.time_ps as f64 * 1e-12) / 1e9);
-                }
-                lat = latency_from(&run.probe_latency_ps);
-            }
-            Ok(_) => unreachable!("a schedule job returns a schedule run"),
-            // A quiet run that deadlocks has no before/after to give.
-            Err(RunError::Deadlock(_)) => {}
-            Err(e) => return Err(err(e)),
-        }
-    }
-    let secs = t.sim_ps as f64 * 1e-12;
-    let flows = f64::from(t.flows.max(1));
-    Ok(TcpBackground {
-        load: s.workload.background_tcp_load,
-        cc: s.workload.background_tcp_cc.name().into(),
-        flows: t.flows,
-        offered_gbps_per_flow: s.workload.background_tcp_load * f64::from(s.cluster.nic_gbps),
-        goodput_gbps_per_flow: if secs > 0.0 {
-            t.delivered_bytes as f64 * 8.0 / secs / flows / 1e9
-        } else {
-            0.0
-        },
-        drops: t.drops.iter().sum(),
-        drop_reasons: sim::roce::net::RoceDrop::ALL
-            .iter()
-            .zip(t.drops)
-            .filter(|(_, n)| *n > 0)
-            .map(|(r, n)| (format!("{r:?}"), n))
-            .collect(),
-        retransmissions: t.retransmits,
-        fast_retransmits: t.fast_retransmits,
-        timeouts: t.timeouts,
-        ecn_reductions: t.ecn_reductions,
-        quiet_busbw_gbs,
-        quiet_p50_us: lat.as_ref().map(|l| l.p50_us),
-        quiet_p99_us: lat.as_ref().map(|l| l.p99_us),
-        quiet_p999_us: lat.as_ref().map(|l| l.p999_us),
-    })
-}
-
-/// Close an InfiniBand run (stalls accounted, the ledger checked) and count it.
-fn ib_world_stats(sim: &mut Sim) -> Result<WorldStats, RunError> {
-    sim.finish();
-    sim.check_ledger()?;
-    let st = sim.stats();
-    Ok(WorldStats {
-        delivered: sim.ledger().delivered,
-        drops: sim.ledger().total_dropped(),
-        events: st.events,
-        hops: st.hops,
-        sim_us: sim.now().0 as f64 / 1e6,
-        ..WorldStats::default()
-    })
-}
-
-/// Sampling period of the incast's time series.
-const SAMPLE_PS: u64 = 2_000_000;
-
-/// Name of the buffer chart; every variant's series of that name share one chart.
-const BUFFER_SERIES: &str = "switch buffer held during the incast";
-/// Name of the pause chart.
-const PAUSE_SERIES: &str = "ports paused by PFC during the incast";
-
-/// Bytes held in all switch input buffers over time (the IB simulator's samples).
-fn ib_buffer_series(sim: &Sim, f: &Fabric) -> TimeSeries {
-    let st = sim.stats();
-    let nports = if st.sample_times.is_empty() {
-        0
-    } else {
-        st.sample_occ.len() / st.sample_times.len()
-    };
-    let mut sw_ports = Vec::new();
-    for n in f.nodes_of(NodeKind::Switch) {
-        for p in f.node(n).port_nums() {
-            sw_ports.push(sim.gp(n, p) as usize);
-        }
-    }
-    let points = st
-        .sample_times
-        .iter()
-        .enumerate()
-        .map(|(i, t)| {
-            let blocks: u64 = sw_ports
-                .iter()
-                .filter(|&&gp| gp < nports)
-                .map(|&gp| u64::from(st.sample_occ[i * nports + gp]))
-                .sum();
-            (t.0 as f64 / 1e6, blocks as f64 * 64.0 / 1024.0)
-        })
-        .collect();
-    TimeSeries {
-        name: BUFFER_SERIES.into(),
-        unit: "KiB".into(),
-        points,
-    }
-}
-
-/// How many ports are paused at each PFC transition (from the world's pfc.txt
-/// records: +1 on a pause received, −1 on a resume).
-fn pause_series(records: &[sim::roce::hpcc::PfcRecord]) -> TimeSeries {
-    let mut ev: Vec<(u64, bool, u32, u32)> = records
-        .iter()
-        .map(|r| (r.time_ns, r.pause, r.node, r.if_index))
-        .collect();
-    ev.sort_unstable();
-    let mut paused = std::collections::BTreeSet::new();
-    let mut points = vec![(0.0, 0.0)];
-    for (t, pause, node, port) in ev {
-        if pause {
-            paused.insert((node, port));
-        } else {
-            paused.remove(&(node, port));
-        }
-        points.push((t as f64 / 1e3, paused.len() as f64));
-    }
-    TimeSeries {
-        name: PAUSE_SERIES.into(),
-        unit: "ports paused".into(),
-        points,
-    }
-}
-
-fn run_job(
-    net: &mut dyn crate::runner::Network,
-    nics: &NicMap,
-    job: &Job<'_>,
-    nvl: HopCost,
-) -> Result<JobOut, RunError> {
-    Ok(match job {
-        Job::Schedule(sched, probe) => JobOut::Schedule(run_schedule(net, nics, sched, nvl, *probe)?),
-        Job::Messages(m) => JobOut::Messages(run_messages(net, m)?),
-    })
-}
-
-fn run_ib(
-    s: &Scenario,
-    v: &Variant,
-    f: &Fabric,
+    f: &'a Fabric,
     engines: &[sm::routing::EngineKind],
-    done: &mut u64,
-    total: u64,
-    progress: &mut dyn FnMut(Progress),
-) -> Result<VariantResult, CompareError> {
-    let err = |source: RunError| CompareError::Run {
-        variant: v.id.clone(),
-        source,
-    };
+) -> Result<Prepared<'a>, CompareError> {
     let opts = sm::run::RunOptions {
         engines: engines.to_vec(),
         ..Default::default()
@@ -787,92 +328,31 @@ fn run_ib(
         },
         report.vls_used
     );
-    let nics = NicMap::from_fabric(f).map_err(err)?;
-    let nvl = nvlink(s);
-    let seed = s.seed;
-    let mut world = |job: &Job<'_>, _background: bool| -> Result<(JobOut, WorldStats), RunError> {
-        let incast = matches!(job, Job::Messages(_));
-        let sample = if incast { SAMPLE_PS } else { 0 };
-        let mut sim = Sim::new(
-            f,
-            &tables,
-            IbConfig::default(),
-            EngineConfig {
-                seed,
-                sample_interval_ps: sample,
-                ..EngineConfig::default()
-            },
-        )?;
-        let out = run_job(&mut IbNet::new(&mut sim), &nics, job, nvl)?;
-        let mut w = ib_world_stats(&mut sim)?;
-        // InfiniBand has no PFC: its pause series is flat, which is the point
-        w.series = if incast {
-            vec![
-                ib_buffer_series(&sim, f),
-                TimeSeries {
-                    name: PAUSE_SERIES.into(),
-                    unit: "ports paused".into(),
-                    points: vec![(0.0, 0.0), (sim.now().0 as f64 / 1e6, 0.0)],
-                },
-            ]
-        } else {
-            Vec::new()
-        };
-        Ok((out, w))
-    };
-    run_workload(
-        s,
-        v,
-        FabricKind::Infiniband,
+    Ok(Prepared {
+        kind: FabricKind::Infiniband,
         bring_up,
         findings,
-        &nics,
-        done,
-        total,
-        progress,
-        &mut world,
-        false,
-    )
+        world: Box::new(IbWorld {
+            fabric: f,
+            tables,
+            nics: nic_map(v, f)?,
+            seed: s.seed,
+            nvl: nvlink(s),
+            ipoib: None,
+        }),
+    })
 }
 
 /// TCP over IPoIB (connected mode, 4 KiB IB MTU) on the InfiniBand fabric routed by
 /// the SM with ftree/updn: the same wires and switches as the verbs variant, with
 /// the kernel's CPU cost on both ends (`sim::roce::ipoib`).
-fn run_ipoib(
-    s: &Scenario,
-    v: &Variant,
-    f: &Fabric,
-    done: &mut u64,
-    total: u64,
-    progress: &mut dyn FnMut(Progress),
-) -> Result<VariantResult, CompareError> {
-    let err = |source: RunError| CompareError::Run {
-        variant: v.id.clone(),
-        source,
-    };
+fn prepare_ipoib<'a>(s: &Scenario, v: &Variant, f: &'a Fabric) -> Result<Prepared<'a>, CompareError> {
     let opts = sm::run::RunOptions {
         engines: vec![sm::routing::EngineKind::Ftree, sm::routing::EngineKind::UpDn],
         ..Default::default()
     };
     let (tables, report) = sm::run::run(f, &opts)?;
-    let nics = NicMap::from_fabric(f).map_err(err)?;
-    let nvl = nvlink(s);
-    let seed = s.seed;
     let cfg = sim::roce::ipoib::IpoibConfig::default();
-    let mut world = |job: &Job<'_>, _background: bool| -> Result<(JobOut, WorldStats), RunError> {
-        let mut sim = Sim::new(
-            f,
-            &tables,
-            IbConfig::default(),
-            EngineConfig {
-                seed,
-                sample_interval_ps: 0,
-                ..EngineConfig::default()
-            },
-        )?;
-        let out = run_job(&mut crate::runner::IpoibNet::new(&mut sim, cfg), &nics, job, nvl)?;
-        Ok((out, ib_world_stats(&mut sim)?))
-    };
     let bring_up = format!(
         "SM: engine {}; IPoIB connected mode (IP MTU {}), TCP through the kernel: {:.3} ns/B to send, {:.3} ns/B to receive, {} ns per system call",
         report.outcome.engine.name(),
@@ -881,19 +361,27 @@ fn run_ipoib(
         cfg.recv_ns_per_byte,
         cfg.syscall_ns
     );
-    run_workload(
-        s,
-        v,
-        FabricKind::Ipoib,
+    Ok(Prepared {
+        kind: FabricKind::Ipoib,
         bring_up,
-        Vec::new(),
-        &nics,
-        done,
-        total,
-        progress,
-        &mut world,
-        false,
-    )
+        findings: Vec::new(),
+        world: Box::new(IbWorld {
+            fabric: f,
+            tables,
+            nics: nic_map(v, f)?,
+            seed: s.seed,
+            nvl: nvlink(s),
+            ipoib: Some(cfg),
+        }),
+    })
+}
+
+/// Where each NIC sits, or the variant's error.
+fn nic_map(v: &Variant, f: &Fabric) -> Result<NicMap, CompareError> {
+    NicMap::from_fabric(f).map_err(|source| CompareError::Run {
+        variant: v.id.clone(),
+        source,
+    })
 }
 
 /// The RoCE world's settings for a scenario variant.
@@ -943,23 +431,9 @@ fn roce_config(
     Ok(cfg)
 }
 
-/// RoCEv2 on the Ethernet build of the cluster: L3 + ECMP bring-up, the variant's
-/// PFC/ECN/DCQCN settings, go-back-N NICs.
-#[expect(clippy::too_many_arguments, reason = "a variant has this many settings")]
-fn run_roce(
-    s: &Scenario,
-    v: &Variant,
-    f: &Fabric,
-    pfc: bool,
-    dcqcn: Option<sim::roce::dcqcn::Profile>,
-    ecn: bool,
-    lossy_hops: &[String],
-    done: &mut u64,
-    total: u64,
-    progress: &mut dyn FnMut(Progress),
-) -> Result<VariantResult, CompareError> {
-    let cfg = roce_config(s, v, f, pfc, dcqcn, ecn, lossy_hops)?;
-    let bring_up = format!(
+/// A scenario variant's RoCEv2 bring-up, in words.
+fn roce_bring_up(pfc: bool, dcqcn: Option<sim::roce::dcqcn::Profile>, ecn: bool, lossy_hops: &[String]) -> String {
+    format!(
         "L3: one subnet per leaf, ECMP over shortest paths (5-tuple hash, per-QP UDP source port); PFC {}, ECN {}, DCQCN {}{}",
         if pfc { "on priority 3" } else { "off" },
         if ecn { "on" } else { "off" },
@@ -969,34 +443,23 @@ fn run_roce(
         } else {
             format!("; RDMA DSCP mapped to a lossy class on {}", lossy_hops.join(", "))
         }
-    );
-    run_roce_cfg(s, v, f, cfg, bring_up, Vec::new(), done, total, progress)
+    )
 }
 
-/// Run the workload on the RoCE world with `cfg`.
-#[expect(clippy::too_many_arguments, reason = "the loop threads progress and results through")]
-fn run_roce_cfg(
+/// RoCEv2 on the Ethernet build of the cluster with `cfg` (L3 + ECMP, the
+/// variant's PFC/ECN/DCQCN settings, go-back-N NICs), with the scenario's
+/// background TCP.
+fn prepare_roce<'a>(
     s: &Scenario,
     v: &Variant,
-    f: &Fabric,
+    f: &'a Fabric,
     cfg: sim::roce::net::RoceConfig,
     bring_up: String,
     findings: Vec<String>,
-    done: &mut u64,
-    total: u64,
-    progress: &mut dyn FnMut(Progress),
-) -> Result<VariantResult, CompareError> {
-    use sim::roce::net::RoceSim;
-    let err = |source: RunError| CompareError::Run {
-        variant: v.id.clone(),
-        source,
-    };
-    let nics = NicMap::from_fabric(f).map_err(err)?;
-    let nvl = nvlink(s);
-    let switches: Vec<NodeId> = f.nodes_of(NodeKind::Switch).collect();
+) -> Result<Prepared<'a>, CompareError> {
+    let nics = nic_map(v, f)?;
     let load = s.workload.background_tcp_load;
-    let background = load > 0.0;
-    let tcp_flows = if background {
+    let tcp_flows = if load > 0.0 {
         background_tcp_flows(&nics, load, s.cluster.nic_gbps)
     } else {
         Vec::new()
@@ -1009,103 +472,19 @@ fn run_roce_cfg(
         },
         ..sim::roce::tcp::TcpConfig::default()
     };
-    let mut world = |job: &Job<'_>, with_tcp: bool| -> Result<(JobOut, WorldStats), RunError> {
-        let topo = |e: sim::roce::net::RoceError| RunError::Topology(e.to_string());
-        let mut sim = RoceSim::new(f, cfg.clone(), &[]).map_err(topo)?;
-        let with_tcp = with_tcp && !tcp_flows.is_empty();
-        if with_tcp {
-            sim.set_tcp_config(tcp_cfg.clone()).map_err(topo)?;
-            for t in &tcp_flows {
-                sim.add_tcp_flow(*t).map_err(topo)?;
-            }
-        }
-        let mut net = RoceNet::new(&mut sim);
-        let out = run_job(&mut net, &nics, job, nvl)?;
-        let flows: Vec<usize> = net.qp_ids().collect();
-        let retrans: u64 = flows.iter().map(|&k| sim.flow_counters(k).retransmitted).sum();
-        let mut pause_frames = 0;
-        let mut pause_ps = 0u64;
-        for &n in switches
-            .iter()
-            .chain(f.nodes_of(NodeKind::Ca).collect::<Vec<_>>().iter())
-        {
-            for p in f.node(n).port_nums() {
-                if f.node(n).ports[p as usize].link.is_none() {
-                    continue;
-                }
-                for prio in 0..8u8 {
-                    pause_frames += sim.pause_sent(n, p, prio).0;
-                    pause_ps += sim.paused_time(n, p, prio).0;
-                }
-            }
-        }
-        // TCP's own drops are reported with TCP; the variant's drop counters stay RDMA's.
-        let tcp_drops = sim.tcp().drops;
-        let tcp = with_tcp.then(|| {
-            let t = sim.tcp().totals(sim.now());
-            TcpStats {
-                flows: sim.tcp().len() as u32,
-                delivered_bytes: t.delivered_bytes,
-                sim_ps: sim.now().0,
-                drops: tcp_drops,
-                retransmits: t.retransmits,
-                fast_retransmits: t.fast_retransmits,
-                timeouts: t.timeouts,
-                ecn_reductions: t.ecn_reductions,
-            }
-        });
-        let w = WorldStats {
-            delivered: sim.ledger.delivered,
-            drops: sim.ledger.total_dropped() - tcp_drops.iter().sum::<u64>(),
-            retransmissions: retrans,
-            pause_frames,
-            pause_us: pause_ps as f64 / 1e6,
-            ecn_marks: sim.ecn_marks,
-            cnps: sim.cnps_sent,
-            events: sim.events,
-            hops: sim.hops(),
-            sim_us: sim.now().0 as f64 / 1e6,
-            drop_reasons: sim::roce::net::RoceDrop::ALL
-                .iter()
-                .enumerate()
-                .filter(|(i, _)| sim.ledger.dropped[*i] > tcp_drops[*i])
-                .map(|(i, r)| {
-                    (
-                        format!("{r:?}"),
-                        sim.ledger.dropped[i] - tcp_drops[i],
-                        sim.ledger.dropped_lossless[i],
-                    )
-                })
-                .collect(),
-            series: if matches!(job, Job::Messages(_)) {
-                vec![pause_series(&sim.pfc)]
-            } else {
-                Vec::new()
-            },
-            tcp,
-        };
-        if !sim.ledger_balances() {
-            return Err(RunError::Ledger(format!(
-                "RoCE world: {:?}, {} in flight",
-                sim.ledger,
-                sim.in_flight()
-            )));
-        }
-        Ok((out, w))
-    };
-    run_workload(
-        s,
-        v,
-        FabricKind::Rocev2,
+    Ok(Prepared {
+        kind: FabricKind::Rocev2,
         bring_up,
         findings,
-        &nics,
-        done,
-        total,
-        progress,
-        &mut world,
-        background,
-    )
+        world: Box::new(RoceWorld {
+            fabric: f,
+            cfg,
+            nics,
+            nvl: nvlink(s),
+            tcp_flows,
+            tcp_cfg,
+        }),
+    })
 }
 
 /// The background TCP connections: NIC (server i, rail r) sends to (server
@@ -1170,20 +549,6 @@ fn val_findings(v: &sm::Validation, f: &Fabric) -> Vec<String> {
         v.loads.max_routes_isl
     ));
     out
-}
-
-/// The N:1 incast's messages: sender k is NIC (server 1 + k mod (S−1), rail k mod R),
-/// the receiver NIC (0, 0); every sender posts `bytes` at time 0.
-fn incast_messages(nics: &NicMap, senders: u32, bytes: u64) -> Result<Vec<(NodeId, NodeId, u64)>, RunError> {
-    let servers = nics.nic.len();
-    let rails = nics.nic[0].len();
-    if servers < 2 {
-        return Err(RunError::Topology("an incast needs at least two servers".into()));
-    }
-    let dst = nics.nic[0][0];
-    Ok((0..senders as usize)
-        .map(|k| (nics.nic[1 + k % (servers - 1)][k % rails], dst, bytes))
-        .collect())
 }
 
 /// "4 MiB" style.

@@ -5,6 +5,7 @@ pub mod advisor;
 pub mod cluster;
 pub mod collective;
 pub mod compare;
+mod driver;
 pub mod results;
 pub mod roce_variant;
 pub mod runner;

@@ -118,6 +118,37 @@ pub trait Network {
     fn post(&mut self, a: NodeId, b: NodeId, class: Class, bytes: u64, tag: u64) -> Result<(), RunError>;
     /// Run until `until_ps` or until messages are delivered, whichever is first.
     fn advance(&mut self, until_ps: u64) -> NetStep;
+    /// Close the run and count it: the conservation ledger is checked first, and an
+    /// imbalance is an error ([`RunError::Ledger`]), never a count.
+    fn counters(&mut self) -> Result<NetCounters, RunError>;
+}
+
+/// What a network counted over one run, the same fields on every fabric (zero where
+/// the fabric has no such thing: InfiniBand has no pause frames or CNPs).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct NetCounters {
+    /// Packets delivered to their destination.
+    pub delivered: u64,
+    /// Packets of the workload dropped (on Ethernet: not counting background TCP's).
+    pub drops: u64,
+    /// Packets retransmitted by the workload's QPs.
+    pub retransmissions: u64,
+    /// PFC pause frames sent, every port and priority.
+    pub pause_frames: u64,
+    /// Time spent paused, summed over ports and priorities, microseconds.
+    pub pause_us: f64,
+    /// Packets ECN-marked by switches.
+    pub ecn_marks: u64,
+    /// Congestion notification packets sent.
+    pub cnps: u64,
+    /// Simulator events processed.
+    pub events: u64,
+    /// Packet-link hops simulated.
+    pub hops: u64,
+    /// Simulated time at the end, microseconds.
+    pub sim_us: f64,
+    /// Drops by reason: (reason, all priorities, of which on a lossless priority).
+    pub drop_reasons: Vec<(String, u64, u64)>,
 }
 
 /// The InfiniBand simulator as a [`Network`]: one RC QP pair per (NIC pair,
@@ -191,6 +222,21 @@ impl Network for IbNet<'_> {
             RunStatus::Idle => NetStep::Idle,
             RunStatus::Deadlock(d) => NetStep::Deadlock(d.to_string()),
         }
+    }
+
+    /// Stalls accounted ([`Sim::finish`]), the ledger checked, then the counts.
+    fn counters(&mut self) -> Result<NetCounters, RunError> {
+        self.sim.finish();
+        self.sim.check_ledger()?;
+        let st = self.sim.stats();
+        Ok(NetCounters {
+            delivered: self.sim.ledger().delivered,
+            drops: self.sim.ledger().total_dropped(),
+            events: st.events,
+            hops: st.hops,
+            sim_us: self.sim.now().0 as f64 / 1e6,
+            ..NetCounters::default()
+        })
     }
 }
 
@@ -382,6 +428,8 @@ fn release(
 /// messages posted on it, as with a collective library's QPs.
 pub struct RoceNet<'a> {
     pub sim: &'a mut sim::roce::net::RoceSim,
+    /// The fabric the world was built from, for its ports' pause counters.
+    fabric: &'a Fabric,
     qps: BTreeMap<(NodeId, NodeId, Class), u32>,
 }
 
@@ -390,11 +438,12 @@ pub struct RoceNet<'a> {
 const ROCE_STALL_PS: u64 = 1_000_000_000_000;
 
 impl<'a> RoceNet<'a> {
-    /// Wrap a RoCE world.
-    pub fn new(sim: &'a mut sim::roce::net::RoceSim) -> RoceNet<'a> {
+    /// Wrap a RoCE world built from `fabric`.
+    pub fn new(sim: &'a mut sim::roce::net::RoceSim, fabric: &'a Fabric) -> RoceNet<'a> {
         sim.drive();
         RoceNet {
             sim,
+            fabric,
             qps: BTreeMap::new(),
         }
     }
@@ -447,6 +496,61 @@ impl Network for RoceNet<'_> {
             RoceStatus::TimeLimit | RoceStatus::Delivered => NetStep::Reached,
             RoceStatus::Done | RoceStatus::Stuck => NetStep::Idle,
         }
+    }
+
+    /// The RDMA traffic's counts: background TCP's own drops are left out (the
+    /// world reports them with TCP); pause counters over every cabled port and
+    /// priority of the switches and NICs. The ledger is checked last, over all
+    /// traffic.
+    fn counters(&mut self) -> Result<NetCounters, RunError> {
+        let sim = &*self.sim;
+        let f = self.fabric;
+        let retransmissions: u64 = self.qp_ids().map(|k| sim.flow_counters(k).retransmitted).sum();
+        let (mut pause_frames, mut pause_ps) = (0u64, 0u64);
+        for n in f.nodes_of(NodeKind::Switch).chain(f.nodes_of(NodeKind::Ca)) {
+            for p in f.node(n).port_nums() {
+                if f.node(n).ports[p as usize].link.is_none() {
+                    continue;
+                }
+                for prio in 0..8u8 {
+                    pause_frames += sim.pause_sent(n, p, prio).0;
+                    pause_ps += sim.paused_time(n, p, prio).0;
+                }
+            }
+        }
+        let tcp_drops = sim.tcp().drops;
+        let c = NetCounters {
+            delivered: sim.ledger.delivered,
+            drops: sim.ledger.total_dropped() - tcp_drops.iter().sum::<u64>(),
+            retransmissions,
+            pause_frames,
+            pause_us: pause_ps as f64 / 1e6,
+            ecn_marks: sim.ecn_marks,
+            cnps: sim.cnps_sent,
+            events: sim.events,
+            hops: sim.hops(),
+            sim_us: sim.now().0 as f64 / 1e6,
+            drop_reasons: sim::roce::net::RoceDrop::ALL
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| sim.ledger.dropped[*i] > tcp_drops[*i])
+                .map(|(i, r)| {
+                    (
+                        format!("{r:?}"),
+                        sim.ledger.dropped[i] - tcp_drops[i],
+                        sim.ledger.dropped_lossless[i],
+                    )
+                })
+                .collect(),
+        };
+        if !sim.ledger_balances() {
+            return Err(RunError::Ledger(format!(
+                "RoCE world: {:?}, {} in flight",
+                sim.ledger,
+                sim.in_flight()
+            )));
+        }
+        Ok(c)
     }
 }
 
@@ -560,6 +664,11 @@ impl Network for IpoibNet<'_> {
             NetStep::Idle if released || !self.waiting.is_empty() => NetStep::Reached,
             other => other,
         }
+    }
+
+    /// The InfiniBand fabric's counts: IPoIB's bytes ride it as verbs traffic does.
+    fn counters(&mut self) -> Result<NetCounters, RunError> {
+        self.inner.counters()
     }
 }
 
