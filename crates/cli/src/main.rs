@@ -1,12 +1,30 @@
 //! The `rdmalab` binary: parses arguments, calls a library, maps errors to exit codes.
 //!
-//! Exit codes: 0 success; 1 the command ran and found errors (a failed check, a
-//! lint error); 2 bad input or usage (unreadable or malformed files, bad flags);
-//! 3 an internal failure. A closed stdout pipe ends the program quietly with 0.
+//! Exit codes (mapped in one place, [`error`]): 0 success; 1 the command ran and
+//! found errors (a failed check, a lint error); 2 bad input or usage (unreadable or
+//! malformed files, bad flags); 3 an internal failure (a ledger that does not
+//! balance). A closed stdout pipe ends the program quietly with 0.
+
+/// `println!` that returns the write's error instead of panicking, so that a
+/// closed stdout pipe ends the command quietly (see [`error::Failure::ClosedPipe`]).
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout().lock(), $($arg)*)?
+    }};
+}
+
+/// `print!` that returns the write's error instead of panicking.
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        write!(std::io::stdout().lock(), $($arg)*)?
+    }};
+}
 
 mod cmd;
+mod error;
 
-use std::io::Write;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -64,24 +82,6 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(code) => code,
-        Err(e) => report_error(&e),
-    }
-}
-
-/// Print an error chain and choose the exit code. A broken pipe is not an error.
-fn report_error(e: &anyhow::Error) -> ExitCode {
-    for cause in e.chain() {
-        if let Some(io) = cause.downcast_ref::<std::io::Error>()
-            && io.kind() == std::io::ErrorKind::BrokenPipe
-        {
-            return ExitCode::SUCCESS;
-        }
-    }
-    let _ = std::io::stdout().flush();
-    eprintln!("rdmalab: error: {e:#}");
-    if e.chain().any(|c| c.downcast_ref::<cmd::Internal>().is_some()) {
-        ExitCode::from(3)
-    } else {
-        ExitCode::from(2)
+        Err(e) => error::report(&e),
     }
 }

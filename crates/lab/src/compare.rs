@@ -65,7 +65,7 @@ pub enum CompareError {
     Build(#[from] fabric::GenError),
     #[error("bringing up InfiniBand with the SM")]
     Sm(#[from] sm::run::RunError),
-    #[error("variant {variant}: {source}")]
+    #[error("variant {variant}")]
     Run {
         variant: String,
         #[source]
@@ -73,6 +73,16 @@ pub enum CompareError {
     },
     #[error("variant {variant}: {message}")]
     Variant { variant: String, message: String },
+}
+
+impl CompareError {
+    /// A fault of the model (exit code 3), not of the scenario.
+    pub fn is_internal(&self) -> bool {
+        match self {
+            CompareError::Run { source, .. } => source.is_internal(),
+            CompareError::Build(_) | CompareError::Sm(_) | CompareError::Variant { .. } => false,
+        }
+    }
 }
 
 /// Payload bytes per wire byte of an RC SEND packet at `mtu` over native InfiniBand:

@@ -56,8 +56,24 @@ pub enum RunError {
     #[error("the run went idle with {0} transfers never completed")]
     Stalled(usize),
     /// Packets created ≠ delivered + dropped + in flight: a model fault.
-    #[error("the conservation ledger does not balance: {0}")]
-    Ledger(String),
+    #[error("the conservation ledger of the {world} world does not balance")]
+    Ledger {
+        world: &'static str,
+        #[source]
+        source: sim::engine::LedgerError,
+    },
+}
+
+impl RunError {
+    /// A fault of the model (exit code 3), not of the input: a ledger that does
+    /// not balance, here or in the simulator underneath.
+    pub fn is_internal(&self) -> bool {
+        match self {
+            RunError::Ledger { .. } => true,
+            RunError::Sim(e) => e.is_internal(),
+            RunError::Topology(_) | RunError::Deadlock(_) | RunError::Stalled(_) => false,
+        }
+    }
 }
 
 /// Small-message probes sent while the collective runs.
@@ -544,11 +560,15 @@ impl Network for RoceNet<'_> {
                 .collect(),
         };
         if !sim.ledger_balances() {
-            return Err(RunError::Ledger(format!(
-                "RoCE world: {:?}, {} in flight",
-                sim.ledger,
-                sim.in_flight()
-            )));
+            return Err(RunError::Ledger {
+                world: "RoCE",
+                source: sim::engine::LedgerError {
+                    created: sim.ledger.created,
+                    delivered: sim.ledger.delivered,
+                    dropped: sim.ledger.total_dropped(),
+                    in_flight: sim.in_flight(),
+                },
+            });
         }
         Ok(c)
     }

@@ -84,3 +84,10 @@ pub enum SimError {
     #[error(transparent)]
     Ledger(#[from] engine::LedgerError),
 }
+
+impl SimError {
+    /// A fault of the model, not of its input: the ledger did not balance.
+    pub fn is_internal(&self) -> bool {
+        matches!(self, SimError::Ledger(_))
+    }
+}

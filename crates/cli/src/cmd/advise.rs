@@ -123,7 +123,7 @@ impl AdviseCmd {
             None => scenario.prices.clone(),
         };
         if self.show_prices {
-            print!("{}", toml::to_string_pretty(&prices)?);
+            out!("{}", toml::to_string_pretty(&prices)?);
             return Ok(ExitCode::SUCCESS);
         }
         let mut answers: Answers = scenario.advisor.clone();
@@ -218,9 +218,9 @@ impl AdviseCmd {
             lab::cluster::build(&scenario.cluster, Tech::InfiniBand).context("building the scenario's cluster")?;
         let advice = lab::advise(&answers, &evidence, &fabric, &prices);
         if self.json {
-            println!("{}", serde_json::to_string_pretty(&advice)?);
+            outln!("{}", serde_json::to_string_pretty(&advice)?);
         } else {
-            print!("{}", report::compare::advice_text(&advice, results.is_some()));
+            out!("{}", report::compare::advice_text(&advice, results.is_some()));
         }
         Ok(ExitCode::SUCCESS)
     }

@@ -96,18 +96,18 @@ impl CompareCmd {
         std::fs::write(&json_path, &json).with_context(|| format!("writing {}", json_path.display()))?;
         std::fs::write(&html_path, html).with_context(|| format!("writing {}", html_path.display()))?;
         if self.json {
-            println!("{json}");
+            outln!("{json}");
         } else {
-            print!("{}", report::compare::terminal_summary(&results));
+            out!("{}", report::compare::terminal_summary(&results));
             if self.tables {
                 for v in &results.variants {
                     for c in &v.collectives {
-                        println!();
-                        print!("{}", report::compare::nccl_table(v, c.op));
+                        outln!();
+                        out!("{}", report::compare::nccl_table(v, c.op));
                     }
                 }
             }
-            println!("\nwrote {} and {}", html_path.display(), json_path.display());
+            outln!("\nwrote {} and {}", html_path.display(), json_path.display());
         }
         Ok(ExitCode::SUCCESS)
     }

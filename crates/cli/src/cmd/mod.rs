@@ -12,10 +12,4 @@ pub mod sm;
 pub mod topo;
 pub mod wire;
 
-/// Marks an error as an internal failure (exit code 3) rather than bad input (2).
-#[derive(Debug, thiserror::Error)]
-#[error("internal error: {0}")]
-pub struct Internal(pub String);
-
-/// Exit code for "the command ran and found errors".
-pub const FOUND_ERRORS: u8 = 1;
+pub use crate::error::{FOUND_ERRORS, Internal};

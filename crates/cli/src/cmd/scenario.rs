@@ -29,13 +29,13 @@ impl ScenarioCmd {
                 let t = FIELDS.iter().map(|(_, t, _)| t.chars().count()).max().unwrap_or(0);
                 for (field, ty, what) in FIELDS {
                     let pad = t - ty.chars().count();
-                    println!("{field:<w$}  {ty}{:pad$}  {what}", "");
+                    outln!("{field:<w$}  {ty}{:pad$}  {what}", "");
                 }
             }
-            ScenarioCmd::Show => print!("{}", Scenario::default_rail().to_toml()),
+            ScenarioCmd::Show => out!("{}", Scenario::default_rail().to_toml()),
             ScenarioCmd::Check { file } => {
                 let s = Scenario::load(&file)?;
-                println!(
+                outln!(
                     "{}: ok ({} variants, {} collectives × {} sizes)",
                     file.display(),
                     s.variants.len(),

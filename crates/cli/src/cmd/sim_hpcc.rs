@@ -64,12 +64,12 @@ impl HpccArgs {
             ))));
         }
         if self.json {
-            println!("{}", serde_json::to_string_pretty(&r)?);
+            outln!("{}", serde_json::to_string_pretty(&r)?);
         } else {
             for w in &r.warnings {
                 eprintln!("rdmalab: warning: {w}");
             }
-            println!(
+            outln!(
                 "{} of {} flows finished; {} hops, {} events; {:.1} µs simulated in {:.2} s ({:.1} µs/s, {} thread{}); {} pause transitions; drops {:?}; {}",
                 r.finished,
                 r.flows,
@@ -85,7 +85,7 @@ impl HpccArgs {
                 r.status
             );
             for p in &r.wrote {
-                println!("wrote {p}");
+                outln!("wrote {p}");
             }
         }
         let bad = sim.deadlock().is_some() || sim.ledger.lossless_faults() > 0;

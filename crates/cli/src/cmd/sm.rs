@@ -140,9 +140,9 @@ impl RunArgs {
         }
         let ok = rep.validation.as_ref().is_none_or(|v| v.ok());
         if self.json {
-            println!("{}", serde_json::to_string_pretty(&rep.to_json(&f))?);
+            outln!("{}", serde_json::to_string_pretty(&rep.to_json(&f))?);
         } else {
-            print_summary(&f, &rep);
+            print_summary(&f, &rep)?;
         }
         Ok(if ok {
             ExitCode::SUCCESS
@@ -234,9 +234,9 @@ impl RunArgs {
                 "master": out.master.as_ref().map(|m| format!("{}", m.info.guid)),
                 "last_sweep": last.as_ref().map(|l| l.0.clone()),
             });
-            println!("{}", serde_json::to_string_pretty(&v)?);
+            outln!("{}", serde_json::to_string_pretty(&v)?);
         } else {
-            println!(
+            outln!(
                 "exit: state {state} after {} heavy and {} light sweeps{}",
                 out.heavy_sweeps,
                 out.light_sweeps,
@@ -276,9 +276,9 @@ impl RunArgs {
             write_dumps(dir, m, t, Some(fabric::NodeId(0)), &rep.to_json(Some(m)))?;
         }
         if self.json {
-            println!("{}", serde_json::to_string_pretty(&rep.to_json(model))?);
+            outln!("{}", serde_json::to_string_pretty(&rep.to_json(model))?);
         } else {
-            print_sweep(model, &rep);
+            print_sweep(model, &rep)?;
         }
         let ok = rep.subnet_up && rep.issues.is_empty() && rep.validation.as_ref().is_none_or(|v| v.ok());
         Ok(if ok {
@@ -311,74 +311,89 @@ fn write_dumps(
     Ok(())
 }
 
-fn print_sweep(f: Option<&fabric::Fabric>, rep: &sm::sweep::SweepReport) {
-    println!(
+fn print_sweep(f: Option<&fabric::Fabric>, rep: &sm::sweep::SweepReport) -> anyhow::Result<()> {
+    outln!(
         "heavy sweep: {} switches, {} CAs, {} links discovered",
-        rep.switches, rep.cas, rep.links
+        rep.switches,
+        rep.cas,
+        rep.links
     );
     for p in &rep.phases {
-        println!("  phase {:<10} {:>10.3} ms", p.name, p.micros as f64 / 1000.0);
+        outln!("  phase {:<10} {:>10.3} ms", p.name, p.micros as f64 / 1000.0);
     }
-    println!(
+    outln!(
         "SMPs: {} sent, {} answered, {} resent",
-        rep.smps_sent, rep.smps_received, rep.resends
+        rep.smps_sent,
+        rep.smps_received,
+        rep.resends
     );
     for i in &rep.issues {
-        println!("  issue: {i}");
+        outln!("  issue: {i}");
     }
-    println!(
+    outln!(
         "lids: {} ports, max LID {}, {} kept from guid2lid, {} moved",
-        rep.lids.ports, rep.lids.max_lid, rep.lids.kept, rep.lids.moved
+        rep.lids.ports,
+        rep.lids.max_lid,
+        rep.lids.kept,
+        rep.lids.moved
     );
     if let Some(o) = &rep.outcome {
         for (e, why) in &o.fallbacks {
-            println!("engine {e} failed, falling back: {why}");
+            outln!("engine {e} failed, falling back: {why}");
         }
-        println!(
+        outln!(
             "engine: {} ({} VL{})",
             o.engine,
             rep.vls_used,
             if rep.vls_used == 1 { "" } else { "s" }
         );
     }
-    println!(
+    outln!(
         "programming: {} LFT blocks sent ({} unchanged), {} SL2VL tables, {} ports ACTIVE",
-        rep.lft_blocks_sent, rep.lft_blocks_unchanged, rep.sl2vl_sent, rep.ports_active
+        rep.lft_blocks_sent,
+        rep.lft_blocks_unchanged,
+        rep.sl2vl_sent,
+        rep.ports_active
     );
     if let (Some(v), Some(f)) = (&rep.validation, f) {
-        print_validation(f, v);
+        print_validation(f, v)?;
     }
-    println!("subnet {}", if rep.subnet_up { "UP" } else { "NOT UP" });
+    outln!("subnet {}", if rep.subnet_up { "UP" } else { "NOT UP" });
+    Ok(())
 }
 
-fn print_summary(f: &fabric::Fabric, rep: &sm::run::RunReport) {
+fn print_summary(f: &fabric::Fabric, rep: &sm::run::RunReport) -> anyhow::Result<()> {
     let sw = f.count(fabric::NodeKind::Switch);
     let ca = f.count(fabric::NodeKind::Ca);
-    println!("fabric: {sw} switches, {ca} CAs, {} links", f.links.len());
+    outln!("fabric: {sw} switches, {ca} CAs, {} links", f.links.len());
     for p in &rep.phases {
-        println!("  phase {:<10} {:>10.3} ms", p.name, p.micros as f64 / 1000.0);
+        outln!("  phase {:<10} {:>10.3} ms", p.name, p.micros as f64 / 1000.0);
     }
-    println!(
+    outln!(
         "lids: {} ports, max LID {}, {} kept from guid2lid, {} moved",
-        rep.lids.ports, rep.lids.max_lid, rep.lids.kept, rep.lids.moved
+        rep.lids.ports,
+        rep.lids.max_lid,
+        rep.lids.kept,
+        rep.lids.moved
     );
     for (e, why) in &rep.outcome.fallbacks {
-        println!("engine {e} failed, falling back: {why}");
+        outln!("engine {e} failed, falling back: {why}");
     }
-    println!(
+    outln!(
         "engine: {} ({} VL{})",
         rep.outcome.engine,
         rep.vls_used,
         if rep.vls_used == 1 { "" } else { "s" }
     );
     if let Some(v) = &rep.validation {
-        print_validation(f, v);
+        print_validation(f, v)?;
     }
+    Ok(())
 }
 
-fn print_validation(f: &fabric::Fabric, v: &sm::Validation) {
+fn print_validation(f: &fabric::Fabric, v: &sm::Validation) -> anyhow::Result<()> {
     let r = &v.routes;
-    println!(
+    outln!(
         "reachability: {} of {} CA-to-CA pairs arrive; {} non-minimal; max hops {}",
         r.pairs - r.unreachable,
         r.pairs,
@@ -386,13 +401,15 @@ fn print_validation(f: &fabric::Fabric, v: &sm::Validation) {
         r.max_hops
     );
     for x in &r.failures {
-        println!("  unreachable: {}", x.describe(f));
+        outln!("  unreachable: {}", x.describe(f));
     }
     match v.credit_loops.describe(f) {
-        Some(c) => println!("credit loops: FOUND {c}"),
-        None => println!(
+        Some(c) => outln!("credit loops: FOUND {c}"),
+        None => outln!(
             "credit loops: none ({} channels, {} dependencies, {} VLs)",
-            v.credit_loops.channels, v.credit_loops.dependencies, v.credit_loops.vls_used
+            v.credit_loops.channels,
+            v.credit_loops.dependencies,
+            v.credit_loops.vls_used
         ),
     }
     let busiest = v
@@ -400,9 +417,10 @@ fn print_validation(f: &fabric::Fabric, v: &sm::Validation) {
         .busiest_isl
         .map(|(n, p)| format!(" at {}/P{p}", f.nodes[n.idx()].name))
         .unwrap_or_default();
-    println!(
+    outln!(
         "balance: max {} routes on one switch-to-switch port{busiest}",
         v.loads.max_routes_isl
     );
-    println!("validation: {}", if v.ok() { "ok" } else { "FAILED" });
+    outln!("validation: {}", if v.ok() { "ok" } else { "FAILED" });
+    Ok(())
 }

@@ -1,6 +1,7 @@
 //! CLI tests: run the real binary and snapshot what it prints.
 
 mod compare;
+mod exit_codes;
 mod lab_cmds;
 mod sim_hpcc;
 mod sm_umad;
