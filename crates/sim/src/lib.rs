@@ -1,23 +1,27 @@
 //! rdmalab's packet-level discrete-event simulator.
 //!
+//! Three parts, each a top-level module that owns its state; the two worlds share
+//! the engine and never reach into each other:
+//!
 //! ```text
 //!   engine/    time, event queues (PackedQueue: 4-ary heap of packed keys; EventQueue:
-//!              generic) + per-link FIFOs, packet slab, ledger, trace hash
-//!   event.rs   the IB world's closed event set, the Fast/Generic loop modes, Core
-//!              (the engine parts a step uses)
-//!   net.rs     Links: port records, serialization, propagation, link-level
-//!              credits, wake-ups — shared by every node model; Topology
-//!   ib/        InfiniBand models: forward (LFTs, SL→VL, QP routes), switch
-//!              (output queues, VL arbitration, per-VL input buffers, adaptive
-//!              routing), hca (RC/UD transport, verbs-shaped API), step (Cx)
-//!   sim.rs     the world: builds the parts from a fabric + routing tables, runs
-//!              the event loop, dispatches by node model
-//!   deadlock   credit-loop deadlock detection
-//!   metrics    counters, utilisation, stalls, samples; JSON/CSV
-//!   workload/  perftest-like tests, matrices (permutation, all-to-all, incast),
-//!              htsim connection matrices; latency histograms and flow reports
-//!   scenario   the TOML scenario format
-//!   capture    a chosen port's packets to pcap through crates/wire
+//!              generic) + per-link FIFOs, packet slab, ledger, trace hash, Table
+//!   ib/        the InfiniBand world
+//!     sim.rs     Sim: builds the parts from a fabric + routing tables, runs the
+//!                event loop, dispatches by node model (the only `impl Sim`)
+//!     event.rs   the closed event set, the Fast/Generic loop modes, Core (the
+//!                engine parts a step uses)
+//!     net.rs     Links: port records, serialization, propagation, link-level
+//!                credits, wake-ups, shared by every node model; Topology
+//!     forward    LFTs, SL→VL, QP routes;  switch: output queues, VL arbitration,
+//!                per-VL input buffers, adaptive routing;  hca: RC/UD transport,
+//!                verbs-shaped API;  step: Cx, what a model's step borrows
+//!     deadlock   credit-loop deadlock detection;  metrics: counters, samples
+//!     workload/  perftest-like tests, matrices, htsim connection matrices
+//!     scenario   the `sim run` TOML format;  capture: a port's packets to pcap
+//!   roce/      the Ethernet world: RoCEv2/v1 NICs (RC, go-back-N, DCQCN, HPCC,
+//!              DCTCP), shared-buffer switches with PFC/ECN, forwarding by the
+//!              ECMP tables of `ethcp`, background TCP, the IPoIB host cost model
 //! ```
 //!
 //! Options beyond the base IB model (off by default): IB congestion control
@@ -25,32 +29,25 @@
 //! routing (`IbConfig::adaptive_routing`: least-queued shortest-path port, PSN
 //! reordering at RC responders).
 //!
-//! The engine knows nothing of InfiniBand; a node model is one arm of
-//! [`sim::NodeModel`], and the event enum [`sim::Event`] is closed, so Ethernet
-//! switches and RoCE NICs are added as new arms next to the IB ones.
+//! The engine knows nothing of either fabric. Each world has its own closed event
+//! enum ([`ib::event::Event`]; the RoCE world's in `roce::net`) and node models
+//! ([`ib::net::NodeModel`]), so neither hot loop dispatches on link type.
 
-pub mod capture;
-pub mod config;
-pub mod deadlock;
 pub mod engine;
-pub mod event;
 pub mod ib;
-pub mod metrics;
-pub mod net;
-pub mod packet;
 pub mod roce;
-pub mod scenario;
 
-pub mod sim;
+// The InfiniBand world's scenario runner, workloads, configuration and capture,
+// under the names the other crates use.
 #[cfg(any(test, feature = "testutil"))]
-pub mod testutil;
-pub mod workload;
+pub use ib::testutil;
+pub use ib::{capture, config, metrics, scenario, workload};
 
 pub use config::{EngineConfig, Forwarding, IbConfig, VlArbConfig};
-pub use deadlock::{DeadlockReport, WaitingQueue};
 pub use engine::Time;
+pub use ib::deadlock::{DeadlockReport, WaitingQueue};
 pub use ib::hca::{Cqe, CqeOp, QpId, QpOptions};
-pub use sim::{RunStatus, Sim};
+pub use ib::sim::{RunStatus, Sim};
 
 /// Errors of building or running a simulation.
 #[derive(Debug, thiserror::Error)]

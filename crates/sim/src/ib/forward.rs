@@ -5,9 +5,9 @@
 use sm::RoutingTables;
 
 use crate::engine::{DropReason, Table};
-use crate::event::Mode;
-use crate::net::{Links, NodeModel, PortHot};
-use crate::packet::{NO_ROUTE, NONE, PktHot, flag};
+use crate::ib::event::Mode;
+use crate::ib::net::{Links, NodeModel, PortHot};
+use crate::ib::packet::{NO_ROUTE, NONE, PktHot, flag};
 
 /// Where a node's forwarding entries sit in [`Forwarding`]'s table, and its
 /// first global port.
@@ -120,7 +120,7 @@ impl Forwarding {
     }
 
     /// The run is plain (see [`Self::plain`]), known at compile time in a
-    /// [`crate::event::Fast`] loop.
+    /// [`crate::ib::event::Fast`] loop.
     #[inline(always)]
     pub(crate) fn is_plain<M: Mode>(&self) -> bool {
         M::FAST || self.plain

@@ -24,14 +24,14 @@ use fabric::NodeId;
 use sm::RoutingTables;
 
 use crate::SimError;
-use crate::config::IbConfig;
 use crate::engine::ring::HeadRing;
 use crate::engine::{DropReason, PacketId, Table, Time};
-use crate::event::{Core, Event, Generic, MAX_ID, Mode};
+use crate::ib::config::IbConfig;
+use crate::ib::event::{Core, Event, Generic, MAX_ID, Mode};
 use crate::ib::forward::Forwarding;
+use crate::ib::net::{Links, NodeModel, Pick, Topology};
+use crate::ib::packet::{NO_ROUTE, NONE, Opcode, Packet, Packets, PktList, blocks, flag, hdr};
 use crate::ib::step::Cx;
-use crate::net::{Links, NodeModel, Pick, Topology};
-use crate::packet::{NO_ROUTE, NONE, Opcode, Packet, Packets, PktList, blocks, flag, hdr};
 
 /// A queue pair (simulator-wide id).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]

@@ -1,11 +1,11 @@
 //! [`Cx`]: the parts of the InfiniBand world that every node model's step
 //! works with, besides the model's own state.
 
-use crate::config::IbConfig;
-use crate::event::Core;
+use crate::ib::config::IbConfig;
+use crate::ib::event::Core;
 use crate::ib::forward::Forwarding;
-use crate::metrics::Stats;
-use crate::net::Links;
+use crate::ib::metrics::Stats;
+use crate::ib::net::Links;
 
 /// The parts one event's work reaches besides the state of the model handling
 /// it: the engine ([`Core`]), the links, the counters, the configuration and

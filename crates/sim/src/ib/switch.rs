@@ -12,13 +12,13 @@
 use sm::RoutingTables;
 use wire::Lid;
 
-use crate::config::VlArbConfig;
 use crate::engine::{DropReason, PacketId, Table, Time, prefetch};
-use crate::event::Mode;
+use crate::ib::config::VlArbConfig;
+use crate::ib::event::Mode;
 use crate::ib::forward::fwd_decode;
+use crate::ib::net::{Links, Pick, Topology};
+use crate::ib::packet::{NONE, Packets, PktList, flag};
 use crate::ib::step::Cx;
-use crate::net::{Links, Pick, Topology};
-use crate::packet::{NONE, Packets, PktList, flag};
 
 /// An input buffer's use and peak, per (port, VL), in 64-byte blocks: side by
 /// side because every arrival updates both.
@@ -70,7 +70,7 @@ impl ArTables {
         let mut sw_idx = vec![NONE; n];
         let mut sw_nodes = Vec::new();
         for (i, m) in topo.node_model.iter().enumerate() {
-            if *m == crate::net::NodeModel::IbSwitch {
+            if *m == crate::ib::net::NodeModel::IbSwitch {
                 sw_idx[i] = sw_nodes.len() as u32;
                 sw_nodes.push(i);
             }
@@ -168,7 +168,7 @@ impl ArTables {
 
 /// Every switch's queues and buffers, by global port: the output queues of
 /// data VLs 1 and up and VL15 (`[gp * (nvl + 1) + vl]`, VL15 last; VL 0's
-/// queue is in the port record, [`crate::net::PortHot::oq0`], so slot
+/// queue is in the port record, [`crate::ib::net::PortHot::oq0`], so slot
 /// `gp * (nvl + 1)` is unused), the VL arbitration state and tables, the input
 /// buffers' use (`[gp * nvl + vl]`), and the adaptive-routing tables when that
 /// is on. Costs 16 bytes a port and queue, 16 a port for arbitration and 8 a
@@ -220,7 +220,7 @@ impl Switches {
     }
 
     /// The run models one data VL, known at compile time in a
-    /// [`crate::event::Fast`] loop.
+    /// [`crate::ib::event::Fast`] loop.
     #[inline(always)]
     fn one_vl<M: Mode>(&self) -> bool {
         M::FAST || self.nvl == 1

@@ -520,7 +520,7 @@ mod tests {
             sim.flow_counters(0).retransmitted
         );
         assert_eq!(st, RoceStatus::Done);
-        assert!(ttl_drops >= 8 && ttl_drops % 8 == 0, "{ttl_drops}");
+        assert!(ttl_drops >= 8 && ttl_drops.is_multiple_of(8), "{ttl_drops}");
         assert_eq!(sim.ledger.total_dropped(), ttl_drops);
         assert!(sim.flow_done(0).unwrap() > Time::ms(1) + Time::us(50));
         assert_eq!(sim.ledger.lossless_faults(), 0);

@@ -33,19 +33,19 @@ use rand_pcg::Pcg64Mcg;
 use sm::RoutingTables;
 
 use crate::SimError;
-use crate::config::{EngineConfig, IbConfig, VlArbConfig};
-use crate::deadlock::DeadlockReport;
 use crate::engine::{DropReason, Ledger, PackedQueue, PacketId, Time, TraceHash, prefetch};
-pub use crate::event::Event;
-use crate::event::{Core, Fast, Generic, ID_MASK, Mode, TAG_ARRIVE, TAG_SHIFT, TAG_TX_WAKE, trace_word};
+use crate::ib::config::{EngineConfig, IbConfig, VlArbConfig};
+use crate::ib::deadlock::DeadlockReport;
+pub use crate::ib::event::Event;
+use crate::ib::event::{Core, Fast, Generic, ID_MASK, Mode, TAG_ARRIVE, TAG_SHIFT, TAG_TX_WAKE, trace_word};
 use crate::ib::forward::Forwarding;
 use crate::ib::hca::{Cqe, Hcas, QpId, QpOptions, Wiring};
+use crate::ib::metrics::{PortReport, RunSummary, Series, Stats};
+pub use crate::ib::net::NodeModel;
+use crate::ib::net::{Links, PortHot, Topology};
+use crate::ib::packet::{NONE, Packet, Packets};
 use crate::ib::step::Cx;
 use crate::ib::switch::{Head, Switches};
-use crate::metrics::{PortReport, RunSummary, Series, Stats};
-pub use crate::net::NodeModel;
-use crate::net::{Links, PortHot, Topology};
-use crate::packet::{NONE, Packet, Packets};
 
 /// Why [`Sim::run`] returned.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -122,7 +122,7 @@ impl Sim {
         // benchmark by slot width: 2 ns 3.30 s, 4 ns 3.24 s, 8 ns 3.25 s,
         // 16 ns 3.37 s (sorting bigger slots costs more); sorting the next slot
         // early so the look-ahead could see past every end gained nothing.
-        let max_pkt = crate::packet::max_wire(ib.mtu);
+        let max_pkt = crate::ib::packet::max_wire(ib.mtu);
         let horizon = links
             .ports
             .iter()
@@ -360,7 +360,7 @@ impl Sim {
     pub fn runs_fast_loop(&self) -> bool {
         self.cx.fwd.is_plain::<Generic>()
             && !self.fast_off
-            && self.cx.ib.forwarding == crate::config::Forwarding::CutThrough
+            && self.cx.ib.forwarding == crate::ib::config::Forwarding::CutThrough
             && self.cx.stats.capture == NONE
     }
 
@@ -372,7 +372,7 @@ impl Sim {
 
     /// Look for a credit deadlock now.
     fn find_deadlock(&self) -> Option<DeadlockReport> {
-        crate::deadlock::find(&crate::deadlock::World {
+        crate::ib::deadlock::find(&crate::ib::deadlock::World {
             topo: &self.topo,
             links: &self.cx.links,
             sw: &self.sw,

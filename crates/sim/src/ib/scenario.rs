@@ -32,12 +32,12 @@ use fabric::{Fabric, LinkRate, NodeId, NodeKind};
 use serde::{Deserialize, Serialize};
 use sm::RoutingTables;
 
-use crate::config::{EngineConfig, IbConfig};
-use crate::deadlock::DeadlockReport;
 use crate::engine::Time;
-use crate::metrics::{PortReport, RunSummary, Series};
-use crate::sim::Sim;
-use crate::workload::{self, BwReport, LatReport, Matrix, MatrixReport, WorkloadError, perftest};
+use crate::ib::config::{EngineConfig, IbConfig};
+use crate::ib::deadlock::DeadlockReport;
+use crate::ib::metrics::{PortReport, RunSummary, Series};
+use crate::ib::sim::Sim;
+use crate::ib::workload::{self, BwReport, LatReport, Matrix, MatrixReport, WorkloadError, perftest};
 
 /// A scenario that cannot be read.
 #[derive(Debug, thiserror::Error)]

@@ -14,9 +14,9 @@
 use serde::Serialize;
 
 use crate::engine::Time;
+use crate::ib::net::{Links, NodeModel, Topology};
+use crate::ib::packet::{NONE, Packets};
 use crate::ib::switch::{Head, Switches};
-use crate::net::{Links, NodeModel, Topology};
-use crate::packet::{NONE, Packets};
 
 /// One queue of a deadlock cycle: packets at `switch` waiting to leave `port` on
 /// `vl`, with no credits at the next hop.

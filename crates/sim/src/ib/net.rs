@@ -14,12 +14,12 @@ use std::collections::VecDeque;
 use fabric::{Fabric, NodeId, NodeKind};
 
 use crate::SimError;
-use crate::config::IbConfig;
 use crate::engine::time::Serializer;
 use crate::engine::{PackedQueue, PacketId, Table, Time};
-use crate::event::{Core, Event, MAX_ID, Mode};
-use crate::metrics::Stats;
-use crate::packet::{NONE, PktChain, PktHot, PktList, flag};
+use crate::ib::config::IbConfig;
+use crate::ib::event::{Core, Event, MAX_ID, Mode};
+use crate::ib::metrics::Stats;
+use crate::ib::packet::{NONE, PktChain, PktHot, PktList, flag};
 
 /// Which model a node runs. New node kinds (Ethernet switch, RoCE NIC, IPoIB host)
 /// are new arms here and in the event loop's dispatch (`Sim::dispatch_arrival`).
@@ -357,7 +357,7 @@ impl Links {
                 credits[gp * nvl + vl] = (buf / 64) as i32;
             }
         }
-        let max_blocks = crate::packet::blocks(crate::packet::max_wire(ib.mtu)) as i32;
+        let max_blocks = crate::ib::packet::blocks(crate::ib::packet::max_wire(ib.mtu)) as i32;
         Ok(Links {
             ports: ports.into(),
             credits: credits.into(),
@@ -374,13 +374,13 @@ impl Links {
         self.nvl
     }
 
-    /// The run models one data VL, known at compile time in a [`crate::event::Fast`] loop.
+    /// The run models one data VL, known at compile time in a [`crate::ib::event::Fast`] loop.
     #[inline(always)]
     pub(crate) fn one_vl<M: Mode>(&self) -> bool {
         M::FAST || self.nvl == 1
     }
 
-    /// Data VLs modelled, known at compile time in a [`crate::event::Fast`] loop.
+    /// Data VLs modelled, known at compile time in a [`crate::ib::event::Fast`] loop.
     #[inline(always)]
     pub(crate) fn data_vls<M: Mode>(&self) -> usize {
         if M::FAST { 1 } else { self.nvl }
@@ -691,13 +691,13 @@ impl Links {
         let arrive = match pt.peer_model {
             NodeModel::IbSwitch => {
                 let forwarding = if M::FAST {
-                    crate::config::Forwarding::CutThrough
+                    crate::ib::config::Forwarding::CutThrough
                 } else {
                     ib.forwarding
                 };
                 let head_or_tail = match forwarding {
-                    crate::config::Forwarding::CutThrough => now,
-                    crate::config::Forwarding::StoreAndForward => end,
+                    crate::ib::config::Forwarding::CutThrough => now,
+                    crate::ib::config::Forwarding::StoreAndForward => end,
                 };
                 head_or_tail + prop + Time(ib.switch_latency_ps)
             }
@@ -742,8 +742,8 @@ impl Links {
         match pt.peer_model {
             NodeModel::IbSwitch => {
                 let head_or_tail = match ib.forwarding {
-                    crate::config::Forwarding::CutThrough => pk.tail_at - pt.ser.time(u32::from(pk.wire)),
-                    crate::config::Forwarding::StoreAndForward => pk.tail_at,
+                    crate::ib::config::Forwarding::CutThrough => pk.tail_at - pt.ser.time(u32::from(pk.wire)),
+                    crate::ib::config::Forwarding::StoreAndForward => pk.tail_at,
                 };
                 head_or_tail + Time(ib.switch_latency_ps)
             }

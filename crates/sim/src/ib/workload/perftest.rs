@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use crate::engine::Time;
 use crate::ib::hca::{CqeOp, QpOptions};
-use crate::sim::{RunStatus, Sim};
+use crate::ib::sim::{RunStatus, Sim};
 
 use super::{LatencyRecorder, LatencyStats, WorkloadError};
 

@@ -4,7 +4,7 @@
 use rand_pcg::Pcg64Mcg;
 
 use crate::engine::{DropReason, Ledger, PackedQueue, PacketId, Time, TraceHash};
-use crate::packet::Packets;
+use crate::ib::packet::Packets;
 
 /// The closed set of events. Each is a few bytes and `Copy`; the payload is a
 /// component id, never a pointer.

@@ -173,7 +173,7 @@ impl IbConfig {
         if ![256, 512, 1024, 2048, 4096].contains(&self.mtu) {
             return bad("mtu", "256, 512, 1024, 2048 or 4096", self.mtu.to_string());
         }
-        let min_buf = crate::packet::max_wire(self.mtu);
+        let min_buf = crate::ib::packet::max_wire(self.mtu);
         if self.switch_buffer_bytes_per_vl < min_buf {
             return bad(
                 "switch_buffer_bytes_per_vl",

@@ -5,7 +5,7 @@
 use serde::Serialize;
 
 use crate::engine::Time;
-use crate::packet::{NONE, Packet};
+use crate::ib::packet::{NONE, Packet};
 
 /// Hot-path counters. Per-port vectors are indexed by global port id; per-VL ones
 /// by `gp * nvl + vl`.

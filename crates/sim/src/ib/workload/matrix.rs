@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use crate::engine::Time;
 use crate::ib::hca::{CqeOp, QpId, QpOptions};
-use crate::sim::{RunStatus, Sim};
+use crate::ib::sim::{RunStatus, Sim};
 
 use super::{LatencyRecorder, LatencyStats, WorkloadError};
 

@@ -18,7 +18,7 @@ use wire::pcap::{CaptureLink, CaptureWriter};
 use wire::{Lid, Psn};
 
 use crate::engine::Time;
-use crate::packet::{Opcode, Packet, flag};
+use crate::ib::packet::{Opcode, Packet, flag};
 
 /// A capture that could not be written.
 #[derive(Debug, thiserror::Error)]
