@@ -186,8 +186,9 @@ impl<E: Packed> PackedQueue<E> {
             cur_pos: 0,
             cur_slot: 0,
             shift: SLOT_SHIFT,
-            wheel: (0..DEFAULT_SLOTS).map(|_| Vec::new()).collect(),
-            occupied: vec![0; DEFAULT_SLOTS / 64].into(),
+            // SAFETY: indexed only by ids this builder mints for these tables (see engine::table).
+            wheel: unsafe { crate::engine::Table::trusted((0..DEFAULT_SLOTS).map(|_| Vec::new()).collect()) },
+            occupied: unsafe { crate::engine::Table::trusted(vec![0; DEFAULT_SLOTS / 64]) },
             nslots: DEFAULT_SLOTS,
             in_wheel: 0,
             far: Heap4::default(),
@@ -216,8 +217,9 @@ impl<E: Packed> PackedQueue<E> {
         assert!((8..=16).contains(&shift), "calendar slot of 2^{shift} ps");
         let n = ((horizon.0 >> shift) as usize).next_power_of_two().clamp(64, 1 << 20);
         PackedQueue {
-            wheel: (0..n).map(|_| Vec::new()).collect(),
-            occupied: vec![0; n / 64].into(),
+            // SAFETY: indexed only by ids this builder mints for these tables (see engine::table).
+            wheel: unsafe { crate::engine::Table::trusted((0..n).map(|_| Vec::new()).collect()) },
+            occupied: unsafe { crate::engine::Table::trusted(vec![0; n / 64]) },
             nslots: n,
             shift,
             ..PackedQueue::new()

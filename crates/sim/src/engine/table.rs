@@ -15,10 +15,28 @@ use std::ops::{Deref, DerefMut, Index, IndexMut};
 use std::slice::SliceIndex;
 
 /// A `Vec<T>` whose indexing is checked only with `debug_assertions`.
+///
+/// Making one is `unsafe` ([`Table::trusted`], [`Table::with_capacity`]): whoever
+/// builds a table promises that every index its users will ever use is in bounds,
+/// which is what lets the safe `Index`/`IndexMut` skip the check in release
+/// builds. An empty `Default` table is safe to make: it is only ever extended
+/// through [`Table::push`] by code bound by the same promise.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Table<T>(Vec<T>);
 
 impl<T> Table<T> {
+    /// A table over `v`.
+    ///
+    /// # Safety
+    /// Every index used on the returned table (through `Index`/`IndexMut`, as
+    /// long as it lives, including after pushes) must be below its length at
+    /// the time of use. Debug and test builds check each index and panic where
+    /// the promise is broken; release builds do not check.
+    #[inline]
+    pub(crate) unsafe fn trusted(v: Vec<T>) -> Table<T> {
+        Table(v)
+    }
+
     /// Append.
     #[inline]
     pub(crate) fn push(&mut self, v: T) {
@@ -26,20 +44,11 @@ impl<T> Table<T> {
     }
 
     /// An empty table with room for `n` items.
-    pub(crate) fn with_capacity(n: usize) -> Table<T> {
+    ///
+    /// # Safety
+    /// As for [`Table::trusted`].
+    pub(crate) unsafe fn with_capacity(n: usize) -> Table<T> {
         Table(Vec::with_capacity(n))
-    }
-}
-
-impl<T> From<Vec<T>> for Table<T> {
-    fn from(v: Vec<T>) -> Table<T> {
-        Table(v)
-    }
-}
-
-impl<T> FromIterator<T> for Table<T> {
-    fn from_iter<I: IntoIterator<Item = T>>(it: I) -> Table<T> {
-        Table(it.into_iter().collect())
     }
 }
 

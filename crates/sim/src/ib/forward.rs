@@ -104,8 +104,9 @@ impl Forwarding {
             }));
         }
         Forwarding {
-            fwd: fwd.into(),
-            span: span.into(),
+            // SAFETY: indexed only by ids this builder mints for these tables (see engine::table).
+            fwd: unsafe { crate::engine::Table::trusted(fwd) },
+            span: unsafe { crate::engine::Table::trusted(span) },
             routes: Table::default(),
             plain: false,
             sl2vl: tables.sl2vl.clone(),

@@ -385,7 +385,8 @@ impl Hcas {
         let np = topo.num_ports();
         let mut h = Hcas {
             ca_port: vec![NONE; np],
-            ca_rx: vec![CaRx::default(); np].into(),
+            // SAFETY: indexed only by ids this builder mints for these tables (see engine::table).
+            ca_rx: unsafe { crate::engine::Table::trusted(vec![CaRx::default(); np]) },
             caps: Vec::new(),
             qps: Vec::new(),
             cqs: vec![VecDeque::new(); topo.node_model.len()],

@@ -359,8 +359,9 @@ impl Links {
         }
         let max_blocks = crate::ib::packet::blocks(crate::ib::packet::max_wire(ib.mtu)) as i32;
         Ok(Links {
-            ports: ports.into(),
-            credits: credits.into(),
+            // SAFETY: indexed only by ids this builder mints for these tables (see engine::table).
+            ports: unsafe { crate::engine::Table::trusted(ports) },
+            credits: unsafe { crate::engine::Table::trusted(credits) },
             credit_spill: vec![VecDeque::new(); np],
             port_bps,
             nvl,

@@ -202,10 +202,11 @@ impl Switches {
         let np = topo.num_ports();
         let nvl = links.nvl();
         Switches {
-            oq: vec![PktList::default(); np * (nvl + 1)].into(),
+            // SAFETY: indexed only by ids this builder mints for these tables (see engine::table).
+            oq: unsafe { crate::engine::Table::trusted(vec![PktList::default(); np * (nvl + 1)]) },
             arb: vec![ArbState::default(); np],
             arb_cfg,
-            in_buf: vec![InBuf::default(); np * nvl].into(),
+            in_buf: unsafe { crate::engine::Table::trusted(vec![InBuf::default(); np * nvl]) },
             ar: adaptive.then(|| ArTables::build(topo, links, tables)),
             lid0: (0..topo.node_model.len())
                 .map(|n| tables.lid_of(fabric::NodeId(n as u32), 0))

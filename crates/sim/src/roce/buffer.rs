@@ -420,8 +420,9 @@ impl Mmu {
             nports,
             shared_size,
             shared_used: 0,
-            pg: vec![PgUse::default(); nports * NPRIO].into(),
-            egress: vec![0; nports * NPRIO].into(),
+            // SAFETY: indexed only by ids this builder mints for these tables (see engine::table).
+            pg: unsafe { crate::engine::Table::trusted(vec![PgUse::default(); nports * NPRIO]) },
+            egress: unsafe { crate::engine::Table::trusted(vec![0; nports * NPRIO]) },
             drops: [0; 2],
             peak_shared: 0,
             cfg,

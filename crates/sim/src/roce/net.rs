@@ -1092,15 +1092,16 @@ impl RoceSim {
                         nports: np,
                         maps: sw_maps,
                         mmu,
-                        q_tx: vec![0; np * NPRIO].into(),
-                        sched: vec![Scheduler::default(); np].into(),
-                        wd: vec![Watchdog::new(wd); np * NPRIO].into(),
-                        wd_stormed: vec![false; np * NPRIO].into(),
+                        // SAFETY: indexed only by ids this builder mints for these tables (see engine::table).
+                        q_tx: unsafe { crate::engine::Table::trusted(vec![0; np * NPRIO]) },
+                        sched: unsafe { crate::engine::Table::trusted(vec![Scheduler::default(); np]) },
+                        wd: unsafe { crate::engine::Table::trusted(vec![Watchdog::new(wd); np * NPRIO]) },
+                        wd_stormed: unsafe { crate::engine::Table::trusted(vec![false; np * NPRIO]) },
                         hash: HashConfig {
                             seed: cfg.hash.seed ^ (i as u32),
                             ..cfg.hash
                         },
-                        red: red.into(),
+                        red: unsafe { crate::engine::Table::trusted(red) },
                         rng: switch_rng(cfg.seed, i as u32),
                         xoff: Vec::new(),
                     });
@@ -1238,18 +1239,19 @@ impl RoceSim {
             trace: TraceHash::default(),
             live: 0,
             maps,
-            link_fifo: vec![KeyedFifo::default(); ports.len()].into(),
-            eq: vec![HeadRing::default(); ports.len() * NPRIO].into(),
-            link_wide: vec![WideKeys::new(); ports.len()].into(),
-            port_base: port_base.into(),
-            ports: ports.into(),
-            pc: pc.into(),
-            peer: peer.into(),
-            role: role.into(),
-            switches: switches.into(),
-            nics: nics.into(),
+            // SAFETY: indexed only by ids this builder mints for these tables (see engine::table).
+            link_fifo: unsafe { crate::engine::Table::trusted(vec![KeyedFifo::default(); ports.len()]) },
+            eq: unsafe { crate::engine::Table::trusted(vec![HeadRing::default(); ports.len() * NPRIO]) },
+            link_wide: unsafe { crate::engine::Table::trusted(vec![WideKeys::new(); ports.len()]) },
+            port_base: unsafe { crate::engine::Table::trusted(port_base) },
+            ports: unsafe { crate::engine::Table::trusted(ports) },
+            pc: unsafe { crate::engine::Table::trusted(pc) },
+            peer: unsafe { crate::engine::Table::trusted(peer) },
+            role: unsafe { crate::engine::Table::trusted(role) },
+            switches: unsafe { crate::engine::Table::trusted(switches) },
+            nics: unsafe { crate::engine::Table::trusted(nics) },
             flows_left: fl.len(),
-            flows: fl.into(),
+            flows: unsafe { crate::engine::Table::trusted(fl) },
             ecmp,
             overrides,
             ledger: RoceLedger::default(),
@@ -1298,7 +1300,9 @@ impl RoceSim {
             }
             sim.capture_gp = sim.port_base[node.idx()] + u32::from(port);
         }
-        sim.route_cache = vec![NO_ROUTE; sim.flows.len() * 2 * sim.switches.len()].into();
+        // SAFETY: indexed only by ids this builder mints for these tables (see engine::table).
+        sim.route_cache =
+            unsafe { crate::engine::Table::trusted(vec![NO_ROUTE; sim.flows.len() * 2 * sim.switches.len()]) };
         sim.arm_periodic();
         // Faulty NICs start pausing at once.
         for i in 0..sim.nics.len() {
