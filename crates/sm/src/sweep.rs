@@ -18,6 +18,10 @@
 //! on with the rest of the fabric. A light sweep reads SwitchInfo.PortStateChange from
 //! every switch and takes Trap 128 notices; either triggers a heavy sweep whose report
 //! lists what changed.
+//!
+//! One file because a sweep is one pipeline over one SMP transport and one set of
+//! tables (discover → LIDs → route → program), and light and heavy sweeps share every
+//! step but the first; its tests run both.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::hash::BuildHasherDefault;

@@ -21,6 +21,10 @@
 //!                    0   1   : 0  1  2 … 7               16 VLs per (in, out) row
 //! guid2lid           0x<port guid> 0x<min lid> 0x<max lid>                 -> sm::lids::Guid2Lid
 //! ```
+//!
+//! One file because the readers share one line lexer and error type and the fdbs writer
+//! is the inverse of the LFT reader; each grammar is a few hundred lines with its
+//! tests.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;

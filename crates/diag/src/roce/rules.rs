@@ -6,6 +6,10 @@
 //! roce-config.md §2.2) is *assumed* and findings that depend on it are warnings.
 //! The CNP DSCP likewise: NIC `cnp_dscp`, else the caller, else 48 (recent firmware
 //! default, roce-config.md §2.3, marked unverified there).
+//!
+//! One file because every rule walks the same per-hop QoS view (`hop_qos`: DSCP → TC →
+//! PG/queue on each switch and NIC) and the rules are read side by side against
+//! roce-config.md §5's table; the rule code is about 1,150 lines, the rest its tests.
 
 use std::collections::{BTreeMap, BTreeSet};
 

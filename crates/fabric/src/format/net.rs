@@ -17,6 +17,10 @@
 //!
 //! rdmalab is stricter than ibsim where ibsim would silently ignore a mistake: an
 //! unrecognised line is an error, not skipped.
+//!
+//! One file because ibnetdiscover output and ibsim net files are one grammar (the
+//! reader accepts both) and the two writers must round-trip through that reader; tests
+//! start at the `#[cfg(test)]` module near the end.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;

@@ -16,6 +16,11 @@
 //!
 //! UD (§9.8) sends one packet per work request (payload at most the MTU);
 //! `mgmt` UD QPs send 256-byte MADs on VL15, as QP0 does.
+//!
+//! One file because the HCA's RC and UD transport is one state machine over the `Hcas`
+//! record (QPs, CQs, receive state): requester, responder and completion paths read and
+//! write the same QP fields, and splitting them would split each QP's invariants across
+//! files.
 
 use std::collections::VecDeque;
 

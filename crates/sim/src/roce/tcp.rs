@@ -34,6 +34,10 @@
 //!
 //! This module holds the protocol state only; [`crate::roce::net::RoceSim`]
 //! moves the packets (its `Kind::TcpData` / `Kind::TcpAck`).
+//!
+//! One file because the sender (cwnd, ssthresh, RTO, NewReno/DCTCP) and the receiver
+//! (cumulative ACKs, out-of-order buffer) of one connection are one model with one
+//! sequence space; the model is about 810 lines, the rest its tests.
 
 use fabric::NodeId;
 

@@ -20,6 +20,10 @@
 //! (d-mod-k, Zahavi et al., "Optimized InfiniBand fat-tree routing for shift all-to-all
 //! communication patterns", 2010, the idea behind OpenSM's ftree): on a complete fat tree
 //! every up link and down link carries the same number of routes.
+//!
+//! One file because Up*/Down* and fat-tree routing share the ranking, the legal-turn
+//! rule and the per-destination search; ftree differs only in how it spreads
+//! destinations over up-ports.
 
 use fabric::Guid;
 

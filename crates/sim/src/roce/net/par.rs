@@ -27,6 +27,10 @@
 //! has fewer bytes left to deliver than its receiver's link carries in one),
 //! the parts are folded back and the rest of the run goes on one thread: it
 //! stops at the exact event that finishes the last flow, as one thread does.
+//!
+//! One file because the split, the windowed run and the fold back are one protocol over
+//! the same per-part inboxes; the code is about 780 lines, the rest its random
+//! split-run tests.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
