@@ -379,9 +379,10 @@ enum Kind {
     Cnp,
     Pause,
     /// A TCP segment ([`crate::roce::tcp`]): `flow` indexes the TCP flows,
-    /// `psn` is the segment number.
+    /// [`Pkt::tcp_seq`] is the segment number.
     TcpData,
-    /// A TCP cumulative ACK: `psn` is the next segment expected, `ce` the ECE echo.
+    /// A TCP cumulative ACK: [`Pkt::tcp_seq`] is the next segment expected, `ce`
+    /// the ECE echo.
     TcpAck,
 }
 
@@ -400,9 +401,13 @@ impl Kind {
 #[derive(Clone, Copy, Debug, Default)]
 struct Pkt {
     flow: u32,
-    /// PSN (RDMA), segment or next expected segment (TCP); a pause frame:
-    /// priority << 16 | quanta (quanta 0 = XON).
-    psn: u32,
+    /// The sequence word, whose meaning `kind` gives: read it through
+    /// [`Pkt::psn`] (RDMA data, ACK, NAK, CNP), [`Pkt::tcp_seq`] (TCP) or
+    /// [`Pkt::pause`] (a pause frame), each of which checks the kind in debug
+    /// builds; write it with [`Pkt::pause_word`] for a pause frame. One word
+    /// for three meanings keeps the packet at 16 bytes (an enum payload would
+    /// take 8 bytes more with its tag; `kind` is the tag).
+    seq: u32,
     /// Bytes on the wire (at most 9000 + headers: fits 16 bits).
     wire: u16,
     /// HPCC: handle of this packet's INT header in [`RoceSim`]'s store (0 = none).
@@ -442,10 +447,31 @@ impl Pkt {
         }
     }
 
-    /// A pause frame's priority and quanta.
+    /// A pause frame's priority and quanta (quanta 0 = XON).
     #[inline]
     fn pause(&self) -> (u8, u16) {
-        ((self.psn >> 16) as u8, self.psn as u16)
+        debug_assert_eq!(self.kind, Kind::Pause);
+        ((self.seq >> 16) as u8, self.seq as u16)
+    }
+
+    /// The sequence word of a pause frame of `prio` with `quanta`.
+    #[inline]
+    fn pause_word(prio: u8, quanta: u16) -> u32 {
+        (u32::from(prio) << 16) | u32::from(quanta)
+    }
+
+    /// An RDMA packet's PSN (data: its own; ACK/NAK: the PSN acknowledged).
+    #[inline]
+    fn psn(&self) -> Psn {
+        debug_assert!(matches!(self.kind, Kind::Data | Kind::Ack | Kind::Nak | Kind::Cnp));
+        Psn::new(self.seq)
+    }
+
+    /// A TCP segment's number, or a TCP ACK's next expected segment.
+    #[inline]
+    fn tcp_seq(&self) -> u32 {
+        debug_assert!(self.kind.is_tcp());
+        self.seq
     }
 }
 
@@ -1614,7 +1640,9 @@ impl RoceSim {
                     } else {
                         0
                     };
-                    let b = bth::Repr::new(op, qpn, Psn::new(pk.psn));
+                    // TCP segments fall here too and are written as CNPs carrying
+                    // their segment number: the capture shows RoCE framing only.
+                    let b = bth::Repr::new(op, qpn, Psn::new(pk.seq));
                     let ip = |n: u32| ethcp::host_ip(n).to_be_bytes();
                     let (src, dst) = self.ends(pk);
                     IbPacket::roce_v2_ipv4(
@@ -2430,7 +2458,7 @@ impl RoceSim {
         let p = self.new_pkt(Pkt {
             kind: Kind::Pause,
             flow: NONE,
-            psn: (u32::from(prio) << 16) | u32::from(quanta),
+            seq: Pkt::pause_word(prio, quanta),
             wire: PAUSE_BYTES as u16,
             dscp: 0,
             hops: 0,
@@ -2841,7 +2869,7 @@ impl RoceSim {
         Ok(self.new_pkt(Pkt {
             kind: Kind::TcpData,
             flow: seg.flow,
-            psn: seg.seq,
+            seq: seg.seq,
             wire: seg.wire as u16,
             dscp: self.tcp.config().dscp,
             ..Pkt::default()
@@ -2901,7 +2929,7 @@ impl RoceSim {
             let p = self.new_pkt(Pkt {
                 kind: Kind::Data,
                 flow: fi as u32,
-                psn: tx.psn.value(),
+                seq: tx.psn.value(),
                 wire: wire as u16,
                 dscp: DSCP_ROCE,
                 hops: 0,
@@ -3048,17 +3076,16 @@ impl RoceSim {
                 self.nic_pause_update(nic);
                 let fi = pk.flow as usize;
                 let payload = self.payload(&pk);
-                let verdict =
-                    self.flows[fi]
-                        .resp
-                        .on_packet(Psn::new(pk.psn), payload, pk.has(Pkt::FIRST), pk.has(Pkt::LAST));
+                let verdict = self.flows[fi]
+                    .resp
+                    .on_packet(pk.psn(), payload, pk.has(Pkt::FIRST), pk.has(Pkt::LAST));
                 // DCTCP: the ACK echoes the CE mark of the packet that triggered it
                 // (HPCC ns-3 sets the ACK's CNP flag).
                 let echo = pk.has(Pkt::CE) && matches!(self.cfg.cc, CongestionControl::Dctcp(_));
                 let reply = |kind: Kind, psn: u32| Pkt {
                     kind,
                     flow: pk.flow,
-                    psn,
+                    seq: psn,
                     wire: ACK_BYTES as u16,
                     dscp: DSCP_ROCE,
                     hops: 0,
@@ -3134,21 +3161,21 @@ impl RoceSim {
                 let mut done = Vec::new();
                 if pk.kind == Kind::Ack {
                     let f = &mut self.flows[fi];
-                    f.req.on_ack(now, Psn::new(pk.psn), &mut done);
+                    f.req.on_ack(now, pk.psn(), &mut done);
                     if let Some(d) = f.dctcp.as_mut() {
-                        d.on_ack(Psn::new(pk.psn).next(), pk.has(Pkt::CE), Psn::new(0), f.req.window().1);
+                        d.on_ack(pk.psn().next(), pk.has(Pkt::CE), Psn::new(0), f.req.window().1);
                     }
                 } else {
-                    self.flows[fi].req.on_nak(now, Psn::new(pk.psn), &mut done);
+                    self.flows[fi].req.on_nak(now, pk.psn(), &mut done);
                 }
                 if pk.int != 0 {
                     // HPCC reacts to ACKs and NAKs alike (ns-3 ReceiveAck → HandleAckHp).
                     let f = &mut self.flows[fi];
                     if let Some(h) = f.hpcc.as_mut() {
                         let next = if pk.kind == Kind::Ack {
-                            Psn::new(pk.psn).next()
+                            pk.psn().next()
                         } else {
-                            Psn::new(pk.psn)
+                            pk.psn()
                         };
                         h.on_ack(next, self.int.get(pk.int), f.req.window().1);
                     }
@@ -3191,12 +3218,12 @@ impl RoceSim {
                 self.arm_flow_timers(nic, fi);
             }
             Kind::TcpData => {
-                let (ack, ece) = self.tcp.on_data(pk.flow, pk.psn, pk.has(Pkt::CE));
+                let (ack, ece) = self.tcp.on_data(pk.flow, pk.tcp_seq(), pk.has(Pkt::CE));
                 self.deliver(p);
                 let a = Pkt {
                     kind: Kind::TcpAck,
                     flow: pk.flow,
-                    psn: ack,
+                    seq: ack,
                     wire: crate::roce::tcp::TCP_HEADERS as u16,
                     dscp: pk.dscp,
                     flags: if ece { Pkt::CE } else { 0 },
@@ -3206,7 +3233,7 @@ impl RoceSim {
             }
             Kind::TcpAck => {
                 self.deliver(p);
-                if self.tcp.on_ack(pk.flow, pk.psn, pk.has(Pkt::CE), now) {
+                if self.tcp.on_ack(pk.flow, pk.tcp_seq(), pk.has(Pkt::CE), now) {
                     let gp = self.nics[nic as usize].gp;
                     self.kick(gp);
                 }
