@@ -27,13 +27,21 @@ fn main() {
     let ms: u64 = args.next().map_or(5, |s| s.parse().expect("milliseconds"));
     let load: f64 = args.next().map_or(0.3, |s| s.parse().expect("load"));
     let seed: u64 = args.next().map_or(1, |s| s.parse().expect("seed"));
-    // `../shared` next to the checkout (/work/main → /work/shared; a worktree one
-    // level deeper).
-    let shared = ["/../../../shared/formats", "/../../../../shared/formats"]
-        .iter()
-        .map(|rel| PathBuf::from(format!("{}{rel}", env!("CARGO_MANIFEST_DIR"))))
-        .find(|p| p.join("workloads/WebSearch_distribution.txt").exists())
-        .expect("../shared/formats with hpcc/ and workloads/ next to the checkout");
+    // The reference folder: $RDMALAB_REFERENCE_DIR, else `../shared` beside the
+    // repository (its hpcc/ and workloads/ formats).
+    let shared = std::env::var_os("RDMALAB_REFERENCE_DIR")
+        .map_or_else(
+            || PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared")),
+            PathBuf::from,
+        )
+        .join("formats");
+    if !shared.join("workloads/WebSearch_distribution.txt").exists() {
+        eprintln!(
+            "roce_websearch: {} has no workloads/WebSearch_distribution.txt; set RDMALAB_REFERENCE_DIR to the shared reference folder",
+            shared.display()
+        );
+        std::process::exit(2);
+    }
     let e = HpccExperiment::load(&shared.join("hpcc/config_dcqcn_perm320.txt")).expect("config");
     let cdf_text = std::fs::read_to_string(shared.join("workloads/WebSearch_distribution.txt")).expect("cdf");
     let cdf = SizeCdf::parse("WebSearch_distribution.txt", &cdf_text).expect("cdf");
