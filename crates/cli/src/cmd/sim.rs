@@ -12,10 +12,9 @@ use std::time::Instant;
 
 use anyhow::Context;
 use clap::{Args, Subcommand, ValueEnum};
-use fabric::format::{ReadOptions, read_file};
 use fabric::{Fabric, LinkRate, NodeId};
 use serde_json::json;
-use sim::scenario::{FabricSpec, Outcome, Scenario};
+use sim::scenario::{Outcome, Scenario};
 use sm::run::{RunOptions, run};
 
 use super::{FOUND_ERRORS, Internal};
@@ -131,55 +130,6 @@ fn thread_cpu_ns() -> Option<u64> {
         .ok()
 }
 
-fn build_fabric(sc: &Scenario) -> anyhow::Result<Fabric> {
-    let cabling = |c: &Option<sim::scenario::CableSpec>| {
-        c.map_or_else(fabric::Cabling::default, |c| fabric::Cabling {
-            host_leaf_m: c.host_leaf,
-            leaf_spine_m: c.leaf_spine,
-            spine_core_m: c.spine_core,
-        })
-    };
-    Ok(match &sc.fabric {
-        FabricSpec::FatTree3 {
-            radix,
-            pods,
-            hosts_per_leaf,
-            rate,
-            cable_m,
-        } => fabric::fat_tree3(&fabric::FatTree3Params {
-            radix: *radix,
-            pods: *pods,
-            hosts_per_leaf: *hosts_per_leaf,
-            rate: sc.link_rate_of(rate)?,
-            cabling: cabling(cable_m),
-        })
-        .with_context(|| format!("failed to generate the fabric of {}", sc.path.display()))?,
-        FabricSpec::LeafSpine {
-            radix,
-            hosts_per_leaf,
-            spines,
-            leaves,
-            rate,
-            cable_m,
-        } => fabric::leaf_spine(&fabric::LeafSpineParams {
-            radix: *radix,
-            hosts_per_leaf: *hosts_per_leaf,
-            spines: *spines,
-            leaves: *leaves,
-            rate: sc.link_rate_of(rate)?,
-            cabling: cabling(cable_m),
-            ..fabric::LeafSpineParams::default()
-        })
-        .with_context(|| format!("failed to generate the fabric of {}", sc.path.display()))?,
-        FabricSpec::File { path } => {
-            let p = sc.resolve(path);
-            read_file(&p, None, &ReadOptions::default())
-                .with_context(|| format!("failed to read topology {}", p.display()))?
-                .0
-        }
-    })
-}
-
 fn parse_capture(f: &Fabric, spec: &str) -> anyhow::Result<(NodeId, u8)> {
     let (name, port) = spec
         .rsplit_once(':')
@@ -199,14 +149,8 @@ impl RunArgs {
         if let Some(seed) = self.seed {
             sc.engine.seed = seed;
         }
-        let f = build_fabric(&sc)?;
-        let ro = RunOptions {
-            engines: sc.routing.engines.clone(),
-            lmc: sc.routing.lmc,
-            validate: false,
-            ..RunOptions::default()
-        };
-        let (tables, rep) = run(&f, &ro).with_context(|| format!("failed to route {}", sc.path.display()))?;
+        let f = sc.build_fabric()?;
+        let (tables, rep) = sc.route(&f)?;
         let capture = self.capture.as_deref().map(|c| parse_capture(&f, c)).transpose()?;
 
         let bar = (std::io::stderr().is_terminal() && !self.json).then(|| {

@@ -65,6 +65,27 @@ pub enum ScenarioError {
     /// The workload failed (a deadlock is reported in the outcome instead).
     #[error(transparent)]
     Workload(WorkloadError),
+    /// The fabric could not be generated from the scenario's parameters.
+    #[error("generate the fabric of {path}")]
+    Generate {
+        path: PathBuf,
+        #[source]
+        source: fabric::GenError,
+    },
+    /// The topology file could not be read.
+    #[error("read topology {path}")]
+    Topology {
+        path: PathBuf,
+        #[source]
+        source: Box<fabric::format::ReadError>,
+    },
+    /// The SM could not bring the fabric up.
+    #[error("route {path}")]
+    Route {
+        path: PathBuf,
+        #[source]
+        source: sm::run::RunError,
+    },
 }
 
 /// How the fabric is made.
@@ -271,6 +292,78 @@ impl Scenario {
             field: "fabric.rate",
             expected: e,
             got: rate.into(),
+        })
+    }
+
+    /// Build the fabric the scenario names: generated, or read from its file.
+    pub fn build_fabric(&self) -> Result<fabric::Fabric, ScenarioError> {
+        let cabling = |c: &Option<CableSpec>| {
+            c.map_or_else(fabric::Cabling::default, |c| fabric::Cabling {
+                host_leaf_m: c.host_leaf,
+                leaf_spine_m: c.leaf_spine,
+                spine_core_m: c.spine_core,
+            })
+        };
+        let generated = |r: Result<fabric::Fabric, fabric::GenError>| {
+            r.map_err(|source| ScenarioError::Generate {
+                path: self.path.clone(),
+                source,
+            })
+        };
+        match &self.fabric {
+            FabricSpec::FatTree3 {
+                radix,
+                pods,
+                hosts_per_leaf,
+                rate,
+                cable_m,
+            } => generated(fabric::fat_tree3(&fabric::FatTree3Params {
+                radix: *radix,
+                pods: *pods,
+                hosts_per_leaf: *hosts_per_leaf,
+                rate: self.link_rate_of(rate)?,
+                cabling: cabling(cable_m),
+            })),
+            FabricSpec::LeafSpine {
+                radix,
+                hosts_per_leaf,
+                spines,
+                leaves,
+                rate,
+                cable_m,
+            } => generated(fabric::leaf_spine(&fabric::LeafSpineParams {
+                radix: *radix,
+                hosts_per_leaf: *hosts_per_leaf,
+                spines: *spines,
+                leaves: *leaves,
+                rate: self.link_rate_of(rate)?,
+                cabling: cabling(cable_m),
+                ..fabric::LeafSpineParams::default()
+            })),
+            FabricSpec::File { path } => {
+                let p = self.resolve(path);
+                fabric::format::read_file(&p, None, &fabric::format::ReadOptions::default())
+                    .map(|(f, _)| f)
+                    .map_err(|source| ScenarioError::Topology {
+                        path: p,
+                        source: Box::new(source),
+                    })
+            }
+        }
+    }
+
+    /// Bring `f` up with the SM as the scenario's `[routing]` says (validation
+    /// off: `sm run` and `diag` are where tables are checked).
+    pub fn route(&self, f: &fabric::Fabric) -> Result<(sm::RoutingTables, sm::run::RunReport), ScenarioError> {
+        let ro = sm::run::RunOptions {
+            engines: self.routing.engines.clone(),
+            lmc: self.routing.lmc,
+            validate: false,
+            ..sm::run::RunOptions::default()
+        };
+        sm::run::run(f, &ro).map_err(|source| ScenarioError::Route {
+            path: self.path.clone(),
+            source,
         })
     }
 
