@@ -422,20 +422,29 @@ fn roce_config(
         })
         .collect::<Result<_, _>>()?;
     let cfg = RoceConfig {
-        // 4096-byte RoCE MTU, as RDMA NICs negotiate on 9000-byte Ethernet
-        mtu: 4096,
-        pfc,
-        ecn,
-        cc,
+        nic: sim::roce::net::NicConfig {
+            // 4096-byte RoCE MTU, as RDMA NICs negotiate on 9000-byte Ethernet
+            mtu: 4096,
+            cc,
+            ..Default::default()
+        },
+        switch: sim::roce::net::SwitchConfig {
+            ecn,
+            // a 64-port 400G switch of the Spectrum-4/Tomahawk-5 class has ~160 MB; give the
+            // model a conservative share for the RDMA pool
+            buffer_bytes: 64 << 20,
+            lossy_rdma_switches: lossy,
+            // Store-and-forward Ethernet ASICs of the 25.6–51.2 Tb/s class quote about
+            // 600 ns port to port under load-free conditions, against ~130 ns for an
+            // InfiniBand NDR switch (IbConfig's default) [unverified: vendor datasheets].
+            switch_latency: sim::Time(600_000),
+            ..Default::default()
+        },
+        pfc: sim::roce::net::PfcConfig {
+            enabled: pfc,
+            ..Default::default()
+        },
         seed: s.seed,
-        // a 64-port 400G switch of the Spectrum-4/Tomahawk-5 class has ~160 MB; give the
-        // model a conservative share for the RDMA pool
-        buffer_bytes: 64 << 20,
-        lossy_rdma_switches: lossy,
-        // Store-and-forward Ethernet ASICs of the 25.6–51.2 Tb/s class quote about
-        // 600 ns port to port under load-free conditions, against ~130 ns for an
-        // InfiniBand NDR switch (IbConfig's default) [unverified: vendor datasheets].
-        switch_latency: sim::Time(600_000),
         ..RoceConfig::default()
     };
     Ok(cfg)

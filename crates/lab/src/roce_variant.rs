@@ -61,9 +61,9 @@ pub fn to_sim_config(parsed: &[(&str, Parsed)], report: &LintReport, base: &Roce
             .any(|f| f.rule == r && f.severity == diag::Severity::Error)
     };
     let assumed_lossy = report.findings.iter().any(|f| f.rule == "pfc-not-enabled");
-    cfg.pfc = !(assumed_lossy || blocking("dscp-tc-mismatch"));
-    notes.pfc = cfg.pfc;
-    if !cfg.pfc {
+    cfg.pfc.enabled = !(assumed_lossy || blocking("dscp-tc-mismatch"));
+    notes.pfc = cfg.pfc.enabled;
+    if !cfg.pfc.enabled {
         notes
             .notes
             .push("the RDMA class is not lossless end to end: simulated without PFC".into());
@@ -119,12 +119,12 @@ pub fn to_sim_config(parsed: &[(&str, Parsed)], report: &LintReport, base: &Roce
                     .get("BUFFER_POOL", "ingress_lossless_pool")
                     .and_then(|p| num(p.get("size")))
                 {
-                    cfg.buffer_bytes = size;
+                    cfg.switch.buffer_bytes = size;
                     notes
                         .notes
                         .push(format!("{file}: shared buffer {size} B (ingress_lossless_pool)"));
                 }
-                if cfg.watchdog.is_none() {
+                if cfg.switch.watchdog.is_none() {
                     let poll = db
                         .get("PFC_WD", "GLOBAL")
                         .and_then(|g| num(g.get("POLL_INTERVAL")))
@@ -135,7 +135,7 @@ pub fn to_sim_config(parsed: &[(&str, Parsed)], report: &LintReport, base: &Roce
                             Some("alert") => WdAction::Alert,
                             _ => WdAction::Drop,
                         };
-                        cfg.watchdog = Some(WdConfig {
+                        cfg.switch.watchdog = Some(WdConfig {
                             poll: Time::ms(poll),
                             detection: Time::ms(num(wd.get("detection_time")).unwrap_or(200)),
                             restoration: Time::ms(num(wd.get("restoration_time")).unwrap_or(200)),
@@ -158,25 +158,25 @@ pub fn to_sim_config(parsed: &[(&str, Parsed)], report: &LintReport, base: &Roce
             Parsed::MlnxQos(_) => {}
         }
     }
-    cfg.ecn = ecn_all && !red.is_empty();
-    if cfg.ecn {
+    cfg.switch.ecn = ecn_all && !red.is_empty();
+    if cfg.switch.ecn {
         red.sort_by_key(|(b, _)| *b);
-        cfg.red = red;
+        cfg.switch.red = red;
     } else {
         notes
             .notes
             .push("no ECN marking on the RDMA queue (or Not-ECT packets): simulated without ECN".into());
     }
-    notes.ecn = cfg.ecn;
-    if !cfg.pfc {
-        cfg.watchdog = None;
+    notes.ecn = cfg.switch.ecn;
+    if !cfg.pfc.enabled {
+        cfg.switch.watchdog = None;
     }
-    notes.watchdog = cfg.watchdog.is_some();
+    notes.watchdog = cfg.switch.watchdog.is_some();
     if let Some(m) = min_mtu {
-        cfg.mtu = active_mtu(m);
+        cfg.nic.mtu = active_mtu(m);
         notes
             .notes
-            .push(format!("RoCE active MTU {} (smallest Ethernet MTU {m})", cfg.mtu));
+            .push(format!("RoCE active MTU {} (smallest Ethernet MTU {m})", cfg.nic.mtu));
     }
     (cfg, notes)
 }

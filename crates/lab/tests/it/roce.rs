@@ -37,27 +37,30 @@ fn linted_configuration_becomes_a_simulator_variant() {
         to_sim_config(&refs, &report, &sim::roce::net::RoceConfig::default())
     };
     let (cfg, notes) = run(examples("clean"));
-    assert!(cfg.pfc && cfg.ecn && notes.watchdog, "{notes:?}");
-    assert_eq!(cfg.red.len(), 1);
-    assert_eq!(cfg.red[0].0, 100_000_000_000);
-    assert_eq!((cfg.red[0].1.kmin, cfg.red[0].1.kmax), (1_048_576, 2_097_152));
-    assert!((cfg.red[0].1.pmax - 0.05).abs() < 1e-9);
-    assert_eq!(cfg.buffer_bytes, 12_000_000);
-    assert_eq!(cfg.mtu, 4096);
-    let wd = cfg.watchdog.unwrap();
+    assert!(cfg.pfc.enabled && cfg.switch.ecn && notes.watchdog, "{notes:?}");
+    assert_eq!(cfg.switch.red.len(), 1);
+    assert_eq!(cfg.switch.red[0].0, 100_000_000_000);
+    assert_eq!(
+        (cfg.switch.red[0].1.kmin, cfg.switch.red[0].1.kmax),
+        (1_048_576, 2_097_152)
+    );
+    assert!((cfg.switch.red[0].1.pmax - 0.05).abs() < 1e-9);
+    assert_eq!(cfg.switch.buffer_bytes, 12_000_000);
+    assert_eq!(cfg.nic.mtu, 4096);
+    let wd = cfg.switch.watchdog.unwrap();
     assert_eq!(
         (wd.poll, wd.detection, wd.restoration),
         (sim::Time::ms(200), sim::Time::ms(200), sim::Time::ms(200))
     );
     // DSCP 26 in a lossy TC: the variant runs without PFC (and so without a watchdog).
     let (cfg, _) = run(data("seeded/20-switch-maps-rdma-dscp-to-lossy-tc"));
-    assert!(!cfg.pfc && cfg.watchdog.is_none());
+    assert!(!cfg.pfc.enabled && cfg.switch.watchdog.is_none());
     // WRED without ECN: no marking.
     let (cfg, _) = run(data("seeded/17-wred-without-ecn"));
-    assert!(cfg.pfc && !cfg.ecn);
+    assert!(cfg.pfc.enabled && !cfg.switch.ecn);
     // Not-ECT ToS: no marking either.
     let (cfg, _) = run(data("seeded/13-tos-not-ect"));
-    assert!(!cfg.ecn);
+    assert!(!cfg.switch.ecn);
 }
 
 #[test]

@@ -192,29 +192,43 @@ impl HpccExperiment {
             .unwrap_or(100_000_000_000);
         let red: Vec<(u64, Red)> = rates.iter().filter_map(|&r| c.red(r).map(|x| (r, x))).collect();
         let roce = RoceConfig {
-            mtu: c.packet_payload_size.unwrap_or(1000),
-            pfc: true,
-            ecn: c.enable_qcn.unwrap_or(true),
-            red,
-            cc: match c.cc_mode.unwrap_or(1) {
-                1 => CongestionControl::Dcqcn(c.dcqcn(nic_bps)),
-                8 => CongestionControl::Dctcp(c.dctcp(nic_bps)),
-                3 => CongestionControl::Hpcc(c.hpcc(nic_bps, max_rtt(&fabric, c.packet_payload_size.unwrap_or(1000)))),
-                // Unmodelled modes run at line rate; `unsupported` names them.
-                _ => CongestionControl::None,
+            nic: crate::roce::net::NicConfig {
+                mtu: c.packet_payload_size.unwrap_or(1000),
+                cc: match c.cc_mode.unwrap_or(1) {
+                    1 => CongestionControl::Dcqcn(c.dcqcn(nic_bps)),
+                    8 => CongestionControl::Dctcp(c.dctcp(nic_bps)),
+                    3 => CongestionControl::Hpcc(
+                        c.hpcc(nic_bps, max_rtt(&fabric, c.packet_payload_size.unwrap_or(1000))),
+                    ),
+                    // Unmodelled modes run at line rate; `unsupported` names them.
+                    _ => CongestionControl::None,
+                },
+                recovery: if c.l2_back_to_zero == Some(true) {
+                    Recovery::GoBack0
+                } else {
+                    Recovery::GoBackN
+                },
+                ack_every: c.l2_ack_interval.unwrap_or(1).max(1),
+                ack_high_prio: c.ack_high_prio.unwrap_or(false),
+                ..Default::default()
             },
-            recovery: if c.l2_back_to_zero == Some(true) {
-                Recovery::GoBack0
-            } else {
-                Recovery::GoBackN
+            switch: crate::roce::net::SwitchConfig {
+                ecn: c.enable_qcn.unwrap_or(true),
+                red,
+                buffer_bytes: c.buffer_size_mb.unwrap_or(16) << 20,
+                ..Default::default()
             },
-            ack_every: c.l2_ack_interval.unwrap_or(1).max(1),
-            buffer_bytes: c.buffer_size_mb.unwrap_or(16) << 20,
-            pause_mode: PauseMode::UntilXon,
-            ack_high_prio: c.ack_high_prio.unwrap_or(false),
-            // third.cc `TakeDownLink` recomputes every node's routes at the moment
-            // the link goes down: no convergence delay.
-            ecmp_convergence: Time::ZERO,
+            pfc: crate::roce::net::PfcConfig {
+                enabled: true,
+                pause_mode: PauseMode::UntilXon,
+                ..Default::default()
+            },
+            routing: crate::roce::net::RoutingConfig {
+                // third.cc `TakeDownLink` recomputes every node's routes at the moment
+                // the link goes down: no convergence delay.
+                ecmp_convergence: Time::ZERO,
+                ..Default::default()
+            },
             ..RoceConfig::default()
         };
         Ok(HpccExperiment {
@@ -289,8 +303,8 @@ impl HpccExperiment {
         let mut fct: Vec<FctRecord> = sim.fct.clone();
         for r in &mut fct {
             let (s, d) = (node_of_ip(r.sip), node_of_ip(r.dip));
-            let (rtt_ns, bottleneck) = path_props(&self.fabric, &flat, s, d, self.roce.mtu);
-            r.standalone_ns = standalone_fct_ns(r.size, self.roce.mtu, ROCEV2_HEADERS, rtt_ns, bottleneck).max(1);
+            let (rtt_ns, bottleneck) = path_props(&self.fabric, &flat, s, d, self.roce.nic.mtu);
+            r.standalone_ns = standalone_fct_ns(r.size, self.roce.nic.mtu, ROCEV2_HEADERS, rtt_ns, bottleneck).max(1);
         }
         let mut wrote = Vec::new();
         let out = out_dir.map_or_else(|| self.dir.clone(), Path::to_path_buf);
@@ -631,7 +645,7 @@ mod tests {
         let dir = cfg.parent().unwrap().to_path_buf();
         let e = HpccExperiment::load(&cfg).unwrap();
         assert!(!e.warnings.iter().any(|w| w.key == "CC_MODE"), "{:?}", e.warnings);
-        assert!(matches!(e.roce.cc, CongestionControl::Dctcp(_)));
+        assert!(matches!(e.roce.nic.cc, CongestionControl::Dctcp(_)));
         let (r, sim) = e.run(None, None).unwrap();
         assert_eq!(r.status, "stop time", "{r:?}");
         let c: Vec<_> = (0..2).map(|k| sim.flow_dctcp(k).unwrap()).collect();

@@ -190,16 +190,30 @@ pub enum CongestionControl {
 }
 
 /// Parameters of a RoCE run.
+/// The Ethernet world's settings, grouped by the part of the model they set.
 #[derive(Clone, Debug)]
 pub struct RoceConfig {
+    /// The NICs: transport, congestion control and receive side.
+    pub nic: NicConfig,
+    /// The switches: shared buffer, ECN marking, PFC watchdog, pipeline latency, DSCP mapping.
+    pub switch: SwitchConfig,
+    /// Priority flow control (IEEE 802.1Qbb) on the RDMA priority.
+    pub pfc: PfcConfig,
+    /// Layer 3 and layer 2 forwarding: the ECMP hash, convergence and repair after failures, static overrides, RoCEv1's L2 mode.
+    pub routing: RoutingConfig,
+    /// Faults injected into the run.
+    pub faults: FaultConfig,
+    /// What the run watches and records.
+    pub observe: ObserveConfig,
+    /// Seed for every random draw (ECN marking).
+    pub seed: u64,
+}
+
+/// The NICs: transport, congestion control and receive side.
+#[derive(Clone, Debug)]
+pub struct NicConfig {
     /// Payload bytes per packet.
     pub mtu: u32,
-    /// PFC on priority 3 at every switch and NIC.
-    pub pfc: bool,
-    /// ECN marking at switches (RED per link rate from `red`, else the DCQCN profile's).
-    pub ecn: bool,
-    /// RED per link rate (bits/s); rates not listed use the profile's curve.
-    pub red: Vec<(u64, Red)>,
     /// NIC congestion control.
     pub cc: CongestionControl,
     /// Loss recovery.
@@ -208,22 +222,49 @@ pub struct RoceConfig {
     pub rto: Time,
     /// Responder ACK coalescing (1 = every packet, as HPCC's L2_ACK_INTERVAL 1).
     pub ack_every: u32,
+    /// NIC receive buffer on the lossless priority.
+    pub nic_rx: NicRxConfig,
+    /// NIC PFC stall prevention (`pfc-prevention-tout`).
+    pub nic_stall_prevention: Option<Time>,
+    /// HPCC `ACK_HIGH_PRIO`: the NIC's ACK/NAK/CNP queue (always served before
+    /// data) is checked against PFC class 0, which is never paused, instead of the
+    /// data class (reference §1.1.4). Switches do not prioritise ACKs either way.
+    pub ack_high_prio: bool,
+}
+
+/// The switches: shared buffer, ECN marking, PFC watchdog, pipeline latency, DSCP mapping.
+#[derive(Clone, Debug)]
+pub struct SwitchConfig {
     /// Switch shared buffer, bytes.
     pub buffer_bytes: u64,
+    /// ECN marking at switches (RED per link rate from `red`, else the DCQCN profile's).
+    pub ecn: bool,
+    /// RED per link rate (bits/s); rates not listed use the profile's curve.
+    pub red: Vec<(u64, Red)>,
+    /// PFC watchdog on every switch lossless queue.
+    pub watchdog: Option<WdConfig>,
+    /// Switches whose DSCP map sends the RDMA DSCP to a lossy class (TC 0): the
+    /// misconfiguration of one hop that breaks losslessness end to end.
+    pub lossy_rdma_switches: Vec<NodeId>,
+    /// A switch's port-to-port pipeline latency (parse, lookup, queueing
+    /// logic), added to every frame it sends; 0 keeps HPCC ns-3's ideal switch.
+    pub switch_latency: Time,
+}
+
+/// Priority flow control (IEEE 802.1Qbb) on the RDMA priority.
+#[derive(Clone, Debug)]
+pub struct PfcConfig {
+    /// PFC on priority 3 at every switch and NIC.
+    pub enabled: bool,
     /// PFC pause time semantics.
     pub pause_mode: PauseMode,
     /// Quanta written into XOFF frames.
     pub pause_quanta: u16,
-    /// PFC watchdog on every switch lossless queue.
-    pub watchdog: Option<WdConfig>,
-    /// NIC receive buffer on the lossless priority.
-    pub nic_rx: NicRxConfig,
-    /// NICs whose receive pipeline is stuck: they pause without end.
-    pub faulty_nics: Vec<NodeId>,
-    /// NIC PFC stall prevention (`pfc-prevention-tout`).
-    pub nic_stall_prevention: Option<Time>,
-    /// Drop every n-th data packet sent on these links (either direction).
-    pub loss_every: Vec<(LinkId, u64)>,
+}
+
+/// Layer 3 and layer 2 forwarding: the ECMP hash, convergence and repair after failures, static overrides, RoCEv1's L2 mode.
+#[derive(Clone, Debug)]
+pub struct RoutingConfig {
     /// ECMP hash (the seed is mixed with each switch's node id).
     pub hash: HashConfig,
     /// ECMP convergence delay after a link failure.
@@ -236,29 +277,31 @@ pub struct RoceConfig {
     pub local_repair: bool,
     /// Static route overrides: (switch, destination host, egress port).
     pub route_overrides: Vec<(NodeId, NodeId, u8)>,
-    /// Check for a PFC deadlock this often (0 = never).
-    pub deadlock_check: Time,
-    /// Seed for every random draw (ECN marking).
-    pub seed: u64,
-    /// Record PFC frames received (pfc.txt).
-    pub record_pfc: bool,
-    /// HPCC `ACK_HIGH_PRIO`: the NIC's ACK/NAK/CNP queue (always served before
-    /// data) is checked against PFC class 0, which is never paused, instead of the
-    /// data class (reference §1.1.4). Switches do not prioritise ACKs either way.
-    pub ack_high_prio: bool,
-    /// Switches whose DSCP map sends the RDMA DSCP to a lossy class (TC 0): the
-    /// misconfiguration of one hop that breaks losslessness end to end.
-    pub lossy_rdma_switches: Vec<NodeId>,
-    /// A switch's port-to-port pipeline latency (parse, lookup, queueing
-    /// logic), added to every frame it sends; 0 keeps HPCC ns-3's ideal switch.
-    pub switch_latency: Time,
-    /// Capture every frame sent out of this (node, port), pause frames included
-    /// (write it with [`RoceSim::write_pcap`]).
-    pub capture: Option<(NodeId, u8)>,
     /// Run RoCEv1 (EtherType 0x8915, no IP header) in a fabric laid out as this:
     /// flows that would need a router are refused, and ECMP hashes see only the
     /// MAC addresses. `None` = RoCEv2.
     pub rocev1: Option<ethcp::L2Mode>,
+}
+
+/// Faults injected into the run (none by default).
+#[derive(Clone, Debug, Default)]
+pub struct FaultConfig {
+    /// NICs whose receive pipeline is stuck: they pause without end.
+    pub faulty_nics: Vec<NodeId>,
+    /// Drop every n-th data packet sent on these links (either direction).
+    pub loss_every: Vec<(LinkId, u64)>,
+}
+
+/// What the run watches and records.
+#[derive(Clone, Debug)]
+pub struct ObserveConfig {
+    /// Check for a PFC deadlock this often (0 = never).
+    pub deadlock_check: Time,
+    /// Record PFC frames received (pfc.txt).
+    pub record_pfc: bool,
+    /// Capture every frame sent out of this (node, port), pause frames included
+    /// (write it with [`RoceSim::write_pcap`]).
+    pub capture: Option<(NodeId, u8)>,
 }
 
 impl Default for RoceConfig {
@@ -267,22 +310,58 @@ impl Default for RoceConfig {
     /// 32 MB buffer, pauses until XON, no watchdog.
     fn default() -> Self {
         RoceConfig {
+            nic: NicConfig::default(),
+            switch: SwitchConfig::default(),
+            pfc: PfcConfig::default(),
+            routing: RoutingConfig::default(),
+            faults: FaultConfig::default(),
+            observe: ObserveConfig::default(),
+            seed: 1,
+        }
+    }
+}
+
+impl Default for NicConfig {
+    fn default() -> Self {
+        NicConfig {
             mtu: 1000,
-            pfc: true,
-            ecn: true,
-            red: Vec::new(),
             cc: CongestionControl::Dcqcn(crate::roce::dcqcn::Profile::HpccNs3.params(100_000_000_000)),
             recovery: Recovery::GoBackN,
             rto: Time::us(500),
             ack_every: 1,
+            nic_rx: NicRxConfig::default(),
+            nic_stall_prevention: None,
+            ack_high_prio: true,
+        }
+    }
+}
+
+impl Default for SwitchConfig {
+    fn default() -> Self {
+        SwitchConfig {
             buffer_bytes: 32 << 20,
+            ecn: true,
+            red: Vec::new(),
+            watchdog: None,
+            lossy_rdma_switches: Vec::new(),
+            switch_latency: Time::ZERO,
+        }
+    }
+}
+
+impl Default for PfcConfig {
+    fn default() -> Self {
+        PfcConfig {
+            enabled: true,
             pause_mode: PauseMode::UntilXon,
             pause_quanta: 0xffff,
-            watchdog: None,
-            nic_rx: NicRxConfig::default(),
-            faulty_nics: Vec::new(),
-            nic_stall_prevention: None,
-            loss_every: Vec::new(),
+        }
+    }
+}
+
+impl Default for RoutingConfig {
+    fn default() -> Self {
+        RoutingConfig {
             hash: HashConfig {
                 fields: field::FIVE_TUPLE,
                 seed: 0,
@@ -291,14 +370,17 @@ impl Default for RoceConfig {
             ecmp_convergence: Time::us(100),
             local_repair: false,
             route_overrides: Vec::new(),
-            deadlock_check: Time::us(500),
-            seed: 1,
-            record_pfc: true,
-            ack_high_prio: true,
-            lossy_rdma_switches: Vec::new(),
-            switch_latency: Time::ZERO,
-            capture: None,
             rocev1: None,
+        }
+    }
+}
+
+impl Default for ObserveConfig {
+    fn default() -> Self {
+        ObserveConfig {
+            deadlock_check: Time::us(500),
+            record_pfc: true,
+            capture: None,
         }
     }
 }
@@ -974,10 +1056,10 @@ impl RoceSim {
     /// Build the world for `fabric` (switches and CAs; every CA has its NIC on
     /// port 1) with `flows`.
     pub fn new(fabric: &Fabric, cfg: RoceConfig, flows: &[FlowSpec]) -> Result<RoceSim, RoceError> {
-        if cfg.mtu == 0 || cfg.mtu > 9000 {
+        if cfg.nic.mtu == 0 || cfg.nic.mtu > 9000 {
             return Err(RoceError::Config {
                 field: "mtu",
-                why: format!("{} is not a payload size of 1..=9000 bytes", cfg.mtu),
+                why: format!("{} is not a payload size of 1..=9000 bytes", cfg.nic.mtu),
             });
         }
         let n = fabric.nodes.len();
@@ -1008,7 +1090,7 @@ impl RoceSim {
                     link: NONE,
                     ctrl: VecDeque::new(),
                     paused: PausedTx::default(),
-                    pausegen: Box::new(PauseGen::new(cfg.pause_quanta)),
+                    pausegen: Box::new(PauseGen::new(cfg.pfc.pause_quanta)),
                     pause_timer_at: Time::NEVER,
                     data_sent: 0,
                     loss_every: 0,
@@ -1021,13 +1103,18 @@ impl RoceSim {
             let a = port_base[l.a.node.idx()] + u32::from(l.a.port);
             let b = port_base[l.b.node.idx()] + u32::from(l.b.port);
             let bps = l.rate.data_bps();
-            let every = cfg.loss_every.iter().find(|(x, _)| x.idx() == li).map_or(0, |x| x.1);
+            let every = cfg
+                .faults
+                .loss_every
+                .iter()
+                .find(|(x, _)| x.idx() == li)
+                .map_or(0, |x| x.1);
             for (g, pg, node) in [(a, b, l.a.node), (b, a, l.b.node)] {
                 peer[g as usize] = pg;
                 let p = &mut ports[g as usize];
                 p.ser = Serializer::new(bps);
                 let pipeline = if fabric.node(node).kind == NodeKind::Switch {
-                    cfg.switch_latency
+                    cfg.switch.switch_latency
                 } else {
                     Time::ZERO
                 };
@@ -1042,7 +1129,7 @@ impl RoceSim {
             }
         }
         let mut maps = QosMaps::default();
-        if !cfg.pfc {
+        if !cfg.pfc.enabled {
             maps.pfc_enable = 0;
         }
         let mut role = vec![(false, NONE); n];
@@ -1063,15 +1150,15 @@ impl RoceSim {
                     let bps: Vec<u64> = (0..np).map(|p| pc[base + p].bps).collect();
                     let delay: Vec<u64> = (0..np).map(|p| ports[base + p].prop.0).collect();
                     let mut mc = MmuConfig::hpcc_ns3(0, &bps, &delay, nic_bps, None);
-                    mc.buffer_bytes = cfg.buffer_bytes;
+                    mc.buffer_bytes = cfg.switch.buffer_bytes;
                     mc.maps = maps.clone();
-                    if cfg.lossy_rdma_switches.contains(&NodeId(i as u32)) {
+                    if cfg.switch.lossy_rdma_switches.contains(&NodeId(i as u32)) {
                         mc.maps.dscp_to_tc[usize::from(DSCP_ROCE)] = 0;
                     }
                     // Headroom: HPCC's 3 × rate × delay, but at least two MTU frames and the
                     // peer's response at 100G (IEEE worst case has both).
                     for (p, h) in mc.headroom.iter_mut().enumerate() {
-                        let min = 2 * u64::from(cfg.mtu + ROCEV2_HEADERS + 20) + hpcc_headroom_bytes(bps[p], 0);
+                        let min = 2 * u64::from(cfg.nic.mtu + ROCEV2_HEADERS + 20) + hpcc_headroom_bytes(bps[p], 0);
                         // At 200G and above the bytes in flight after XOFF (cable both
                         // ways, the frame on the wire at each end, the peer's reaction)
                         // exceed HPCC's 3 × rate × delay; take NVIDIA's xoff formula for
@@ -1080,7 +1167,11 @@ impl RoceSim {
                         let mlx5 = if bps[p] > 0 {
                             let cable_m =
                                 (delay[p] / fabric::model::DEFAULT_PS_PER_METRE).min(u64::from(u32::MAX)) as u32;
-                            crate::roce::buffer::mlx5_nic_xoff_bytes((bps[p] / 1_000_000_000) as u32, cable_m, cfg.mtu)
+                            crate::roce::buffer::mlx5_nic_xoff_bytes(
+                                (bps[p] / 1_000_000_000) as u32,
+                                cable_m,
+                                cfg.nic.mtu,
+                            )
                         } else {
                             0
                         };
@@ -1089,14 +1180,19 @@ impl RoceSim {
                     let red: Vec<Option<Red>> = bps
                         .iter()
                         .map(|&b| {
-                            if !cfg.ecn || b == 0 {
+                            if !cfg.switch.ecn || b == 0 {
                                 return None;
                             }
-                            cfg.red.iter().find(|(r, _)| *r == b).map(|x| x.1).or(match &cfg.cc {
-                                CongestionControl::Dcqcn(p) => Some(p.red),
-                                CongestionControl::Dctcp(p) => Some(p.red),
-                                CongestionControl::None | CongestionControl::Hpcc(_) => None,
-                            })
+                            cfg.switch
+                                .red
+                                .iter()
+                                .find(|(r, _)| *r == b)
+                                .map(|x| x.1)
+                                .or(match &cfg.nic.cc {
+                                    CongestionControl::Dcqcn(p) => Some(p.red),
+                                    CongestionControl::Dctcp(p) => Some(p.red),
+                                    CongestionControl::None | CongestionControl::Hpcc(_) => None,
+                                })
                         })
                         .collect();
                     let reserved = mc.reserved_per_pg * (np * NPRIO) as u64;
@@ -1104,12 +1200,14 @@ impl RoceSim {
                     let headroom: u64 = mc.headroom.iter().map(|h| h * lossless).sum();
                     // The shared pool must hold at least a few frames per port, or every PG
                     // pauses at once and can never resume.
-                    if cfg.buffer_bytes < reserved + headroom + 4 * np as u64 * u64::from(cfg.mtu + ROCEV2_HEADERS) {
+                    if cfg.switch.buffer_bytes
+                        < reserved + headroom + 4 * np as u64 * u64::from(cfg.nic.mtu + ROCEV2_HEADERS)
+                    {
                         return Err(RoceError::Config {
                             field: "buffer_bytes",
                             why: format!(
                                 "{} B on {} leaves no shared pool: its reserves take {reserved} B and its PFC headroom {headroom} B",
-                                cfg.buffer_bytes, node.name
+                                cfg.switch.buffer_bytes, node.name
                             ),
                         });
                     }
@@ -1119,7 +1217,7 @@ impl RoceSim {
                         why: format!("switch {}: {e}", node.name),
                     })?;
                     role[i] = (true, switches.len() as u32);
-                    let wd = cfg.watchdog.unwrap_or_default();
+                    let wd = cfg.switch.watchdog.unwrap_or_default();
                     switches.push(Switch {
                         node: i as u32,
                         base: port_base[i],
@@ -1132,8 +1230,8 @@ impl RoceSim {
                         wd: unsafe { crate::engine::Table::trusted(vec![Watchdog::new(wd); np * NPRIO]) },
                         wd_stormed: unsafe { crate::engine::Table::trusted(vec![false; np * NPRIO]) },
                         hash: HashConfig {
-                            seed: cfg.hash.seed ^ (i as u32),
-                            ..cfg.hash
+                            seed: cfg.routing.hash.seed ^ (i as u32),
+                            ..cfg.routing.hash
                         },
                         red: unsafe { crate::engine::Table::trusted(red) },
                         rng: switch_rng(cfg.seed, i as u32),
@@ -1147,10 +1245,10 @@ impl RoceSim {
                         xoff_at: xoff,
                         xon_at: xon,
                         drain_bps: drain,
-                    } = cfg.nic_rx;
+                    } = cfg.nic.nic_rx;
                     let mut rx = NicRx::new(size, xoff, xon);
-                    rx.faulty = cfg.faulty_nics.contains(&NodeId(i as u32));
-                    rx.stall_prevention = cfg.nic_stall_prevention;
+                    rx.faulty = cfg.faults.faulty_nics.contains(&NodeId(i as u32));
+                    rx.stall_prevention = cfg.nic.nic_stall_prevention;
                     role[i] = (false, nics.len() as u32);
                     nics.push(Nic {
                         node: i as u32,
@@ -1178,7 +1276,7 @@ impl RoceSim {
                 p.fate |= Port::UNCABLED;
             }
         }
-        if let Some(mode) = cfg.rocev1 {
+        if let Some(mode) = cfg.routing.rocev1 {
             for (k, f) in flows.iter().enumerate() {
                 ethcp::check_roce_v1(fabric, f.src, f.dst, mode).map_err(|why| RoceError::RoceV1 { flow: k, why })?;
             }
@@ -1205,16 +1303,16 @@ impl RoceSim {
             let nic = role[f.src.idx()].1;
             nics[nic as usize].flows.push(k as u32);
             let line = pc[(port_base[f.src.idx()] + 1) as usize].bps.max(1);
-            let rp = match &cfg.cc {
+            let rp = match &cfg.nic.cc {
                 CongestionControl::Dcqcn(p) => Some(ReactionPoint::new(p.for_line(line))),
                 _ => None,
             };
-            let dctcp = dctcp_for(&cfg.cc, line);
-            let hpcc = hpcc_for(&cfg.cc, line);
+            let dctcp = dctcp_for(&cfg.nic.cc, line);
+            let hpcc = hpcc_for(&cfg.nic.cc, line);
             let rc = RequesterConfig {
-                mtu: cfg.mtu,
-                recovery: cfg.recovery,
-                rto: cfg.rto,
+                mtu: cfg.nic.mtu,
+                recovery: cfg.nic.recovery,
+                rto: cfg.nic.rto,
             };
             fl.push(Flow {
                 spec: *f,
@@ -1223,7 +1321,7 @@ impl RoceSim {
                 dctcp,
                 hpcc,
                 next_ok: Time::ZERO,
-                resp: Responder::new(Psn::new(0), cfg.ack_every, cfg.recovery),
+                resp: Responder::new(Psn::new(0), cfg.nic.ack_every, cfg.nic.recovery),
                 np: CnpPacer::default(),
                 started: false,
                 done: None,
@@ -1232,10 +1330,10 @@ impl RoceSim {
                 rx_tags: VecDeque::new(),
             });
         }
-        let ecmp = EcmpTable::build(fabric, cfg.ecmp_convergence.as_ps());
+        let ecmp = EcmpTable::build(fabric, cfg.routing.ecmp_convergence.as_ps());
         // An override's port is a switch egress port: it indexes the switch's
         // queues and MMU tables on every packet it routes.
-        for &(sw, dst, port) in &cfg.route_overrides {
+        for &(sw, dst, port) in &cfg.routing.route_overrides {
             let ok = sw.idx() < n
                 && matches!(fabric.node(sw).kind, NodeKind::Switch | NodeKind::Router)
                 && usize::from(port) < fabric.node(sw).ports.len();
@@ -1249,8 +1347,13 @@ impl RoceSim {
                 });
             }
         }
-        let overrides = cfg.route_overrides.iter().map(|(s, d, p)| (s.0, d.0, *p)).collect();
-        let wd_period = cfg.watchdog.map_or(Time::NEVER, |w| w.poll);
+        let overrides = cfg
+            .routing
+            .route_overrides
+            .iter()
+            .map(|(s, d, p)| (s.0, d.0, *p))
+            .collect();
+        let wd_period = cfg.switch.watchdog.map_or(Time::NEVER, |w| w.poll);
         let nics_len = nics.len();
         // Most events are scheduled a frame's time ahead (a port's next wake-up,
         // the next arrival behind a FIFO head, a NIC's pacing): size the calendar
@@ -1260,7 +1363,7 @@ impl RoceSim {
         // so a short wheel keeps them in cache (the 2,048 slots that reached a
         // whole cable ahead streamed ~1.5 MB per cycle): ~5% less CPU, +0.3%
         // instructions. The order of events does not depend on it.
-        let frame = u64::from(cfg.mtu + ROCEV2_HEADERS);
+        let frame = u64::from(cfg.nic.mtu + ROCEV2_HEADERS);
         let horizon = pc
             .iter()
             .filter(|c| c.bps > 0)
@@ -1311,9 +1414,9 @@ impl RoceSim {
             suspect: None,
             tcp: TcpWorld::new(nics_len),
             int: IntStore::default(),
-            hpcc_on: matches!(cfg.cc, CongestionControl::Hpcc(_)),
-            wd_drop: cfg.watchdog.is_some_and(|w| w.action == WdAction::Drop),
-            wd_forward: cfg.watchdog.is_some_and(|w| w.action == WdAction::Forward),
+            hpcc_on: matches!(cfg.nic.cc, CongestionControl::Hpcc(_)),
+            wd_drop: cfg.switch.watchdog.is_some_and(|w| w.action == WdAction::Drop),
+            wd_forward: cfg.switch.watchdog.is_some_and(|w| w.action == WdAction::Forward),
             link_events: 0,
             threads_used: 1,
             one_thread_why: None,
@@ -1325,7 +1428,7 @@ impl RoceSim {
         for (k, f) in flows.iter().enumerate() {
             sim.push_ev(f.start, Ev::FlowStart { flow: k as u32 });
         }
-        if let Some((node, port)) = sim.cfg.capture {
+        if let Some((node, port)) = sim.cfg.observe.capture {
             if node.idx() >= n || usize::from(port) >= fabric.node(node).ports.len() {
                 return Err(RoceError::Config {
                     field: "capture",
@@ -1751,7 +1854,7 @@ impl RoceSim {
                 why: format!("at most {} QPs", (1u32 << ID_BITS) - 1),
             });
         }
-        if let Some(mode) = self.cfg.rocev1 {
+        if let Some(mode) = self.cfg.routing.rocev1 {
             ethcp::check_roce_v1(&self.fabric, src, dst, mode).map_err(|why| RoceError::RoceV1 { flow: k, why })?;
         }
         let qpn = 0x100 + 2 * k as u32;
@@ -1767,16 +1870,16 @@ impl RoceSim {
         let nic = self.role[src.idx()].1;
         let gp = self.nics[nic as usize].gp;
         let line = self.pc[gp as usize].bps.max(1);
-        let dctcp = dctcp_for(&self.cfg.cc, line);
-        let hpcc = hpcc_for(&self.cfg.cc, line);
-        let rp = match &self.cfg.cc {
+        let dctcp = dctcp_for(&self.cfg.nic.cc, line);
+        let hpcc = hpcc_for(&self.cfg.nic.cc, line);
+        let rp = match &self.cfg.nic.cc {
             CongestionControl::None | CongestionControl::Dctcp(_) | CongestionControl::Hpcc(_) => None,
             CongestionControl::Dcqcn(p) => Some(ReactionPoint::new(p.for_line(line))),
         };
         let rc = RequesterConfig {
-            mtu: self.cfg.mtu,
-            recovery: self.cfg.recovery,
-            rto: self.cfg.rto,
+            mtu: self.cfg.nic.mtu,
+            recovery: self.cfg.nic.recovery,
+            rto: self.cfg.nic.rto,
         };
         self.flows.push(Flow {
             spec,
@@ -1785,7 +1888,7 @@ impl RoceSim {
             dctcp,
             hpcc,
             next_ok: Time::ZERO,
-            resp: Responder::new(Psn::new(0), self.cfg.ack_every, self.cfg.recovery),
+            resp: Responder::new(Psn::new(0), self.cfg.nic.ack_every, self.cfg.nic.recovery),
             np: CnpPacer::default(),
             started: true,
             done: None,
@@ -1894,9 +1997,9 @@ impl RoceSim {
             self.timers_armed |= 1;
             self.push_ev(self.now + self.wd_period, Ev::WdPoll);
         }
-        if self.cfg.deadlock_check > Time::ZERO && self.timers_armed & 2 == 0 {
+        if self.cfg.observe.deadlock_check > Time::ZERO && self.timers_armed & 2 == 0 {
             self.timers_armed |= 2;
-            self.push_ev(self.now + self.cfg.deadlock_check, Ev::Check);
+            self.push_ev(self.now + self.cfg.observe.deadlock_check, Ev::Check);
         }
     }
 
@@ -2106,7 +2209,7 @@ impl RoceSim {
                 }
                 self.last_progress = self.progress;
                 if self.flows_left > 0 || self.live > 0 {
-                    self.push_ev(self.now + self.cfg.deadlock_check, Ev::Check);
+                    self.push_ev(self.now + self.cfg.observe.deadlock_check, Ev::Check);
                 } else {
                     self.timers_armed &= !2;
                 }
@@ -2119,7 +2222,7 @@ impl RoceSim {
                 }
                 self.ecmp.fail_link(LinkId(link), self.now.as_ps());
                 self.route_cache.fill(NO_ROUTE);
-                if self.cfg.local_repair {
+                if self.cfg.routing.local_repair {
                     let mut v = EcmpTable::build(&self.fabric, 0);
                     for (li, l) in self.fabric.links.iter().enumerate() {
                         let g = self.port_base[l.a.node.idx()] + u32::from(l.a.port);
@@ -2334,7 +2437,7 @@ impl RoceSim {
             n.flows
                 .iter()
                 .map(|&f| &self.flows[f as usize])
-                .filter(|f| f.started && f.req.has_data() && !(self.hpcc_on && f.window_bound(self.cfg.mtu)))
+                .filter(|f| f.started && f.req.has_data() && !(self.hpcc_on && f.window_bound(self.cfg.nic.mtu)))
                 .map(|f| f.next_ok.max(free))
                 .min()
         }
@@ -2420,7 +2523,7 @@ impl RoceSim {
             self.pc[gp as usize].paused.frames[usize::from(prio & 7)] += 1;
             return;
         }
-        let mode = self.cfg.pause_mode;
+        let mode = self.cfg.pfc.pause_mode;
         let cold = &mut self.pc[gp as usize];
         let was = cold.paused.is_paused(now, prio);
         let bps = cold.bps;
@@ -2429,7 +2532,7 @@ impl RoceSim {
         let latest = cold.paused.until_all().into_iter().max().unwrap_or(Time::ZERO);
         let port = &mut self.ports[gp as usize];
         port.pause_max = latest;
-        if self.cfg.record_pfc && was != is {
+        if self.cfg.observe.record_pfc && was != is {
             let is_sw = port.owner().0;
             let num = port.num;
             let node = self.node_of(gp);
@@ -2467,7 +2570,7 @@ impl RoceSim {
         });
         self.pc[gp as usize].ctrl.push_back(p);
         self.ports[gp as usize].has_ctrl = true;
-        if matches!(f, PauseFrame::Xoff { .. }) && self.cfg.pause_mode == PauseMode::Timed {
+        if matches!(f, PauseFrame::Xoff { .. }) && self.cfg.pfc.pause_mode == PauseMode::Timed {
             let t = self.pc[gp as usize].pausegen.next_deadline();
             self.arm_pause_timer(gp, t);
         }
@@ -2538,7 +2641,7 @@ impl RoceSim {
         // Both directions of a QP hash its UDP source port (the responder
         // answers with the same entropy), addresses in packet direction.
         let (src, dst) = self.ends(pk);
-        let key = if self.cfg.rocev1.is_some() {
+        let key = if self.cfg.routing.rocev1.is_some() {
             // RoCEv1 has no IP/UDP header: a switch hashes MAC addresses only.
             FlowKey::rocev1(src, dst, pk.flow)
         } else {
@@ -2553,7 +2656,7 @@ impl RoceSim {
                 dqpn: pk.flow,
             }
         };
-        let h = if self.cfg.rocev1.is_some() {
+        let h = if self.cfg.routing.rocev1.is_some() {
             HashConfig {
                 fields: field::L2,
                 ..sw.hash
@@ -2826,7 +2929,7 @@ impl RoceSim {
         // ACK/NAK/CNP first (HPCC ACK_HIGH_PRIO); each honours PFC on its priority.
         if let Some(pk) = n.ctrl.front() {
             let (_, pg, _) = self.maps.classify(pk.dscp);
-            if self.cfg.ack_high_prio || until[usize::from(pg)] <= now || !self.maps.lossless(pg) {
+            if self.cfg.nic.ack_high_prio || until[usize::from(pg)] <= now || !self.maps.lossless(pg) {
                 let ctrl = &mut self.nics[nic as usize].ctrl;
                 let p = ctrl.pop_front().expect("front");
                 if ctrl.is_empty() {
@@ -2892,7 +2995,7 @@ impl RoceSim {
             let i = if n.rr + k >= nf { n.rr + k - nf } else { n.rr + k };
             let fi = n.flows[i] as usize;
             let f = &self.flows[fi];
-            if !f.started || !f.req.has_data() || (self.hpcc_on && f.window_bound(self.cfg.mtu)) {
+            if !f.started || !f.req.has_data() || (self.hpcc_on && f.window_bound(self.cfg.nic.mtu)) {
                 // A window-bound HPCC QP waits for an ACK (which kicks the NIC).
                 continue;
             }
@@ -3017,7 +3120,7 @@ impl RoceSim {
 
     /// Send XOFF/XON from the NIC as its receive buffer asks.
     fn nic_pause_update(&mut self, nic: u32) {
-        if !self.cfg.pfc && !self.nics[nic as usize].rx.faulty {
+        if !self.cfg.pfc.enabled && !self.nics[nic as usize].rx.faulty {
             return;
         }
         let n = &mut self.nics[nic as usize];
@@ -3081,7 +3184,7 @@ impl RoceSim {
                     .on_packet(pk.psn(), payload, pk.has(Pkt::FIRST), pk.has(Pkt::LAST));
                 // DCTCP: the ACK echoes the CE mark of the packet that triggered it
                 // (HPCC ns-3 sets the ACK's CNP flag).
-                let echo = pk.has(Pkt::CE) && matches!(self.cfg.cc, CongestionControl::Dctcp(_));
+                let echo = pk.has(Pkt::CE) && matches!(self.cfg.nic.cc, CongestionControl::Dctcp(_));
                 let reply = |kind: Kind, psn: u32| Pkt {
                     kind,
                     flow: pk.flow,
@@ -3130,7 +3233,7 @@ impl RoceSim {
                     RxVerdict::OutOfOrder { nak: None } => {}
                 }
                 if pk.has(Pkt::CE) {
-                    let (interval, per_port) = match &self.cfg.cc {
+                    let (interval, per_port) = match &self.cfg.nic.cc {
                         CongestionControl::Dcqcn(p) => (p.cnp_interval, p.cnp_per_port),
                         CongestionControl::None | CongestionControl::Dctcp(_) | CongestionControl::Hpcc(_) => {
                             (Time::NEVER, false)
@@ -3247,7 +3350,7 @@ impl RoceSim {
     // --------------------------------------------------------------- watchdog
 
     fn watchdog_poll(&mut self) {
-        let Some(cfg) = self.cfg.watchdog else { return };
+        let Some(cfg) = self.cfg.switch.watchdog else { return };
         let now = self.now;
         for si in 0..self.switches.len() {
             let node = self.switches[si].node;

@@ -122,11 +122,23 @@ pub fn ring4_bounce(n: usize) -> (Fabric, crate::roce::net::RoceConfig, Vec<Flow
         .map(|i| flow(h[i], h[(i + 2) % 4], 4 << 20, 1, Time::ZERO, 10000 + i as u16))
         .collect();
     let cfg = crate::roce::net::RoceConfig {
-        route_overrides: routes,
-        cc: crate::roce::net::CongestionControl::None,
-        ecn: false,
-        buffer_bytes: 1 << 20,
-        deadlock_check: Time::us(200),
+        nic: crate::roce::net::NicConfig {
+            cc: crate::roce::net::CongestionControl::None,
+            ..Default::default()
+        },
+        switch: crate::roce::net::SwitchConfig {
+            ecn: false,
+            buffer_bytes: 1 << 20,
+            ..Default::default()
+        },
+        routing: crate::roce::net::RoutingConfig {
+            route_overrides: routes,
+            ..Default::default()
+        },
+        observe: crate::roce::net::ObserveConfig {
+            deadlock_check: Time::us(200),
+            ..Default::default()
+        },
         ..crate::roce::net::RoceConfig::default()
     };
     (f, cfg, flows)
@@ -165,7 +177,10 @@ mod tests {
 
     fn hpcc_cfg() -> RoceConfig {
         RoceConfig {
-            cc: CongestionControl::Dcqcn(Profile::HpccNs3.params(100_000_000_000)),
+            nic: crate::roce::net::NicConfig {
+                cc: CongestionControl::Dcqcn(Profile::HpccNs3.params(100_000_000_000)),
+                ..Default::default()
+            },
             ..RoceConfig::default()
         }
     }
@@ -185,20 +200,29 @@ mod tests {
         };
         // The star's switch has ports 0..=3 (port 0 unused, 1..=3 hosts).
         let ok = RoceConfig {
-            route_overrides: vec![(sw, h[1], 2)],
+            routing: crate::roce::net::RoutingConfig {
+                route_overrides: vec![(sw, h[1], 2)],
+                ..Default::default()
+            },
             ..RoceConfig::default()
         };
         assert!(RoceSim::new(&f, ok, &flows).is_ok());
         for bad in [(sw, h[1], 4), (h[0], h[1], 0)] {
             let (fld, why) = field(RoceConfig {
-                route_overrides: vec![bad],
+                routing: crate::roce::net::RoutingConfig {
+                    route_overrides: vec![bad],
+                    ..Default::default()
+                },
                 ..RoceConfig::default()
             });
             assert_eq!(fld, "route_overrides");
             assert!(why.contains(&format!("{} one of its ports", bad.2)), "{why}");
         }
         let (fld, why) = field(RoceConfig {
-            buffer_bytes: 1 << 32,
+            switch: crate::roce::net::SwitchConfig {
+                buffer_bytes: 1 << 32,
+                ..Default::default()
+            },
             ..RoceConfig::default()
         });
         assert_eq!(fld, "buffer_bytes");
@@ -244,14 +268,23 @@ mod tests {
         let (f, _, h) = star(17);
         let flows = incast_flows(&h[..16], h[16], 1 << 20);
         let cfg = RoceConfig {
-            pfc,
-            // Shallow shared buffer (2 MiB) so a 16 MB burst cannot hide in it;
-            // line-rate senders (no DCQCN) make the burst as sharp as possible.
-            buffer_bytes: 2 << 20,
-            cc: CongestionControl::None,
-            ecn: false,
-            recovery: Recovery::GoBackN,
-            rto: Time::us(200),
+            nic: crate::roce::net::NicConfig {
+                cc: CongestionControl::None,
+                recovery: Recovery::GoBackN,
+                rto: Time::us(200),
+                ..Default::default()
+            },
+            switch: crate::roce::net::SwitchConfig {
+                // Shallow shared buffer (2 MiB) so a 16 MB burst cannot hide in it;
+                // line-rate senders (no DCQCN) make the burst as sharp as possible.
+                buffer_bytes: 2 << 20,
+                ecn: false,
+                ..Default::default()
+            },
+            pfc: crate::roce::net::PfcConfig {
+                enabled: pfc,
+                ..Default::default()
+            },
             seed,
             ..RoceConfig::default()
         };
@@ -308,10 +341,16 @@ mod tests {
             let (f, _, h) = star(2);
             let link = f.peer(h[0], 1).unwrap().1;
             let cfg = RoceConfig {
-                recovery: rec,
-                loss_every: vec![(link, 256)],
-                cc: CongestionControl::None,
-                rto: Time::us(100),
+                nic: crate::roce::net::NicConfig {
+                    recovery: rec,
+                    cc: CongestionControl::None,
+                    rto: Time::us(100),
+                    ..Default::default()
+                },
+                faults: crate::roce::net::FaultConfig {
+                    loss_every: vec![(link, 256)],
+                    ..Default::default()
+                },
                 ..RoceConfig::default()
             };
             let mut sim = RoceSim::new(&f, cfg, &[flow(h[0], h[1], 4 << 20, 100, Time::ZERO, 10000)]).unwrap();
@@ -384,13 +423,25 @@ mod tests {
         let (f, leaves, spines, h) = leaf_spine_2x2(2);
         let dead = f.peer(leaves[1], 4).expect("leaf1 → spine1").1;
         let cfg = |conv: Time| RoceConfig {
-            cc: CongestionControl::None,
-            ecn: false,
-            buffer_bytes: 2 << 20,
-            local_repair: true,
-            ecmp_convergence: conv,
-            deadlock_check: Time::us(100),
-            rto: Time::us(400),
+            nic: crate::roce::net::NicConfig {
+                cc: CongestionControl::None,
+                rto: Time::us(400),
+                ..Default::default()
+            },
+            switch: crate::roce::net::SwitchConfig {
+                ecn: false,
+                buffer_bytes: 2 << 20,
+                ..Default::default()
+            },
+            routing: crate::roce::net::RoutingConfig {
+                local_repair: true,
+                ecmp_convergence: conv,
+                ..Default::default()
+            },
+            observe: crate::roce::net::ObserveConfig {
+                deadlock_check: Time::us(100),
+                ..Default::default()
+            },
             ..RoceConfig::default()
         };
         // Pick UDP source ports (the ECMP entropy) so that leaf0 hashes flow A
@@ -485,7 +536,10 @@ mod tests {
         let mut sim = RoceSim::new(
             &f,
             RoceConfig {
-                deadlock_check: Time::ZERO,
+                observe: crate::roce::net::ObserveConfig {
+                    deadlock_check: Time::ZERO,
+                    ..cfg(Time::ms(1)).observe
+                },
                 ..cfg(Time::ms(1))
             },
             &flows,
@@ -548,15 +602,21 @@ mod tests {
             // marking, never stop: the CNP count is then the limiter's alone.
             p.min_rate_bps = 60e9;
             let cfg = RoceConfig {
-                cc: CongestionControl::Dcqcn(p),
-                red: vec![(
-                    100_000_000_000,
-                    crate::roce::dcqcn::Red {
-                        kmin: 0,
-                        kmax: 0,
-                        pmax: 1.0,
-                    },
-                )],
+                nic: crate::roce::net::NicConfig {
+                    cc: CongestionControl::Dcqcn(p),
+                    ..Default::default()
+                },
+                switch: crate::roce::net::SwitchConfig {
+                    red: vec![(
+                        100_000_000_000,
+                        crate::roce::dcqcn::Red {
+                            kmin: 0,
+                            kmax: 0,
+                            pmax: 1.0,
+                        },
+                    )],
+                    ..Default::default()
+                },
                 ..RoceConfig::default()
             };
             let mut sim = RoceSim::new(&f, cfg, &flows).unwrap();
@@ -578,16 +638,28 @@ mod tests {
         let (f, sw, h) = star(17);
         let flows = incast_flows(&h[..16], h[16], 256 << 10);
         let too_small = RoceConfig {
-            buffer_bytes: 1 << 20,
+            switch: crate::roce::net::SwitchConfig {
+                buffer_bytes: 1 << 20,
+                ..Default::default()
+            },
             ..RoceConfig::default()
         };
         let e = RoceSim::new(&f, too_small, &flows).unwrap_err();
         assert!(e.to_string().contains("leaves no shared pool"), "{e}");
         let cfg = RoceConfig {
-            buffer_bytes: 2 << 20,
-            cc: CongestionControl::None,
-            ecn: false,
-            capture: Some((sw, 1)),
+            nic: crate::roce::net::NicConfig {
+                cc: CongestionControl::None,
+                ..Default::default()
+            },
+            switch: crate::roce::net::SwitchConfig {
+                buffer_bytes: 2 << 20,
+                ecn: false,
+                ..Default::default()
+            },
+            observe: crate::roce::net::ObserveConfig {
+                capture: Some((sw, 1)),
+                ..Default::default()
+            },
             ..RoceConfig::default()
         };
         let mut sim = RoceSim::new(&f, cfg, &flows).unwrap();
@@ -660,12 +732,18 @@ mod tests {
     fn slow_receiver_nic_pauses_its_switch() {
         let (f, sw, h) = star(2);
         let cfg = RoceConfig {
-            nic_rx: crate::roce::net::NicRxConfig {
-                drain_bps: 40_000_000_000,
+            nic: crate::roce::net::NicConfig {
+                nic_rx: crate::roce::net::NicRxConfig {
+                    drain_bps: 40_000_000_000,
+                    ..Default::default()
+                },
+                cc: CongestionControl::None,
                 ..Default::default()
             },
-            cc: CongestionControl::None,
-            ecn: false,
+            switch: crate::roce::net::SwitchConfig {
+                ecn: false,
+                ..Default::default()
+            },
             ..RoceConfig::default()
         };
         let mut sim = RoceSim::new(&f, cfg, &[flow(h[0], h[1], 8 << 20, 1, Time::ZERO, 10000)]).unwrap();
@@ -693,8 +771,14 @@ mod tests {
             let mut flows = incast_flows(&h[..16], h[16], 64 << 20);
             flows.push(flow(h[0], h[17], 64 << 20, 1, Time::ZERO, 20000));
             let cfg = RoceConfig {
-                cc,
-                buffer_bytes: 4 << 20,
+                nic: crate::roce::net::NicConfig {
+                    cc,
+                    ..Default::default()
+                },
+                switch: crate::roce::net::SwitchConfig {
+                    buffer_bytes: 4 << 20,
+                    ..Default::default()
+                },
                 ..RoceConfig::default()
             };
             let mut sim = RoceSim::new(&f, cfg, &flows).unwrap();
@@ -719,7 +803,10 @@ mod tests {
     fn rocev1_flows_are_refused_across_leaves_and_run_within_one() {
         let (f, _, _, h) = leaf_spine_2x2(2);
         let v1 = RoceConfig {
-            rocev1: Some(ethcp::L2Mode::RoutedAtLeaf),
+            routing: crate::roce::net::RoutingConfig {
+                rocev1: Some(ethcp::L2Mode::RoutedAtLeaf),
+                ..Default::default()
+            },
             ..RoceConfig::default()
         };
         let e = RoceSim::new(&f, v1.clone(), &[flow(h[0][0], h[1][0], 1 << 20, 1, Time::ZERO, 10000)]).unwrap_err();
@@ -808,9 +895,15 @@ mod tests {
             .map(|i| flow(h[0][i], h[1][i], 2 << 20, 1, Time::ZERO, 10000 + i as u16))
             .collect();
         let cfg = RoceConfig {
-            cc: CongestionControl::None,
-            ecn: false,
-            rto: Time::us(300),
+            nic: crate::roce::net::NicConfig {
+                cc: CongestionControl::None,
+                rto: Time::us(300),
+                ..Default::default()
+            },
+            switch: crate::roce::net::SwitchConfig {
+                ecn: false,
+                ..Default::default()
+            },
             ..RoceConfig::default()
         };
         let mut sim = RoceSim::new(&f, cfg, &flows).unwrap();
@@ -844,15 +937,30 @@ mod tests {
                 flow(h[0][2], h[1][2], 2 << 20, 1, Time::us(200), 10002),
             ];
             let cfg = RoceConfig {
-                faulty_nics: vec![h[1][0]],
-                pause_mode: PauseMode::Timed,
-                pause_quanta: 0xffff,
-                watchdog: wd,
-                nic_stall_prevention: nic_guard,
-                cc: CongestionControl::None,
-                ecn: false,
-                buffer_bytes: 4 << 20,
-                deadlock_check: Time::ZERO,
+                nic: crate::roce::net::NicConfig {
+                    nic_stall_prevention: nic_guard,
+                    cc: CongestionControl::None,
+                    ..Default::default()
+                },
+                switch: crate::roce::net::SwitchConfig {
+                    watchdog: wd,
+                    ecn: false,
+                    buffer_bytes: 4 << 20,
+                    ..Default::default()
+                },
+                pfc: crate::roce::net::PfcConfig {
+                    pause_mode: PauseMode::Timed,
+                    pause_quanta: 0xffff,
+                    ..Default::default()
+                },
+                faults: crate::roce::net::FaultConfig {
+                    faulty_nics: vec![h[1][0]],
+                    ..Default::default()
+                },
+                observe: crate::roce::net::ObserveConfig {
+                    deadlock_check: Time::ZERO,
+                    ..Default::default()
+                },
                 ..RoceConfig::default()
             };
             let mut sim = RoceSim::new(&f, cfg, &flows).unwrap();

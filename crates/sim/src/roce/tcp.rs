@@ -1028,8 +1028,14 @@ mod sim_tests {
     /// PFC on priority 3, no ECN, no DCQCN: RDMA is greedy and lossless.
     fn pfc_only() -> RoceConfig {
         RoceConfig {
-            ecn: false,
-            cc: CongestionControl::None,
+            nic: crate::roce::net::NicConfig {
+                cc: CongestionControl::None,
+                ..Default::default()
+            },
+            switch: crate::roce::net::SwitchConfig {
+                ecn: false,
+                ..Default::default()
+            },
             ..RoceConfig::default()
         }
     }
@@ -1089,15 +1095,21 @@ mod sim_tests {
         let (f, _, h) = star(7);
         let base = if ecn {
             RoceConfig {
-                cc: CongestionControl::Dcqcn(crate::roce::dcqcn::Profile::HpccNs3.params(100_000_000_000)),
+                nic: crate::roce::net::NicConfig {
+                    cc: CongestionControl::Dcqcn(crate::roce::dcqcn::Profile::HpccNs3.params(100_000_000_000)),
+                    ..Default::default()
+                },
                 ..RoceConfig::default()
             }
         } else {
             pfc_only()
         };
         let cfg = RoceConfig {
+            switch: crate::roce::net::SwitchConfig {
+                buffer_bytes: 4 << 20,
+                ..base.switch
+            },
             seed,
-            buffer_bytes: 4 << 20,
             ..base
         };
         let rdma = [

@@ -557,7 +557,7 @@ impl RoceSim {
                         break Some(Outcome::Ended(RoceStatus::Deadlock(d)));
                     }
                     let (live, left) = base.whole(all.iter().map(|p| &**p));
-                    check_at = (left > 0 || live > 0).then(|| tc + self.cfg.deadlock_check);
+                    check_at = (left > 0 || live > 0).then(|| tc + self.cfg.observe.deadlock_check);
                 }
             };
             gate.stop.store(true, Ordering::Release);
@@ -906,9 +906,15 @@ mod tests {
             .chain((1..4).map(|i| flow(hosts[1][i], hosts[1][0], 4 << 20, 1, Time::ZERO, 11000 + i as u16)))
             .collect();
         let cfg = RoceConfig {
-            cc: CongestionControl::None,
-            ecn: false,
-            buffer_bytes: 1 << 20,
+            nic: crate::roce::net::NicConfig {
+                cc: CongestionControl::None,
+                ..Default::default()
+            },
+            switch: crate::roce::net::SwitchConfig {
+                ecn: false,
+                buffer_bytes: 1 << 20,
+                ..Default::default()
+            },
             ..RoceConfig::default()
         };
         let mut one = RoceSim::new(&f, cfg.clone(), &flows).unwrap();
@@ -928,7 +934,10 @@ mod tests {
         let (f, _, h) = star(17);
         let flows = incast_flows(&h[..16], h[16], 256 << 10);
         let cfg = RoceConfig {
-            recovery: Recovery::GoBackN,
+            nic: crate::roce::net::NicConfig {
+                recovery: Recovery::GoBackN,
+                ..dcqcn().nic
+            },
             ..dcqcn()
         };
         let mut one = RoceSim::new(&f, cfg.clone(), &flows).unwrap();
@@ -967,11 +976,23 @@ mod tests {
             flow(all[2], all[0], 848 << 10, 1, Time::us(6), 10003),
         ];
         let cfg = RoceConfig {
-            pfc: false,
-            ecn: false,
-            cc: CongestionControl::None,
-            rto: Time::us(100),
-            loss_every: vec![(f.peer(all[6], 1).unwrap().1, 97)],
+            nic: crate::roce::net::NicConfig {
+                cc: CongestionControl::None,
+                rto: Time::us(100),
+                ..dcqcn().nic
+            },
+            switch: crate::roce::net::SwitchConfig {
+                ecn: false,
+                ..dcqcn().switch
+            },
+            pfc: crate::roce::net::PfcConfig {
+                enabled: false,
+                ..dcqcn().pfc
+            },
+            faults: crate::roce::net::FaultConfig {
+                loss_every: vec![(f.peer(all[6], 1).unwrap().1, 97)],
+                ..dcqcn().faults
+            },
             ..dcqcn()
         };
         let mut one = RoceSim::new(&f, cfg.clone(), &flows).unwrap();
@@ -1014,19 +1035,28 @@ mod tests {
                 .collect();
             proptest::prop_assume!(!flows.is_empty());
             let mut cfg = RoceConfig {
-                pfc,
-                ecn,
-                recovery: if go_back_0 { Recovery::GoBack0 } else { Recovery::GoBackN },
-                buffer_bytes: if shallow { 1 << 20 } else { 32 << 20 },
-                rto: Time::us(100),
+                nic: crate::roce::net::NicConfig {
+                    recovery: if go_back_0 { Recovery::GoBack0 } else { Recovery::GoBackN },
+                    rto: Time::us(100),
+                    ..dcqcn().nic
+                },
+                switch: crate::roce::net::SwitchConfig {
+                    ecn,
+                    buffer_bytes: if shallow { 1 << 20 } else { 32 << 20 },
+                    ..dcqcn().switch
+                },
+                pfc: crate::roce::net::PfcConfig {
+                    enabled: pfc,
+                    ..dcqcn().pfc
+                },
                 ..dcqcn()
             };
             match cc {
-                0 => cfg.cc = CongestionControl::None,
+                0 => cfg.nic.cc = CongestionControl::None,
                 1 => {}
                 _ => {
                     // HPCC as third.cc sets it for 100G and a 4-hop base RTT.
-                    cfg.cc = CongestionControl::Hpcc(crate::roce::hpcc_cc::HpccParams {
+                    cfg.nic.cc = CongestionControl::Hpcc(crate::roce::hpcc_cc::HpccParams {
                         base_rtt: Time::us(9),
                         window_bytes: 112_500,
                         ..crate::roce::hpcc_cc::test_params()
@@ -1035,7 +1065,7 @@ mod tests {
             }
             if let Some(h) = loss {
                 let host = all[h % n];
-                cfg.loss_every = vec![(f.peer(host, 1).unwrap().1, 97)];
+                cfg.faults.loss_every = vec![(f.peer(host, 1).unwrap().1, 97)];
             }
             let until = until_us.map_or(Time::ms(20), Time::us);
             let mut one = RoceSim::new(&f, cfg.clone(), &flows).unwrap();
@@ -1057,7 +1087,10 @@ mod tests {
         let (f, _, h) = star(3);
         let flows = [flow(h[0], h[2], 1 << 20, 1, Time::ZERO, 10000)];
         let cfg = RoceConfig {
-            watchdog: Some(crate::roce::pfc::WdConfig::default()),
+            switch: crate::roce::net::SwitchConfig {
+                watchdog: Some(crate::roce::pfc::WdConfig::default()),
+                ..dcqcn().switch
+            },
             ..dcqcn()
         };
         let mut sim = RoceSim::new(&f, cfg, &flows).unwrap();
