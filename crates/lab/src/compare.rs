@@ -43,7 +43,7 @@ use sim::IbConfig;
 use crate::advisor::FabricKind;
 use crate::cluster;
 use crate::collective::HopCost;
-use crate::driver::{Driver, IbWorld, Prepared, RoceWorld};
+use crate::driver::{Driver, IbWorld, Prepared, RoceWorld, World};
 use crate::results::{Counters, SimEffort, VariantResult};
 use crate::runner::{NicMap, RunError};
 use crate::scenario::{Scenario, Variant, VariantFabric};
@@ -342,14 +342,7 @@ fn prepare_ib<'a>(
         kind: FabricKind::Infiniband,
         bring_up,
         findings,
-        world: Box::new(IbWorld {
-            fabric: f,
-            tables,
-            nics: nic_map(v, f)?,
-            seed: s.seed,
-            nvl: nvlink(s),
-            ipoib: None,
-        }),
+        world: ib_world(s, v, f, tables, None)?,
     })
 }
 
@@ -375,15 +368,26 @@ fn prepare_ipoib<'a>(s: &Scenario, v: &Variant, f: &'a Fabric) -> Result<Prepare
         kind: FabricKind::Ipoib,
         bring_up,
         findings: Vec::new(),
-        world: Box::new(IbWorld {
-            fabric: f,
-            tables,
-            nics: nic_map(v, f)?,
-            seed: s.seed,
-            nvl: nvlink(s),
-            ipoib: Some(cfg),
-        }),
+        world: ib_world(s, v, f, tables, Some(cfg))?,
     })
+}
+
+/// The InfiniBand world of a variant: the SM's `tables` on `f`, verbs or IPoIB.
+fn ib_world<'a>(
+    s: &Scenario,
+    v: &Variant,
+    f: &'a Fabric,
+    tables: sm::RoutingTables,
+    ipoib: Option<sim::roce::ipoib::IpoibConfig>,
+) -> Result<Box<dyn World + 'a>, CompareError> {
+    Ok(Box::new(IbWorld {
+        fabric: f,
+        tables,
+        nics: nic_map(v, f)?,
+        seed: s.seed,
+        nvl: nvlink(s),
+        ipoib,
+    }))
 }
 
 /// Where each NIC sits, or the variant's error.

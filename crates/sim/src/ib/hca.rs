@@ -723,12 +723,7 @@ impl Hcas {
     /// sure it is woken when the line frees.
     #[inline]
     fn kick<M: Mode>(&mut self, cx: &mut Cx, gp: u32) {
-        let g = gp as usize;
-        let now = cx.core.now;
-        if cx.links.ports[g].busy_until > now {
-            let t = cx.links.ports[g].busy_until;
-            cx.links.schedule_wake(&mut cx.core.q, gp, t);
-        } else if cx.links.ports[g].wake_at > now {
+        if cx.links.wants_look(&mut cx.core.q, cx.core.now, gp) {
             self.try_tx_idle::<M>(cx, gp);
         }
     }

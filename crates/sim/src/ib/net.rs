@@ -433,6 +433,22 @@ impl Links {
         }
     }
 
+    /// New work for transmitter `gp` at `now`: while its line is busy, make sure
+    /// it is woken when the line frees and answer false; when the line is idle,
+    /// answer whether it should look now (it is not already due a wake-up now).
+    /// The switch's and the HCA's `kick` both ask this.
+    #[inline]
+    pub(crate) fn wants_look(&mut self, q: &mut PackedQueue<Event>, now: Time, gp: u32) -> bool {
+        let g = gp as usize;
+        if self.ports[g].busy_until > now {
+            let t = self.ports[g].busy_until;
+            self.schedule_wake(q, gp, t);
+            false
+        } else {
+            self.ports[g].wake_at > now
+        }
+    }
+
     /// Credits returned to transmitter `gp`, landing at `t`. Inlined: every
     /// hop returns credits, and as a call its register saves cost as much as
     /// its work (callgrind: 18 of 34 instructions).
