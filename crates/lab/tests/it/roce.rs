@@ -83,15 +83,7 @@ fn a_lint_finding_becomes_a_measured_consequence() {
         let report = lint_parsed(&refs, &LintOptions::default());
         to_sim_config(&refs, &report, &sim::roce::net::RoceConfig::default()).0
     };
-    let f = fabric::leaf_spine(&fabric::LeafSpineParams {
-        radix: 8,
-        hosts_per_leaf: Some(4),
-        spines: Some(4),
-        leaves: Some(4),
-        rate: fabric::LinkRate::eth(100).unwrap(),
-        ..Default::default()
-    })
-    .unwrap();
+    let f = leaf_spine_4x4();
     let hosts: Vec<fabric::NodeId> = f.nodes_of(fabric::NodeKind::Ca).collect();
     // 15-to-1 incast of 1 MB each: more than the 12 MB buffer of the config.
     let flows: Vec<FlowSpec> = hosts[1..]
@@ -131,15 +123,7 @@ fn a_lint_finding_becomes_a_measured_consequence() {
 fn roce_trace_predicts_the_path_the_simulator_takes() {
     use diag::roce::trace::{HopConfigs, default_hash, trace_roce};
     use sim::roce::net::{FlowSpec, RoceConfig, RoceSim};
-    let f = fabric::leaf_spine(&fabric::LeafSpineParams {
-        radix: 8,
-        hosts_per_leaf: Some(4),
-        spines: Some(4),
-        leaves: Some(4),
-        rate: fabric::LinkRate::eth(100).unwrap(),
-        ..Default::default()
-    })
-    .unwrap();
+    let f = leaf_spine_4x4();
     let hosts: Vec<fabric::NodeId> = f.nodes_of(fabric::NodeKind::Ca).collect();
     for sport in [0xc000u16, 0xc001, 0xc0de, 0xfffe] {
         let t = trace_roce(
@@ -187,4 +171,17 @@ fn roce_trace_predicts_the_path_the_simulator_takes() {
             }
         }
     }
+}
+
+/// 4 leaves × 4 spines at 100G, 4 hosts per leaf.
+fn leaf_spine_4x4() -> fabric::Fabric {
+    fabric::leaf_spine(&fabric::LeafSpineParams {
+        radix: 8,
+        hosts_per_leaf: Some(4),
+        spines: Some(4),
+        leaves: Some(4),
+        rate: fabric::LinkRate::eth(100).unwrap(),
+        ..Default::default()
+    })
+    .unwrap()
 }
