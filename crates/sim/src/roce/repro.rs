@@ -1,6 +1,10 @@
 //! Seeded reproductions of published RoCE behaviour on small fabrics (the large
 //! ones are documented runs in docs/VALIDATION.md). Each prints the figure it
 //! checks; `cargo test -p rdmalab-sim --lib roce::repro -- --nocapture` shows them.
+//!
+//! One file because the reproductions share its small fabrics and flow builders
+//! (`star`, `leaf_spine_2x2`, `ring4_bounce`, `incast_flows`), which the split-run and
+//! TCP tests use too; the builders are about 160 lines, the rest the reproductions.
 
 use fabric::{Fabric, LinkRate, NodeId, NodeSpec};
 use wire::Guid;
