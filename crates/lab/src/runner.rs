@@ -52,7 +52,7 @@ pub enum RunError {
     #[error("simulator")]
     Sim(#[from] sim::SimError),
     #[error("the fabric deadlocked: {0}")]
-    Deadlock(String),
+    Deadlock(Deadlock),
     #[error("the run went idle with {0} transfers never completed")]
     Stalled(usize),
     /// Packets created ≠ delivered + dropped + in flight: a model fault.
@@ -102,6 +102,24 @@ pub struct Delivered {
     pub done_ps: u64,
 }
 
+/// A deadlock a simulator found, with the cycle it names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Deadlock {
+    /// InfiniBand: a cycle of credit-starved (switch, port, VL) queues.
+    Credits(sim::DeadlockReport),
+    /// Ethernet: a cycle of PFC-paused switch egress queues.
+    Pfc(sim::roce::net::PfcDeadlock),
+}
+
+impl std::fmt::Display for Deadlock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Deadlock::Credits(d) => d.fmt(f),
+            Deadlock::Pfc(d) => d.fmt(f),
+        }
+    }
+}
+
 /// Why [`Network::advance`] returned.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum NetStep {
@@ -111,8 +129,8 @@ pub enum NetStep {
     Reached,
     /// Nothing is in flight.
     Idle,
-    /// The fabric deadlocked; the text names the cycle.
-    Deadlock(String),
+    /// The fabric deadlocked.
+    Deadlock(Deadlock),
 }
 
 /// Message traffic class on a NIC pair: each class is its own connection (QP).
@@ -133,7 +151,7 @@ pub trait Network {
     /// (a, b, class) are delivered in posting order.
     fn post(&mut self, a: NodeId, b: NodeId, class: Class, bytes: u64, tag: u64) -> Result<(), RunError>;
     /// Run until `until_ps` or until messages are delivered, whichever is first.
-    fn advance(&mut self, until_ps: u64) -> NetStep;
+    fn advance(&mut self, until_ps: u64) -> Result<NetStep, RunError>;
     /// Close the run and count it: the conservation ledger is checked first, and an
     /// imbalance is an error ([`RunError::Ledger`]), never a count.
     fn counters(&mut self) -> Result<NetCounters, RunError>;
@@ -227,8 +245,8 @@ impl Network for IbNet<'_> {
         Ok(())
     }
 
-    fn advance(&mut self, until_ps: u64) -> NetStep {
-        match self.sim.run(Time(until_ps)) {
+    fn advance(&mut self, until_ps: u64) -> Result<NetStep, RunError> {
+        Ok(match self.sim.run(Time(until_ps)) {
             RunStatus::Completion => {
                 let mut out = Vec::new();
                 self.drain_cq(&mut out);
@@ -236,8 +254,8 @@ impl Network for IbNet<'_> {
             }
             RunStatus::TimeLimit => NetStep::Reached,
             RunStatus::Idle => NetStep::Idle,
-            RunStatus::Deadlock(d) => NetStep::Deadlock(d.to_string()),
-        }
+            RunStatus::Deadlock(d) => NetStep::Deadlock(Deadlock::Credits(d)),
+        })
     }
 
     /// Stalls accounted ([`Sim::finish`]), the ledger checked, then the counts.
@@ -359,7 +377,7 @@ pub fn run_schedule(
         if let Some(t) = next_probe {
             until = until.min(t);
         }
-        match net.advance(until) {
+        match net.advance(until)? {
             NetStep::Delivered(ds) => {
                 for d in ds {
                     if d.tag == PROBE_TAG {
@@ -384,7 +402,7 @@ pub fn run_schedule(
     out.max_nic_bytes = nic_bytes.values().copied().max().unwrap_or(0);
     // let the last probes drain so every probe posted is measured
     while (out.probe_latency_ps.len() as u64) < probes_out {
-        match net.advance(u64::MAX) {
+        match net.advance(u64::MAX)? {
             NetStep::Delivered(ds) => {
                 for d in ds.into_iter().filter(|d| d.tag == PROBE_TAG) {
                     out.probe_latency_ps.push(d.done_ps.saturating_sub(d.posted_ps));
@@ -407,7 +425,7 @@ pub fn run_messages(net: &mut dyn Network, msgs: &[(NodeId, NodeId, u64)]) -> Re
     let mut left = msgs.len();
     let mut end = start;
     while left > 0 {
-        match net.advance(u64::MAX) {
+        match net.advance(u64::MAX)? {
             NetStep::Delivered(ds) => {
                 left -= ds.len();
                 end = ds.iter().map(|d| d.done_ps).fold(end, u64::max);
@@ -489,7 +507,7 @@ impl Network for RoceNet<'_> {
             .map_err(|e| RunError::Topology(e.to_string()))
     }
 
-    fn advance(&mut self, until_ps: u64) -> NetStep {
+    fn advance(&mut self, until_ps: u64) -> Result<NetStep, RunError> {
         use sim::roce::net::RoceStatus;
         let cap = self.sim.now().0.saturating_add(ROCE_STALL_PS);
         let st = self.sim.run(Time(until_ps.min(cap)));
@@ -504,14 +522,14 @@ impl Network for RoceNet<'_> {
             })
             .collect();
         if !out.is_empty() {
-            return NetStep::Delivered(out);
+            return Ok(NetStep::Delivered(out));
         }
-        match st {
-            RoceStatus::Deadlock(d) => NetStep::Deadlock(d.to_string()),
+        Ok(match st {
+            RoceStatus::Deadlock(d) => NetStep::Deadlock(Deadlock::Pfc(d)),
             RoceStatus::TimeLimit if until_ps > cap => NetStep::Idle,
             RoceStatus::TimeLimit | RoceStatus::Delivered => NetStep::Reached,
             RoceStatus::Done | RoceStatus::Stuck => NetStep::Idle,
-        }
+        })
     }
 
     /// The RDMA traffic's counts: background TCP's own drops are left out (the
@@ -649,15 +667,13 @@ impl Network for IpoibNet<'_> {
         self.release_due()
     }
 
-    fn advance(&mut self, until_ps: u64) -> NetStep {
+    fn advance(&mut self, until_ps: u64) -> Result<NetStep, RunError> {
         let next_write = self.waiting.peek().map_or(u64::MAX, |Reverse((t, _))| *t);
-        let step = self.inner.advance(until_ps.min(next_write));
+        let step = self.inner.advance(until_ps.min(next_write))?;
         let before = self.waiting.len();
-        if let Err(e) = self.release_due() {
-            return NetStep::Deadlock(format!("posting a write: {e}"));
-        }
+        self.release_due()?;
         let released = self.waiting.len() < before;
-        match step {
+        Ok(match step {
             NetStep::Delivered(ds) => {
                 let mut out = Vec::with_capacity(ds.len());
                 for d in ds {
@@ -683,7 +699,7 @@ impl Network for IpoibNet<'_> {
             // writes still on their sender's core, or just handed to the fabric
             NetStep::Idle if released || !self.waiting.is_empty() => NetStep::Reached,
             other => other,
-        }
+        })
     }
 
     /// The InfiniBand fabric's counts: IPoIB's bytes ride it as verbs traffic does.
