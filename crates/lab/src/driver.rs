@@ -203,7 +203,7 @@ impl World for RoceWorld<'_> {
             }
         });
         let series = if matches!(job, Job::Messages(_)) {
-            vec![pause_series(&sim.pfc)]
+            vec![pause_series(&sim.obs.pfc)]
         } else {
             Vec::new()
         };
