@@ -6,7 +6,7 @@
 //! balance). A closed stdout pipe ends the program quietly with 0.
 
 /// `println!` that returns the write's error instead of panicking, so that a
-/// closed stdout pipe ends the command quietly (see [`error::Failure::ClosedPipe`]).
+/// closed stdout pipe ends the command quietly (see [`error::Kind::ClosedPipe`]).
 macro_rules! outln {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
@@ -80,8 +80,5 @@ fn main() -> ExitCode {
         Command::Wire(c) => c.exec(),
         Command::Compare(c) => c.exec(),
     };
-    match result {
-        Ok(code) => code,
-        Err(e) => error::report(&e),
-    }
+    error::exit(result)
 }

@@ -179,13 +179,12 @@ pub(crate) struct RoceWorld<'a> {
 
 impl World for RoceWorld<'_> {
     fn run(&mut self, job: &Job<'_>, background: bool) -> Result<(JobOut, WorldStats), RunError> {
-        let topo = |e: sim::roce::net::RoceError| RunError::Topology(e.to_string());
-        let mut sim = sim::roce::net::RoceSim::new(self.fabric, self.cfg.clone(), &[]).map_err(topo)?;
+        let mut sim = sim::roce::net::RoceSim::new(self.fabric, self.cfg.clone(), &[])?;
         let with_tcp = background && !self.tcp_flows.is_empty();
         if with_tcp {
-            sim.set_tcp_config(self.tcp_cfg.clone()).map_err(topo)?;
+            sim.set_tcp_config(self.tcp_cfg.clone())?;
             for t in &self.tcp_flows {
-                sim.add_tcp_flow(*t).map_err(topo)?;
+                sim.add_tcp_flow(*t)?;
             }
         }
         let (out, net) = run_on(&mut RoceNet::new(&mut sim, self.fabric), &self.nics, job, self.nvl)?;

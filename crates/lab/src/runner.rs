@@ -47,18 +47,28 @@ impl NicMap {
 /// Why a schedule could not be run.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
+    /// The fabric does not fit the workload (a NIC without a server, an incast
+    /// with one server).
     #[error("topology: {0}")]
     Topology(String),
+    /// The InfiniBand simulator refused a request, or its ledger did not balance.
     #[error("simulator")]
     Sim(#[from] sim::SimError),
+    /// The RoCE simulator refused the world's setup or a message.
+    #[error("drive the RoCE simulator")]
+    Roce(#[from] sim::roce::net::RoceError),
+    /// The fabric deadlocked; the cycle the simulator found.
     #[error("the fabric deadlocked: {0}")]
     Deadlock(Deadlock),
+    /// Nothing was in flight and transfers were left.
     #[error("the run went idle with {0} transfers never completed")]
     Stalled(usize),
     /// Packets created ≠ delivered + dropped + in flight: a model fault.
     #[error("the conservation ledger of the {world} world does not balance")]
     Ledger {
+        /// The world whose counts these are ("RoCE").
         world: &'static str,
+        /// The ledger's numbers.
         #[source]
         source: sim::engine::LedgerError,
     },
@@ -71,7 +81,7 @@ impl RunError {
         match self {
             RunError::Ledger { .. } => true,
             RunError::Sim(e) => e.is_internal(),
-            RunError::Topology(_) | RunError::Deadlock(_) | RunError::Stalled(_) => false,
+            RunError::Topology(_) | RunError::Roce(_) | RunError::Deadlock(_) | RunError::Stalled(_) => false,
         }
     }
 }
@@ -497,14 +507,12 @@ impl Network for RoceNet<'_> {
         let q = match self.qps.get(&(a, b, class)) {
             Some(&q) => q,
             None => {
-                let q = self.sim.open_qp(a, b).map_err(|e| RunError::Topology(e.to_string()))?;
+                let q = self.sim.open_qp(a, b)?;
                 self.qps.insert((a, b, class), q);
                 q
             }
         };
-        self.sim
-            .post(q, bytes, tag)
-            .map_err(|e| RunError::Topology(e.to_string()))
+        Ok(self.sim.post(q, bytes, tag)?)
     }
 
     fn advance(&mut self, until_ps: u64) -> Result<NetStep, RunError> {
@@ -797,5 +805,46 @@ mod tests {
             a.push((run.time_ps, run.probe_latency_ps, s.trace_hash()));
         }
         assert_eq!(a[0], a[1]);
+    }
+
+    #[test]
+    fn a_refused_roce_message_keeps_its_cause_and_is_not_a_model_fault() {
+        let c = Cluster {
+            servers: 2,
+            gpus_per_server: 1,
+            nic_gbps: 100,
+            radix: 8,
+            host_leaf_m: 2.0,
+            leaf_spine_m: 20.0,
+        };
+        let f = cluster::build(&c, Tech::Ethernet).unwrap();
+        let mut sim = sim::roce::net::RoceSim::new(&f, sim::roce::net::RoceConfig::default(), &[]).unwrap();
+        let nic = f.nodes_of(NodeKind::Ca).next().unwrap();
+        let switch = f.nodes_of(NodeKind::Switch).next().unwrap();
+        let e = RoceNet::new(&mut sim, &f)
+            .post(nic, switch, Class::Bulk, 4096, 0)
+            .unwrap_err();
+        assert!(
+            matches!(&e, RunError::Roce(sim::roce::net::RoceError::NotNic { node, .. }) if *node == f.node(switch).name),
+            "{e:?}"
+        );
+        assert!(!e.is_internal());
+    }
+
+    #[test]
+    fn a_ledger_imbalance_is_a_model_fault_in_either_world() {
+        let ledger = || sim::engine::LedgerError {
+            created: 3,
+            delivered: 1,
+            dropped: 0,
+            in_flight: 0,
+        };
+        let roce = RunError::Ledger {
+            world: "RoCE",
+            source: ledger(),
+        };
+        assert!(roce.is_internal());
+        assert!(RunError::Sim(sim::SimError::Ledger(ledger())).is_internal());
+        assert!(!RunError::Stalled(2).is_internal());
     }
 }

@@ -4,12 +4,13 @@
 
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
-use std::process::ExitCode;
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use clap::{Args, ValueEnum};
 use lab::advisor::{Answers, Budget, Estate, Evidence, Skills};
 use lab::{CompareResults, PriceTable, Scenario, Tech};
+
+use super::CliError;
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 enum SkillsArg {
@@ -99,7 +100,8 @@ fn ask<R: BufRead, W: Write>(
 }
 
 impl AdviseCmd {
-    pub fn exec(self) -> anyhow::Result<ExitCode> {
+    /// Run it.
+    pub fn exec(self) -> Result<(), CliError> {
         let results: Option<CompareResults> =
             match &self.results {
                 Some(p) => {
@@ -124,7 +126,7 @@ impl AdviseCmd {
         };
         if self.show_prices {
             out!("{}", toml::to_string_pretty(&prices)?);
-            return Ok(ExitCode::SUCCESS);
+            return Ok(());
         }
         let mut answers: Answers = scenario.advisor.clone();
         if self.interactive {
@@ -209,7 +211,7 @@ impl AdviseCmd {
         }
         if let Some(n) = self.sites {
             if n == 0 {
-                bail!("--sites must be 1 or more");
+                return Err(CliError::bad_input("--sites must be 1 or more".into()));
             }
             answers.sites = n;
         }
@@ -222,6 +224,6 @@ impl AdviseCmd {
         } else {
             out!("{}", report::compare::advice_text(&advice, results.is_some()));
         }
-        Ok(ExitCode::SUCCESS)
+        Ok(())
     }
 }

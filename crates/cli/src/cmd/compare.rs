@@ -2,11 +2,12 @@
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Args;
 use lab::Scenario;
+
+use super::CliError;
 
 /// Build the scenario's cluster as every fabric variant, run the same AI workload
 /// through each packet by packet, and compare (terminal table, report.html,
@@ -36,7 +37,8 @@ pub struct CompareCmd {
 const MARK: &str = "\"generator\": \"rdmalab compare\"";
 
 impl CompareCmd {
-    pub fn exec(self) -> anyhow::Result<ExitCode> {
+    /// Run it.
+    pub fn exec(self) -> Result<(), CliError> {
         let scenario = match &self.scenario {
             Some(p) => Scenario::load(p)?,
             None => Scenario::default_rail(),
@@ -50,10 +52,10 @@ impl CompareCmd {
                 let text = std::fs::read_to_string(p).unwrap_or_default();
                 let ours = text.contains(MARK) || text.contains("<!-- generator: rdmalab compare -->");
                 if !ours {
-                    anyhow::bail!(
+                    return Err(CliError::bad_input(format!(
                         "{} exists and was not written by rdmalab compare; choose another --out",
                         p.display()
-                    );
+                    )));
                 }
             }
         }
@@ -109,6 +111,6 @@ impl CompareCmd {
             }
             outln!("\nwrote {} and {}", html_path.display(), json_path.display());
         }
-        Ok(ExitCode::SUCCESS)
+        Ok(())
     }
 }

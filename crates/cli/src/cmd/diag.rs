@@ -3,9 +3,10 @@
 
 use std::io::Write;
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
+
+use super::CliError;
 
 /// Diagnostics subcommands.
 #[derive(Debug, Subcommand)]
@@ -149,7 +150,8 @@ fn parse_rate(s: &str) -> anyhow::Result<(fabric::IbWidth, fabric::IbSpeed)> {
 }
 
 impl DiagCmd {
-    pub fn exec(self) -> anyhow::Result<ExitCode> {
+    /// Run it.
+    pub fn exec(self) -> Result<(), CliError> {
         let mut out = std::io::stdout();
         match self {
             DiagCmd::Check(a) => {
@@ -166,11 +168,10 @@ impl DiagCmd {
                     r.render_text()
                 };
                 out.write_all(text.as_bytes())?;
-                Ok(if r.has_errors() {
-                    ExitCode::from(super::FOUND_ERRORS)
-                } else {
-                    ExitCode::SUCCESS
-                })
+                if r.has_errors() {
+                    return Err(CliError::findings());
+                }
+                Ok(())
             }
             DiagCmd::RoceTrace(a) => {
                 use diag::roce::trace::{HopConfigs, default_hash, trace_roce};
@@ -191,14 +192,20 @@ impl DiagCmd {
                             .map_err(|_| anyhow::anyhow!("--qp {qp:?}: bad remote QPN"))?;
                         ethcp::roce_udp_sport(l, r)
                     }
-                    (None, None) => anyhow::bail!("give the flow's --sport or --qp LQPN,RQPN"),
+                    (None, None) => {
+                        return Err(CliError::bad_input("give the flow's --sport or --qp LQPN,RQPN".into()));
+                    }
                 };
                 let mut hash = default_hash();
                 hash.seed = a.hash_seed;
                 hash.func = match a.hash.as_str() {
                     "murmur3" => ethcp::HashFn::Murmur3,
                     "crc32" => ethcp::HashFn::Crc32,
-                    other => anyhow::bail!("--hash {other:?}: expected murmur3 or crc32"),
+                    other => {
+                        return Err(CliError::bad_input(format!(
+                            "--hash {other:?}: expected murmur3 or crc32"
+                        )));
+                    }
                 };
                 let mut cfg = HopConfigs {
                     configs: Vec::new(),
@@ -221,11 +228,10 @@ impl DiagCmd {
                 };
                 out.write_all(text.as_bytes())?;
                 let lossy = t.hops.iter().any(|h| h.qos.as_ref().is_some_and(|q| !q.lossless));
-                Ok(if t.arrived && !lossy {
-                    ExitCode::SUCCESS
-                } else {
-                    ExitCode::from(super::FOUND_ERRORS)
-                })
+                if !t.arrived || lossy {
+                    return Err(CliError::findings());
+                }
+                Ok(())
             }
             DiagCmd::Trace(a) => {
                 let l = a.files.load()?;
@@ -236,11 +242,10 @@ impl DiagCmd {
                     t.text.clone()
                 };
                 out.write_all(text.as_bytes())?;
-                Ok(if t.arrived {
-                    ExitCode::SUCCESS
-                } else {
-                    ExitCode::from(super::FOUND_ERRORS)
-                })
+                if !t.arrived {
+                    return Err(CliError::findings());
+                }
+                Ok(())
             }
         }
     }

@@ -2,9 +2,10 @@
 
 use std::io::Write;
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
+
+use super::CliError;
 
 /// Linter subcommands.
 #[derive(Debug, Subcommand)]
@@ -33,7 +34,8 @@ pub struct RoceArgs {
 }
 
 impl LintCmd {
-    pub fn exec(self) -> anyhow::Result<ExitCode> {
+    /// Run it.
+    pub fn exec(self) -> Result<(), CliError> {
         match self {
             LintCmd::Roce(a) => {
                 let opts = diag::roce::LintOptions {
@@ -47,11 +49,10 @@ impl LintCmd {
                     report.render_text()
                 };
                 std::io::stdout().write_all(text.as_bytes())?;
-                Ok(if report.has_errors() {
-                    ExitCode::from(super::FOUND_ERRORS)
-                } else {
-                    ExitCode::SUCCESS
-                })
+                if report.has_errors() {
+                    return Err(CliError::findings());
+                }
+                Ok(())
             }
         }
     }

@@ -1,5 +1,5 @@
 //! One module per subcommand; each exposes a clap `Subcommand` enum or `Args`
-//! struct with `exec(self) -> anyhow::Result<ExitCode>`.
+//! struct with `exec(self) -> Result<(), CliError>`.
 
 pub mod advise;
 pub mod compare;
@@ -12,4 +12,4 @@ pub mod sm;
 pub mod topo;
 pub mod wire;
 
-pub use crate::error::{FOUND_ERRORS, Internal};
+pub use crate::error::CliError;

@@ -1,11 +1,12 @@
 //! `rdmalab scenario …`: the scenario format, explained and shown.
 
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 use clap::Subcommand;
 use lab::Scenario;
 use lab::scenario::FIELDS;
+
+use super::CliError;
 
 /// Scenario subcommands.
 #[derive(Debug, Subcommand)]
@@ -22,7 +23,8 @@ pub enum ScenarioCmd {
 }
 
 impl ScenarioCmd {
-    pub fn exec(self) -> anyhow::Result<ExitCode> {
+    /// Run it.
+    pub fn exec(self) -> Result<(), CliError> {
         match self {
             ScenarioCmd::Explain => {
                 let w = FIELDS.iter().map(|(f, _, _)| f.len()).max().unwrap_or(0);
@@ -44,6 +46,6 @@ impl ScenarioCmd {
                 );
             }
         }
-        Ok(ExitCode::SUCCESS)
+        Ok(())
     }
 }

@@ -7,7 +7,6 @@
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
-use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::Context;
@@ -17,7 +16,8 @@ use serde_json::json;
 use sim::scenario::{Outcome, Scenario};
 use sm::run::{RunOptions, run};
 
-use super::{FOUND_ERRORS, Internal};
+use super::CliError;
+use crate::error::ledger_fault;
 
 /// Simulator subcommands.
 #[derive(Debug, Subcommand)]
@@ -98,7 +98,8 @@ pub struct PerftestArgs {
 }
 
 impl SimCmd {
-    pub fn exec(self) -> anyhow::Result<ExitCode> {
+    /// Run it.
+    pub fn exec(self) -> Result<(), CliError> {
         match self {
             SimCmd::Run(a) => a.exec(),
             SimCmd::Perftest(a) => a.exec(),
@@ -144,7 +145,7 @@ fn parse_capture(f: &Fabric, spec: &str) -> anyhow::Result<(NodeId, u8)> {
 }
 
 impl RunArgs {
-    fn exec(self) -> anyhow::Result<ExitCode> {
+    fn exec(self) -> Result<(), CliError> {
         let mut sc = Scenario::load(&self.scenario)?;
         if let Some(seed) = self.seed {
             sc.engine.seed = seed;
@@ -214,15 +215,20 @@ impl RunArgs {
             print_text(&out, rep.outcome.engine.name(), wall_s, cpu_s)?;
         }
         if !s.ledger_balanced {
-            return Err(anyhow::Error::new(Internal(format!(
-                "the packet ledger does not balance: created {} delivered {} dropped {} in flight {}",
-                s.packets_created, s.packets_delivered, s.packets_dropped, s.packets_in_flight
-            ))));
+            return Err(ledger_fault(
+                "packet",
+                sim::engine::LedgerError {
+                    created: s.packets_created,
+                    delivered: s.packets_delivered,
+                    dropped: s.packets_dropped,
+                    in_flight: s.packets_in_flight,
+                },
+            ));
         }
         if out.deadlock.is_some() || s.packets_dropped > 0 {
-            return Ok(ExitCode::from(FOUND_ERRORS));
+            return Err(CliError::findings());
         }
-        Ok(ExitCode::SUCCESS)
+        Ok(())
     }
 }
 
@@ -281,10 +287,13 @@ fn print_text(out: &Outcome, engine: &str, wall_s: f64, cpu_s: Option<f64>) -> a
 }
 
 impl PerftestArgs {
-    fn exec(self) -> anyhow::Result<ExitCode> {
+    fn exec(self) -> Result<(), CliError> {
         let rate: LinkRate = self.rate.parse().map_err(anyhow::Error::msg).context("--rate")?;
         if !rate.is_ib() {
-            anyhow::bail!("--rate {}: an InfiniBand rate is needed, e.g. 4xNDR", self.rate);
+            return Err(CliError::bad_input(format!(
+                "--rate {}: an InfiniBand rate is needed, e.g. 4xNDR",
+                self.rate
+            )));
         }
         let mut f = Fabric::new();
         let sw = f.add_node(fabric::NodeSpec::switch("sw0", fabric::Guid(0x0002_c903_0000_1000), 8))?;
@@ -331,8 +340,7 @@ impl PerftestArgs {
                 (r.perftest_text(), serde_json::to_value(&r)?)
             }
         };
-        s.check_ledger()
-            .map_err(|e| anyhow::Error::new(Internal(e.to_string())))?;
+        s.check_ledger().context("internal error")?;
         let mut o = std::io::stdout().lock();
         if self.json {
             serde_json::to_writer_pretty(
@@ -343,6 +351,6 @@ impl PerftestArgs {
         } else {
             write!(o, "{text}")?;
         }
-        Ok(ExitCode::SUCCESS)
+        Ok(())
     }
 }

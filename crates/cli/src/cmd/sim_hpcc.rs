@@ -8,14 +8,14 @@
 //! 3 the conservation ledger did not balance.
 
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Args;
 use sim::Time;
 use sim::roce::hpcc_run::HpccExperiment;
 
-use super::{FOUND_ERRORS, Internal};
+use super::CliError;
+use crate::error::ledger_fault;
 
 /// Options of `rdmalab sim hpcc`.
 #[derive(Debug, Args)]
@@ -41,7 +41,7 @@ pub struct HpccArgs {
 
 impl HpccArgs {
     /// Run it.
-    pub fn exec(self) -> anyhow::Result<ExitCode> {
+    pub fn exec(self) -> Result<(), CliError> {
         let mut e = HpccExperiment::load(&self.config)
             .with_context(|| format!("load the HPCC experiment {}", self.config.display()))?;
         let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
@@ -57,11 +57,15 @@ impl HpccArgs {
         let until = self.until_us.map(|us| first + Time::us(us));
         let (r, sim) = e.run(until, self.out.as_deref()).context("run the HPCC experiment")?;
         if !sim.ledger_balances() {
-            return Err(anyhow::Error::new(Internal(format!(
-                "the RoCE ledger does not balance: {:?}, {} in flight",
-                sim.ledger,
-                sim.in_flight()
-            ))));
+            return Err(ledger_fault(
+                "RoCE",
+                sim::engine::LedgerError {
+                    created: sim.ledger.created,
+                    delivered: sim.ledger.delivered,
+                    dropped: sim.ledger.total_dropped(),
+                    in_flight: sim.in_flight(),
+                },
+            ));
         }
         if self.json {
             outln!("{}", serde_json::to_string_pretty(&r)?);
@@ -88,11 +92,9 @@ impl HpccArgs {
                 outln!("wrote {p}");
             }
         }
-        let bad = sim.deadlock().is_some() || sim.ledger.lossless_faults() > 0;
-        Ok(if bad {
-            ExitCode::from(FOUND_ERRORS)
-        } else {
-            ExitCode::SUCCESS
-        })
+        if sim.deadlock().is_some() || sim.ledger.lossless_faults() > 0 {
+            return Err(CliError::findings());
+        }
+        Ok(())
     }
 }

@@ -2,13 +2,14 @@
 //! crates/sm).
 
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use fabric::format::{ReadOptions, read_file};
 use sm::routing::EngineKind;
 use sm::run::{RunOptions, parse_guid_list, run};
+
+use super::CliError;
 
 /// Subnet Manager subcommands.
 #[derive(Debug, Subcommand)]
@@ -88,7 +89,8 @@ fn read_guids(p: &Path) -> anyhow::Result<Vec<fabric::Guid>> {
 }
 
 impl SmCmd {
-    pub fn exec(self) -> anyhow::Result<ExitCode> {
+    /// Run it.
+    pub fn exec(self) -> Result<(), CliError> {
         match self {
             SmCmd::Run(a) => a.exec(),
         }
@@ -96,10 +98,10 @@ impl SmCmd {
 }
 
 impl RunArgs {
-    fn exec(self) -> anyhow::Result<ExitCode> {
+    fn exec(self) -> Result<(), CliError> {
         let engines = EngineKind::parse_list(&self.engine).map_err(anyhow::Error::msg)?;
         if self.lmc > 7 {
-            anyhow::bail!("--lmc {} is out of range (0-7)", self.lmc);
+            return Err(CliError::bad_input(format!("--lmc {} is out of range (0-7)", self.lmc)));
         }
         if self.umad {
             return self.umad_run(engines);
@@ -130,7 +132,7 @@ impl RunArgs {
             Ok(x) => x,
             Err(sm::run::RunError::Route(e)) => {
                 eprintln!("rdmalab: routing failed: {e}");
-                return Ok(ExitCode::from(super::FOUND_ERRORS));
+                return Err(CliError::findings());
             }
             Err(e) => return Err(e.into()),
         };
@@ -144,19 +146,21 @@ impl RunArgs {
         } else {
             print_summary(&f, &rep)?;
         }
-        Ok(if ok {
-            ExitCode::SUCCESS
-        } else {
-            ExitCode::from(super::FOUND_ERRORS)
-        })
+        if !ok {
+            return Err(CliError::findings());
+        }
+        Ok(())
     }
 
     /// The SM on a real port (libibumad): mastership, sweeps, traps.
-    fn umad_run(&self, engines: Vec<EngineKind>) -> anyhow::Result<ExitCode> {
+    fn umad_run(&self, engines: Vec<EngineKind>) -> Result<(), CliError> {
         use sm::umad_daemon::{DaemonOptions, Event, event_line, install_stop_handler, run_umad, write_sweep_dumps};
         use std::sync::atomic::Ordering;
         if self.priority > 15 {
-            anyhow::bail!("--priority {} is out of range (0-15)", self.priority);
+            return Err(CliError::bad_input(format!(
+                "--priority {} is out of range (0-15)",
+                self.priority
+            )));
         }
         let mut route = sm::routing::RouteOptions {
             max_vls: self.max_vls,
@@ -222,7 +226,7 @@ impl RunArgs {
             },
         )?;
         if let Some(e) = dump_err {
-            return Err(e);
+            return Err(e.into());
         }
         let state = sm::umad_daemon::state_name(out.state);
         if json {
@@ -248,15 +252,14 @@ impl RunArgs {
             Some((_, ok)) => ok,
             None => out.state == wire::mad::attr::SmState::Standby || self.daemon,
         };
-        Ok(if ok {
-            ExitCode::SUCCESS
-        } else {
-            ExitCode::from(super::FOUND_ERRORS)
-        })
+        if !ok {
+            return Err(CliError::findings());
+        }
+        Ok(())
     }
 
     /// The full heavy sweep through SMPs over the in-process fabric.
-    fn sweep(&self, f: fabric::Fabric, o: RunOptions) -> anyhow::Result<ExitCode> {
+    fn sweep(&self, f: fabric::Fabric, o: RunOptions) -> Result<(), CliError> {
         let sm_port = sm::lids::default_sm_port(&f).ok_or_else(|| anyhow::anyhow!("the topology has no nodes"))?;
         let opts = sm::sweep::SweepOptions {
             engines: o.engines,
@@ -281,11 +284,10 @@ impl RunArgs {
             print_sweep(model, &rep)?;
         }
         let ok = rep.subnet_up && rep.issues.is_empty() && rep.validation.as_ref().is_none_or(|v| v.ok());
-        Ok(if ok {
-            ExitCode::SUCCESS
-        } else {
-            ExitCode::from(super::FOUND_ERRORS)
-        })
+        if !ok {
+            return Err(CliError::findings());
+        }
+        Ok(())
     }
 }
 

@@ -4,7 +4,6 @@
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand, ValueEnum};
@@ -15,6 +14,8 @@ use fabric::generate::{
 };
 use fabric::summary::{Summary, summarize};
 use fabric::{Fabric, LinkRate, ReadOptions};
+
+use super::CliError;
 
 /// Topology subcommands.
 #[derive(Debug, Subcommand)]
@@ -389,7 +390,7 @@ pub struct ConvertArgs {
 
 impl TopoCmd {
     /// Run the subcommand.
-    pub fn exec(self) -> anyhow::Result<ExitCode> {
+    pub fn exec(self) -> Result<(), CliError> {
         match self {
             TopoCmd::Gen(a) => {
                 let f = a.params.build(a.kind)?;
@@ -401,11 +402,11 @@ impl TopoCmd {
                     (_, Some(kind)) => a.params.build(kind)?,
                     (Some(path), None) => {
                         if a.params.given().iter().any(|(_, g)| *g) {
-                            bail!("generator flags need --gen <kind>");
+                            return Err(CliError::bad_input("generator flags need --gen <kind>".into()));
                         }
                         read(path, a.from, a.default_length_m)?
                     }
-                    (None, None) => bail!("give a FILE or --gen <kind>"),
+                    (None, None) => return Err(CliError::bad_input("give a FILE or --gen <kind>".into())),
                 };
                 let s = summarize(&f);
                 let text = if a.json {
@@ -423,7 +424,7 @@ impl TopoCmd {
                 emit(a.output.as_deref(), a.force, &text)?;
             }
         }
-        Ok(ExitCode::SUCCESS)
+        Ok(())
     }
 }
 

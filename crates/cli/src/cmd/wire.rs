@@ -3,13 +3,14 @@
 
 use std::io::Write;
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Subcommand;
 use wire::dump::{Val, describe_record, to_json, to_text};
 use wire::pcap::CaptureReader;
 use wire::stats::Stats;
+
+use super::CliError;
 
 /// Wire subcommands.
 #[derive(Debug, Subcommand)]
@@ -46,7 +47,8 @@ pub enum WireCmd {
 }
 
 impl WireCmd {
-    pub fn exec(self) -> anyhow::Result<ExitCode> {
+    /// Run it.
+    pub fn exec(self) -> Result<(), CliError> {
         match self {
             WireCmd::Decode { file, json } => decode(file, json),
             WireCmd::Craft { spec, output } => {
@@ -61,11 +63,13 @@ impl WireCmd {
                     c.link.dlt(),
                     output.display()
                 );
-                Ok(ExitCode::SUCCESS)
+                Ok(())
             }
             WireCmd::Stats { file, link_gbps, json } => {
                 if !(link_gbps > 0.0 && link_gbps.is_finite()) {
-                    anyhow::bail!("--link-gbps must be a positive number, got {link_gbps}");
+                    return Err(CliError::bad_input(format!(
+                        "--link-gbps must be a positive number, got {link_gbps}"
+                    )));
                 }
                 let mut s = Stats::default();
                 for rec in CaptureReader::open(&file)? {
@@ -86,13 +90,13 @@ impl WireCmd {
                 } else {
                     write!(out, "{}", to_text(&o))?;
                 }
-                Ok(ExitCode::SUCCESS)
+                Ok(())
             }
         }
     }
 }
 
-fn decode(file: PathBuf, json: bool) -> anyhow::Result<ExitCode> {
+fn decode(file: PathBuf, json: bool) -> Result<(), CliError> {
     let reader = CaptureReader::open(&file)?;
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let mut bad = 0usize;
@@ -140,9 +144,8 @@ fn decode(file: PathBuf, json: bool) -> anyhow::Result<ExitCode> {
         writeln!(out, "{n} packets, {bad} with errors")?;
     }
     out.flush()?;
-    Ok(if bad > 0 {
-        ExitCode::from(super::FOUND_ERRORS)
-    } else {
-        ExitCode::SUCCESS
-    })
+    if bad > 0 {
+        return Err(CliError::findings());
+    }
+    Ok(())
 }

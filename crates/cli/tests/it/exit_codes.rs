@@ -1,6 +1,7 @@
-//! The documented exit codes, one command each (code 3, an internal failure such
-//! as a ledger imbalance, cannot be provoked from input; `error::tests` checks
-//! its mapping on the library errors that carry it).
+//! The documented exit codes, asserted exactly, on the real binary (code 3, an
+//! internal failure such as a ledger imbalance, cannot be provoked from input;
+//! the binary's `error::tests` check its mapping on the library errors that carry
+//! it).
 
 use std::path::Path;
 
@@ -25,6 +26,50 @@ fn a_run_that_deadlocks_exits_1_and_names_the_cycle() {
     let o = rdmalab(&["sim", "run", &repo("examples/sim/credit-loops-minhop.toml")], None);
     assert_eq!(o.status.code(), Some(1), "{}", err(&o));
     assert!(out(&o).contains("deadlock"), "{}", out(&o));
+    assert_eq!(err(&o), "", "findings are reported on stdout, not as an error");
+}
+
+#[test]
+fn a_clean_lint_exits_0() {
+    let d = repo("examples/roce/clean");
+    let files = ["config_db.json", "mlnx_qos.txt", "sysfs.txt"].map(|f| format!("{d}/{f}"));
+    let o = rdmalab(&["lint", "roce", &files[0], &files[1], &files[2]], None);
+    assert_eq!(o.status.code(), Some(0), "{}{}", out(&o), err(&o));
+    assert!(out(&o).contains("0 error(s)"), "{}", out(&o));
+}
+
+#[test]
+fn a_lint_error_exits_1_with_the_report_on_stdout_only() {
+    let d = repo("crates/diag/tests/data/roce/seeded/05-headroom-short");
+    let files = ["config_db.json", "mlnx_qos.txt", "sysfs.txt"].map(|f| format!("{d}/{f}"));
+    let o = rdmalab(&["lint", "roce", &files[0], &files[1], &files[2]], None);
+    assert_eq!(o.status.code(), Some(1), "{}{}", out(&o), err(&o));
+    assert!(out(&o).contains("headroom-short"), "{}", out(&o));
+    assert_eq!(err(&o), "");
+}
+
+#[test]
+fn a_malformed_topology_exits_2_naming_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("bad.net");
+    std::fs::write(&p, "Switch\t4 \"sw0\"\n[1]\t\"sw1\"[1]\nbogus line here\n").unwrap();
+    let o = rdmalab(&["topo", "info", p.to_str().unwrap()], None);
+    assert_eq!(o.status.code(), Some(2), "{}", err(&o));
+    let e = err(&o);
+    assert!(
+        e.starts_with("rdmalab: error: ") && e.contains("bad.net:3: expected a node record"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_rejected_flag_exits_2() {
+    let o = rdmalab(&["wire", "stats", "none.pcap", "--link-gbps", "0"], None);
+    assert_eq!(o.status.code(), Some(2), "{}", err(&o));
+    assert_eq!(
+        err(&o),
+        "rdmalab: error: --link-gbps must be a positive number, got 0\n"
+    );
 }
 
 #[test]

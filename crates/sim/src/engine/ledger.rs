@@ -63,9 +63,13 @@ pub struct Ledger {
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[error("balance packets: created {created} != delivered {delivered} + dropped {dropped} + in flight {in_flight}")]
 pub struct LedgerError {
+    /// Packets created.
     pub created: u64,
+    /// Packets consumed by their destination.
     pub delivered: u64,
+    /// Packets dropped, every reason.
     pub dropped: u64,
+    /// Packets alive when the ledger was checked.
     pub in_flight: u64,
 }
 

@@ -88,6 +88,24 @@ pub enum ScenarioError {
     },
 }
 
+impl ScenarioError {
+    /// A fault of the model, not of the scenario: the simulator's ledger did not
+    /// balance, during the setup or the workload.
+    pub fn is_internal(&self) -> bool {
+        match self {
+            ScenarioError::Sim(e) => e.is_internal(),
+            ScenarioError::Workload(e) => e.is_internal(),
+            ScenarioError::Io { .. }
+            | ScenarioError::Toml { .. }
+            | ScenarioError::Field { .. }
+            | ScenarioError::Matrix(_)
+            | ScenarioError::Generate { .. }
+            | ScenarioError::Topology { .. }
+            | ScenarioError::Route { .. } => false,
+        }
+    }
+}
+
 /// How the fabric is made.
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(tag = "generator", rename_all = "kebab-case", deny_unknown_fields)]

@@ -101,3 +101,15 @@ pub enum WorkloadError {
     #[error("finish the test: the simulation went idle with {0} work requests outstanding")]
     Stalled(u64),
 }
+
+impl WorkloadError {
+    /// A fault of the model, not of the workload: the simulator's ledger did not
+    /// balance. A stall is not counted one: a packet dropped on a bad route (which
+    /// the run's counts report) also leaves work requests outstanding.
+    pub fn is_internal(&self) -> bool {
+        match self {
+            WorkloadError::Sim(e) => e.is_internal(),
+            WorkloadError::NoHost { .. } | WorkloadError::Deadlock(_) | WorkloadError::Stalled(_) => false,
+        }
+    }
+}
