@@ -45,13 +45,12 @@
 //! watchdog's are model or configuration faults and are reported as such.
 //!
 //! Why one file: `RoceSim` holds the Ethernet world's state (links and PFC, switch
-//! forwarding and MMU, NICs and rate control, faults and watchdog) in one
+//! forwarding and MMU, NICs and rate control, faults and watchdog, observation) in one
 //! struct and runs its one event loop, which inlines every model into one place (see
 //! `net::par` for why the loop is shared with the split run); the components with their
 //! own state already live in their own files (`buffer`, `pfc`, `dcqcn`, `hpcc_cc`,
-//! `dctcp`, `tcp`, `transport`, `fifo`). What the run records
-//! and counts is already its own type ([`Observations`]); cutting the rest of `RoceSim`
-//! into parts that own their fields is the next step of its design.
+//! `dctcp`, `tcp`, `transport`, `fifo`). Cutting `RoceSim` itself into parts that own
+//! their fields is the next step of its design.
 
 mod par;
 
