@@ -202,7 +202,7 @@ impl World for RoceWorld<'_> {
             }
         });
         let series = if matches!(job, Job::Messages(_)) {
-            vec![pause_series(&sim.obs.pfc)]
+            vec![pause_series(&sim.pfc)]
         } else {
             Vec::new()
         };

@@ -567,9 +567,9 @@ impl Network for RoceNet<'_> {
             retransmissions,
             pause_frames,
             pause_us: pause_ps as f64 / 1e6,
-            ecn_marks: sim.obs.ecn_marks,
-            cnps: sim.obs.cnps_sent,
-            events: sim.obs.events,
+            ecn_marks: sim.ecn_marks,
+            cnps: sim.cnps_sent,
+            events: sim.events,
             hops: sim.hops(),
             sim_us: sim.now().0 as f64 / 1e6,
             drop_reasons: sim::roce::net::RoceDrop::ALL

@@ -89,15 +89,15 @@ fn results_digest(sim: &sim::roce::net::RoceSim, flows: usize) -> u64 {
         .iter()
         .chain(&sim.ledger.dropped_lossless)
         .for_each(|&d| put(d));
-    put(sim.obs.ecn_marks);
-    put(sim.obs.cnps_sent);
+    put(sim.ecn_marks);
+    put(sim.cnps_sent);
     put(sim.in_flight());
-    for r in &sim.obs.fct {
+    for r in &sim.fct {
         put(u64::from(r.sip));
         put(u64::from(r.dip));
         put(r.fct_ns);
     }
-    for r in &sim.obs.pfc {
+    for r in &sim.pfc {
         put(r.time_ns);
         put(u64::from(r.node));
         put(u64::from(r.if_index));

@@ -56,16 +56,16 @@ fn main() {
     let t0 = std::time::Instant::now();
     let st = sim.run(start + Time::ms(2 * ms));
     let wall = t0.elapsed().as_secs_f64();
-    let sd = slowdowns(&e.fabric, &sim.obs.fct, e.roce.nic.mtu);
+    let sd = slowdowns(&e.fabric, &sim.fct, e.roce.nic.mtu);
     println!(
         "{} flows arrived in {ms} ms at load {load}; {} finished by {} ({st:?}); {} events, {} hops in {wall:.1} s; drops {:?}; pause transitions {}",
         flows.len(),
         sd.len(),
         sim.now(),
-        sim.obs.events,
+        sim.events,
         sim.hops(),
         sim.ledger.dropped,
-        sim.obs.pfc.len()
+        sim.pfc.len()
     );
     let buckets: [(&str, u64, u64); 4] = [
         ("< 3 KB", 0, 3_000),

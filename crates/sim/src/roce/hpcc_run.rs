@@ -300,7 +300,7 @@ impl HpccExperiment {
         let first = specs.iter().map(|f| f.start).min().unwrap_or(Time::ZERO);
         // Standalone FCT: base RTT and bottleneck along a shortest path.
         let flat = self.fabric.freeze();
-        let mut fct: Vec<FctRecord> = sim.obs.fct.clone();
+        let mut fct: Vec<FctRecord> = sim.fct.clone();
         for r in &mut fct {
             let (s, d) = (node_of_ip(r.sip), node_of_ip(r.dip));
             let (rtt_ns, bottleneck) = path_props(&self.fabric, &flat, s, d, self.roce.nic.mtu);
@@ -334,7 +334,7 @@ impl HpccExperiment {
         write(
             &self.config.pfc_output_file,
             "pfc.txt",
-            crate::roce::hpcc::write_pfc(&sim.obs.pfc),
+            crate::roce::hpcc::write_pfc(&sim.pfc),
         )?;
         let status = match status {
             RoceStatus::Done => "done".to_string(),
@@ -347,7 +347,7 @@ impl HpccExperiment {
             flows: specs.len(),
             finished: fct.len(),
             hops: sim.hops(),
-            events: sim.obs.events,
+            events: sim.events,
             simulated_us: sim.now().saturating_sub(first).as_us_f64(),
             wall_s: wall,
             threads: sim.last_threads(),
@@ -357,7 +357,7 @@ impl HpccExperiment {
                 .filter(|x| x.1 > 0)
                 .map(|(r, n)| (format!("{r:?}"), n))
                 .collect(),
-            pause_events: sim.obs.pfc.len(),
+            pause_events: sim.pfc.len(),
             status,
             warnings: self
                 .warnings
@@ -878,7 +878,7 @@ mod tests {
         let a = small_2to1("CC_MODE 3", "det1").3;
         let b = small_2to1("CC_MODE 3", "det2").3;
         assert_eq!(a.trace_hash(), b.trace_hash());
-        assert_eq!(a.obs.events, b.obs.events);
+        assert_eq!(a.events, b.events);
     }
 
     /// third.cc's T for the small example: 2 × 2 µs of cable + 2 × 80 ns (1000

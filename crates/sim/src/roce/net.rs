@@ -837,29 +837,6 @@ struct Nic {
     xoff_on: bool,
 }
 
-/// What a run records and counts for its reports and output files: the part of
-/// the Ethernet world that observes and changes nothing. A run split over
-/// threads keeps one per part and folds them back in order (`net::par`).
-#[derive(Clone, Debug, Default)]
-pub struct Observations {
-    /// fct.txt records, in completion order.
-    pub fct: Vec<FctRecord>,
-    /// pfc.txt records.
-    pub pfc: Vec<PfcRecord>,
-    /// Message completions (flow, completion).
-    pub completions: Vec<(u32, Completion)>,
-    /// Data packets marked CE by switches.
-    pub ecn_marks: u64,
-    /// CNPs sent by notification points.
-    pub cnps_sent: u64,
-    /// Events processed.
-    pub events: u64,
-    /// Packets sent over links (hops).
-    pub(crate) sent: u64,
-    /// Watchdog transitions: (time, switch, port, queue, event).
-    pub wd_log: Vec<(Time, String, u8, u8, WdEvent)>,
-}
-
 /// A PFC deadlock: the cycle of paused switch egress queues.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct PfcDeadlock {
@@ -955,8 +932,22 @@ pub struct RoceSim {
     overrides: Vec<(u32, u32, u8)>,
     /// Ledger.
     pub ledger: RoceLedger,
-    /// What the run records and counts.
-    pub obs: Observations,
+    /// fct.txt records, in completion order.
+    pub fct: Vec<FctRecord>,
+    /// pfc.txt records.
+    pub pfc: Vec<PfcRecord>,
+    /// Message completions (flow, completion).
+    pub completions: Vec<(u32, Completion)>,
+    /// Data packets marked CE by switches.
+    pub ecn_marks: u64,
+    /// CNPs sent by notification points.
+    pub cnps_sent: u64,
+    /// Events processed.
+    pub events: u64,
+    /// Packets sent over links (hops).
+    sent: u64,
+    /// Watchdog transitions: (time, switch, port, queue, event).
+    pub wd_log: Vec<(Time, String, u8, u8, WdEvent)>,
     deadlock: Option<PfcDeadlock>,
     /// Bit 0: the watchdog poll is scheduled; bit 1: the deadlock check is.
     timers_armed: u8,
@@ -1401,7 +1392,14 @@ impl RoceSim {
             ecmp,
             overrides,
             ledger: RoceLedger::default(),
-            obs: Observations::default(),
+            fct: Vec::new(),
+            pfc: Vec::new(),
+            completions: Vec::new(),
+            ecn_marks: 0,
+            cnps_sent: 0,
+            events: 0,
+            sent: 0,
+            wd_log: Vec::new(),
             deadlock: None,
             timers_armed: 0,
             driven: false,
@@ -1476,7 +1474,7 @@ impl RoceSim {
 
     /// Packet transmissions over links so far (hops).
     pub fn hops(&self) -> u64 {
-        self.obs.sent
+        self.sent
     }
 
     /// Packets in flight.
@@ -2014,7 +2012,7 @@ impl RoceSim {
     pub fn run(&mut self, until: Time) -> RoceStatus {
         self.threads_used = 1;
         self.one_thread_why = None;
-        let (fct, pfc, completions) = (self.obs.fct.len(), self.obs.pfc.len(), self.obs.completions.len());
+        let (fct, pfc, completions) = (self.fct.len(), self.pfc.len(), self.completions.len());
         let status = self.run_events(until);
         self.sort_records(fct, pfc, completions);
         status
@@ -2026,9 +2024,9 @@ impl RoceSim {
     /// nodes are not ordered by anything physical; this order is the same
     /// whether the run was split over threads or not.
     fn sort_records(&mut self, fct: usize, pfc: usize, completions: usize) {
-        self.obs.fct[fct..].sort_by_key(|r| (r.start_ns + r.fct_ns, r.sip, r.dip, r.sport, r.dport));
-        self.obs.pfc[pfc..].sort_by_key(|r| (r.time_ns, r.node, r.if_index));
-        self.obs.completions[completions..].sort_by_key(|(f, c)| (c.done, *f));
+        self.fct[fct..].sort_by_key(|r| (r.start_ns + r.fct_ns, r.sip, r.dip, r.sport, r.dport));
+        self.pfc[pfc..].sort_by_key(|r| (r.time_ns, r.node, r.if_index));
+        self.completions[completions..].sort_by_key(|(f, c)| (c.done, *f));
     }
 
     /// Start loading what the next few events will read (see `run_events`).
@@ -2129,7 +2127,7 @@ impl RoceSim {
             self.lookahead_prefetch();
             self.q.pop_first();
             self.now = t;
-            self.obs.events += 1;
+            self.events += 1;
             self.trace.add(t.0, w.trace_word());
             let status = self.dispatch(t, w.ev());
             if status.is_some() {
@@ -2457,7 +2455,7 @@ impl RoceSim {
         let arrive = end + port.prop;
         port.busy_until = end;
         port.tx_bytes += u64::from(pk.wire);
-        self.obs.sent += 1;
+        self.sent += 1;
         let mut lost = None;
         if port.fate != 0 {
             if port.down() {
@@ -2538,7 +2536,7 @@ impl RoceSim {
             let is_sw = port.owner().0;
             let num = port.num;
             let node = self.node_of(gp);
-            self.obs.pfc.push(PfcRecord {
+            self.pfc.push(PfcRecord {
                 time_ns: now.0 / 1000,
                 node,
                 node_type: u8::from(is_sw),
@@ -2847,7 +2845,7 @@ impl RoceSim {
             && !p.has(Pkt::CE)
         {
             p.set(Pkt::CE, true);
-            self.obs.ecn_marks += 1;
+            self.ecn_marks += 1;
         }
         s.mmu
             .release(usize::from(e.in_port), e.pg, port, q as u8, u32::from(pk.wire));
@@ -3248,7 +3246,7 @@ impl RoceSim {
                             self.flows[fi].np.on_marked(now, interval)
                         };
                     if send {
-                        self.obs.cnps_sent += 1;
+                        self.cnps_sent += 1;
                         let mut c = reply(Kind::Cnp, 0);
                         c.wire = CNP_BYTES as u16;
                         c.dscp = DSCP_CNP;
@@ -3287,7 +3285,7 @@ impl RoceSim {
                 }
                 self.deliver(p);
                 for c in done {
-                    self.obs.completions.push((fi as u32, c));
+                    self.completions.push((fi as u32, c));
                 }
                 let f = &self.flows[fi];
                 if !f.dynamic
@@ -3299,7 +3297,7 @@ impl RoceSim {
                     f.done = Some(now);
                     self.flows_left -= 1;
                     let spec = f.spec;
-                    self.obs.fct.push(FctRecord {
+                    self.fct.push(FctRecord {
                         sip: host_ip(spec.src.0),
                         dip: host_ip(spec.dst.0),
                         sport: spec.sport,
@@ -3380,7 +3378,7 @@ impl RoceSim {
                     let Some(ev) = self.switches[si].wd[wi].poll(sample) else {
                         continue;
                     };
-                    self.obs.wd_log.push((
+                    self.wd_log.push((
                         now,
                         self.fabric.nodes[node as usize].name.clone(),
                         port as u8,

@@ -311,7 +311,7 @@ mod tests {
         let with = incast(true, 3);
         let without = incast(false, 3);
         let retx = |s: &RoceSim| (0..16).map(|k| s.flow_counters(k).retransmitted).sum::<u64>();
-        let pauses = with.obs.pfc.iter().filter(|r| r.pause).count();
+        let pauses = with.pfc.iter().filter(|r| r.pause).count();
         let last = |s: &RoceSim| (0..16).filter_map(|k| s.flow_done(k)).max().unwrap();
         eprintln!(
             "16:1 incast of 1 MiB each, 2 MiB buffer: PFC on: {} drops, {} pause transitions, done {}; PFC off: {} drops ({:?}), {} retransmitted packets, done {}",
@@ -359,7 +359,7 @@ mod tests {
             };
             let mut sim = RoceSim::new(&f, cfg, &[flow(h[0], h[1], 4 << 20, 100, Time::ZERO, 10000)]).unwrap();
             sim.run(Time::ms(10));
-            let done: u64 = sim.obs.completions.iter().map(|c| c.1.bytes).sum();
+            let done: u64 = sim.completions.iter().map(|c| c.1.bytes).sum();
             (done as f64 * 8.0 / 10e-3 / 100e9, sim.flow_counters(0))
         };
         let (g0, c0) = run(Recovery::GoBack0);
@@ -376,7 +376,7 @@ mod tests {
         let a = incast(true, 9);
         let b = incast(true, 9);
         assert_eq!(a.trace_hash(), b.trace_hash());
-        assert_eq!(a.obs.events, b.obs.events);
+        assert_eq!(a.events, b.events);
     }
 
     /// Hu et al. HotNets'16: a cyclic buffer dependency deadlocks only when the
@@ -625,7 +625,7 @@ mod tests {
             };
             let mut sim = RoceSim::new(&f, cfg, &flows).unwrap();
             sim.run(Time::us(400));
-            (sim.obs.cnps_sent, sim.obs.ecn_marks)
+            (sim.cnps_sent, sim.ecn_marks)
         };
         let (port, marks) = run(true);
         let (qp, _) = run(false);
@@ -725,7 +725,7 @@ mod tests {
         assert_eq!(sim.run(Time::ms(50)), RoceStatus::Done, "{}", sim.state_summary());
         assert_eq!(sim.ledger.total_dropped(), 0);
         assert!(sim.ledger_balances());
-        assert_eq!(sim.obs.fct.len(), 32);
+        assert_eq!(sim.fct.len(), 32);
     }
 
     /// A slow receiver (Guo et al. §4.4): the host drains its NIC at 40 Gb/s
@@ -788,7 +788,7 @@ mod tests {
             let mut sim = RoceSim::new(&f, cfg, &flows).unwrap();
             sim.run(Time::ms(10));
             let victim = sim.flow_delivered(16) as f64 * 8.0 / 10e-3 / 1e9;
-            let pauses = sim.obs.pfc.iter().filter(|r| r.pause).count();
+            let pauses = sim.pfc.iter().filter(|r| r.pause).count();
             (victim, pauses, sim.ledger.total_dropped())
         };
         let (v_pfc, p_pfc, d_pfc) = run(CongestionControl::None);
@@ -974,7 +974,6 @@ mod tests {
         let storm = run(None, None);
         // The pause reached the spines and the far leaf's host links.
         let spine_paused = storm
-            .obs
             .pfc
             .iter()
             .filter(|r| r.pause && r.node_type == 1)
@@ -1014,13 +1013,13 @@ mod tests {
             storm.flow_done(2),
             contained.flow_done(2),
             guarded.flow_done(2),
-            contained.obs.wd_log,
+            contained.wd_log,
             contained.ledger.dropped
         );
         assert!(spine_paused.len() >= 3, "pauses spread to {spine_paused:?}");
         assert_eq!(storm.flow_done(2), None, "the victim flow is stuck in the storm");
         assert!(contained.flow_done(2).is_some(), "the watchdog lets the victim finish");
-        assert!(contained.obs.wd_log.iter().any(|w| w.1 == "leaf1" && w.2 == 1));
+        assert!(contained.wd_log.iter().any(|w| w.1 == "leaf1" && w.2 == 1));
         assert_eq!(contained.ledger.lossless_faults(), 0);
     }
 }

@@ -158,17 +158,17 @@ impl Counters {
     fn of(s: &RoceSim) -> Counters {
         Counters {
             live: s.live,
-            events: s.obs.events,
-            sent: s.obs.sent,
-            ecn_marks: s.obs.ecn_marks,
-            cnps_sent: s.obs.cnps_sent,
+            events: s.events,
+            sent: s.sent,
+            ecn_marks: s.ecn_marks,
+            cnps_sent: s.cnps_sent,
             progress: s.progress,
             flows_left: s.flows_left,
             trace: s.trace.0,
             ledger: s.ledger.clone(),
-            fct: s.obs.fct.len(),
-            pfc: s.obs.pfc.len(),
-            completions: s.obs.completions.len(),
+            fct: s.fct.len(),
+            pfc: s.pfc.len(),
+            completions: s.completions.len(),
         }
     }
 }
@@ -486,7 +486,7 @@ impl RoceSim {
                 // What the whole world would see before its next event.
                 let (live, left) = base.whole(all.iter().map(|p| &**p));
                 if left == 0 && live == 0 {
-                    let events = total(base.events, all.iter().map(|p| p.obs.events));
+                    let events = total(base.events, all.iter().map(|p| p.events));
                     if events == base.events {
                         // Done before anything ran: nothing to redo.
                         break Some(Outcome::Ended(RoceStatus::Done));
@@ -622,7 +622,7 @@ impl RoceSim {
             p.now = tc;
         }
         // The check is an event of the run: counted in part 0.
-        parts[0].obs.events += 1;
+        parts[0].events += 1;
         parts[0].trace.add(tc.0, Ev::Check.pack().trace_word());
         let live = total(base.live, parts.iter().map(|p| p.live));
         let progress = total(base.progress, parts.iter().map(|p| p.progress));
@@ -721,10 +721,10 @@ impl RoceSim {
             f.rx_tags = d.rx_tags.clone();
         }
         (self.live, self.flows_left) = base.whole(parts.iter());
-        self.obs.events = total(base.events, parts.iter().map(|p| p.obs.events));
-        self.obs.sent = total(base.sent, parts.iter().map(|p| p.obs.sent));
-        self.obs.ecn_marks = total(base.ecn_marks, parts.iter().map(|p| p.obs.ecn_marks));
-        self.obs.cnps_sent = total(base.cnps_sent, parts.iter().map(|p| p.obs.cnps_sent));
+        self.events = total(base.events, parts.iter().map(|p| p.events));
+        self.sent = total(base.sent, parts.iter().map(|p| p.sent));
+        self.ecn_marks = total(base.ecn_marks, parts.iter().map(|p| p.ecn_marks));
+        self.cnps_sent = total(base.cnps_sent, parts.iter().map(|p| p.cnps_sent));
         self.progress = total(base.progress, parts.iter().map(|p| p.progress));
         self.trace.0 = total(base.trace, parts.iter().map(|p| p.trace.0));
         let l = &mut self.ledger;
@@ -741,16 +741,16 @@ impl RoceSim {
         let mut pfc: Vec<PfcRecord> = Vec::new();
         let mut completions: Vec<(u32, Completion)> = Vec::new();
         for p in &parts {
-            fct.extend_from_slice(&p.obs.fct[base.fct..]);
-            pfc.extend_from_slice(&p.obs.pfc[base.pfc..]);
-            completions.extend_from_slice(&p.obs.completions[base.completions..]);
+            fct.extend_from_slice(&p.fct[base.fct..]);
+            pfc.extend_from_slice(&p.pfc[base.pfc..]);
+            completions.extend_from_slice(&p.completions[base.completions..]);
         }
-        self.obs.fct.truncate(base.fct);
-        self.obs.fct.extend(fct);
-        self.obs.pfc.truncate(base.pfc);
-        self.obs.pfc.extend(pfc);
-        self.obs.completions.truncate(base.completions);
-        self.obs.completions.extend(completions);
+        self.fct.truncate(base.fct);
+        self.fct.extend(fct);
+        self.pfc.truncate(base.pfc);
+        self.pfc.extend(pfc);
+        self.completions.truncate(base.completions);
+        self.completions.extend(completions);
         self.sort_records(base.fct, base.pfc, base.completions);
         // Events not run go back into the one queue (emptied at the start).
         for p in &mut parts {
@@ -793,8 +793,8 @@ mod tests {
     fn assert_same(a: &RoceSim, b: &RoceSim, what: &str) {
         assert_eq!(a.trace_hash(), b.trace_hash(), "{what}: trace");
         assert_eq!(
-            (a.obs.events, a.hops(), a.now()),
-            (b.obs.events, b.hops(), b.now()),
+            (a.events, a.hops(), a.now()),
+            (b.events, b.hops(), b.now()),
             "{what}: events, hops, now"
         );
         assert_eq!(
@@ -804,13 +804,13 @@ mod tests {
         );
         assert_eq!(a.ledger, b.ledger, "{what}: ledger");
         assert_eq!(
-            (a.obs.ecn_marks, a.obs.cnps_sent, a.progress),
-            (b.obs.ecn_marks, b.obs.cnps_sent, b.progress),
+            (a.ecn_marks, a.cnps_sent, a.progress),
+            (b.ecn_marks, b.cnps_sent, b.progress),
             "{what}: marks"
         );
-        assert_eq!(a.obs.fct, b.obs.fct, "{what}: fct records");
-        assert_eq!(a.obs.pfc, b.obs.pfc, "{what}: pfc records");
-        assert_eq!(a.obs.completions, b.obs.completions, "{what}: completions");
+        assert_eq!(a.fct, b.fct, "{what}: fct records");
+        assert_eq!(a.pfc, b.pfc, "{what}: pfc records");
+        assert_eq!(a.completions, b.completions, "{what}: completions");
         for k in 0..a.flows.len() {
             assert_eq!(a.flow_delivered(k), b.flow_delivered(k), "{what}: flow {k} delivered");
             assert_eq!(a.flow_done(k), b.flow_done(k), "{what}: flow {k} done");
@@ -919,7 +919,7 @@ mod tests {
         };
         let mut one = RoceSim::new(&f, cfg.clone(), &flows).unwrap();
         assert_eq!(one.run(Time::us(300)), RoceStatus::TimeLimit);
-        assert!(one.obs.pfc.iter().any(|r| r.pause), "pauses: {:?}", one.obs.pfc.len());
+        assert!(one.pfc.iter().any(|r| r.pause), "pauses: {:?}", one.pfc.len());
         let mut split = RoceSim::new(&f, cfg, &flows).unwrap();
         assert_eq!(split.run_threads(Time::us(300), 2), RoceStatus::TimeLimit);
         assert_eq!(split.last_threads(), 2);
