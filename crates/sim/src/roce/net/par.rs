@@ -159,11 +159,11 @@ impl Counters {
         Counters {
             live: s.live,
             events: s.events,
-            sent: s.sent,
+            sent: s.obs.sent,
             ecn_marks: s.ecn_marks,
             cnps_sent: s.cnps_sent,
-            progress: s.progress,
-            flows_left: s.flows_left,
+            progress: s.obs.progress,
+            flows_left: s.hosts.flows_left,
             trace: s.trace.0,
             ledger: s.ledger.clone(),
             fct: s.fct.len(),
@@ -177,7 +177,7 @@ impl Counters {
     /// Packets in flight and flows left in the whole world.
     fn whole<'a>(&self, parts: impl Iterator<Item = &'a RoceSim> + Clone) -> (u64, usize) {
         let live = total(self.live, parts.clone().map(|p| p.live));
-        let left = total(self.flows_left as u64, parts.map(|p| p.flows_left as u64));
+        let left = total(self.flows_left as u64, parts.map(|p| p.hosts.flows_left as u64));
         (live, left as usize)
     }
 }
@@ -190,21 +190,21 @@ fn total(base: u64, parts: impl Iterator<Item = u64>) -> u64 {
 impl RoceSim {
     /// Why this world cannot be split over threads yet, if it cannot.
     fn split_blocker(&self) -> Option<&'static str> {
-        if self.driven || self.flows.iter().any(|f| f.dynamic) || !self.delivered.is_empty() {
+        if self.driven || self.hosts.flows.iter().any(|f| f.dynamic) || !self.hosts.delivered.is_empty() {
             Some("the split does not cover QPs driven from outside yet")
-        } else if !self.tcp.is_empty() {
+        } else if !self.hosts.tcp.is_empty() {
             Some("the split does not cover background TCP yet")
-        } else if self.int.live() > 0 {
+        } else if self.hosts.int.live() > 0 {
             Some("INT headers are in flight from an earlier run")
-        } else if self.wd_period != Time::NEVER {
+        } else if self.faults.wd_period != Time::NEVER {
             Some("the split does not cover a PFC watchdog yet")
-        } else if self.nics.iter().any(|n| n.rx.faulty) {
+        } else if self.hosts.nics.iter().any(|n| n.rx.faulty) {
             Some("the split does not cover a faulty NIC yet")
-        } else if self.link_events > 0 || self.local_view.is_some() {
+        } else if self.faults.link_events > 0 || self.sw.local_view.is_some() {
             Some("the split does not cover link failures yet")
-        } else if self.capture_gp != NONE {
+        } else if self.obs.capture_gp != NONE {
             Some("the split does not cover packet capture yet")
-        } else if self.deadlock.is_some() {
+        } else if self.faults.deadlock.is_some() {
             Some("the world is deadlocked")
         } else {
             None
@@ -238,8 +238,8 @@ impl RoceSim {
         const UNSET: u8 = u8::MAX;
         let nodes = self.fabric.nodes.len();
         let mut work = vec![1.0f64; nodes];
-        for k in 0..self.flows.len() {
-            let spec = &self.flows[k].spec;
+        for k in 0..self.hosts.flows.len() {
+            let spec = &self.hosts.flows[k].spec;
             let w = spec
                 .size
                 .saturating_mul(u64::from(spec.messages.max(1)))
@@ -266,10 +266,10 @@ impl RoceSim {
             load[p] += work[i];
         }
         let neighbours = |i: usize| {
-            let base = self.port_base[i];
+            let base = self.links.port_base[i];
             let np = self.fabric.nodes[i].ports.len() as u32;
             (0..np).filter_map(move |k| {
-                let peer = self.peer[(base + k) as usize];
+                let peer = self.links.peer[(base + k) as usize];
                 (peer != NONE).then(|| self.node_of(peer) as usize)
             })
         };
@@ -308,10 +308,10 @@ impl RoceSim {
 
     /// The shortest cable joining two parts ([`Time::NEVER`] if none does).
     fn lookahead(&self, owner: &[u8]) -> Time {
-        (0..self.ports.len())
-            .filter(|&g| self.peer[g] != NONE)
-            .filter(|&g| owner[self.node_of(g as u32) as usize] != owner[self.node_of(self.peer[g]) as usize])
-            .map(|g| self.ports[g].prop)
+        (0..self.links.ports.len())
+            .filter(|&g| self.links.peer[g] != NONE)
+            .filter(|&g| owner[self.node_of(g as u32) as usize] != owner[self.node_of(self.links.peer[g]) as usize])
+            .map(|g| self.links.ports[g].prop)
             .min()
             .unwrap_or(Time::NEVER)
     }
@@ -319,10 +319,10 @@ impl RoceSim {
     /// The part that runs event `w`.
     fn part_of(&self, owner: &[u8], w: EvWord) -> Option<u8> {
         let node = match w.ev() {
-            Ev::Arrive { dir } => self.node_of(self.peer[dir as usize]),
+            Ev::Arrive { dir } => self.node_of(self.links.peer[dir as usize]),
             Ev::TxWake { gp } | Ev::PauseTimer { gp } => self.node_of(gp),
-            Ev::FlowStart { flow } => self.flows[flow as usize].spec.src.0,
-            Ev::NicTimer { nic } => self.nics[nic as usize].node,
+            Ev::FlowStart { flow } => self.hosts.flows[flow as usize].spec.src.0,
+            Ev::NicTimer { nic } => self.hosts.nics[nic as usize].node,
             Ev::WdPoll | Ev::Check | Ev::LinkFail { .. } | Ev::Converge => return None,
         };
         Some(owner[node as usize])
@@ -388,24 +388,24 @@ impl RoceSim {
         end: Time,
     ) -> bool {
         let far = |k: usize| -> bool {
-            let spec = &self.flows[k].spec;
-            if parts[owner[spec.src.idx()] as usize].flows[k].done.is_some() {
+            let spec = &self.hosts.flows[k].spec;
+            if parts[owner[spec.src.idx()] as usize].hosts.flows[k].done.is_some() {
                 return false;
             }
             if spec.start >= end {
                 return true;
             }
             let total = u128::from(spec.size) * u128::from(spec.messages.max(1));
-            let delivered = u128::from(parts[owner[spec.dst.idx()] as usize].flows[k].delivered_bytes);
-            let bps = u128::from(self.pc[(self.port_base[spec.dst.idx()] + 1) as usize].bps);
+            let delivered = u128::from(parts[owner[spec.dst.idx()] as usize].hosts.flows[k].delivered_bytes);
+            let bps = u128::from(self.links.pc[(self.links.port_base[spec.dst.idx()] + 1) as usize].bps);
             // Bytes the receiver's link carries in the window, rounded up.
             let can = (bps * u128::from(end.0.saturating_sub(t0.0))).div_ceil(8_000_000_000_000);
             total.saturating_sub(delivered) > can
         };
-        if *witness < self.flows.len() && far(*witness) {
+        if *witness < self.hosts.flows.len() && far(*witness) {
             return true;
         }
-        match (0..self.flows.len()).find(|&k| far(k)) {
+        match (0..self.hosts.flows.len()).find(|&k| far(k)) {
             Some(k) => {
                 *witness = k;
                 true
@@ -433,20 +433,20 @@ impl RoceSim {
             }
         }
         // Ports on a cut cable send into the far part's inbox.
-        for g in 0..self.ports.len() {
-            let peer = self.peer[g];
+        for g in 0..self.links.ports.len() {
+            let peer = self.links.peer[g];
             if peer != NONE && owner[self.node_of(g as u32) as usize] != owner[self.node_of(peer) as usize] {
-                self.ports[g].fate |= Port::CUT;
+                self.links.ports[g].fate |= Port::CUT;
             }
         }
         let base = Counters::of(self);
-        self.timers_armed |= 2;
+        self.faults.timers_armed |= 2;
         let mut parts: Vec<RoceSim> = (0..threads).map(|_| self.clone()).collect();
         // Each part hands out INT handles of its own range: packets carry them
         // into the merged world at the end.
         let range = u16::MAX / threads as u16;
         for (k, p) in parts.iter_mut().enumerate() {
-            p.int = crate::roce::hpcc_cc::IntStore::with_range(k as u16 * range, range);
+            p.hosts.int = crate::roce::hpcc_cc::IntStore::with_range(k as u16 * range, range);
         }
         // The most INT headers between parts at once (in no part's store).
         let mut int_transit = 0usize;
@@ -538,7 +538,7 @@ impl RoceSim {
                     let p = &mut **p;
                     let mut ints = p.outbox_int.drain(..);
                     for c in p.outbox.drain(..) {
-                        let to = owner[self.node_of(self.peer[c.1 as usize]) as usize];
+                        let to = owner[self.node_of(self.links.peer[c.1 as usize]) as usize];
                         let mut inbox = inboxes[to as usize].lock().expect("inbox");
                         if c.2.int != 0 {
                             inbox.ints.push(ints.next().expect("an INT header per HPCC packet"));
@@ -570,8 +570,8 @@ impl RoceSim {
         // One thread would have run out of INT handles where a part did, or
         // may have where all parts' peaks and the headers between them reach
         // the 65,535 of one store: then the run is redone on one thread.
-        let peaks: usize = parts.iter().map(|p| p.int.peak()).sum();
-        if parts.iter().any(|p| p.int.overflow > 0) || peaks + int_transit >= usize::from(u16::MAX) {
+        let peaks: usize = parts.iter().map(|p| p.hosts.int.peak()).sum();
+        if parts.iter().any(|p| p.hosts.int.overflow > 0) || peaks + int_transit >= usize::from(u16::MAX) {
             return None;
         }
         let ended = match &status {
@@ -589,13 +589,13 @@ impl RoceSim {
         for (t, gp, mut p) in inbox.pkts.drain(..) {
             if p.int != 0 {
                 let h = ints.next().expect("an INT header per HPCC packet");
-                p.int = self.int.alloc();
+                p.int = self.hosts.int.alloc();
                 if p.int != 0 {
-                    *self.int.get_mut(p.int) = h;
+                    *self.hosts.int.get_mut(p.int) = h;
                 }
             }
             let g = gp as usize;
-            if self.link_fifo[g].push(&mut self.link_wide[g], t, p) {
+            if self.links.link_fifo[g].push(&mut self.links.link_wide[g], t, p) {
                 self.push_ev(t, Ev::Arrive { dir: gp });
             }
         }
@@ -625,25 +625,25 @@ impl RoceSim {
         parts[0].events += 1;
         parts[0].trace.add(tc.0, Ev::Check.pack().trace_word());
         let live = total(base.live, parts.iter().map(|p| p.live));
-        let progress = total(base.progress, parts.iter().map(|p| p.progress));
+        let progress = total(base.progress, parts.iter().map(|p| p.obs.progress));
         let at = |g: u32| &*parts[owner[self.node_of(g) as usize] as usize];
         if live > 0 {
-            let stalled = progress == self.last_progress;
+            let stalled = progress == self.obs.last_progress;
             match parts[0].find_cycle_with(at) {
                 Some(c) => {
                     let key: Vec<(u32, u8, u64)> = c.iter().map(|&(g, q)| (g, q, at(g).queue_sent(g, q))).collect();
-                    if stalled || self.suspect.as_ref() == Some(&key) {
+                    if stalled || self.faults.suspect.as_ref() == Some(&key) {
                         let mut d = parts[0].describe_cycle(&c);
                         d.at = tc;
-                        self.deadlock = Some(d.clone());
+                        self.faults.deadlock = Some(d.clone());
                         return Some(d);
                     }
-                    self.suspect = Some(key);
+                    self.faults.suspect = Some(key);
                 }
-                None => self.suspect = None,
+                None => self.faults.suspect = None,
             }
         }
-        self.last_progress = progress;
+        self.obs.last_progress = progress;
         None
     }
 
@@ -667,47 +667,48 @@ impl RoceSim {
         for (k, mut inbox) in inboxes.into_iter().enumerate() {
             parts[k].take_in(&mut inbox);
         }
-        let overflow = self.int.overflow;
-        self.int = crate::roce::hpcc_cc::IntStore::merged(&parts.iter().map(|p| &p.int).collect::<Vec<_>>());
-        self.int.overflow = overflow;
-        let nports = self.ports.len();
+        let overflow = self.hosts.int.overflow;
+        self.hosts.int =
+            crate::roce::hpcc_cc::IntStore::merged(&parts.iter().map(|p| &p.hosts.int).collect::<Vec<_>>());
+        self.hosts.int.overflow = overflow;
+        let nports = self.links.ports.len();
         for g in 0..nports {
             let k = part_of_node(self.node_of(g as u32));
             let p = &parts[k];
-            self.ports[g] = p.ports[g].clone();
-            self.ports[g].fate &= !Port::CUT;
-            self.pc[g] = p.pc[g].clone();
+            self.links.ports[g] = p.links.ports[g].clone();
+            self.links.ports[g].fate &= !Port::CUT;
+            self.links.pc[g] = p.links.pc[g].clone();
             for q in 0..NPRIO {
                 let i = q * nports + g;
-                self.eq[i] = p.eq[i].clone();
+                self.sw.eq[i] = p.sw.eq[i].clone();
             }
             // A link's packets sit with the part that receives them.
-            let peer = self.peer[g];
+            let peer = self.links.peer[g];
             if peer != NONE {
                 let r = &parts[part_of_node(self.node_of(peer))];
-                self.link_fifo[g] = r.link_fifo[g].clone();
-                self.link_wide[g] = r.link_wide[g].clone();
+                self.links.link_fifo[g] = r.links.link_fifo[g].clone();
+                self.links.link_wide[g] = r.links.link_wide[g].clone();
             }
         }
-        let nsw = self.switches.len();
+        let nsw = self.sw.switches.len();
         for si in 0..nsw {
-            let p = &parts[part_of_node(self.switches[si].node)];
-            self.switches[si] = p.switches[si].clone();
-            for (f, _) in self.flows.iter().enumerate() {
+            let p = &parts[part_of_node(self.sw.switches[si].node)];
+            self.sw.switches[si] = p.sw.switches[si].clone();
+            for (f, _) in self.hosts.flows.iter().enumerate() {
                 for dir in 0..2 {
                     let i = (f * 2 + dir) * nsw + si;
-                    self.route_cache[i] = p.route_cache[i];
+                    self.sw.route_cache[i] = p.sw.route_cache[i];
                 }
             }
         }
-        for ni in 0..self.nics.len() {
-            let p = &parts[part_of_node(self.nics[ni].node)];
-            self.nics[ni] = p.nics[ni].clone();
+        for ni in 0..self.hosts.nics.len() {
+            let p = &parts[part_of_node(self.hosts.nics[ni].node)];
+            self.hosts.nics[ni] = p.hosts.nics[ni].clone();
         }
-        for fi in 0..self.flows.len() {
-            let s = &parts[part_of_node(self.flows[fi].spec.src.0)].flows[fi];
-            let d = &parts[part_of_node(self.flows[fi].spec.dst.0)].flows[fi];
-            let f = &mut self.flows[fi];
+        for fi in 0..self.hosts.flows.len() {
+            let s = &parts[part_of_node(self.hosts.flows[fi].spec.src.0)].hosts.flows[fi];
+            let d = &parts[part_of_node(self.hosts.flows[fi].spec.dst.0)].hosts.flows[fi];
+            let f = &mut self.hosts.flows[fi];
             f.req = s.req.clone();
             f.rp = s.rp.clone();
             f.dctcp = s.dctcp.clone();
@@ -720,12 +721,12 @@ impl RoceSim {
             f.delivered_bytes = d.delivered_bytes;
             f.rx_tags = d.rx_tags.clone();
         }
-        (self.live, self.flows_left) = base.whole(parts.iter());
+        (self.live, self.hosts.flows_left) = base.whole(parts.iter());
         self.events = total(base.events, parts.iter().map(|p| p.events));
-        self.sent = total(base.sent, parts.iter().map(|p| p.sent));
+        self.obs.sent = total(base.sent, parts.iter().map(|p| p.obs.sent));
         self.ecn_marks = total(base.ecn_marks, parts.iter().map(|p| p.ecn_marks));
         self.cnps_sent = total(base.cnps_sent, parts.iter().map(|p| p.cnps_sent));
-        self.progress = total(base.progress, parts.iter().map(|p| p.progress));
+        self.obs.progress = total(base.progress, parts.iter().map(|p| p.obs.progress));
         self.trace.0 = total(base.trace, parts.iter().map(|p| p.trace.0));
         let l = &mut self.ledger;
         l.created = total(base.ledger.created, parts.iter().map(|p| p.ledger.created));
@@ -760,7 +761,7 @@ impl RoceSim {
         }
         match check_at {
             Some(t) => self.q.push_seq(t, tie(t, Ev::Check.pack()), Ev::Check.pack()),
-            None if !matches!(status, Some(RoceStatus::Deadlock(_))) => self.timers_armed &= !2,
+            None if !matches!(status, Some(RoceStatus::Deadlock(_))) => self.faults.timers_armed &= !2,
             None => {}
         }
         self.now = match status {
@@ -798,20 +799,20 @@ mod tests {
             "{what}: events, hops, now"
         );
         assert_eq!(
-            (a.live, a.flows_left),
-            (b.live, b.flows_left),
+            (a.live, a.hosts.flows_left),
+            (b.live, b.hosts.flows_left),
             "{what}: in flight, flows left"
         );
         assert_eq!(a.ledger, b.ledger, "{what}: ledger");
         assert_eq!(
-            (a.ecn_marks, a.cnps_sent, a.progress),
-            (b.ecn_marks, b.cnps_sent, b.progress),
+            (a.ecn_marks, a.cnps_sent, a.obs.progress),
+            (b.ecn_marks, b.cnps_sent, b.obs.progress),
             "{what}: marks"
         );
         assert_eq!(a.fct, b.fct, "{what}: fct records");
         assert_eq!(a.pfc, b.pfc, "{what}: pfc records");
         assert_eq!(a.completions, b.completions, "{what}: completions");
-        for k in 0..a.flows.len() {
+        for k in 0..a.hosts.flows.len() {
             assert_eq!(a.flow_delivered(k), b.flow_delivered(k), "{what}: flow {k} delivered");
             assert_eq!(a.flow_done(k), b.flow_done(k), "{what}: flow {k} done");
             assert_eq!(a.flow_counters(k), b.flow_counters(k), "{what}: flow {k} counters");
@@ -879,7 +880,7 @@ mod tests {
         let specs = e.flow_specs();
         let first = specs.iter().map(|f| f.start).min().unwrap();
         let mut one = RoceSim::new(&e.fabric, e.roce.clone(), &specs).unwrap();
-        assert!(one.hpcc_on);
+        assert!(one.hosts.hpcc_on);
         assert_eq!(one.run(first + Time::us(20)), RoceStatus::TimeLimit);
         assert!(one.int_live() > 1000, "HPCC packets in flight: {}", one.int_live());
         let mut split = RoceSim::new(&e.fabric, e.roce.clone(), &specs).unwrap();
@@ -1119,7 +1120,7 @@ mod tests {
         // Every host with its top-of-rack switch.
         for (i, n) in e.fabric.nodes.iter().enumerate() {
             if n.kind == fabric::NodeKind::Ca {
-                let tor = sim.node_of(sim.peer[(sim.port_base[i] + 1) as usize]);
+                let tor = sim.node_of(sim.links.peer[(sim.links.port_base[i] + 1) as usize]);
                 assert_eq!(owner[i], owner[tor as usize], "host {} and its switch", n.name);
             }
         }
