@@ -523,7 +523,7 @@ fn ib_buffer_series(sim: &Sim, f: &Fabric) -> TimeSeries {
 
 /// How many ports are paused at each PFC transition (from the world's pfc.txt
 /// records: +1 on a pause received, −1 on a resume).
-fn pause_series(records: &[sim::roce::hpcc::PfcRecord]) -> TimeSeries {
+fn pause_series(records: &[sim::roce::net::PfcRecord]) -> TimeSeries {
     let mut ev: Vec<(u64, bool, u32, u32)> = records
         .iter()
         .map(|r| (r.time_ns, r.pause, r.node, r.if_index))

@@ -1,7 +1,7 @@
 //! `rdmalab sim hpcc CONFIG`: run an ns-3 HPCC simulator config as it is (its
 //! TOPOLOGY_FILE, FLOW_FILE, CC_MODE and the other keys) on rdmalab's RoCE
 //! model, and write `fct.txt` / `pfc.txt` in ns-3's layout where the config
-//! names them. The library side is `sim::roce::hpcc_run`.
+//! names them. The library side is `ns3::run`.
 //!
 //! Exit codes: 0 the run ended (finished or reached the stop time); 1 it ran and
 //! found a problem (a PFC deadlock, a drop on a lossless priority); 2 bad input;
@@ -11,8 +11,8 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Args;
+use ns3::run::HpccExperiment;
 use sim::Time;
-use sim::roce::hpcc_run::HpccExperiment;
 
 use super::CliError;
 use crate::error::ledger_fault;

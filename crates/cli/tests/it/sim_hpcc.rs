@@ -1,5 +1,5 @@
 //! `rdmalab sim hpcc` end to end on ns-3 HPCC's own small example (copies in
-//! `crates/sim/src/roce/testdata/hpcc`), run under DCTCP (`CC_MODE 8`) and as
+//! `crates/ns3/testdata/hpcc`), run under DCTCP (`CC_MODE 8`) and as
 //! shipped, under HPCC (`CC_MODE 3`).
 
 use std::path::{Path, PathBuf};
@@ -8,7 +8,7 @@ use crate::{err, out, rdmalab};
 
 fn testdata(f: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../sim/src/roce/testdata/hpcc")
+        .join("../ns3/testdata/hpcc")
         .join(f)
 }
 

@@ -96,9 +96,11 @@ impl Red {
     }
 }
 
-/// A uniform draw in [0, 1) from the top 53 bits of one `u64`.
+/// A uniform draw in [0, 1) from the top 53 bits of one `u64`: the draw RED
+/// marking uses, public so that a workload generator outside the model (the
+/// `ns3` crate's WebSearch flows) turns a seed into the same numbers.
 #[inline]
-pub(crate) fn unit(rng: &mut impl rand::RngCore) -> f64 {
+pub fn unit(rng: &mut impl rand::RngCore) -> f64 {
     (rng.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
 }
 

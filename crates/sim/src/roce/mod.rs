@@ -1,6 +1,6 @@
 //! RoCE models: lossless Ethernet (shared-buffer MMU, PFC, ECN), DCQCN, DCTCP and
 //! HPCC (INT), the RC transport over Ethernet (go-back-N / go-back-0), the
-//! IPoIB kernel TCP cost model, and ns-3 HPCC file formats. Addressing, ECMP
+//! IPoIB kernel TCP cost model. Addressing, ECMP
 //! groups and hashing and the RoCEv1 layer-2 check come from the Ethernet control
 //! plane (`ethcp`): the switches here forward by its tables.
 //!
@@ -14,9 +14,9 @@
 //!   ipoib      TCP over IPoIB: per-message / per-byte CPU cost and a cwnd
 //!   dctcp      DCTCP sender as HPCC ns-3 runs it (CC_MODE 8)
 //!   hpcc_cc    HPCC: INT records, their slab, the sender (CC_MODE 3)
-//!   hpcc       ns-3 HPCC config / flow files in, fct.txt / pfc.txt out
 //!   tcp        kernel TCP (NewReno / DCTCP) on the lossy class beside RoCE
 //!   net        the packet-level RoCEv2 world built from all of the above
+//!   fixtures   small fabrics and flows for tests (feature `testutil`)
 //! ```
 //!
 //! Every component here is a plain struct driven by explicit simulated time
@@ -28,12 +28,11 @@ pub mod buffer;
 pub mod dcqcn;
 pub mod dctcp;
 mod fifo;
-pub mod hpcc;
+#[cfg(any(test, feature = "testutil"))]
+pub mod fixtures;
 pub mod hpcc_cc;
-pub mod hpcc_run;
 pub mod ipoib;
 pub mod net;
 pub mod pfc;
-pub mod repro;
 pub mod tcp;
 pub mod transport;

@@ -84,6 +84,7 @@ use faults::Faults;
 use links::{Links, Port, PortCold};
 use nic::{Flow, Hosts, Nic};
 use observe::Observe;
+pub use observe::{FctRecord, PfcRecord};
 use switch::{Switch, Switching};
 
 use crate::engine::queue::EV_BITS;
@@ -95,7 +96,6 @@ use crate::roce::buffer::{Admit, Mmu, MmuConfig, MmuDrop, NPRIO, QosMaps, Schedu
 use crate::roce::dcqcn::{CnpPacer, DcqcnParams, ReactionPoint, Red};
 use crate::roce::dctcp::DctcpRp;
 use crate::roce::fifo::{KeyedFifo, WideKeys};
-use crate::roce::hpcc::{FctRecord, PfcRecord};
 use crate::roce::hpcc_cc::{HpccRp, INT_BYTES, IntHop, IntStore};
 use crate::roce::pfc::{PauseFrame, PauseGen, PauseMode, PausedTx, QueueSample, Watchdog, WdAction, WdConfig, WdEvent};
 use crate::roce::tcp::{TcpConfig, TcpFlowSpec, TcpWorld};

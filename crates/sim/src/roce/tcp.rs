@@ -1009,8 +1009,8 @@ mod tests {
 #[cfg(test)]
 mod sim_tests {
     use super::*;
+    use crate::roce::fixtures::{flow, star};
     use crate::roce::net::{CongestionControl, RoceConfig, RoceDrop, RoceSim};
-    use crate::roce::repro::{flow, star};
 
     fn tcp(src: NodeId, dst: NodeId, sport: u16) -> TcpFlowSpec {
         TcpFlowSpec {

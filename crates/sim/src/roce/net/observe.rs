@@ -4,6 +4,33 @@
 
 use super::*;
 
+/// A flow that finished: one line of ns-3 HPCC's fct.txt (the `ns3` crate
+/// writes them). Addresses are the hosts' IPv4 addresses (`ethcp::host_ip`);
+/// `standalone_ns` is 0 here (the experiment runner fills it in).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FctRecord {
+    pub sip: u32,
+    pub dip: u32,
+    pub sport: u16,
+    pub dport: u16,
+    pub size: u64,
+    pub start_ns: u64,
+    pub fct_ns: u64,
+    pub standalone_ns: u64,
+}
+
+/// A port's pause state changed: one line of ns-3 HPCC's pfc.txt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PfcRecord {
+    pub time_ns: u64,
+    pub node: u32,
+    /// 0 host, 1 switch.
+    pub node_type: u8,
+    pub if_index: u32,
+    /// 1 = pause received, 0 = resume.
+    pub pause: bool,
+}
+
 /// What the run records beside its results: hops, the progress count the
 /// deadlock check compares, and the packet capture of one port.
 #[derive(Clone)]

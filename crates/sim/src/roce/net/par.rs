@@ -783,15 +783,16 @@ fn time_key(t: Time) -> u128 {
     u128::from(t.0) << 64
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::roce::repro::{flow, incast_flows, leaf_spine_2x2, ring4_bounce, star};
-    use crate::roce::transport::Recovery;
-    use fabric::NodeId;
-
-    /// Everything a run reports, and the state a later run starts from.
-    fn assert_same(a: &RoceSim, b: &RoceSim, what: &str) {
+impl RoceSim {
+    /// Panics, naming `what` and the first difference, unless `b` is the same
+    /// world as `self`: everything a run reports (trace, counters, ledger,
+    /// records, every flow's state) and the state a later run starts from
+    /// (events queued, packets in flight, the queues' and pauses' summary).
+    /// For tests of a split run (here and in the `ns3` crate); costs a walk of
+    /// every flow and a state dump.
+    #[cfg(any(test, feature = "testutil"))]
+    pub fn assert_same_run(&self, b: &RoceSim, what: &str) {
+        let a = self;
         assert_eq!(a.trace_hash(), b.trace_hash(), "{what}: trace");
         assert_eq!(
             (a.events, a.hops(), a.now()),
@@ -822,79 +823,18 @@ mod tests {
         assert_eq!(a.state_summary(), b.state_summary(), "{what}: state");
         assert!(b.ledger_balances(), "{what}: ledger balances");
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::roce::fixtures::{flow, incast_flows, leaf_spine_2x2, ring4_bounce, star};
+    use crate::roce::transport::Recovery;
+    use fabric::NodeId;
 
     /// The default: DCQCN (hpcc-ns3 profile), PFC and ECN.
     fn dcqcn() -> RoceConfig {
         RoceConfig::default()
-    }
-
-    /// The speed benchmark's experiment: ns-3 HPCC's 320-host fat tree and
-    /// permutation under DCQCN.
-    fn perm320() -> crate::roce::hpcc_run::HpccExperiment {
-        let cfg = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/src/roce/testdata/hpcc/config_dcqcn_perm320.txt"
-        );
-        crate::roce::hpcc_run::HpccExperiment::load(std::path::Path::new(cfg)).unwrap()
-    }
-
-    /// The HPCC paper's 320-host fat tree with its permutation (the speed
-    /// benchmark), 20 µs of it: split over 2 and 3 threads, the same world as
-    /// on one, and a later one-thread run continues it alike.
-    #[test]
-    fn split_fat_tree_permutation_is_the_same_run() {
-        let e = perm320();
-        let specs = e.flow_specs();
-        let first = specs.iter().map(|f| f.start).min().unwrap();
-        let mut one = RoceSim::new(&e.fabric, e.roce.clone(), &specs).unwrap();
-        assert_eq!(one.run(first + Time::us(20)), RoceStatus::TimeLimit);
-        assert!(one.hops() > 100_000, "traffic: {} hops", one.hops());
-        for threads in [2, 3] {
-            let mut split = RoceSim::new(&e.fabric, e.roce.clone(), &specs).unwrap();
-            assert_eq!(split.run_threads(first + Time::us(20), threads), RoceStatus::TimeLimit);
-            assert_eq!(split.last_threads(), threads, "split, not run on one thread");
-            assert_same(&one, &split, &format!("{threads} threads"));
-        }
-        let mut split = RoceSim::new(&e.fabric, e.roce.clone(), &specs).unwrap();
-        split.run_threads(first + Time::us(10), 2);
-        split.run(first + Time::us(20));
-        assert_same(&one, &split, "split for 10 µs, then one thread");
-    }
-
-    /// HPCC (`CC_MODE 3`) on the same fat tree and permutation: INT headers
-    /// cross the cut with their packets; the same world as on one thread.
-    #[test]
-    fn split_hpcc_permutation_is_the_same_run() {
-        let dir = std::env::temp_dir().join(format!("rdmalab-split-hpcc-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let src = concat!(env!("CARGO_MANIFEST_DIR"), "/src/roce/testdata/hpcc/");
-        for f in ["fat.txt", "flow_perm320.txt"] {
-            std::fs::copy(format!("{src}{f}"), dir.join(f)).unwrap();
-        }
-        let cfg = std::fs::read_to_string(format!("{src}config_dcqcn_perm320.txt"))
-            .unwrap()
-            .replace("CC_MODE 1", "CC_MODE 3");
-        std::fs::write(dir.join("c.txt"), cfg).unwrap();
-        let e = crate::roce::hpcc_run::HpccExperiment::load(&dir.join("c.txt")).unwrap();
-        let _ = std::fs::remove_dir_all(&dir);
-        let specs = e.flow_specs();
-        let first = specs.iter().map(|f| f.start).min().unwrap();
-        let mut one = RoceSim::new(&e.fabric, e.roce.clone(), &specs).unwrap();
-        assert!(one.hosts.hpcc_on);
-        assert_eq!(one.run(first + Time::us(20)), RoceStatus::TimeLimit);
-        assert!(one.int_live() > 1000, "HPCC packets in flight: {}", one.int_live());
-        let mut split = RoceSim::new(&e.fabric, e.roce.clone(), &specs).unwrap();
-        assert_eq!(split.run_threads(first + Time::us(20), 2), RoceStatus::TimeLimit);
-        assert_eq!(split.last_threads(), 2);
-        assert_same(&one, &split, "HPCC");
-        assert_eq!(one.int_live(), split.int_live());
-        for k in 0..specs.len() {
-            assert_eq!(one.flow_hpcc(k), split.flow_hpcc(k), "flow {k} HPCC state");
-        }
-        // The merged world goes on as one thread's does.
-        one.run(first + Time::us(30));
-        split.run(first + Time::us(30));
-        assert_same(&one, &split, "HPCC, continued");
     }
 
     /// PFC pauses that cross the cut (a 2:1 incast across two leaves, PFC on,
@@ -924,7 +864,7 @@ mod tests {
         let mut split = RoceSim::new(&f, cfg, &flows).unwrap();
         assert_eq!(split.run_threads(Time::us(300), 2), RoceStatus::TimeLimit);
         assert_eq!(split.last_threads(), 2);
-        assert_same(&one, &split, "incast across leaves");
+        one.assert_same_run(&split, "incast across leaves");
     }
 
     /// A run that ends with every flow done (a 16:1 incast with DCQCN) stops
@@ -946,7 +886,7 @@ mod tests {
         let mut split = RoceSim::new(&f, cfg, &flows).unwrap();
         assert_eq!(split.run_threads(Time::ms(50), 2), RoceStatus::Done);
         assert_eq!(split.last_threads(), 2, "split, not redone on one thread");
-        assert_same(&one, &split, "incast to the end");
+        one.assert_same_run(&split, "incast to the end");
     }
 
     /// A PFC deadlock (Hu et al.'s bounce routes on a ring of four switches)
@@ -960,7 +900,7 @@ mod tests {
         let mut split = RoceSim::new(&f, cfg, &flows).unwrap();
         assert_eq!(split.run_threads(Time::ms(20), 2), st);
         assert_eq!(split.last_threads(), 2);
-        assert_same(&one, &split, "deadlock");
+        one.assert_same_run(&split, "deadlock");
     }
 
     /// Found by the random runs below: at the end of a run the only packets
@@ -1001,7 +941,7 @@ mod tests {
         let mut split = RoceSim::new(&f, cfg, &flows).unwrap();
         assert_eq!(split.run_threads(Time::ms(20), 2), RoceStatus::Done);
         assert_eq!(split.last_threads(), 2);
-        assert_same(&one, &split, "last packets across the cut");
+        one.assert_same_run(&split, "last packets across the cut");
     }
 
     proptest::proptest! {
@@ -1073,12 +1013,12 @@ mod tests {
             let st = one.run(until);
             let mut split = RoceSim::new(&f, cfg.clone(), &flows).unwrap();
             proptest::prop_assert_eq!(split.run_threads(until, threads), st.clone());
-            assert_same(&one, &split, "random run");
+            one.assert_same_run(&split, "random run");
             // Split twice, the second run going on from the first's world.
             let mut twice = RoceSim::new(&f, cfg, &flows).unwrap();
             twice.run_threads(Time(until.0 / 3), threads);
             proptest::prop_assert_eq!(twice.run_threads(until, threads), st);
-            assert_same(&one, &twice, "random run, split twice");
+            one.assert_same_run(&twice, "random run, split twice");
         }
     }
 
@@ -1103,22 +1043,42 @@ mod tests {
         );
     }
 
-    /// The cut keeps each host with its switch and the parts' ports within 10%.
+    /// The cut keeps each host with its switch and the parts' ports within 10%,
+    /// on ns-3 HPCC's 320-host fat tree (its topology file, kept with the `ns3`
+    /// crate's copies of the simulator's files) with a permutation.
     #[test]
     fn cut_balances_a_fat_tree() {
-        let e = perm320();
-        let sim = RoceSim::new(&e.fabric, e.roce.clone(), &e.flow_specs()).unwrap();
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../ns3/testdata/hpcc/fat.txt");
+        let text = std::fs::read_to_string(path).unwrap();
+        let fabric = fabric::format::read_hpcc("fat.txt", &text).unwrap();
+        let hosts: Vec<NodeId> = (0..fabric.nodes.len() as u32)
+            .map(NodeId)
+            .filter(|&n| fabric.node(n).kind == fabric::NodeKind::Ca)
+            .collect();
+        let flows: Vec<FlowSpec> = (0..hosts.len())
+            .map(|i| {
+                flow(
+                    hosts[i],
+                    hosts[(i + hosts.len() / 2) % hosts.len()],
+                    1 << 20,
+                    1,
+                    Time::ZERO,
+                    10000 + i as u16,
+                )
+            })
+            .collect();
+        let sim = RoceSim::new(&fabric, RoceConfig::default(), &flows).unwrap();
         let owner = sim.cut(2);
         let ports = |k: u8| -> usize {
             (0..owner.len())
                 .filter(|&i| owner[i] == k)
-                .map(|i| e.fabric.nodes[i].ports.len())
+                .map(|i| fabric.nodes[i].ports.len())
                 .sum()
         };
         let (a, b) = (ports(0), ports(1));
         assert!(a.abs_diff(b) * 10 <= a + b, "ports {a} vs {b}");
         // Every host with its top-of-rack switch.
-        for (i, n) in e.fabric.nodes.iter().enumerate() {
+        for (i, n) in fabric.nodes.iter().enumerate() {
             if n.kind == fabric::NodeKind::Ca {
                 let tor = sim.node_of(sim.links.peer[(sim.links.port_base[i] + 1) as usize]);
                 assert_eq!(owner[i], owner[tor as usize], "host {} and its switch", n.name);

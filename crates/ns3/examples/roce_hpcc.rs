@@ -1,10 +1,10 @@
 //! Speed run of the RoCE model on an ns-3 HPCC experiment: the config's
 //! topology and flows, DCQCN + PFC + ECN, for a slice of simulated time.
 //!
-//! `cargo run --release -p rdmalab-sim --example roce_hpcc -- CONFIG [US]`
+//! `cargo run --release -p rdmalab-ns3 --example roce_hpcc -- CONFIG [US]`
 //! (`RDMALAB_THREADS=N` splits the run over N threads: same results)
 //! (default: the copy of `../shared/formats/hpcc/config_dcqcn_perm320.txt` in
-//! `src/roce/testdata/hpcc`, 500 µs after the
+//! `crates/ns3/testdata/hpcc`, 500 µs after the
 //! first flow starts). Prints the report as JSON plus the speed figures; outputs
 //! go to a temporary directory, or to `OUTDIR` (kept) when a third argument names one.
 //!
@@ -15,15 +15,15 @@
 
 use std::path::PathBuf;
 
+use ns3::run::HpccExperiment;
 use sim::Time;
-use sim::roce::hpcc_run::HpccExperiment;
 
 fn main() {
     let mut args = std::env::args().skip(1);
     let cfg = args.next().map(PathBuf::from).unwrap_or_else(|| {
         PathBuf::from(concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/src/roce/testdata/hpcc/config_dcqcn_perm320.txt"
+            "/testdata/hpcc/config_dcqcn_perm320.txt"
         ))
     });
     let us: u64 = match args.next().map(|s| s.parse::<u64>()) {

@@ -11,8 +11,10 @@
 
 use std::fmt::Write as _;
 
-use crate::engine::Time;
-use crate::roce::dcqcn::{AlphaUpdate, Clamp, DcqcnParams, Decrease, Red};
+use sim::engine::Time;
+use sim::roce::dcqcn::{AlphaUpdate, Clamp, DcqcnParams, Decrease, Red};
+/// The records the RoCE world makes, one per line of fct.txt and pfc.txt.
+pub use sim::roce::net::{FctRecord, PfcRecord};
 
 /// A malformed HPCC input.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -509,8 +511,8 @@ impl HpccConfig {
     /// `RATE_AI` (5 Mb/s, the RdmaHw attribute default), `MIN_RATE` (100 Mb/s),
     /// `FAST_REACT` (1), `SAMPLE_FEEDBACK` (0).
     /// `HAS_WIN` (1) gives a BDP window, `VAR_WIN` (0) scales it with the rate.
-    pub fn hpcc(&self, line_bps: u64, base_rtt: Time) -> crate::roce::hpcc_cc::HpccParams {
-        crate::roce::hpcc_cc::HpccParams {
+    pub fn hpcc(&self, line_bps: u64, base_rtt: Time) -> sim::roce::hpcc_cc::HpccParams {
+        sim::roce::hpcc_cc::HpccParams {
             line_bps: line_bps as f64,
             base_rtt,
             eta: self.u_target.unwrap_or(0.95),
@@ -531,8 +533,8 @@ impl HpccConfig {
 
     /// DCTCP parameters (`CC_MODE 8`) for a NIC of `line_bps`: `EWMA_GAIN`,
     /// `DCTCP_RATE_AI` (third.cc default 1000 Mb/s), `MIN_RATE` (100 Mb/s).
-    pub fn dctcp(&self, line_bps: u64) -> crate::roce::dctcp::DctcpParams {
-        crate::roce::dctcp::DctcpParams {
+    pub fn dctcp(&self, line_bps: u64) -> sim::roce::dctcp::DctcpParams {
+        sim::roce::dctcp::DctcpParams {
             line_bps: line_bps as f64,
             g: self.ewma_gain.unwrap_or(0.0),
             rate_ai_bps: self.dctcp_rate_ai.unwrap_or(1_000_000_000) as f64,
@@ -682,19 +684,6 @@ pub fn read_trace_nodes(file: &str, text: &str, nodes: u32) -> Result<Vec<u32>, 
     Ok(v)
 }
 
-/// One line of fct.txt.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct FctRecord {
-    pub sip: u32,
-    pub dip: u32,
-    pub sport: u16,
-    pub dport: u16,
-    pub size: u64,
-    pub start_ns: u64,
-    pub fct_ns: u64,
-    pub standalone_ns: u64,
-}
-
 /// ns-3's ideal FCT of a flow alone: base RTT plus the bytes with per-packet
 /// headers at the bottleneck rate (reference §1.1.7).
 pub fn standalone_fct_ns(size: u64, payload: u32, header_bytes: u32, base_rtt_ns: u64, bottleneck_bps: u64) -> u64 {
@@ -720,18 +709,6 @@ pub fn write_fct(records: &[FctRecord]) -> String {
     s
 }
 
-/// One line of pfc.txt.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct PfcRecord {
-    pub time_ns: u64,
-    pub node: u32,
-    /// 0 host, 1 switch.
-    pub node_type: u8,
-    pub if_index: u32,
-    /// 1 = pause received, 0 = resume.
-    pub pause: bool,
-}
-
 /// pfc.txt as ns-3 writes it: `time_ns node_id node_type if_index type`.
 pub fn write_pfc(records: &[PfcRecord]) -> String {
     let mut s = String::with_capacity(records.len() * 24);
@@ -755,12 +732,8 @@ mod tests {
 
     /// Copies of `shared/formats/hpcc` (see `testdata/hpcc/SOURCES.md`).
     fn shared(name: &str) -> Option<String> {
-        let dir = std::path::Path::new(file!())
-            .parent()
-            .expect("dir")
-            .join("testdata/hpcc");
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-        std::fs::read_to_string(root.join(&dir).join(name)).ok()
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/hpcc");
+        std::fs::read_to_string(dir.join(name)).ok()
     }
 
     #[test]

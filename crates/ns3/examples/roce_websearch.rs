@@ -3,15 +3,15 @@
 //! 30% load, DCQCN with the `run.py --cc dcqcn` settings of
 //! `config_dcqcn_perm320.txt`; prints FCT slowdown percentiles per size bucket.
 //!
-//! `cargo run --release -p rdmalab-sim --example roce_websearch -- [ARRIVAL_MS] [LOAD] [SEED]`
+//! `cargo run --release -p rdmalab-ns3 --example roce_websearch -- [ARRIVAL_MS] [LOAD] [SEED]`
 //! (defaults 5 ms, 0.3, 1). Flows arrive for ARRIVAL_MS and the run continues for
 //! as long again; only flows that finished count (as fct_analysis.py does).
 
 use std::path::PathBuf;
 
 use fabric::NodeKind;
+use ns3::run::{HpccExperiment, SizeCdf, poisson_flows, slowdowns};
 use sim::Time;
-use sim::roce::hpcc_run::{HpccExperiment, SizeCdf, poisson_flows, slowdowns};
 use sim::roce::net::RoceSim;
 
 fn pct(v: &mut [f64], p: f64) -> f64 {

@@ -10,12 +10,13 @@ use std::path::{Path, PathBuf};
 
 use fabric::{Fabric, NodeId, NodeKind};
 
-use crate::engine::Time;
-use crate::roce::dcqcn::Red;
-use crate::roce::hpcc::{FctRecord, HpccConfig, HpccError, HpccFlow, Warning, read_flows, standalone_fct_ns};
-use crate::roce::net::{CongestionControl, FlowSpec, ROCEV2_HEADERS, RoceConfig, RoceSim, RoceStatus};
-use crate::roce::pfc::PauseMode;
-use crate::roce::transport::Recovery;
+use sim::engine::Time;
+use sim::roce::dcqcn::Red;
+
+use crate::hpcc::{FctRecord, HpccConfig, HpccError, HpccFlow, Warning, read_flows, standalone_fct_ns};
+use sim::roce::net::{CongestionControl, FlowSpec, ROCEV2_HEADERS, RoceConfig, RoceSim, RoceStatus};
+use sim::roce::pfc::PauseMode;
+use sim::roce::transport::Recovery;
 
 /// The largest host-pair base RTT, as third.cc computes HPCC's T with
 /// `GLOBAL_T 1`: a BFS from every host gives each pair's one-way propagation
@@ -45,7 +46,7 @@ pub fn max_rtt(fabric: &Fabric, payload: u32) -> Time {
                 seen[v] = src as u32;
                 let l = &fabric.links[li];
                 delay[v] = delay[u] + l.delay_ps;
-                tx[v] = tx[u] + crate::engine::time::serialization_ps(u64::from(payload), l.rate.data_bps().max(1));
+                tx[v] = tx[u] + sim::engine::time::serialization_ps(u64::from(payload), l.rate.data_bps().max(1));
                 if fabric.nodes[v].kind == NodeKind::Ca {
                     best = best.max(2 * delay[v] + tx[v]);
                 } else {
@@ -80,7 +81,7 @@ pub enum HpccRunError {
     Missing { file: String, key: &'static str },
     /// The world could not be built.
     #[error(transparent)]
-    Build(#[from] crate::roce::net::RoceError),
+    Build(#[from] sim::roce::net::RoceError),
 }
 
 /// What a run did.
@@ -192,7 +193,7 @@ impl HpccExperiment {
             .unwrap_or(100_000_000_000);
         let red: Vec<(u64, Red)> = rates.iter().filter_map(|&r| c.red(r).map(|x| (r, x))).collect();
         let roce = RoceConfig {
-            nic: crate::roce::net::NicConfig {
+            nic: sim::roce::net::NicConfig {
                 mtu: c.packet_payload_size.unwrap_or(1000),
                 cc: match c.cc_mode.unwrap_or(1) {
                     1 => CongestionControl::Dcqcn(c.dcqcn(nic_bps)),
@@ -212,18 +213,18 @@ impl HpccExperiment {
                 ack_high_prio: c.ack_high_prio.unwrap_or(false),
                 ..Default::default()
             },
-            switch: crate::roce::net::SwitchConfig {
+            switch: sim::roce::net::SwitchConfig {
                 ecn: c.enable_qcn.unwrap_or(true),
                 red,
                 buffer_bytes: c.buffer_size_mb.unwrap_or(16) << 20,
                 ..Default::default()
             },
-            pfc: crate::roce::net::PfcConfig {
+            pfc: sim::roce::net::PfcConfig {
                 enabled: true,
                 pause_mode: PauseMode::UntilXon,
                 ..Default::default()
             },
-            routing: crate::roce::net::RoutingConfig {
+            routing: sim::roce::net::RoutingConfig {
                 // third.cc `TakeDownLink` recomputes every node's routes at the moment
                 // the link goes down: no convergence delay.
                 ecmp_convergence: Time::ZERO,
@@ -326,15 +327,11 @@ impl HpccExperiment {
             wrote.push(p.display().to_string());
             Ok(())
         };
-        write(
-            &self.config.fct_output_file,
-            "fct.txt",
-            crate::roce::hpcc::write_fct(&fct),
-        )?;
+        write(&self.config.fct_output_file, "fct.txt", crate::hpcc::write_fct(&fct))?;
         write(
             &self.config.pfc_output_file,
             "pfc.txt",
-            crate::roce::hpcc::write_pfc(&sim.pfc),
+            crate::hpcc::write_pfc(&sim.pfc),
         )?;
         let status = match status {
             RoceStatus::Done => "done".to_string(),
@@ -351,7 +348,7 @@ impl HpccExperiment {
             simulated_us: sim.now().saturating_sub(first).as_us_f64(),
             wall_s: wall,
             threads: sim.last_threads(),
-            dropped: crate::roce::net::RoceDrop::ALL
+            dropped: sim::roce::net::RoceDrop::ALL
                 .iter()
                 .zip(sim.ledger.dropped)
                 .filter(|x| x.1 > 0)
@@ -461,7 +458,7 @@ pub fn poisson_flows(
     for (i, &src) in hosts.iter().enumerate() {
         let mut t = 0.0f64;
         loop {
-            let u = crate::roce::dcqcn::unit(&mut rng);
+            let u = sim::roce::dcqcn::unit(&mut rng);
             t += -(1.0 - u).ln() * mean_gap_s;
             let at = Time((t * 1e12) as u64);
             if at >= duration {
@@ -471,7 +468,7 @@ pub fn poisson_flows(
             if j >= i {
                 j += 1;
             }
-            let size = cdf.sample(crate::roce::dcqcn::unit(&mut rng));
+            let size = cdf.sample(sim::roce::dcqcn::unit(&mut rng));
             flows.push(FlowSpec {
                 src,
                 dst: hosts[j],
@@ -528,8 +525,8 @@ fn path_props(fab: &Fabric, flat: &fabric::FlatFabric, s: u32, d: u32, mtu: u32)
         let bps = l.rate.data_bps();
         bottleneck = bottleneck.min(bps);
         rtt_ps += 2 * l.delay_ps
-            + crate::engine::time::serialization_ps(u64::from(mtu + ROCEV2_HEADERS), bps)
-            + crate::engine::time::serialization_ps(u64::from(crate::roce::net::ACK_BYTES), bps);
+            + sim::engine::time::serialization_ps(u64::from(mtu + ROCEV2_HEADERS), bps)
+            + sim::engine::time::serialization_ps(u64::from(sim::roce::net::ACK_BYTES), bps);
         x = a.peer;
     }
     (rtt_ps / 1000, if bottleneck == u64::MAX { 1 } else { bottleneck })
@@ -540,8 +537,7 @@ mod tests {
     use super::*;
 
     fn testdata(name: &str) -> PathBuf {
-        let dir = Path::new(file!()).parent().expect("dir").join("testdata/hpcc");
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(dir).join(name)
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/hpcc").join(name)
     }
 
     /// ns-3's small example copied into a fresh temp dir (`config.txt` beside
