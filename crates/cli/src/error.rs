@@ -198,7 +198,7 @@ mod tests {
         assert_eq!(code(e), 2);
         let e = lab::compare::CompareError::Run {
             variant: "roce".into(),
-            source: lab::runner::RunError::Topology("no NIC".into()),
+            source: lab::runner::RunError::Topology(lab::runner::TopologyError::NoServers),
         };
         assert_eq!(code(e), 2);
         let e = lab::ScenarioError::Parse {

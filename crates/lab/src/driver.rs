@@ -22,7 +22,8 @@ use crate::results::{
     CollectiveResult, Counters, IncastResult, Latency, SimEffort, SizeRow, TcpBackground, TimeSeries, VariantResult,
 };
 use crate::runner::{
-    IbNet, IpoibNet, NetCounters, Network, NicMap, ProbeSpec, RoceNet, RunError, run_messages, run_schedule,
+    IbNet, IpoibNet, NetCounters, Network, NicMap, ProbeSpec, RoceNet, RunError, TopologyError, run_messages,
+    run_schedule,
 };
 use crate::scenario::{Scenario, Variant};
 
@@ -581,7 +582,7 @@ fn incast_messages(nics: &NicMap, senders: u32, bytes: u64) -> Result<Vec<(NodeI
     let servers = nics.nic.len();
     let rails = nics.nic[0].len();
     if servers < 2 {
-        return Err(RunError::Topology("an incast needs at least two servers".into()));
+        return Err(TopologyError::IncastNeedsTwoServers { servers }.into());
     }
     let dst = nics.nic[0][0];
     Ok((0..senders as usize)

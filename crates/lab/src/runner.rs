@@ -29,19 +29,54 @@ impl NicMap {
     pub fn from_fabric(f: &Fabric) -> Result<NicMap, RunError> {
         let mut nic: Vec<Vec<NodeId>> = vec![Vec::new(); f.hosts.len()];
         for id in f.nodes_of(NodeKind::Ca) {
-            let h = f
-                .node(id)
-                .host
-                .ok_or_else(|| RunError::Topology(format!("adapter {} belongs to no server", f.node(id).name)))?;
+            let h = f.node(id).host.ok_or_else(|| TopologyError::AdapterWithoutServer {
+                adapter: f.node(id).name.clone(),
+            })?;
             nic[h.0 as usize].push(id);
         }
-        if nic.is_empty() || nic.iter().any(|v| v.len() != nic[0].len()) {
-            return Err(RunError::Topology(
-                "servers do not all have the same number of NICs".into(),
-            ));
+        if nic.is_empty() {
+            return Err(TopologyError::NoServers.into());
+        }
+        if let Some(s) = nic.iter().position(|v| v.len() != nic[0].len()) {
+            return Err(TopologyError::UnevenNics {
+                first: nic[0].len(),
+                server: f.hosts[s].name.clone(),
+                nics: nic[s].len(),
+            }
+            .into());
         }
         Ok(NicMap { nic })
     }
+}
+
+/// How a fabric does not fit the workload run on it.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum TopologyError {
+    /// A channel adapter the fabric does not assign to a server.
+    #[error("adapter {adapter} belongs to no server")]
+    AdapterWithoutServer {
+        /// The adapter's node name.
+        adapter: String,
+    },
+    /// The fabric has no servers.
+    #[error("the fabric has no servers")]
+    NoServers,
+    /// A server with another number of NICs than the first: rails need one NIC each.
+    #[error("the first server has {first} NICs but server {server} has {nics}; every server needs one NIC per rail")]
+    UnevenNics {
+        /// NICs of the first server.
+        first: usize,
+        /// The server that differs.
+        server: String,
+        /// Its NICs.
+        nics: usize,
+    },
+    /// An incast from other servers to server 0 on a fabric of one server.
+    #[error("an incast needs at least two servers; the fabric has {servers}")]
+    IncastNeedsTwoServers {
+        /// Servers in the fabric.
+        servers: usize,
+    },
 }
 
 /// Why a schedule could not be run.
@@ -49,8 +84,8 @@ impl NicMap {
 pub enum RunError {
     /// The fabric does not fit the workload (a NIC without a server, an incast
     /// with one server).
-    #[error("topology: {0}")]
-    Topology(String),
+    #[error("topology")]
+    Topology(#[from] TopologyError),
     /// The InfiniBand simulator refused a request, or its ledger did not balance.
     #[error("simulator")]
     Sim(#[from] sim::SimError),
@@ -747,6 +782,42 @@ mod tests {
         bytes_per_s: 450e9,
         latency_ps: 1_000_000,
     };
+
+    #[test]
+    fn a_fabric_that_does_not_fit_the_rails_is_refused_with_the_node_named() {
+        use fabric::{Guid, NodeSpec};
+        let mut f = Fabric::new();
+        let a = f.add_host("srv-a");
+        let b = f.add_host("srv-b");
+        for (k, (name, host)) in [("a0", Some(a)), ("a1", Some(a)), ("b0", Some(b))]
+            .into_iter()
+            .enumerate()
+        {
+            let mut n = NodeSpec::ca(name, Guid(0x100 + 0x10 * k as u64), 1);
+            n.host = host;
+            f.add_node(n).unwrap();
+        }
+        let e = NicMap::from_fabric(&f).unwrap_err();
+        assert_eq!(e.to_string(), "topology");
+        let RunError::Topology(t) = e else { panic!("{e:?}") };
+        assert_eq!(
+            t,
+            TopologyError::UnevenNics {
+                first: 2,
+                server: "srv-b".into(),
+                nics: 1
+            }
+        );
+        f.add_node(NodeSpec::ca("loose", Guid(0x900), 1)).unwrap();
+        let Err(RunError::Topology(t)) = NicMap::from_fabric(&f) else {
+            panic!()
+        };
+        assert_eq!(t.to_string(), "adapter loose belongs to no server");
+        assert!(matches!(
+            NicMap::from_fabric(&Fabric::new()),
+            Err(RunError::Topology(TopologyError::NoServers))
+        ));
+    }
 
     #[test]
     fn ring_all_reduce_on_infiniband_approaches_the_nic_rate_and_matches_the_ideal() {
