@@ -307,7 +307,9 @@ impl FlowSim {
             }
             let next_drain = loop {
                 match self.drains.peek() {
-                    Some(&Reverse((_, c, v))) if self.conns[c as usize].version != v || !self.conns[c as usize].active => {
+                    Some(&Reverse((_, c, v)))
+                        if self.conns[c as usize].version != v || !self.conns[c as usize].active =>
+                    {
                         self.drains.pop();
                     }
                     d => break d.map(|Reverse(x)| *x),
@@ -316,7 +318,15 @@ impl FlowSim {
             let next_arrival = self.arrivals.peek().map(|Reverse(x)| *x);
             let t = match (next_drain, next_arrival) {
                 (None, None) => {
-                    return Ok(if self.in_network == 0 { Step::Idle } else { Step::Reached });
+                    // an idle network's clock moves to the limit, as a packet world's does
+                    if until_ps != u64::MAX {
+                        self.now = self.now.max(until_ps);
+                    }
+                    return Ok(if self.in_network == 0 {
+                        Step::Idle
+                    } else {
+                        Step::Reached
+                    });
                 }
                 (d, a) => d.map_or(u64::MAX, |d| d.0).min(a.map_or(u64::MAX, |a| a.0)),
             };
@@ -341,7 +351,9 @@ impl FlowSim {
                 }
                 return Ok(Step::Delivered(out));
             }
-            let Some((_, c, _)) = next_drain else { unreachable!("t came from a drain") };
+            let Some((_, c, _)) = next_drain else {
+                unreachable!("t came from a drain")
+            };
             self.drained(c as usize)?;
         }
     }
@@ -352,7 +364,10 @@ impl FlowSim {
         self.rebase(c);
         let now = self.now;
         let conn = &mut self.conns[c];
-        let m = conn.queue.pop_front().expect("a draining connection has a head message");
+        let m = conn
+            .queue
+            .pop_front()
+            .expect("a draining connection has a head message");
         // the integral of the rates it had: its size, up to the drain instant's
         // rounding up to a picosecond (at most one ps at its rate) and f64 error
         let served = conn.served;
@@ -427,7 +442,11 @@ impl FlowSim {
         if !conn.active || conn.rate <= 0.0 {
             return;
         }
-        let dt = if conn.rem <= 0.0 { 0 } else { (conn.rem / conn.rate).ceil() as u64 };
+        let dt = if conn.rem <= 0.0 {
+            0
+        } else {
+            (conn.rem / conn.rate).ceil() as u64
+        };
         self.drains.push(Reverse((self.now + dt, c as u32, conn.version)));
     }
 
@@ -603,7 +622,10 @@ mod tests {
             let mut s = FlowSim::new();
             let res: Vec<u32> = (0..6).map(|k| s.add_resource(0.5 + k as f64 * 0.1)).collect();
             let conns: Vec<ConnId> = (0..20)
-                .map(|k| s.open(path(&[res[k % 6], res[(k * 7 + 1) % 6]]), 100 + k as u64, f64::INFINITY).unwrap())
+                .map(|k| {
+                    s.open(path(&[res[k % 6], res[(k * 7 + 1) % 6]]), 100 + k as u64, f64::INFINITY)
+                        .unwrap()
+                })
                 .collect();
             for (k, c) in conns.iter().enumerate() {
                 s.post(*c, 1000 + 37 * k as u64, k as u64).unwrap();
@@ -620,6 +642,12 @@ mod tests {
         let c = s.open(path(&[r]), 0, f64::INFINITY).unwrap();
         s.post(c, 10, 0).unwrap();
         assert_eq!(s.advance(u64::MAX), Err(FlowError::Starved { conn: 0 }));
-        assert!(matches!(s.post(ConnId(9), 1, 0), Err(FlowError::NoSuch { what: "connection", index: 9 })));
+        assert!(matches!(
+            s.post(ConnId(9), 1, 0),
+            Err(FlowError::NoSuch {
+                what: "connection",
+                index: 9
+            })
+        ));
     }
 }

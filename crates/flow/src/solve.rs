@@ -107,7 +107,11 @@ impl Solver {
             let r = r as usize;
             self.stamp[r] = self.stamp[r].wrapping_add(1);
             if self.usage[r] > 0.0 {
-                self.heap.push(Reverse(Level(level(self.rem[r], self.usage[r]), r as u32, self.stamp[r])));
+                self.heap.push(Reverse(Level(
+                    level(self.rem[r], self.usage[r]),
+                    r as u32,
+                    self.stamp[r],
+                )));
             }
         }
         let mut left = flows.len();
@@ -169,7 +173,11 @@ impl Solver {
             self.usage[r] -= u.weight;
             self.stamp[r] = self.stamp[r].wrapping_add(1);
             if self.usage[r] > 1e-12 {
-                self.heap.push(Reverse(Level(level(self.rem[r], self.usage[r]), r as u32, self.stamp[r])));
+                self.heap.push(Reverse(Level(
+                    level(self.rem[r], self.usage[r]),
+                    r as u32,
+                    self.stamp[r],
+                )));
             } else {
                 self.usage[r] = 0.0;
             }
@@ -287,7 +295,10 @@ mod tests {
                         .all(|(g, _)| r[g] <= r[f] * (1.0 + 1e-9));
                     sat && largest
                 });
-                assert!(ok, "flow {f} has no bottleneck: rates {r:?} paths {paths:?} caps {caps:?}");
+                assert!(
+                    ok,
+                    "flow {f} has no bottleneck: rates {r:?} paths {paths:?} caps {caps:?}"
+                );
             }
         }
     }

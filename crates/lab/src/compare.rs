@@ -270,6 +270,7 @@ fn refused(v: &Variant, kind: FabricKind, why: String) -> VariantResult {
         findings: Vec::new(),
         effort: SimEffort::default(),
         tcp: None,
+        engine: None,
     }
 }
 
@@ -321,6 +322,7 @@ fn prepare_ib<'a>(
         ..Default::default()
     };
     let (tables, report) = sm::run::run(f, &opts)?;
+    let (flow, engine) = engine_for(s, f, None);
     let mut findings = Vec::new();
     if let Some(val) = &report.validation {
         findings.extend(val_findings(val, f));
@@ -341,8 +343,19 @@ fn prepare_ib<'a>(
     Ok(Prepared {
         kind: FabricKind::Infiniband,
         bring_up,
+        world: if flow {
+            Box::new(crate::flow_world::FlowWorld {
+                fabric: f,
+                routing: crate::flow_world::FlowRouting::Ib(tables),
+                wire: crate::flow_world::ib_wire(&IbConfig::default()),
+                nics: nic_map(v, f)?,
+                nvl: nvlink(s),
+            })
+        } else {
+            ib_world(s, v, f, tables, None)?
+        },
         findings,
-        world: ib_world(s, v, f, tables, None)?,
+        engine,
     })
 }
 
@@ -369,6 +382,12 @@ fn prepare_ipoib<'a>(s: &Scenario, v: &Variant, f: &'a Fabric) -> Result<Prepare
         bring_up,
         findings: Vec::new(),
         world: ib_world(s, v, f, tables, Some(cfg))?,
+        engine: engine_for(
+            s,
+            f,
+            Some("IPoIB's kernel costs (system calls, copies, interrupts)".into()),
+        )
+        .1,
     })
 }
 
@@ -495,19 +514,75 @@ fn prepare_roce<'a>(
         },
         ..sim::roce::tcp::TcpConfig::default()
     };
-    Ok(Prepared {
-        kind: FabricKind::Rocev2,
-        bring_up,
-        findings,
-        world: Box::new(RoceWorld {
+    let (flow, engine) = engine_for(s, f, crate::flow_world::FlowWorld::refusal(&cfg, !tcp_flows.is_empty()));
+    let world: Box<dyn World + 'a> = if flow {
+        Box::new(crate::flow_world::FlowWorld {
+            fabric: f,
+            routing: crate::flow_world::FlowRouting::Eth {
+                table: ethcp::EcmpTable::build(f, cfg.routing.ecmp_convergence.as_ps()),
+                hash: cfg.routing.hash,
+                rocev1: cfg.routing.rocev1.is_some(),
+            },
+            wire: crate::flow_world::roce_wire(&cfg),
+            nics,
+            nvl: nvlink(s),
+        })
+    } else {
+        Box::new(RoceWorld {
             fabric: f,
             cfg,
             nics,
             nvl: nvlink(s),
             tcp_flows,
             tcp_cfg,
-        }),
+        })
+    };
+    Ok(Prepared {
+        kind: FabricKind::Rocev2,
+        bring_up,
+        findings,
+        world,
+        engine,
     })
+}
+
+/// Whether a variant on `f` runs at flow level, and the record of the choice:
+/// the scenario's engine, `auto`'s rule on the NIC count, and what the flow
+/// engine cannot model (`refusal`), which sends the variant to the packet level.
+fn engine_for(s: &Scenario, f: &Fabric, refusal: Option<String>) -> (bool, Option<crate::results::EngineUsed>) {
+    use crate::results::EngineUsed;
+    use crate::scenario::{AUTO_PACKET_MAX_ENDPOINTS, Engine, EngineRan};
+    let nics = f.count(NodeKind::Ca) as u32;
+    let want = match s.engine {
+        Engine::Packet => return (false, None),
+        Engine::Flow => "the scenario asks for the flow engine".to_string(),
+        Engine::Auto if nics <= AUTO_PACKET_MAX_ENDPOINTS => {
+            return (
+                false,
+                Some(EngineUsed {
+                    engine: EngineRan::Packet,
+                    why: format!("auto: {nics} NICs, at most {AUTO_PACKET_MAX_ENDPOINTS} run packet by packet"),
+                }),
+            );
+        }
+        Engine::Auto => format!("auto: {nics} NICs, more than {AUTO_PACKET_MAX_ENDPOINTS}"),
+    };
+    match refusal {
+        Some(r) => (
+            false,
+            Some(EngineUsed {
+                engine: EngineRan::Packet,
+                why: format!("{want}, but it does not model {r}: run packet by packet"),
+            }),
+        ),
+        None => (
+            true,
+            Some(EngineUsed {
+                engine: EngineRan::Flow,
+                why: format!("{want}; latency probes are not run at flow level"),
+            }),
+        ),
+    }
 }
 
 /// The background TCP connections: NIC (server i, rail r) sends to (server

@@ -31,11 +31,11 @@ use crate::scenario::{Scenario, Variant};
 #[derive(Clone, Debug, Default)]
 pub(crate) struct WorldStats {
     /// The network's own counters.
-    net: NetCounters,
+    pub(crate) net: NetCounters,
     /// Time series recorded during the run (the incast's).
-    series: Vec<TimeSeries>,
+    pub(crate) series: Vec<TimeSeries>,
     /// Background TCP's counters, when it ran.
-    tcp: Option<TcpStats>,
+    pub(crate) tcp: Option<TcpStats>,
 }
 
 /// What the background TCP of one run did.
@@ -100,10 +100,12 @@ pub(crate) struct Prepared<'a> {
     /// Findings from the bring-up (validation, the user's lint).
     pub findings: Vec<String>,
     pub world: Box<dyn World + 'a>,
+    /// The engine the world runs at and why (`None`: packet level, the default).
+    pub engine: Option<crate::results::EngineUsed>,
 }
 
 /// Run `job` on `net` and count it.
-fn run_on(
+pub(crate) fn run_on(
     net: &mut dyn Network,
     nics: &NicMap,
     job: &Job<'_>,
@@ -237,6 +239,7 @@ impl Driver<'_, '_> {
             bring_up,
             mut findings,
             mut world,
+            engine,
         } = p;
         let world: &mut dyn World = &mut *world;
         let background = world.carries_background();
@@ -403,6 +406,7 @@ impl Driver<'_, '_> {
             findings,
             effort,
             tcp,
+            engine,
         })
     }
 }

@@ -140,6 +140,20 @@ pub struct VariantResult {
     /// Background TCP, on the variants that carry it when the scenario asks for it.
     #[serde(default)]
     pub tcp: Option<TcpBackground>,
+    /// The engine that produced this variant's numbers and why, when the scenario
+    /// asked for another engine than the packet level (absent: packet level).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine: Option<EngineUsed>,
+}
+
+/// Which engine produced a variant's numbers.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EngineUsed {
+    /// `packet` or `flow`.
+    pub engine: crate::scenario::EngineRan,
+    /// Why this engine (the scenario's choice, `auto`'s rule, or what the flow
+    /// engine cannot model).
+    pub why: String,
 }
 
 /// A whole comparison.

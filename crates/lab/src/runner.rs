@@ -95,6 +95,13 @@ pub enum RunError {
     /// The fabric deadlocked; the cycle the simulator found.
     #[error("the fabric deadlocked: {0}")]
     Deadlock(Deadlock),
+    /// The flow engine found no path for a connection.
+    #[error("flow engine: no path")]
+    FlowPath(#[source] flow::path::PathError),
+    /// The flow engine's bookkeeping failed (conservation) or it was given a
+    /// connection with no capacity.
+    #[error("flow engine")]
+    Flow(#[source] flow::FlowError),
     /// Nothing was in flight and transfers were left.
     #[error("the run went idle with {0} transfers never completed")]
     Stalled(usize),
@@ -116,7 +123,12 @@ impl RunError {
         match self {
             RunError::Ledger { .. } => true,
             RunError::Sim(e) => e.is_internal(),
-            RunError::Topology(_) | RunError::Roce(_) | RunError::Deadlock(_) | RunError::Stalled(_) => false,
+            RunError::Flow(e) => !matches!(e, flow::FlowError::Starved { .. }),
+            RunError::Topology(_)
+            | RunError::Roce(_)
+            | RunError::Deadlock(_)
+            | RunError::Stalled(_)
+            | RunError::FlowPath(_) => false,
         }
     }
 }

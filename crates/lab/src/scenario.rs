@@ -34,7 +34,48 @@ pub struct Scenario {
     pub advisor: Answers,
     #[serde(default)]
     pub prices: PriceTable,
+    /// Which engine runs the variants: `packet` (default), `flow`, or `auto`.
+    #[serde(default, skip_serializing_if = "Engine::is_packet")]
+    pub engine: Engine,
 }
+
+/// The engine a scenario asks for.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Engine {
+    /// Every variant packet by packet.
+    #[default]
+    Packet,
+    /// Every variant the flow engine can model at flow level; the others at packet level.
+    Flow,
+    /// Packet level up to [`AUTO_PACKET_MAX_ENDPOINTS`] NICs, flow level beyond
+    /// where the flow engine can model the variant.
+    Auto,
+}
+
+impl Engine {
+    /// The default engine.
+    pub fn is_packet(&self) -> bool {
+        *self == Engine::Packet
+    }
+}
+
+/// The engine that ran a variant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EngineRan {
+    /// The packet-level worlds (`sim`).
+    Packet,
+    /// The flow-level engine (`flow`).
+    Flow,
+}
+
+/// `auto`'s threshold: the largest cluster, in NICs, that `auto` runs at packet
+/// level. The packet level runs the 128-NIC default comparison in about 14 s on
+/// one core (docs/PERFORMANCE.md, compare); time grows faster than the NIC count
+/// (32 servers took 51 s against 14 s at 16), so past 256 NICs a comparison leaves
+/// the minute.
+pub const AUTO_PACKET_MAX_ENDPOINTS: u32 = 256;
 
 fn default_seed() -> u64 {
     1
@@ -318,6 +359,7 @@ impl Scenario {
             ],
             advisor: Answers::default(),
             prices: PriceTable::default(),
+            engine: Engine::Packet,
         }
     }
 
