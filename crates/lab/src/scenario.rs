@@ -486,6 +486,11 @@ pub const FIELDS: &[(&str, &str, &str)] = &[
         "integer, default 1",
         "seed for every random draw; same seed, same results",
     ),
+    (
+        "engine",
+        "packet | flow | auto, default packet",
+        "packet: every packet simulated; flow: max-min fair flows on the same routes for the variants the flow engine models (no latency probes; lossy, PFC-off, background-TCP, IPoIB and RoCEv1 variants stay at packet level); auto: packet up to 256 NICs, flow beyond; results name each variant's engine",
+    ),
     ("cluster.servers", "integer ≥ 2", "GPU servers"),
     (
         "cluster.gpus_per_server",

@@ -32,6 +32,23 @@ pub struct CompareCmd {
     /// measured consequence.
     #[arg(long, num_args = 1.., value_name = "FILE")]
     roce_config: Vec<PathBuf>,
+    /// Engine for the variants, overriding the scenario's `engine`: `packet`
+    /// (every packet simulated), `flow` (max-min fair flows on the same routes,
+    /// for the variants it can model; no latency probes), or `auto` (packet up to
+    /// 256 NICs, flow beyond). Each variant's results say which engine ran it.
+    #[arg(long, value_enum)]
+    engine: Option<EngineArg>,
+}
+
+/// `--engine`'s values.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum EngineArg {
+    /// Packet level.
+    Packet,
+    /// Flow level.
+    Flow,
+    /// By the cluster's size.
+    Auto,
 }
 
 const MARK: &str = "\"generator\": \"rdmalab compare\"";
@@ -39,10 +56,17 @@ const MARK: &str = "\"generator\": \"rdmalab compare\"";
 impl CompareCmd {
     /// Run it.
     pub fn exec(self) -> Result<(), CliError> {
-        let scenario = match &self.scenario {
+        let mut scenario = match &self.scenario {
             Some(p) => Scenario::load(p)?,
             None => Scenario::default_rail(),
         };
+        if let Some(e) = self.engine {
+            scenario.engine = match e {
+                EngineArg::Packet => lab::scenario::Engine::Packet,
+                EngineArg::Flow => lab::scenario::Engine::Flow,
+                EngineArg::Auto => lab::scenario::Engine::Auto,
+            };
+        }
         std::fs::create_dir_all(&self.out).with_context(|| format!("creating {}", self.out.display()))?;
         let html_path = self.out.join("report.html");
         let json_path = self.out.join("results.json");
