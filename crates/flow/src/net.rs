@@ -354,7 +354,20 @@ impl FlowSim {
             let Some((_, c, _)) = next_drain else {
                 unreachable!("t came from a drain")
             };
+            self.drains.pop();
             self.drained(c as usize)?;
+            // every drain of this picosecond before the rates are solved again:
+            // flows that end together cost one solve
+            while let Some(&Reverse((at, c, v))) = self.drains.peek() {
+                if at != t {
+                    break;
+                }
+                self.drains.pop();
+                let conn = &self.conns[c as usize];
+                if conn.version == v && conn.active {
+                    self.drained(c as usize)?;
+                }
+            }
         }
     }
 
