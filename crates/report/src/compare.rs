@@ -76,6 +76,7 @@ pub fn terminal_summary(r: &CompareResults) -> String {
         o,
         "\nbusbw: ring all-reduce at the largest size, GB/s per NIC (nccl-tests formula)"
     );
+    o.push_str(&engine_lines(r));
     o.push_str(&tcp_summary(r));
     let _ = writeln!(o, "\nrecommendation: {}", favours(r.advice.recommendation));
     for reason in &r.advice.reasons {
@@ -237,6 +238,12 @@ pub fn html(r: &CompareResults) -> String {
                 tone(v.counters.deadlocks + v.counters.storms > 0),
             ),
         ]);
+    }
+    let engines = engine_lines(r);
+    if !engines.is_empty() {
+        blocks.push(Block::List(
+            engines.lines().filter(|l| !l.is_empty()).map(str::to_string).collect(),
+        ));
     }
     blocks.push(Block::Table(Table {
         id: "summary".into(),
@@ -569,6 +576,22 @@ pub fn advice_text(a: &lab::Advice, measured: bool) -> String {
     let _ = writeln!(o, "\nrecommendation: {}", favours(a.recommendation));
     for r in &a.reasons {
         let _ = writeln!(o, "  - {r}");
+    }
+    o
+}
+
+/// Which engine produced each variant's numbers, one line per variant, when the
+/// scenario asked for another engine than the packet level (empty otherwise).
+pub fn engine_lines(r: &CompareResults) -> String {
+    let mut o = String::new();
+    for v in &r.variants {
+        if let Some(e) = &v.engine {
+            let name = match e.engine {
+                lab::scenario::EngineRan::Packet => "packet level",
+                lab::scenario::EngineRan::Flow => "flow level",
+            };
+            let _ = writeln!(o, "engine: {} at {name} ({})", v.id, e.why);
+        }
     }
     o
 }

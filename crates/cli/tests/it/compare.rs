@@ -358,3 +358,60 @@ fn compare_terminal_table_fits_long_variant_labels() {
         assert!(r.chars().nth(header[..col].chars().count()) == Some(' '), "{r:?}");
     }
 }
+
+/// `--engine flow`: IB and tuned RoCEv2 at flow level, IPoIB at packet level with
+/// the reason, no latency percentiles where the flow engine ran, each variant's
+/// engine in results.json and in the terminal summary; busbw within 6.2% of the
+/// packet level (docs/VALIDATION.md §9).
+#[test]
+fn compare_engine_flow_says_which_engine_ran_each_variant() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    let o = rdmalab(
+        &["compare", &small(), "--out", &format!("{d}/f"), "--engine", "flow"],
+        None,
+    );
+    assert!(o.status.success(), "{}", err(&o));
+    let text = out(&o);
+    assert!(
+        text.contains("engine: ib at flow level (the scenario asks for the flow engine"),
+        "{text}"
+    );
+    assert!(text.contains("engine: ipoib at packet level"), "{text}");
+    let p = rdmalab(&["compare", &small(), "--out", &format!("{d}/p")], None);
+    assert!(p.status.success(), "{}", err(&p));
+    assert!(!out(&p).contains("engine:"), "the packet default names no engine");
+    let read = |sub: &str| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(format!("{d}/{sub}/results.json")).unwrap()).unwrap()
+    };
+    let (f, p) = (read("f"), read("p"));
+    for (vf, vp) in f["variants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(p["variants"].as_array().unwrap())
+    {
+        let id = vf["id"].as_str().unwrap();
+        assert!(vp.get("engine").is_none());
+        match id {
+            "ib" | "roce-tuned" => {
+                assert_eq!(vf["engine"]["engine"], "flow", "{id}");
+                assert!(vf["latency"].is_null(), "{id}: no probes at flow level");
+                let (bf, bp) = (
+                    vf["collectives"][0]["rows"].as_array().unwrap().last().unwrap()["busbw"]
+                        .as_f64()
+                        .unwrap(),
+                    vp["collectives"][0]["rows"].as_array().unwrap().last().unwrap()["busbw"]
+                        .as_f64()
+                        .unwrap(),
+                );
+                assert!((bf / bp - 1.0).abs() < 0.062, "{id}: flow busbw {bf}, packet {bp}");
+            }
+            "ipoib" => {
+                assert_eq!(vf["engine"]["engine"], "packet");
+                assert!(vf["engine"]["why"].as_str().unwrap().contains("IPoIB"));
+            }
+            _ => {}
+        }
+    }
+}
