@@ -3,7 +3,10 @@
 
 pub mod compare;
 pub mod html;
+pub mod sim;
+pub mod sm;
 pub mod svg;
+pub mod topo;
 
 pub use html::{Block, Document, Table, Tone};
 pub use svg::{Chart, Scale, Series, TickFormat};

@@ -12,8 +12,7 @@ use std::time::Instant;
 use anyhow::Context;
 use clap::{Args, Subcommand, ValueEnum};
 use fabric::{Fabric, LinkRate, NodeId};
-use serde_json::json;
-use sim::scenario::{Outcome, Scenario};
+use sim::scenario::Scenario;
 use sm::run::{RunOptions, run};
 
 use super::CliError;
@@ -190,30 +189,23 @@ impl RunArgs {
                 std::fs::write(dir.join("flows.csv"), m.csv())?;
             }
         }
-        let s = &out.summary;
-        let hops_per_s = s.packet_link_hops as f64 / wall_s.max(1e-9);
+        let speed = report::sim::Speed {
+            wall_s,
+            cpu_s,
+            peak_memory_bytes: peak_rss(),
+        };
+        let engine = rep.outcome.engine.name();
         if self.json {
-            let v = json!({
-                "scenario": out.scenario,
-                "routing_engine": rep.outcome.engine.name(),
-                "speed": {
-                    "packet_link_hops": s.packet_link_hops,
-                    "events": s.events,
-                    "simulated_ps": s.simulated_ps,
-                    "wall_s": wall_s,
-                    "cpu_s": cpu_s,
-                    "hops_per_wall_s": hops_per_s,
-                    "events_per_wall_s": s.events as f64 / wall_s.max(1e-9),
-                    "peak_memory_bytes": peak_rss(),
-                },
-                "result": serde_json::to_value(&out)?,
-            });
+            let v = report::sim::run_json(&out, engine, &speed)?;
             let mut o = std::io::stdout().lock();
             serde_json::to_writer_pretty(&mut o, &v)?;
             writeln!(o)?;
         } else {
-            print_text(&out, rep.outcome.engine.name(), wall_s, cpu_s)?;
+            std::io::stdout()
+                .lock()
+                .write_all(report::sim::run_text(&out, engine, &speed).as_bytes())?;
         }
+        let s = &out.summary;
         if !s.ledger_balanced {
             return Err(ledger_fault(
                 "packet",
@@ -230,60 +222,6 @@ impl RunArgs {
         }
         Ok(())
     }
-}
-
-fn print_text(out: &Outcome, engine: &str, wall_s: f64, cpu_s: Option<f64>) -> anyhow::Result<()> {
-    let s = &out.summary;
-    let mut o = std::io::stdout().lock();
-    writeln!(o, "scenario {} (routing: {engine}, seed {})", out.scenario, s.seed)?;
-    if let Some(b) = &out.bandwidth {
-        write!(o, "{}", b.perftest_text())?;
-    }
-    if let Some(l) = &out.latency {
-        write!(o, "{}", l.perftest_text())?;
-    }
-    if let Some(m) = &out.matrix {
-        if m.completed == 0 {
-            writeln!(
-                o,
-                "flows: none of {} completed by the end; aggregate goodput {:.1} Gb/s ({:.1} Gb/s per flow)",
-                m.flows.len(),
-                m.aggregate_goodput_bps / 1e9,
-                m.aggregate_goodput_bps / 1e9 / m.flows.len().max(1) as f64
-            )?;
-        } else {
-            writeln!(
-                o,
-                "flows: {} of {} completed; aggregate goodput {:.1} Gb/s; FCT p50 {:.1} us p99 {:.1} us max {:.1} us",
-                m.completed,
-                m.flows.len(),
-                m.aggregate_goodput_bps / 1e9,
-                m.fct.p50_ps as f64 / 1e6,
-                m.fct.p99_ps as f64 / 1e6,
-                m.fct.max_ps as f64 / 1e6
-            )?;
-        }
-    }
-    if let Some(d) = &out.deadlock {
-        writeln!(o, "DEADLOCK: {d}")?;
-    }
-    writeln!(
-        o,
-        "packets: {} created, {} delivered, {} dropped, {} in flight; PSN errors {}",
-        s.packets_created, s.packets_delivered, s.packets_dropped, s.packets_in_flight, s.psn_errors
-    )?;
-    writeln!(
-        o,
-        "simulated {:.3} us in {wall_s:.3} s wall{}: {} packet-link hops ({:.2} M/s), {} events ({:.2} M/s), peak memory {} MiB",
-        s.simulated_ps as f64 / 1e6,
-        cpu_s.map_or(String::new(), |c| format!(" ({c:.3} s cpu)")),
-        s.packet_link_hops,
-        s.packet_link_hops as f64 / wall_s.max(1e-9) / 1e6,
-        s.events,
-        s.events as f64 / wall_s.max(1e-9) / 1e6,
-        peak_rss().map_or(0, |b| b / (1 << 20))
-    )?;
-    Ok(())
 }
 
 impl PerftestArgs {
@@ -345,7 +283,7 @@ impl PerftestArgs {
         if self.json {
             serde_json::to_writer_pretty(
                 &mut o,
-                &json!({"rate": rate.to_string(), "mtu": self.mtu, "result": value, "summary": s.summary()}),
+                &report::sim::perftest_json(&rate.to_string(), self.mtu, value, &s.summary())?,
             )?;
             writeln!(o)?;
         } else {

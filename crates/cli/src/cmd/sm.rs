@@ -144,7 +144,7 @@ impl RunArgs {
         if self.json {
             outln!("{}", serde_json::to_string_pretty(&rep.to_json(&f))?);
         } else {
-            print_summary(&f, &rep)?;
+            out!("{}", report::sm::summary_text(&f, &rep));
         }
         if !ok {
             return Err(CliError::findings());
@@ -281,7 +281,7 @@ impl RunArgs {
         if self.json {
             outln!("{}", serde_json::to_string_pretty(&rep.to_json(model))?);
         } else {
-            print_sweep(model, &rep)?;
+            out!("{}", report::sm::sweep_text(model, &rep));
         }
         let ok = rep.subnet_up && rep.issues.is_empty() && rep.validation.as_ref().is_none_or(|v| v.ok());
         if !ok {
@@ -310,119 +310,5 @@ fn write_dumps(
         let p = dir.join(name);
         std::fs::write(&p, text).with_context(|| format!("failed to write {}", p.display()))?;
     }
-    Ok(())
-}
-
-fn print_sweep(f: Option<&fabric::Fabric>, rep: &sm::sweep::SweepReport) -> anyhow::Result<()> {
-    outln!(
-        "heavy sweep: {} switches, {} CAs, {} links discovered",
-        rep.switches,
-        rep.cas,
-        rep.links
-    );
-    for p in &rep.phases {
-        outln!("  phase {:<10} {:>10.3} ms", p.name, p.micros as f64 / 1000.0);
-    }
-    outln!(
-        "SMPs: {} sent, {} answered, {} resent",
-        rep.smps_sent,
-        rep.smps_received,
-        rep.resends
-    );
-    for i in &rep.issues {
-        outln!("  issue: {i}");
-    }
-    outln!(
-        "lids: {} ports, max LID {}, {} kept from guid2lid, {} moved",
-        rep.lids.ports,
-        rep.lids.max_lid,
-        rep.lids.kept,
-        rep.lids.moved
-    );
-    if let Some(o) = &rep.outcome {
-        for (e, why) in &o.fallbacks {
-            outln!("engine {e} failed, falling back: {why}");
-        }
-        outln!(
-            "engine: {} ({} VL{})",
-            o.engine,
-            rep.vls_used,
-            if rep.vls_used == 1 { "" } else { "s" }
-        );
-    }
-    outln!(
-        "programming: {} LFT blocks sent ({} unchanged), {} SL2VL tables, {} ports ACTIVE",
-        rep.lft_blocks_sent,
-        rep.lft_blocks_unchanged,
-        rep.sl2vl_sent,
-        rep.ports_active
-    );
-    if let (Some(v), Some(f)) = (&rep.validation, f) {
-        print_validation(f, v)?;
-    }
-    outln!("subnet {}", if rep.subnet_up { "UP" } else { "NOT UP" });
-    Ok(())
-}
-
-fn print_summary(f: &fabric::Fabric, rep: &sm::run::RunReport) -> anyhow::Result<()> {
-    let sw = f.count(fabric::NodeKind::Switch);
-    let ca = f.count(fabric::NodeKind::Ca);
-    outln!("fabric: {sw} switches, {ca} CAs, {} links", f.links.len());
-    for p in &rep.phases {
-        outln!("  phase {:<10} {:>10.3} ms", p.name, p.micros as f64 / 1000.0);
-    }
-    outln!(
-        "lids: {} ports, max LID {}, {} kept from guid2lid, {} moved",
-        rep.lids.ports,
-        rep.lids.max_lid,
-        rep.lids.kept,
-        rep.lids.moved
-    );
-    for (e, why) in &rep.outcome.fallbacks {
-        outln!("engine {e} failed, falling back: {why}");
-    }
-    outln!(
-        "engine: {} ({} VL{})",
-        rep.outcome.engine,
-        rep.vls_used,
-        if rep.vls_used == 1 { "" } else { "s" }
-    );
-    if let Some(v) = &rep.validation {
-        print_validation(f, v)?;
-    }
-    Ok(())
-}
-
-fn print_validation(f: &fabric::Fabric, v: &sm::Validation) -> anyhow::Result<()> {
-    let r = &v.routes;
-    outln!(
-        "reachability: {} of {} CA-to-CA pairs arrive; {} non-minimal; max hops {}",
-        r.pairs - r.unreachable,
-        r.pairs,
-        r.non_minimal,
-        r.max_hops
-    );
-    for x in &r.failures {
-        outln!("  unreachable: {}", x.describe(f));
-    }
-    match v.credit_loops.describe(f) {
-        Some(c) => outln!("credit loops: FOUND {c}"),
-        None => outln!(
-            "credit loops: none ({} channels, {} dependencies, {} VLs)",
-            v.credit_loops.channels,
-            v.credit_loops.dependencies,
-            v.credit_loops.vls_used
-        ),
-    }
-    let busiest = v
-        .loads
-        .busiest_isl
-        .map(|(n, p)| format!(" at {}/P{p}", f.nodes[n.idx()].name))
-        .unwrap_or_default();
-    outln!(
-        "balance: max {} routes on one switch-to-switch port{busiest}",
-        v.loads.max_routes_isl
-    );
-    outln!("validation: {}", if v.ok() { "ok" } else { "FAILED" });
     Ok(())
 }

@@ -1,7 +1,6 @@
 //! `rdmalab topo …`: generate, inspect and convert cluster topologies
 //! (the library side is `crates/fabric`).
 
-use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -12,7 +11,7 @@ use fabric::generate::{
     Cabling, FatTree3Params, LeafSpineParams, MultiPodParams, RailParams, TorusParams, fat_tree3, leaf_spine,
     multi_pod, rail, torus,
 };
-use fabric::summary::{Summary, summarize};
+use fabric::summary::summarize;
 use fabric::{Fabric, LinkRate, ReadOptions};
 
 use super::CliError;
@@ -414,7 +413,7 @@ impl TopoCmd {
                     t.push('\n');
                     t
                 } else {
-                    render(&s)
+                    report::topo::summary_text(&s)
                 };
                 emit(None, false, &text)?;
             }
@@ -465,113 +464,6 @@ fn emit(out: Option<&Path>, force: bool, text: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn bps(b: u64) -> String {
-    let v = b as f64;
-    if v >= 1e15 {
-        format!("{:.2} Pb/s", v / 1e15)
-    } else if v >= 1e12 {
-        format!("{:.2} Tb/s", v / 1e12)
-    } else {
-        format!("{:.1} Gb/s", v / 1e9)
-    }
-}
-
-/// The terminal form of a summary.
-pub fn render(s: &Summary) -> String {
-    let mut o = String::new();
-    let n = &s.nodes;
-    let _ = writeln!(
-        o,
-        "nodes      {} switches, {} CAs, {} routers; {} servers",
-        n.switches, n.cas, n.routers, s.servers
-    );
-    let p = &s.ports;
-    let _ = writeln!(
-        o,
-        "ports      switch {} ({} cabled, {} free); adapter {} ({} cabled)",
-        p.switch_ports,
-        p.switch_ports_cabled,
-        p.switch_ports - p.switch_ports_cabled,
-        p.endpoint_ports,
-        p.endpoint_ports_cabled
-    );
-    let rates: Vec<String> = s.links_by_rate.iter().map(|(r, c)| format!("{c} × {r}")).collect();
-    let _ = writeln!(o, "links      {} ({})", s.links, rates.join(", "));
-    let _ = writeln!(
-        o,
-        "tiers      (levels {})",
-        if s.levels_inferred {
-            "inferred from hops to the nearest CA"
-        } else {
-            "from the generator"
-        }
-    );
-    let _ = writeln!(o, "  level  switches  down  up     peer  down:up");
-    for t in &s.tiers {
-        let os = t
-            .oversubscription
-            .map(|r| format!("{r:.2}:1"))
-            .unwrap_or_else(|| "-".into());
-        let _ = writeln!(
-            o,
-            "  {:<5}  {:<8}  {:<5} {:<6} {:<5} {os}",
-            t.level, t.switches, t.down_links, t.up_links, t.peer_links
-        );
-    }
-    let _ = writeln!(
-        o,
-        "bisection  {}{} ({:.2} of full bisection, {}); hosts inject {}",
-        if s.bisection_method == "tier-cut" {
-            ""
-        } else {
-            "at most "
-        },
-        bps(s.bisection_bps),
-        s.bisection_ratio,
-        s.bisection_method,
-        bps(s.host_bps)
-    );
-    let _ = writeln!(
-        o,
-        "diameter   {}",
-        s.diameter_hops
-            .map(|d| format!("{d} hops between CAs"))
-            .unwrap_or_else(|| "disconnected".into())
-    );
-    let b = &s.bom;
-    let sw: Vec<String> = b
-        .switches_by_radix
-        .iter()
-        .map(|(r, c)| format!("{c} × {r}-port"))
-        .collect();
-    let _ = writeln!(o, "bill of materials");
-    let _ = writeln!(o, "  switches      {}", sw.join(", "));
-    let _ = writeln!(
-        o,
-        "  cables        {} copper, {} optical, {:.0} m in all",
-        b.copper_cables, b.optical_cables, b.cable_metres
-    );
-    for c in &b.cables {
-        let _ = writeln!(o, "    {:>6} × {:<7} ≤ {} m  {}", c.count, c.medium, c.up_to_m, c.rate);
-    }
-    let tr: Vec<String> = b
-        .transceivers_by_rate
-        .iter()
-        .map(|(r, c)| format!("{c} × {r}"))
-        .collect();
-    let _ = writeln!(
-        o,
-        "  transceivers  {}{}",
-        b.transceivers,
-        if tr.is_empty() {
-            String::new()
-        } else {
-            format!(" ({})", tr.join(", "))
-        }
-    );
-    o
-}
-
 #[cfg(test)]
 mod tests {
     use clap::{CommandFactory, Parser};
@@ -603,7 +495,7 @@ mod tests {
         let TopoCmd::Info(a) = t.c else { panic!() };
         let s = summarize(&a.params.build(a.gen_kind.unwrap()).unwrap());
         assert_eq!(s.nodes.cas, 648);
-        let text = render(&s);
+        let text = report::topo::summary_text(&s);
         assert!(text.contains("54 × 36-port"), "{text}");
     }
 }

@@ -112,7 +112,7 @@ impl Stats {
 }
 
 /// The summary of a run: the counts behind the speed figures and the ledger.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Default, Serialize)]
 pub struct RunSummary {
     pub seed: u64,
     pub simulated_ps: u64,
