@@ -7,6 +7,7 @@ pub mod sim;
 pub mod sm;
 pub mod svg;
 pub mod topo;
+pub mod wire;
 
 pub use html::{Block, Document, Table, Tone};
 pub use svg::{Chart, Scale, Series, TickFormat};

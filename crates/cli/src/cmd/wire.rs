@@ -6,7 +6,8 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Subcommand;
-use wire::dump::{Val, describe_record, to_json, to_text};
+use report::wire::{DecodeWriter, Form};
+use wire::dump::{Val, describe_record};
 use wire::pcap::CaptureReader;
 use wire::stats::Stats;
 
@@ -56,13 +57,7 @@ impl WireCmd {
                     std::fs::read_to_string(&spec).with_context(|| format!("failed to read {}", spec.display()))?;
                 let c = wire::craft::craft(&text, &spec.display().to_string())?;
                 c.write_pcap(&output)?;
-                eprintln!(
-                    "wrote {} packets ({:?}, link type {}) to {}",
-                    c.frames.len(),
-                    c.link,
-                    c.link.dlt(),
-                    output.display()
-                );
+                eprintln!("{}", report::wire::crafted_line(c.frames.len(), c.link, &output));
                 Ok(())
             }
             WireCmd::Stats { file, link_gbps, json } => {
@@ -84,12 +79,8 @@ impl WireCmd {
                     }
                 }
                 let o = s.describe(link_gbps);
-                let mut out = std::io::stdout().lock();
-                if json {
-                    writeln!(out, "{}", to_json(&o))?;
-                } else {
-                    write!(out, "{}", to_text(&o))?;
-                }
+                let text = report::wire::stats(&o, if json { Form::Json } else { Form::Text });
+                std::io::stdout().lock().write_all(text.as_bytes())?;
                 Ok(())
             }
         }
@@ -98,52 +89,30 @@ impl WireCmd {
 
 fn decode(file: PathBuf, json: bool) -> Result<(), CliError> {
     let reader = CaptureReader::open(&file)?;
-    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let out = std::io::BufWriter::new(std::io::stdout().lock());
+    let mut w = DecodeWriter::new(out, if json { Form::Json } else { Form::Text })?;
     let mut bad = 0usize;
-    let mut n = 0usize;
-    if json {
-        writeln!(out, "[")?;
-    }
     for rec in reader {
         let o = match rec {
             Ok(r) => describe_record(r.index, r.ts_ns, &r.data, r.link),
             Err(e @ wire::pcap::CaptureError::Record { .. }) => {
                 let mut o = wire::dump::Obj::default();
-                o.put("index", Val::U(n as u64 + 1))
+                o.put("index", Val::U(w.count() as u64 + 1))
                     .put("error", Val::S(e.to_string()))
                     .put("ok", Val::B(false));
                 o
             }
             Err(e) => {
-                if json {
-                    writeln!(out, "\n]")?;
-                }
-                out.flush()?;
+                w.abort()?;
                 return Err(e.into());
             }
         };
         if o.get("ok") != Some(&Val::B(true)) {
             bad += 1;
         }
-        if json {
-            if n > 0 {
-                writeln!(out, ",")?;
-            }
-            write!(out, "{}", to_json(&o))?;
-        } else {
-            writeln!(out, "packet {}", n + 1)?;
-            for line in to_text(&o).lines() {
-                writeln!(out, "  {line}")?;
-            }
-        }
-        n += 1;
+        w.record(&o)?;
     }
-    if json {
-        writeln!(out, "\n]")?;
-    } else {
-        writeln!(out, "{n} packets, {bad} with errors")?;
-    }
-    out.flush()?;
+    w.finish(bad)?;
     if bad > 0 {
         return Err(CliError::findings());
     }
