@@ -595,3 +595,8 @@ pub fn engine_lines(r: &CompareResults) -> String {
     }
     o
 }
+
+/// The closing line of `compare`: where the report and the results went.
+pub fn wrote_line(html: &std::path::Path, json: &std::path::Path) -> String {
+    format!("\nwrote {} and {}\n", html.display(), json.display())
+}

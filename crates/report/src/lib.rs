@@ -2,7 +2,9 @@
 //! SVG charts. Reports take results as data; they never run anything.
 
 pub mod compare;
+pub mod diag;
 pub mod html;
+pub mod run;
 pub mod sim;
 pub mod sm;
 pub mod svg;
@@ -11,3 +13,12 @@ pub mod wire;
 
 pub use html::{Block, Document, Table, Tone};
 pub use svg::{Chart, Scale, Series, TickFormat};
+pub use wire::Form;
+
+/// Any serializable result as pretty JSON with a closing newline: the form every
+/// `--json` flag prints.
+pub fn json<T: serde::Serialize + ?Sized>(v: &T) -> serde_json::Result<String> {
+    let mut s = serde_json::to_string_pretty(v)?;
+    s.push('\n');
+    Ok(s)
+}

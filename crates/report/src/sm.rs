@@ -120,3 +120,39 @@ pub fn validation_text(f: &Fabric, v: &sm::Validation) -> String {
     let _ = writeln!(o, "validation: {}", if v.ok() { "ok" } else { "FAILED" });
     o
 }
+
+/// The line `sm run --umad` prints when it has opened its port.
+pub fn umad_port_line(p: &sm::umad::LocalPort) -> String {
+    format!(
+        "port {}/{}: GUID {}, LID {}, state {}",
+        p.ca, p.port, p.port_guid, p.lid, p.state
+    )
+}
+
+/// One event of the SM on a real port, stamped with seconds since it started.
+pub fn umad_event_line(elapsed_s: f64, e: &sm::umad_daemon::Event<'_>) -> String {
+    format!("[{elapsed_s:9.3} s] {}", sm::umad_daemon::event_line(e))
+}
+
+/// How the SM on a real port ended, in one line.
+pub fn umad_exit_text(out: &sm::umad_daemon::Outcome) -> String {
+    format!(
+        "exit: state {} after {} heavy and {} light sweeps{}\n",
+        sm::umad_daemon::state_name(out.state),
+        out.heavy_sweeps,
+        out.light_sweeps,
+        if out.subnet_up { ", subnet up" } else { "" }
+    )
+}
+
+/// How the SM on a real port ended, as JSON, with its last sweep's report.
+pub fn umad_exit_json(out: &sm::umad_daemon::Outcome, last_sweep: Option<serde_json::Value>) -> serde_json::Value {
+    serde_json::json!({
+        "state": sm::umad_daemon::state_name(out.state),
+        "heavy_sweeps": out.heavy_sweeps,
+        "light_sweeps": out.light_sweeps,
+        "subnet_up": out.subnet_up,
+        "master": out.master.as_ref().map(|m| format!("{}", m.info.guid)),
+        "last_sweep": last_sweep,
+    })
+}

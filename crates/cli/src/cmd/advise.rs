@@ -220,7 +220,7 @@ impl AdviseCmd {
             lab::cluster::build(&scenario.cluster, Tech::InfiniBand).context("building the scenario's cluster")?;
         let advice = lab::advise(&answers, &evidence, &fabric, &prices);
         if self.json {
-            outln!("{}", serde_json::to_string_pretty(&advice)?);
+            out!("{}", report::json(&advice)?);
         } else {
             out!("{}", report::compare::advice_text(&advice, results.is_some()));
         }

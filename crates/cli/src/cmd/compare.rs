@@ -128,12 +128,11 @@ impl CompareCmd {
             if self.tables {
                 for v in &results.variants {
                     for c in &v.collectives {
-                        outln!();
-                        out!("{}", report::compare::nccl_table(v, c.op));
+                        out!("\n{}", report::compare::nccl_table(v, c.op));
                     }
                 }
             }
-            outln!("\nwrote {} and {}", html_path.display(), json_path.display());
+            out!("{}", report::compare::wrote_line(&html_path, &json_path));
         }
         Ok(())
     }

@@ -162,11 +162,7 @@ impl DiagCmd {
                     ..Default::default()
                 };
                 let r = diag::ib::check(&l.fabric, &l.tables, l.inputs, l.findings, &opts);
-                let text = if a.json {
-                    r.render_json() + "\n"
-                } else {
-                    r.render_text()
-                };
+                let text = report::diag::check(&r, form(a.json));
                 out.write_all(text.as_bytes())?;
                 if r.has_errors() {
                     return Err(CliError::findings());
@@ -221,11 +217,7 @@ impl DiagCmd {
                     cfg.configs.push((name, file, db));
                 }
                 let t = trace_roce(&f, &a.src, &a.dst, sport, a.dscp, hash, &cfg)?;
-                let text = if a.json {
-                    serde_json::to_string_pretty(&t)? + "\n"
-                } else {
-                    t.text.clone()
-                };
+                let text = report::diag::roce_trace(&t, form(a.json))?;
                 out.write_all(text.as_bytes())?;
                 let lossy = t.hops.iter().any(|h| h.qos.as_ref().is_some_and(|q| !q.lossless));
                 if !t.arrived || lossy {
@@ -236,11 +228,7 @@ impl DiagCmd {
             DiagCmd::Trace(a) => {
                 let l = a.files.load()?;
                 let t = diag::ib::trace(&l.fabric, &l.tables, &a.src, &a.dst)?;
-                let text = if a.json {
-                    serde_json::to_string_pretty(&t)? + "\n"
-                } else {
-                    t.text.clone()
-                };
+                let text = report::diag::trace(&t, form(a.json))?;
                 out.write_all(text.as_bytes())?;
                 if !t.arrived {
                     return Err(CliError::findings());
@@ -249,4 +237,9 @@ impl DiagCmd {
             }
         }
     }
+}
+
+/// The output form a `--json` flag asks for.
+fn form(json: bool) -> report::Form {
+    if json { report::Form::Json } else { report::Form::Text }
 }

@@ -43,11 +43,7 @@ impl LintCmd {
                     cnp_dscp: a.cnp_dscp,
                 };
                 let report = diag::roce::lint_paths(&a.files, &opts)?;
-                let text = if a.json {
-                    report.render_json() + "\n"
-                } else {
-                    report.render_text()
-                };
+                let text = report::diag::lint(&report, if a.json { report::Form::Json } else { report::Form::Text });
                 std::io::stdout().write_all(text.as_bytes())?;
                 if report.has_errors() {
                     return Err(CliError::findings());

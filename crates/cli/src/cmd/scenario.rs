@@ -27,23 +27,12 @@ impl ScenarioCmd {
     pub fn exec(self) -> Result<(), CliError> {
         match self {
             ScenarioCmd::Explain => {
-                let w = FIELDS.iter().map(|(f, _, _)| f.len()).max().unwrap_or(0);
-                let t = FIELDS.iter().map(|(_, t, _)| t.chars().count()).max().unwrap_or(0);
-                for (field, ty, what) in FIELDS {
-                    let pad = t - ty.chars().count();
-                    outln!("{field:<w$}  {ty}{:pad$}  {what}", "");
-                }
+                out!("{}", report::run::scenario_fields(FIELDS));
             }
             ScenarioCmd::Show => out!("{}", Scenario::default_rail().to_toml()),
             ScenarioCmd::Check { file } => {
                 let s = Scenario::load(&file)?;
-                outln!(
-                    "{}: ok ({} variants, {} collectives × {} sizes)",
-                    file.display(),
-                    s.variants.len(),
-                    s.workload.collectives.len(),
-                    s.workload.sizes.len()
-                );
+                out!("{}", report::run::scenario_ok(&file, &s));
             }
         }
         Ok(())

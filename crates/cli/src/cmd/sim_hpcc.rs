@@ -68,29 +68,12 @@ impl HpccArgs {
             ));
         }
         if self.json {
-            outln!("{}", serde_json::to_string_pretty(&r)?);
+            out!("{}", report::json(&r)?);
         } else {
             for w in &r.warnings {
                 eprintln!("rdmalab: warning: {w}");
             }
-            outln!(
-                "{} of {} flows finished; {} hops, {} events; {:.1} µs simulated in {:.2} s ({:.1} µs/s, {} thread{}); {} pause transitions; drops {:?}; {}",
-                r.finished,
-                r.flows,
-                r.hops,
-                r.events,
-                r.simulated_us,
-                r.wall_s,
-                r.simulated_us / r.wall_s.max(1e-9),
-                r.threads,
-                if r.threads == 1 { "" } else { "s" },
-                r.pause_events,
-                r.dropped,
-                r.status
-            );
-            for p in &r.wrote {
-                outln!("wrote {p}");
-            }
+            out!("{}", report::run::hpcc_text(&r));
         }
         if sim.deadlock().is_some() || sim.ledger.lossless_faults() > 0 {
             return Err(CliError::findings());

@@ -142,7 +142,7 @@ impl RunArgs {
         }
         let ok = rep.validation.as_ref().is_none_or(|v| v.ok());
         if self.json {
-            outln!("{}", serde_json::to_string_pretty(&rep.to_json(&f))?);
+            out!("{}", report::json(&rep.to_json(&f))?);
         } else {
             out!("{}", report::sm::summary_text(&f, &rep));
         }
@@ -154,7 +154,7 @@ impl RunArgs {
 
     /// The SM on a real port (libibumad): mastership, sweeps, traps.
     fn umad_run(&self, engines: Vec<EngineKind>) -> Result<(), CliError> {
-        use sm::umad_daemon::{DaemonOptions, Event, event_line, install_stop_handler, run_umad, write_sweep_dumps};
+        use sm::umad_daemon::{DaemonOptions, Event, install_stop_handler, run_umad, write_sweep_dumps};
         use std::sync::atomic::Ordering;
         if self.priority > 15 {
             return Err(CliError::bad_input(format!(
@@ -202,10 +202,7 @@ impl RunArgs {
             &|| stop.load(Ordering::SeqCst),
             &mut |p| {
                 if !json {
-                    println!(
-                        "port {}/{}: GUID {}, LID {}, state {}",
-                        p.ca, p.port, p.port_guid, p.lid, p.state
-                    );
+                    println!("{}", report::sm::umad_port_line(p));
                 }
             },
             &mut |e| {
@@ -221,31 +218,18 @@ impl RunArgs {
                     last = Some((report.to_json(sm.fabric.as_ref()), ok));
                 }
                 if !json {
-                    println!("[{:9.3} s] {}", t0.elapsed().as_secs_f64(), event_line(&e));
+                    println!("{}", report::sm::umad_event_line(t0.elapsed().as_secs_f64(), &e));
                 }
             },
         )?;
         if let Some(e) = dump_err {
             return Err(e.into());
         }
-        let state = sm::umad_daemon::state_name(out.state);
         if json {
-            let v = serde_json::json!({
-                "state": state,
-                "heavy_sweeps": out.heavy_sweeps,
-                "light_sweeps": out.light_sweeps,
-                "subnet_up": out.subnet_up,
-                "master": out.master.as_ref().map(|m| format!("{}", m.info.guid)),
-                "last_sweep": last.as_ref().map(|l| l.0.clone()),
-            });
-            outln!("{}", serde_json::to_string_pretty(&v)?);
+            let v = report::sm::umad_exit_json(&out, last.as_ref().map(|l| l.0.clone()));
+            out!("{}", report::json(&v)?);
         } else {
-            outln!(
-                "exit: state {state} after {} heavy and {} light sweeps{}",
-                out.heavy_sweeps,
-                out.light_sweeps,
-                if out.subnet_up { ", subnet up" } else { "" }
-            );
+            out!("{}", report::sm::umad_exit_text(&out));
         }
         // A standby SM has done its job; a master is judged by its last sweep.
         let ok = match last {
@@ -279,7 +263,7 @@ impl RunArgs {
             write_dumps(dir, m, t, Some(fabric::NodeId(0)), &rep.to_json(Some(m)))?;
         }
         if self.json {
-            outln!("{}", serde_json::to_string_pretty(&rep.to_json(model))?);
+            out!("{}", report::json(&rep.to_json(model))?);
         } else {
             out!("{}", report::sm::sweep_text(model, &rep));
         }
