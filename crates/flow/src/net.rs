@@ -663,4 +663,26 @@ mod tests {
             })
         ));
     }
+
+    #[test]
+    fn each_resource_carries_its_flows_bytes_by_weight() {
+        let mut s = FlowSim::new();
+        let fwd = s.add_resource(1.0);
+        let back = s.add_resource(1.0);
+        let c = s
+            .open(
+                vec![Use { res: fwd, weight: 1.25 }, Use { res: back, weight: 0.5 }],
+                0,
+                f64::INFINITY,
+            )
+            .unwrap();
+        s.post(c, 1000, 0).unwrap();
+        s.post(c, 600, 1).unwrap();
+        run_all(&mut s);
+        // 1.25 wire bytes per payload byte saturate the forward link: 0.8 B/ps
+        assert!((s.rate(c) - 0.0).abs() < 1e-12, "idle after the run");
+        let carried = s.carried().to_vec();
+        assert!((carried[0] - 1600.0 * 1.25).abs() < 1.0, "{carried:?}");
+        assert!((carried[1] - 1600.0 * 0.5).abs() < 1.0, "{carried:?}");
+    }
 }
