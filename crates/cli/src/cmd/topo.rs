@@ -8,8 +8,8 @@ use anyhow::{Context, bail};
 use clap::{Args, Subcommand, ValueEnum};
 use fabric::format::{self, Format};
 use fabric::generate::{
-    Cabling, FatTree3Params, LeafSpineParams, MultiPodParams, RailParams, TorusParams, fat_tree3, leaf_spine,
-    multi_pod, rail, torus,
+    Cabling, FatTree3Params, LeafSpineParams, MultiPodParams, RailParams, SuperPodParams, TorusParams, fat_tree3,
+    leaf_spine, multi_pod, rail, superpod, torus,
 };
 use fabric::summary::summarize;
 use fabric::{Fabric, LinkRate, ReadOptions};
@@ -44,6 +44,11 @@ pub enum Kind {
     Torus,
     /// Leaf–spine pods joined by a core tier over long (km) cables.
     MultiPod,
+    /// DGX SuperPOD-style rail-optimized scalable units: --sus N units of --servers
+    /// (default 32) × --rails (8), one leaf per rail per unit; two tiers up to the
+    /// spines' reach, three (pods of units, a core tier) beyond (--sus 128 with
+    /// radix 64 → 32,768 GPUs).
+    Superpod,
 }
 
 /// Generator parameters; each applies to the kinds its help names.
@@ -73,15 +78,18 @@ pub struct GenParams {
     /// Spines [leaf-spine, rail].
     #[arg(long)]
     pub spines: Option<u32>,
-    /// GPU servers [rail; default 16].
+    /// GPU servers [rail; default 16] or servers per scalable unit [superpod; default 32].
     #[arg(long)]
     pub servers: Option<u32>,
-    /// NICs (rails) per server [rail; default 8].
+    /// NICs (rails) per server [rail, superpod; default 8].
     #[arg(long)]
     pub rails: Option<u32>,
-    /// Uplinks per leaf [rail; default = servers].
+    /// Uplinks per leaf [rail, superpod; default = servers].
     #[arg(long)]
     pub uplinks: Option<u32>,
+    /// Scalable units [superpod; default 4].
+    #[arg(long)]
+    pub sus: Option<u32>,
     /// Torus size X,Y,Z [torus; default 4,4,4].
     #[arg(long, value_delimiter = ',')]
     pub dims: Option<Vec<u32>>,
@@ -116,7 +124,7 @@ pub struct GenParams {
 
 impl GenParams {
     /// Every flag and whether it was given.
-    fn given(&self) -> [(&'static str, bool); 21] {
+    fn given(&self) -> [(&'static str, bool); 22] {
         [
             ("--radix", self.radix.is_some()),
             ("--rate", self.rate.is_some()),
@@ -129,6 +137,7 @@ impl GenParams {
             ("--servers", self.servers.is_some()),
             ("--rails", self.rails.is_some()),
             ("--uplinks", self.uplinks.is_some()),
+            ("--sus", self.sus.is_some()),
             ("--dims", self.dims.is_some()),
             ("--hosts-per-switch", self.hosts_per_switch.is_some()),
             ("--leaves-per-pod", self.leaves_per_pod.is_some()),
@@ -183,6 +192,17 @@ impl GenParams {
                 "--spines",
                 "--host-leaf-m",
                 "--leaf-spine-m",
+            ],
+            (Kind::Superpod, _) => &[
+                "--radix",
+                "--rate",
+                "--sus",
+                "--servers",
+                "--rails",
+                "--uplinks",
+                "--host-leaf-m",
+                "--leaf-spine-m",
+                "--spine-core-m",
             ],
             (Kind::Torus, _) => &[
                 "--radix",
@@ -278,6 +298,18 @@ impl GenParams {
                     radix: self.radix.unwrap_or(d.radix),
                     uplinks: self.uplinks,
                     spines: self.spines,
+                    rate,
+                    cabling,
+                })
+            }
+            Kind::Superpod => {
+                let d = SuperPodParams::default();
+                superpod(&SuperPodParams {
+                    sus: self.sus.unwrap_or(d.sus),
+                    servers_per_su: self.servers.unwrap_or(d.servers_per_su),
+                    rails: self.rails.unwrap_or(d.rails),
+                    radix: self.radix.unwrap_or(d.radix),
+                    uplinks: self.uplinks,
                     rate,
                     cabling,
                 })

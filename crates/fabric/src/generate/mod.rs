@@ -15,10 +15,12 @@
 
 mod fat_tree;
 mod rail;
+mod superpod;
 mod torus;
 
 pub use fat_tree::{FatTree3Params, LeafSpineParams, MultiPodParams, fat_tree3, leaf_spine, multi_pod};
 pub use rail::{RailParams, rail};
+pub use superpod::{SuperPodParams, SuperPodShape, superpod};
 pub use torus::{TorusParams, torus};
 
 use thiserror::Error;
