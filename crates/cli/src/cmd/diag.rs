@@ -118,6 +118,11 @@ pub struct CheckArgs {
     /// Expected link rate, e.g. 4xNDR (default: the best width and speed in the fabric).
     #[arg(long)]
     pub expect_rate: Option<String>,
+    /// Also validate the cabling as a rail-optimized design: one rail per leaf,
+    /// each rail of a scalable unit on one leaf, one leaf per NIC of a server,
+    /// non-blocking leaves.
+    #[arg(long)]
+    pub rails: bool,
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
@@ -159,6 +164,7 @@ impl DiagCmd {
                 let l = a.files.load()?;
                 let opts = diag::ib::CheckOptions {
                     expect,
+                    rails: a.rails,
                     ..Default::default()
                 };
                 let r = diag::ib::check(&l.fabric, &l.tables, l.inputs, l.findings, &opts);

@@ -22,6 +22,8 @@ pub struct CheckOptions {
     /// Warn when the busiest switch-to-switch port carries more than this many times
     /// the mean routes per switch-to-switch port.
     pub balance_factor: f64,
+    /// Validate the cabling as a rail-optimized design ([`crate::ib::rails`]).
+    pub rails: bool,
 }
 
 impl Default for CheckOptions {
@@ -29,6 +31,7 @@ impl Default for CheckOptions {
         CheckOptions {
             expect: None,
             balance_factor: 2.0,
+            rails: false,
         }
     }
 }
@@ -89,6 +92,9 @@ pub struct CheckReport {
     pub counts: Counts,
     /// The full `sm::validate` result (failures and examples capped).
     pub validation: serde_json::Value,
+    /// The rail-optimized design found, when asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rails: Option<crate::ib::rails::RailSummary>,
 }
 
 impl CheckReport {
@@ -139,6 +145,12 @@ impl CheckReport {
             "-I- Routes per switch-to-switch port: max {}, mean {:.1} over {} ports\n",
             s.max_routes_isl, s.mean_routes_isl, s.isl_ports
         ));
+        if let Some(r) = &self.rails {
+            o.push_str(&format!(
+                "-I- Rails: {} servers, {} rails, {} scalable units, {} rail leaves\n",
+                r.servers, r.rails, r.units, r.leaves
+            ));
+        }
         for f in &self.findings {
             let tag = match f.severity {
                 Severity::Error => "-E-",
@@ -287,6 +299,7 @@ pub fn check(
     check_guids_and_lids(f, t, &mut out);
     check_links(f, opts, &mut out);
     check_isolated(f, t, &mut out);
+    let rails = opts.rails.then(|| crate::ib::rails::check_rails(f, &mut out));
 
     finding::normalize(&mut out);
     let summary = Summary {
@@ -316,6 +329,7 @@ pub fn check(
         counts: Counts::of(&out),
         findings: out,
         validation: v.to_json(f),
+        rails,
     }
 }
 

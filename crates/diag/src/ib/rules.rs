@@ -57,6 +57,27 @@ pub const NO_LID: Rule = Rule {
     why: "a port without a LID is not addressable: the SM did not sweep it or it is not in the dumps",
 };
 
+/// A leaf carries NICs of more than one rail.
+pub const RAIL_MIXED: Rule = Rule {
+    id: "rail-mixed",
+    why: "in a rail-optimized fabric NIC r of every server of a scalable unit shares one leaf, so same-index GPUs are one switch apart and NCCL's rail-local rings never cross a spine (DGX SuperPOD RA, Network Fabrics; training-workloads.md §8.1)",
+};
+/// One rail of a scalable unit is spread over several leaves.
+pub const RAIL_SPLIT: Rule = Rule {
+    id: "rail-split",
+    why: "a rail split over leaves sends rail-local traffic through the spines, where it meets other traffic and ECMP (DGX SuperPOD RA, Network Fabrics)",
+};
+/// A server has two NICs on one leaf.
+pub const RAIL_SERVER: Rule = Rule {
+    id: "rail-server",
+    why: "two NICs of a server on one leaf means a rail lost its own NIC: a miscabled port (DGX SuperPOD RA, Network Fabrics)",
+};
+/// A leaf has fewer uplinks than NIC links.
+pub const RAIL_UPLINKS: Rule = Rule {
+    id: "rail-uplinks",
+    why: "the SuperPOD leaves are non-blocking (32 NIC ports, 32 uplinks); fewer uplinks oversubscribe every cross-leaf flow of the rail (DGX SuperPOD H100 RA, Table 4)",
+};
+
 /// The requested routing engine failed and another one was used.
 pub const ENGINE_FALLBACK: Rule = Rule {
     id: "engine-fallback",

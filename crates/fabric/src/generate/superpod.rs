@@ -313,7 +313,13 @@ mod tests {
             let s = shape(sus);
             assert_eq!((s.tiers, s.leaves, s.spines, s.cores), (2, leaf, spine, 0), "{sus} SUs");
         }
-        let three = [(16, 128, 128, 64), (32, 256, 256, 128), (64, 512, 512, 256)];
+        // the RA's 16, 32 and 64 SUs; 128 SUs (32,768 GPUs) continues the pattern
+        let three = [
+            (16, 128, 128, 64),
+            (32, 256, 256, 128),
+            (64, 512, 512, 256),
+            (128, 1024, 1024, 512),
+        ];
         for (sus, leaf, spine, core) in three {
             let s = shape(sus);
             assert_eq!(

@@ -69,6 +69,28 @@ fn small_fabrics() -> Vec<(&'static str, Fabric)> {
             .unwrap(),
         ),
         (
+            "superpod-2-tier",
+            superpod(&SuperPodParams {
+                sus: 4,
+                servers_per_su: 4,
+                rails: 2,
+                radix: 8,
+                ..Default::default()
+            })
+            .unwrap(),
+        ),
+        (
+            "superpod-3-tier",
+            superpod(&SuperPodParams {
+                sus: 8,
+                servers_per_su: 4,
+                rails: 2,
+                radix: 8,
+                ..Default::default()
+            })
+            .unwrap(),
+        ),
+        (
             "torus",
             torus(&TorusParams {
                 dims: [3, 2, 1],
