@@ -13,6 +13,7 @@ pub mod gpu;
 pub mod iteration;
 pub mod job;
 pub mod model;
+pub mod published;
 
 pub use gpu::Gpu;
 pub use job::{Job, JobError, JobSpec, Parallelism, Schedule, Sharding};
