@@ -110,6 +110,8 @@ fn is_internal(cause: &(dyn std::error::Error + 'static)) -> bool {
         e.is_internal()
     } else if let Some(e) = cause.downcast_ref::<lab::runner::RunError>() {
         e.is_internal()
+    } else if let Some(e) = cause.downcast_ref::<lab::ScenarioError>() {
+        e.is_internal()
     } else if let Some(e) = cause.downcast_ref::<sim::scenario::ScenarioError>() {
         e.is_internal()
     } else if let Some(e) = cause.downcast_ref::<sim::workload::WorkloadError>() {

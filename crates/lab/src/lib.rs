@@ -16,5 +16,5 @@ pub mod tco;
 pub use advisor::{Advice, Answers, Evidence, FabricKind, Favours, advise};
 pub use collective::{Collective, Rank, Schedule, Transfer, Via, nccl_bandwidth};
 pub use results::{CompareResults, VariantResult};
-pub use scenario::{Scenario, ScenarioError, Variant, VariantFabric};
+pub use scenario::{Scenario, ScenarioError, ScenarioFile, Variant, VariantFabric};
 pub use tco::{PriceTable, Tco, Tech};

@@ -264,6 +264,99 @@ pub enum ScenarioError {
         field: String,
         reason: String,
     },
+    /// The file is a scenario of the other form than the command runs.
+    #[error("{path}: {why}")]
+    Form { path: String, why: String },
+    /// A packet-run scenario's own error.
+    #[error(transparent)]
+    Packet(#[from] sim::scenario::ScenarioError),
+}
+
+impl ScenarioError {
+    /// A model fault inside (never for reading a file): see
+    /// `sim::scenario::ScenarioError::is_internal`.
+    pub fn is_internal(&self) -> bool {
+        matches!(self, ScenarioError::Packet(e) if e.is_internal())
+    }
+}
+
+/// A scenario file, the one model both `rdmalab compare` and `rdmalab sim run`
+/// read. Its top-level sections say its form:
+/// - a **comparison** (`[cluster]`, `[workload]` of collectives, `[[variants]]`):
+///   the cluster built as every fabric variant, the collectives run on each
+///   ([`Scenario`]; `compare` runs it);
+/// - a **packet run** (`[fabric]` generator or file, `[routing]`, `[ib]`,
+///   `[engine]`, `[workload]` with a traffic `kind`): one InfiniBand fabric
+///   brought up by the SM and one traffic pattern simulated packet by packet
+///   (`sim::scenario::Scenario`; `sim run` runs it).
+///
+/// The file is read once, its form found from its sections, then parsed as that
+/// form, so an error keeps its line and column. A command given the other form
+/// says which command runs it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ScenarioFile {
+    /// A comparison of fabric variants.
+    Comparison(Scenario),
+    /// A packet-level run on one InfiniBand fabric.
+    PacketRun(sim::scenario::Scenario),
+}
+
+impl ScenarioFile {
+    /// Read a scenario file of either form.
+    pub fn load(path: &Path) -> Result<ScenarioFile, ScenarioError> {
+        let p = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|source| ScenarioError::Io {
+            path: p.clone(),
+            source,
+        })?;
+        ScenarioFile::parse(&text, path)
+    }
+
+    /// Parse scenario text; `path` names it and anchors relative paths.
+    pub fn parse(text: &str, path: &Path) -> Result<ScenarioFile, ScenarioError> {
+        let p = path.display().to_string();
+        let table: toml::Table = toml::from_str(text).map_err(|e| ScenarioError::Parse {
+            path: p.clone(),
+            message: e.to_string().trim_end().to_string(),
+        })?;
+        let comparison = table.contains_key("cluster") || table.contains_key("variants");
+        let packet = table.contains_key("fabric");
+        match (comparison, packet) {
+            (true, false) => Ok(ScenarioFile::Comparison(Scenario::from_toml(text, &p)?)),
+            (false, true) => Ok(ScenarioFile::PacketRun(sim::scenario::Scenario::parse(text, path)?)),
+            (true, true) => Err(ScenarioError::Form {
+                path: p,
+                why: "has both [cluster]/[[variants]] (a comparison) and [fabric] (a packet run); give one".into(),
+            }),
+            (false, false) => Err(ScenarioError::Form {
+                path: p,
+                why: "has neither [cluster] (a comparison of fabric variants, see `rdmalab scenario explain`) nor [fabric] (a packet run: a generator or topology file)".into(),
+            }),
+        }
+    }
+
+    /// The comparison, or an error saying the file is a packet run.
+    pub fn comparison(self, path: &Path) -> Result<Scenario, ScenarioError> {
+        match self {
+            ScenarioFile::Comparison(s) => Ok(s),
+            ScenarioFile::PacketRun(_) => Err(ScenarioError::Form {
+                path: path.display().to_string(),
+                why: "is a packet-run scenario ([fabric] and a traffic [workload]): run it with `rdmalab sim run`"
+                    .into(),
+            }),
+        }
+    }
+
+    /// The packet run, or an error saying the file is a comparison.
+    pub fn packet_run(self, path: &Path) -> Result<sim::scenario::Scenario, ScenarioError> {
+        match self {
+            ScenarioFile::PacketRun(s) => Ok(s),
+            ScenarioFile::Comparison(_) => Err(ScenarioError::Form {
+                path: path.display().to_string(),
+                why: "is a comparison scenario ([cluster] and [[variants]]): run it with `rdmalab compare`".into(),
+            }),
+        }
+    }
 }
 
 impl Scenario {
@@ -602,6 +695,89 @@ pub const FIELDS: &[(&str, &str, &str)] = &[
     ),
 ];
 
+/// Every field of a packet-run scenario (`sim run`), with its type and meaning.
+pub const PACKET_FIELDS: &[(&str, &str, &str)] = &[
+    (
+        "name",
+        "string, default the file name",
+        "scenario name, printed in reports",
+    ),
+    ("seed", "integer", "overrides engine.seed"),
+    (
+        "fabric.generator",
+        "fat-tree3 | leaf-spine | file",
+        "how the InfiniBand fabric is made",
+    ),
+    ("fabric.radix", "integer", "ports per switch [fat-tree3, leaf-spine]"),
+    ("fabric.pods", "integer", "pods [fat-tree3; default radix]"),
+    (
+        "fabric.hosts_per_leaf",
+        "integer",
+        "hosts per leaf [fat-tree3, leaf-spine]",
+    ),
+    ("fabric.spines", "integer", "spines [leaf-spine]"),
+    ("fabric.leaves", "integer", "leaves [leaf-spine]"),
+    (
+        "fabric.rate",
+        "4xEDR | 4xHDR | 4xNDR | …",
+        "link rate [fat-tree3, leaf-spine]",
+    ),
+    (
+        "fabric.cable_m.host_leaf / leaf_spine / spine_core",
+        "metres",
+        "cable lengths per tier [fat-tree3, leaf-spine]",
+    ),
+    (
+        "fabric.path",
+        "path",
+        "topology file (ibnetdiscover, ibsim net, HPCC or rdmalab JSON), relative to the scenario [file]",
+    ),
+    (
+        "routing.engines",
+        "[minhop | updn | ftree | dfsssp], default [minhop]",
+        "SM routing engines, tried in order",
+    ),
+    ("routing.lmc", "0–7, default 0", "LID mask control"),
+    (
+        "ib.*",
+        "see sim::IbConfig",
+        "MTU, switch latency and forwarding, buffers per VL, HCA latencies, ACK coalescing, VL arbitration, congestion control, adaptive routing",
+    ),
+    ("engine.seed", "integer, default 1", "seed for every random draw"),
+    (
+        "engine.sample_interval_ps",
+        "ps, default 0 (off)",
+        "sample utilisation and buffer occupancy this often",
+    ),
+    (
+        "engine.deadlock_check_ps",
+        "ps, default 20,000,000",
+        "look for a credit deadlock after this long without progress",
+    ),
+    (
+        "workload.kind",
+        "htsim | permutation | all-to-all | incast | write-bw | send-lat | read-lat",
+        "the traffic",
+    ),
+    ("workload.file", "path", "htsim connection matrix [htsim]"),
+    (
+        "workload.bytes",
+        "bytes",
+        "per flow [permutation (0 = endless), all-to-all, incast]",
+    ),
+    ("workload.senders", "integer", "senders to host 0 [incast]"),
+    (
+        "workload.end_us",
+        "µs",
+        "simulated time [htsim, permutation, all-to-all, incast]",
+    ),
+    (
+        "workload.size / iters / tx_depth / a / b",
+        "bytes, count, count, node names",
+        "message size, iterations, outstanding writes, the two hosts [write-bw, send-lat, read-lat]",
+    ),
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -709,5 +885,72 @@ mod tests {
             assert!(text.contains(key));
             assert!(FIELDS.iter().any(|(f, _, _)| f.ends_with(key)), "{key} not explained");
         }
+    }
+
+    #[test]
+    fn one_file_model_reads_both_forms_and_says_which_command_runs_each() {
+        let p = Path::new("s.toml");
+        let cmp = ScenarioFile::parse(&Scenario::default_rail().to_toml(), p).unwrap();
+        assert!(matches!(cmp, ScenarioFile::Comparison(_)));
+        let e = cmp.packet_run(p).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "s.toml: is a comparison scenario ([cluster] and [[variants]]): run it with `rdmalab compare`"
+        );
+        let run = "[fabric]\ngenerator = \"fat-tree3\"\nradix = 4\nrate = \"4xHDR\"\n[workload]\nkind = \"all-to-all\"\nbytes = 4096\nend_us = 10\n";
+        let f = ScenarioFile::parse(run, p).unwrap();
+        let ScenarioFile::PacketRun(sc) = f.clone() else {
+            panic!("{f:?}")
+        };
+        assert_eq!(sc.display_name(), "s");
+        assert!(
+            f.comparison(p)
+                .unwrap_err()
+                .to_string()
+                .contains("run it with `rdmalab sim run`")
+        );
+        // a packet run's own errors keep their line
+        let bad = run.replace("radix = 4", "radix = 4\nradx = 5");
+        let e = ScenarioFile::parse(&bad, p).unwrap_err().to_string();
+        // (serde reports an unknown key of a tagged table at the table's line)
+        assert!(e.contains("unknown field `radx`") && e.contains("line 1"), "{e}");
+        let both = format!("{run}[cluster]\nservers = 2\n");
+        assert!(
+            ScenarioFile::parse(&both, p)
+                .unwrap_err()
+                .to_string()
+                .contains("give one")
+        );
+    }
+
+    /// Every key the example packet runs use is explained by PACKET_FIELDS.
+    #[test]
+    fn every_packet_run_key_is_explained() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/sim");
+        let mut n = 0;
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let path = e.unwrap().path();
+            if path.extension().is_none_or(|x| x != "toml") {
+                continue;
+            }
+            let t: toml::Table = toml::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+            for (section, v) in &t {
+                let keys: Vec<String> = match v {
+                    toml::Value::Table(inner) => inner.keys().map(|k| format!("{section}.{k}")).collect(),
+                    _ => vec![section.clone()],
+                };
+                for k in keys {
+                    let known = PACKET_FIELDS.iter().any(|(f, _, _)| {
+                        *f == k
+                            || f.strip_suffix('*').is_some_and(|p| k.starts_with(p))
+                            || f.split(" / ").any(|part| part == k || k.ends_with(part))
+                            || f.starts_with(&format!("{k}."))
+                    });
+                    assert!(known, "{}: {k} not in PACKET_FIELDS", path.display());
+                    n += 1;
+                }
+            }
+        }
+        assert!(n > 20, "{n} keys checked");
     }
 }

@@ -39,6 +39,35 @@ pub fn scenario_fields(fields: &[(&str, &str, &str)]) -> String {
     o
 }
 
+/// A titled list of scenario fields.
+pub fn scenario_fields_titled(title: &str, fields: &[(&str, &str, &str)]) -> String {
+    format!("{title}\n{}", scenario_fields(fields))
+}
+
+/// `scenario check` on a packet run: the file is good, and what it runs.
+pub fn packet_run_ok(file: &std::path::Path, s: &sim::scenario::Scenario) -> String {
+    let fabric = match &s.fabric {
+        sim::scenario::FabricSpec::FatTree3 { radix, rate, .. } => format!("fat-tree3 radix {radix} {rate}"),
+        sim::scenario::FabricSpec::LeafSpine { radix, rate, .. } => format!("leaf-spine radix {radix} {rate}"),
+        sim::scenario::FabricSpec::File { path } => format!("file {}", path.display()),
+    };
+    let engines: Vec<&str> = s.routing.engines.iter().map(|e| e.name()).collect();
+    let kind = match &s.workload {
+        sim::scenario::WorkloadSpec::Htsim { .. } => "htsim",
+        sim::scenario::WorkloadSpec::Permutation { .. } => "permutation",
+        sim::scenario::WorkloadSpec::AllToAll { .. } => "all-to-all",
+        sim::scenario::WorkloadSpec::Incast { .. } => "incast",
+        sim::scenario::WorkloadSpec::WriteBw { .. } => "write-bw",
+        sim::scenario::WorkloadSpec::SendLat { .. } => "send-lat",
+        sim::scenario::WorkloadSpec::ReadLat { .. } => "read-lat",
+    };
+    format!(
+        "{}: ok (packet run: {fabric}, routing {}, workload {kind})\n",
+        file.display(),
+        engines.join(", ")
+    )
+}
+
 /// `scenario check`: the file is good, and what it holds.
 pub fn scenario_ok(file: &std::path::Path, s: &lab::Scenario) -> String {
     format!(

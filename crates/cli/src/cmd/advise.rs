@@ -113,7 +113,7 @@ impl AdviseCmd {
                 None => None,
             };
         let scenario = match (&self.scenario, &results) {
-            (Some(p), _) => Scenario::load(p)?,
+            (Some(p), _) => lab::ScenarioFile::load(p)?.comparison(p)?,
             (None, Some(r)) => r.spec.clone(),
             (None, None) => Scenario::default_rail(),
         };

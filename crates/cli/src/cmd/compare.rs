@@ -57,7 +57,7 @@ impl CompareCmd {
     /// Run it.
     pub fn exec(self) -> Result<(), CliError> {
         let mut scenario = match &self.scenario {
-            Some(p) => Scenario::load(p)?,
+            Some(p) => lab::ScenarioFile::load(p)?.comparison(p)?,
             None => Scenario::default_rail(),
         };
         if let Some(e) = self.engine {

@@ -28,12 +28,19 @@ impl ScenarioCmd {
         match self {
             ScenarioCmd::Explain => {
                 out!("{}", report::run::scenario_fields(FIELDS));
+                out!(
+                    "\n{}",
+                    report::run::scenario_fields_titled(
+                        "A packet-run scenario ([fabric], a traffic [workload]; rdmalab sim run):",
+                        lab::scenario::PACKET_FIELDS
+                    )
+                );
             }
             ScenarioCmd::Show => out!("{}", Scenario::default_rail().to_toml()),
-            ScenarioCmd::Check { file } => {
-                let s = Scenario::load(&file)?;
-                out!("{}", report::run::scenario_ok(&file, &s));
-            }
+            ScenarioCmd::Check { file } => match lab::ScenarioFile::load(&file)? {
+                lab::ScenarioFile::Comparison(s) => out!("{}", report::run::scenario_ok(&file, &s)),
+                lab::ScenarioFile::PacketRun(s) => out!("{}", report::run::packet_run_ok(&file, &s)),
+            },
         }
         Ok(())
     }

@@ -12,7 +12,6 @@ use std::time::Instant;
 use anyhow::Context;
 use clap::{Args, Subcommand, ValueEnum};
 use fabric::{Fabric, LinkRate, NodeId};
-use sim::scenario::Scenario;
 use sm::run::{RunOptions, run};
 
 use super::CliError;
@@ -145,7 +144,7 @@ fn parse_capture(f: &Fabric, spec: &str) -> anyhow::Result<(NodeId, u8)> {
 
 impl RunArgs {
     fn exec(self) -> Result<(), CliError> {
-        let mut sc = Scenario::load(&self.scenario)?;
+        let mut sc = lab::ScenarioFile::load(&self.scenario)?.packet_run(&self.scenario)?;
         if let Some(seed) = self.seed {
             sc.engine.seed = seed;
         }

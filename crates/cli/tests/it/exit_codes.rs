@@ -109,3 +109,29 @@ fn a_closed_pipe_exits_0_quietly() {
     assert_eq!(o.status.code(), Some(0), "{}", err(&o));
     assert!(!err(&o).contains("error"), "{}", err(&o));
 }
+
+/// One scenario model, two forms: each command refuses the other's form with
+/// exit 2 and names the command that runs it.
+#[test]
+fn a_scenario_of_the_other_form_exits_2_naming_the_command_for_it() {
+    let o = rdmalab(&["sim", "run", &repo("examples/lab/rail-16x8-400g-tcp.toml")], None);
+    assert_eq!(o.status.code(), Some(2), "{}", err(&o));
+    assert!(
+        err(&o).contains("is a comparison scenario") && err(&o).contains("rdmalab compare"),
+        "{}",
+        err(&o)
+    );
+    let o = rdmalab(&["compare", &repo("examples/sim/ft16-permutation-ib.toml")], None);
+    assert_eq!(o.status.code(), Some(2), "{}", err(&o));
+    assert!(
+        err(&o).contains("is a packet-run scenario") && err(&o).contains("rdmalab sim run"),
+        "{}",
+        err(&o)
+    );
+    let o = rdmalab(
+        &["scenario", "check", &repo("examples/sim/ft16-permutation-ib.toml")],
+        None,
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    assert!(out(&o).contains("ok (packet run: fat-tree3 radix 4 4xHDR, routing ftree, minhop, workload permutation)"));
+}
