@@ -567,6 +567,42 @@ impl Scenario {
                 );
             }
         }
+        // switch names resolved against the cluster as it will be built, once, here
+        let names: Vec<(usize, &String)> = self
+            .variants
+            .iter()
+            .enumerate()
+            .flat_map(|(i, v)| match &v.fabric {
+                VariantFabric::Rocev2 { lossy_hops, .. } => lossy_hops.iter().map(|h| (i, h)).collect(),
+                _ => Vec::new(),
+            })
+            .collect();
+        if !names.is_empty() {
+            let f = crate::cluster::build(&self.cluster, crate::tco::Tech::Ethernet).map_err(|e| {
+                ScenarioError::Invalid {
+                    path: path.into(),
+                    field: "cluster".into(),
+                    reason: e.to_string(),
+                }
+            })?;
+            for (i, h) in names {
+                if f.by_name(h).is_none_or(|n| f.node(n).kind != fabric::NodeKind::Switch) {
+                    let leaves: Vec<&str> = f
+                        .nodes
+                        .iter()
+                        .filter(|n| n.kind == fabric::NodeKind::Switch)
+                        .map(|n| n.name.as_str())
+                        .collect();
+                    return bad(
+                        &format!("variants[{i}].fabric.lossy_hops"),
+                        format!(
+                            "{h:?} is not a switch of this cluster (its switches: {})",
+                            leaves.join(", ")
+                        ),
+                    );
+                }
+            }
+        }
         Ok(())
     }
 }
@@ -952,5 +988,17 @@ mod tests {
             }
         }
         assert!(n > 20, "{n} keys checked");
+    }
+
+    #[test]
+    fn a_lossy_hop_that_names_no_switch_is_refused_at_load_naming_the_field() {
+        let text = Scenario::default_rail()
+            .to_toml()
+            .replace("lossy_hops = [\"rail0\"]", "lossy_hops = [\"rail9\"]");
+        let e = Scenario::from_toml(&text, "s.toml").unwrap_err().to_string();
+        assert!(
+            e.starts_with("s.toml: field `variants[3].fabric.lossy_hops`: \"rail9\" is not a switch of this cluster (its switches: rail0, "),
+            "{e}"
+        );
     }
 }
