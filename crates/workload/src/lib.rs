@@ -9,6 +9,7 @@
 //! - [`job`]: a job as a scenario writes it, checked field by field.
 //! - [`iteration`]: FLOPs, bytes per GPU, bubble, ideal iteration time.
 
+pub mod aicb;
 pub mod gpu;
 pub mod iteration;
 pub mod job;
