@@ -38,8 +38,7 @@ fn rings_on_every_rail_of_a_routed_superpod_run_at_the_nic_bound() {
     let servers = nics.len();
     // server s sends to server s + 5 on every rail: a third of the pairs cross SUs
     for s in 0..servers {
-        for r in 0..8 {
-            let (a, z) = (nics[s][r], nics[(s + 5) % servers][r]);
+        for (&a, &z) in nics[s].iter().zip(&nics[(s + 5) % servers]) {
             let data = ib_route(&f, &t, a, z).unwrap();
             let ack = ib_route(&f, &t, z, a).unwrap();
             let c = open(&mut sim, &f, &ports, &wire, &data, &ack).unwrap();
