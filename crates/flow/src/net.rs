@@ -255,6 +255,17 @@ impl FlowSim {
         self.conns[c.0 as usize].rate
     }
 
+    /// Bytes served so far to the message `c` is draining (0 when idle).
+    pub fn head_served(&mut self, c: ConnId) -> f64 {
+        let ci = c.0 as usize;
+        self.rebase(ci);
+        if self.conns[ci].active {
+            self.conns[ci].served
+        } else {
+            0.0
+        }
+    }
+
     /// Bytes carried by each resource so far (payload and ACK shares by weight).
     pub fn carried(&mut self) -> &[f64] {
         for c in 0..self.conns.len() {

@@ -6,7 +6,7 @@ pub mod cluster;
 pub mod collective;
 pub mod compare;
 mod driver;
-mod flow_world;
+pub mod flow_world;
 pub mod results;
 pub mod roce_variant;
 pub mod runner;

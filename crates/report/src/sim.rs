@@ -29,26 +29,7 @@ pub fn run_text(out: &Outcome, engine: &str, speed: &Speed) -> String {
         o.push_str(&l.perftest_text());
     }
     if let Some(m) = &out.matrix {
-        if m.completed == 0 {
-            let _ = writeln!(
-                o,
-                "flows: none of {} completed by the end; aggregate goodput {:.1} Gb/s ({:.1} Gb/s per flow)",
-                m.flows.len(),
-                m.aggregate_goodput_bps / 1e9,
-                m.aggregate_goodput_bps / 1e9 / m.flows.len().max(1) as f64
-            );
-        } else {
-            let _ = writeln!(
-                o,
-                "flows: {} of {} completed; aggregate goodput {:.1} Gb/s; FCT p50 {:.1} us p99 {:.1} us max {:.1} us",
-                m.completed,
-                m.flows.len(),
-                m.aggregate_goodput_bps / 1e9,
-                m.fct.p50_ps as f64 / 1e6,
-                m.fct.p99_ps as f64 / 1e6,
-                m.fct.max_ps as f64 / 1e6
-            );
-        }
+        o.push_str(&matrix_line(m));
     }
     if let Some(d) = &out.deadlock {
         let _ = writeln!(o, "DEADLOCK: {d}");
@@ -92,6 +73,76 @@ pub fn run_json(out: &Outcome, engine: &str, speed: &Speed) -> serde_json::Resul
             "peak_memory_bytes": speed.peak_memory_bytes,
         },
         "result": serde_json::to_value(out)?,
+    }))
+}
+
+/// The flows' completion line both engines print for a traffic matrix.
+fn matrix_line(m: &sim::workload::MatrixReport) -> String {
+    if m.completed == 0 {
+        format!(
+            "flows: none of {} completed by the end; aggregate goodput {:.1} Gb/s ({:.1} Gb/s per flow)\n",
+            m.flows.len(),
+            m.aggregate_goodput_bps / 1e9,
+            m.aggregate_goodput_bps / 1e9 / m.flows.len().max(1) as f64
+        )
+    } else {
+        format!(
+            "flows: {} of {} completed; aggregate goodput {:.1} Gb/s; FCT p50 {:.1} us p99 {:.1} us max {:.1} us\n",
+            m.completed,
+            m.flows.len(),
+            m.aggregate_goodput_bps / 1e9,
+            m.fct.p50_ps as f64 / 1e6,
+            m.fct.p99_ps as f64 / 1e6,
+            m.fct.max_ps as f64 / 1e6
+        )
+    }
+}
+
+/// A traffic run at flow level as text: the same flows line as the packet level,
+/// then the flow engine's work.
+pub fn flow_run_text(
+    scenario: &str,
+    engine: &str,
+    m: &sim::workload::MatrixReport,
+    c: &flow::FlowCounters,
+    speed: &Speed,
+) -> String {
+    let mut o = format!("scenario {scenario} (routing: {engine}, flow level)\n");
+    o.push_str(&matrix_line(m));
+    let _ = writeln!(
+        o,
+        "flow level: {:.3} us simulated in {:.3} s wall: {} events, {} rate solves ({} flow rates), peak memory {} MiB",
+        m.end_ps as f64 / 1e6,
+        speed.wall_s,
+        c.events,
+        c.solves,
+        c.flows_resolved,
+        speed.peak_memory_bytes.map_or(0, |b| b / (1 << 20))
+    );
+    o
+}
+
+/// A traffic run at flow level as JSON.
+pub fn flow_run_json(
+    scenario: &str,
+    engine: &str,
+    m: &sim::workload::MatrixReport,
+    c: &flow::FlowCounters,
+    speed: &Speed,
+) -> serde_json::Result<Value> {
+    Ok(json!({
+        "scenario": scenario,
+        "routing_engine": engine,
+        "engine": "flow",
+        "speed": {
+            "events": c.events,
+            "solves": c.solves,
+            "flows_resolved": c.flows_resolved,
+            "simulated_ps": m.end_ps,
+            "wall_s": speed.wall_s,
+            "peak_memory_bytes": speed.peak_memory_bytes,
+        },
+        "matrix": serde_json::to_value(m)?,
     }))
 }
 

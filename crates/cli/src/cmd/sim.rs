@@ -48,6 +48,20 @@ pub struct RunArgs {
     /// Override the scenario's seed.
     #[arg(long)]
     seed: Option<u64>,
+    /// `packet` (default): every packet simulated; `flow`: each flow of the traffic
+    /// at its max-min fair rate on the same routes (no per-packet counters,
+    /// capture or CSV; perftest workloads need packets).
+    #[arg(long, value_enum, default_value = "packet")]
+    engine: SimEngine,
+}
+
+/// `sim run --engine`'s values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum SimEngine {
+    /// Packet level.
+    Packet,
+    /// Flow level.
+    Flow,
 }
 
 /// The perftest-like tests.
@@ -150,6 +164,43 @@ impl RunArgs {
         }
         let f = sc.build_fabric()?;
         let (tables, rep) = sc.route(&f)?;
+        if self.engine == SimEngine::Flow {
+            if self.capture.is_some() || self.csv.is_some() {
+                return Err(CliError::bad_input(
+                    "--capture and --csv need packets: run without --engine flow".into(),
+                ));
+            }
+            let hosts: Vec<NodeId> = f.nodes_of(fabric::NodeKind::Ca).collect();
+            let m = sim::scenario::traffic_matrix(&sc, hosts.len() as u32)?.ok_or_else(|| {
+                CliError::bad_input(format!(
+                    "{}: a perftest workload measures per-message latency and bandwidth, which needs packets: run without --engine flow",
+                    self.scenario.display()
+                ))
+            })?;
+            let end = sc.end().map_or(u64::MAX, |t| t.as_ps());
+            let wall = Instant::now();
+            let (report, counters) = lab::flow_world::run_matrix_flow(&f, &tables, &sc.ib, &hosts, &m, end)
+                .context("run the traffic at flow level")?;
+            let speed = report::sim::Speed {
+                wall_s: wall.elapsed().as_secs_f64(),
+                cpu_s: None,
+                peak_memory_bytes: peak_rss(),
+            };
+            let name = sc.display_name();
+            let engine = rep.outcome.engine.name();
+            if self.json {
+                out!(
+                    "{}",
+                    report::json(&report::sim::flow_run_json(&name, engine, &report, &counters, &speed)?)?
+                );
+            } else {
+                out!(
+                    "{}",
+                    report::sim::flow_run_text(&name, engine, &report, &counters, &speed)
+                );
+            }
+            return Ok(());
+        }
         let capture = self.capture.as_deref().map(|c| parse_capture(&f, c)).transpose()?;
 
         let bar = (std::io::stderr().is_terminal() && !self.json).then(|| {

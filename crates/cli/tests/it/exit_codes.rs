@@ -135,3 +135,43 @@ fn a_scenario_of_the_other_form_exits_2_naming_the_command_for_it() {
     assert_eq!(o.status.code(), Some(0), "{}", err(&o));
     assert!(out(&o).contains("ok (packet run: fat-tree3 radix 4 4xHDR, routing ftree, minhop, workload permutation)"));
 }
+
+/// `sim run --engine flow`: the traffic at flow level, the same flows line as the
+/// packet level; a perftest workload and --capture are refused (exit 2).
+#[test]
+fn sim_run_at_flow_level_runs_traffic_and_refuses_what_needs_packets() {
+    let o = rdmalab(
+        &[
+            "sim",
+            "run",
+            &repo("examples/sim/ft16-permutation-ib.toml"),
+            "--engine",
+            "flow",
+        ],
+        None,
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    let text = out(&o);
+    assert!(
+        text.starts_with("scenario ft16-permutation-ib (routing: ftree, flow level)\nflows: 16 of 16 completed;"),
+        "{text}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let pcap = dir.path().join("x.pcap");
+    let o = rdmalab(
+        &[
+            "sim",
+            "run",
+            &repo("examples/sim/ft16-permutation-ib.toml"),
+            "--engine",
+            "flow",
+            "--capture",
+            "leaf0:1",
+            "-o",
+            pcap.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", err(&o));
+    assert!(err(&o).contains("need packets"), "{}", err(&o));
+}

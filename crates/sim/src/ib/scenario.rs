@@ -435,6 +435,29 @@ fn host_by_name(
     }
 }
 
+/// The scenario's traffic as a connection matrix over `hosts` hosts (htsim file,
+/// seeded permutation, all-to-all or incast), or `None` for a perftest workload.
+pub fn traffic_matrix(sc: &Scenario, hosts: u32) -> Result<Option<Matrix>, ScenarioError> {
+    let endless = |b: u64| if b == 0 { u64::MAX } else { b };
+    Ok(match &sc.workload {
+        WorkloadSpec::Htsim { file, .. } => {
+            let p = sc.resolve(file);
+            let text = std::fs::read_to_string(&p).map_err(|source| ScenarioError::Io {
+                path: p.clone(),
+                source,
+            })?;
+            Some(workload::parse_connection_matrix(&text, &p.display().to_string())?)
+        }
+        WorkloadSpec::Permutation { bytes, .. } => {
+            let mut rng = rand_pcg::Pcg64Mcg::new(u128::from(sc.engine.seed) | 1 << 100);
+            Some(Matrix::permutation(hosts, endless(*bytes), &mut rng))
+        }
+        WorkloadSpec::AllToAll { bytes, .. } => Some(Matrix::all_to_all(hosts, endless(*bytes))),
+        WorkloadSpec::Incast { senders, bytes, .. } => Some(Matrix::incast(hosts, *senders, endless(*bytes))),
+        _ => None,
+    })
+}
+
 /// Run the scenario's workload on `fabric` with the SM's `tables`. A deadlock is
 /// an outcome (reported, not an error). `capture` records one port's packets.
 pub fn run(
@@ -470,26 +493,7 @@ pub fn run(
         ports: Vec::new(),
         series: None,
     };
-    let endless = |b: u64| if b == 0 { u64::MAX } else { b };
-    let matrix = match &sc.workload {
-        WorkloadSpec::Htsim { file, .. } => {
-            let p = sc.resolve(file);
-            let text = std::fs::read_to_string(&p).map_err(|source| ScenarioError::Io {
-                path: p.clone(),
-                source,
-            })?;
-            Some(workload::parse_connection_matrix(&text, &p.display().to_string())?)
-        }
-        WorkloadSpec::Permutation { bytes, .. } => {
-            let mut rng = rand_pcg::Pcg64Mcg::new(u128::from(sc.engine.seed) | 1 << 100);
-            Some(Matrix::permutation(hosts.len() as u32, endless(*bytes), &mut rng))
-        }
-        WorkloadSpec::AllToAll { bytes, .. } => Some(Matrix::all_to_all(hosts.len() as u32, endless(*bytes))),
-        WorkloadSpec::Incast { senders, bytes, .. } => {
-            Some(Matrix::incast(hosts.len() as u32, *senders, endless(*bytes)))
-        }
-        _ => None,
-    };
+    let matrix = traffic_matrix(sc, hosts.len() as u32)?;
     let ab = match &sc.workload {
         WorkloadSpec::WriteBw { a, b, .. }
         | WorkloadSpec::SendLat { a, b, .. }
