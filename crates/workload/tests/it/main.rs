@@ -1,0 +1,14 @@
+//! Integration tests of `rdmalab-workload`, one binary.
+
+mod iteration;
+mod jobs;
+mod models;
+
+/// `got` within `tol` (relative) of `want`.
+#[track_caller]
+fn close(got: f64, want: f64, tol: f64) {
+    assert!(
+        ((got - want) / want).abs() <= tol,
+        "got {got:e}, want {want:e} (tolerance {tol})"
+    );
+}
