@@ -12,6 +12,7 @@
 //! - [`iteration`]: FLOPs, per-GPU operations, bubble, analytical iteration time.
 //! - [`aicb`]: AICB/SimAI workload files read into the same operations.
 
+pub mod aicb;
 pub mod comm;
 pub mod gpu;
 pub mod iteration;

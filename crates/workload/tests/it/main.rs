@@ -1,5 +1,6 @@
 //! Integration tests of `rdmalab-workload`, one binary.
 
+mod aicb;
 mod iteration;
 mod jobs;
 mod models;
