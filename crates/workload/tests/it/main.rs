@@ -4,6 +4,7 @@ mod aicb;
 mod iteration;
 mod jobs;
 mod models;
+mod validation;
 
 /// `got` within `tol` (relative) of `want`.
 #[track_caller]
