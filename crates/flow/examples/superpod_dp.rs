@@ -6,7 +6,7 @@
 //!
 //! Ranks are placed in Megatron's tp-cp-pp-dp order: rank = t + 8·(stage + PP·d),
 //! so a server holds one pipeline stage of one replica and GPU t sits on rail t.
-//! Per iteration each rank sends (workload::iteration::bytes_per_gpu):
+//! Per iteration each rank sends (workload::iteration::Iteration::bytes_per_gpu):
 //! - its DP share: a ring over its (t, stage) group, one flow to the next replica
 //!   carrying the reduce-scatter and all-gather bytes;
 //! - its PP share: activations forward and gradients back to the neighbouring
@@ -21,8 +21,8 @@ use fabric::generate::{SuperPodParams, superpod};
 use fabric::{NodeId, NodeKind};
 use flow::path::{Ports, WireModel, ib_route, open};
 use flow::{FlowSim, Step};
-use workload::iteration::bytes_per_gpu;
-use workload::job::{JobSpec, Parallelism, Schedule, Sharding};
+use workload::iteration::Iteration;
+use workload::job::JobSpec;
 
 fn peak_rss_mib() -> u64 {
     std::fs::read_to_string("/proc/self/status")
@@ -56,28 +56,16 @@ fn main() {
     };
     let (tables, _) = sm::run::run(&f, &opts).expect("ftree");
     let t_route = t0.elapsed();
-    let job = JobSpec {
-        name: "llama3-70b".into(),
-        model: Some("llama3-70b".into()),
-        custom_model: None,
-        gpu: "h100".into(),
-        gpus,
-        parallel: Parallelism {
-            tp: 8,
-            pp,
-            cp: 1,
-            ep: 1,
-            schedule: Schedule::OneFOneB,
-            sharding: Sharding::FsdpNoReshard,
-        },
-        seq_len: 8192,
-        global_batch: u64::from(gpus / (8 * pp)) * 16,
-        micro_batch: 1,
-    }
+    let job = JobSpec::from_toml(&format!(
+        "name = \"llama3-70b\"\nmodel = \"llama3-70b\"\ngpu = \"h100\"\ngpus = {gpus}\nseq_len = 8192\nglobal_batch = {}\n\
+         [parallel]\ntp = 8\npp = {pp}\nsharding = \"fsdp-no-reshard\"\n",
+        u64::from(gpus / (8 * pp)) * 16
+    ))
+    .expect("job")
     .check(gpus)
     .expect("job");
-    let b = bytes_per_gpu(&job);
-    let dp = job.dp() as u32;
+    let b = Iteration::of(&job).bytes_per_gpu();
+    let dp = job.dp();
     // NIC of rank r: server r / 8, rail r % 8, in the generator's node order
     let mut nics: Vec<Vec<NodeId>> = vec![Vec::new(); f.hosts.len()];
     for id in f.nodes_of(NodeKind::Ca) {

@@ -1,22 +1,28 @@
-//! One training iteration as arithmetic: FLOPs, the bytes each GPU sends per
-//! parallelism, and the pipeline bubble.
+//! One training iteration of a job as arithmetic: model FLOPs, compute per
+//! micro-batch per pipeline stage, the communication as a list of typed
+//! operations ([`CommOp`]), the pipeline bubble, and an analytical iteration time
+//! behind a [`Network`] trait whose ideal implementation a network model replaces.
 //!
 //! Conventions (../shared/reference/training-workloads.md §0, §3, §4):
-//! - FLOPs are PaLM's model FLOPs: `6·N_act` per token plus attention scores
-//!   `6·L·a·s·(d_qk + d_v)` per token (for `d_qk = d_v = d_h` this is PaLM's
-//!   `12·L·a·d_h·s`, the full square, no causal halving).
-//! - Bytes are what one GPU sends, with NCCL's ring factors: all-reduce of `S`
-//!   among `n` sends `2(n−1)/n·S`; reduce-scatter, all-gather and all-to-all
-//!   `(n−1)/n·S`; send/recv `S`.
-//! - Activations are BF16 (`β` = 2 bytes), as are gradients and parameters on
-//!   the wire.
+//! - FLOPs are PaLM's model FLOPs (App. B): `6·N_act` per token plus attention
+//!   scores `6·L·a·s·(d_qk + d_v)` per token; for `d_qk = d_v = d_h` that is
+//!   PaLM's `12·L·a·d_h·s` (the full square, no causal halving). No
+//!   recomputation: hardware FLOPs equal model FLOPs.
+//! - Activations, gradients and parameters travel as BF16 (`β` = 2 bytes).
+//! - The operations are those of one GPU on the busiest pipeline stage
+//!   (`⌈L/p⌉` layers; Llama 3 §3.3.2 takes a layer off the first and last stages so
+//!   its interior stages are the busiest), which paces the pipeline.
+//! - The data-parallel collectives are counted once per iteration, as ZeRO §7
+//!   counts them (gradients accumulate over the micro-batches).
 
-use crate::job::{Job, Schedule, Sharding};
+use crate::comm::{CommKind, CommOp, Group, Link, Overlap, Phase};
+use crate::job::Job;
+use crate::parallel::Sharding;
 
 /// Bytes per element on the wire (BF16).
 pub const BF16: u64 = 2;
 
-/// Model FLOPs of one token, forward and backward.
+/// Model FLOPs of one token, forward and backward (PaLM convention).
 pub fn flops_per_token(job: &Job) -> f64 {
     let m = &job.model;
     let attn = 6.0 * f64::from(m.layers) * f64::from(m.heads) * job.seq_len as f64 * (m.head_qk() + m.head_v()) as f64;
@@ -25,216 +31,490 @@ pub fn flops_per_token(job: &Job) -> f64 {
 
 /// Model FLOPs of one iteration (`global_batch · seq_len` tokens).
 pub fn flops_per_iteration(job: &Job) -> f64 {
-    flops_per_token(job) * (job.global_batch * job.seq_len) as f64
+    flops_per_token(job) * job.tokens() as f64
 }
 
 /// The pipeline bubble: idle time over ideal compute time, `(p−1)/m` for 1F1B and
 /// `(p−1)/(v·m)` interleaved (Narayanan et al. SC'21 §2.2).
 pub fn bubble(job: &Job) -> f64 {
-    let p = f64::from(job.parallel.pp);
-    let m = job.micro_batches() as f64;
-    match job.parallel.schedule {
-        Schedule::OneFOneB => (p - 1.0) / m,
-        Schedule::Interleaved(v) => (p - 1.0) / (f64::from(v) * m),
-    }
-}
-
-/// What one GPU sends in one iteration, bytes, by parallelism.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct BytesPerGpu {
-    /// Tensor parallel: 4 all-reduces of one activation per layer and micro-batch
-    /// (2 forward, 2 backward; Korthikanti et al. §4.2.2), inside NVLink.
-    pub tp: f64,
-    /// Pipeline: one activation forward and one gradient backward per micro-batch
-    /// at an interior stage boundary, split over the TP ranks (`S_act/t` each);
-    /// `v` times that interleaved.
-    pub pp: f64,
-    /// Data parallel: the gradient and parameter collectives of the sharding.
-    pub dp: f64,
-    /// Expert parallel: 4 all-to-alls per MoE layer and micro-batch (dispatch and
-    /// combine, forward and backward) of `T·k·h` elements.
-    pub ep: f64,
-    /// Context parallel: K and V chunks gathered in forward and again in
-    /// backward, dK/dV reduce-scattered: `3·(c−1)` chunks per layer and micro-batch.
-    pub cp: f64,
+    job.parallel.schedule.bubble(job.parallel.pp, job.micro_batches())
 }
 
 /// One activation tensor between layers on one rank, bytes: `b·(s/c)·h·β`.
-pub fn activation_bytes(job: &Job) -> f64 {
-    (job.micro_batch * job.seq_len / u64::from(job.parallel.cp) * job.model.hidden * BF16) as f64
+pub fn activation_bytes(job: &Job) -> u64 {
+    job.micro_batch * job.seq_len / u64::from(job.parallel.cp) * job.model.hidden * BF16
 }
 
-/// The bytes each GPU sends per iteration.
-pub fn bytes_per_gpu(job: &Job) -> BytesPerGpu {
-    let p = &job.parallel;
-    let m = &job.model;
-    let (t, pp, c, e) = (f64::from(p.tp), f64::from(p.pp), f64::from(p.cp), f64::from(p.ep));
-    let d = job.dp() as f64;
-    let mb = job.micro_batches() as f64;
-    let s_act = activation_bytes(job);
-    let layers_per_stage = f64::from(m.layers) / pp;
-    let tp = if p.tp > 1 {
-        mb * layers_per_stage * 4.0 * 2.0 * (t - 1.0) / t * s_act
-    } else {
-        0.0
-    };
-    let v = match p.schedule {
-        Schedule::OneFOneB => 1.0,
-        Schedule::Interleaved(v) => f64::from(v),
-    };
-    let pp_bytes = if p.pp > 1 { 2.0 * mb * v * s_act / t } else { 0.0 };
-    // dense parameters per model-parallel shard; experts are sharded over ep too
-    let dense = (m.params() - m.expert_params()) as f64 / (t * pp);
-    let experts = m.expert_params() as f64 / (t * pp * e);
-    let ring = |n: f64| if n > 1.0 { (n - 1.0) / n } else { 0.0 };
-    let factor = match p.sharding {
-        Sharding::Ddp | Sharding::Zero1 | Sharding::FsdpNoReshard => 2.0,
-        Sharding::Zero3 => 3.0,
-    };
-    // dense gradients reduce over dp × cp; expert gradients over the expert-data-parallel group
-    let dp = factor * ring(d * c) * dense * BF16 as f64 + factor * ring(d * c / e) * experts * BF16 as f64;
-    let ep = match &m.moe {
-        Some(moe) if p.ep > 1 => {
-            let tokens = (job.micro_batch * job.seq_len) as f64 / c;
-            mb * (f64::from(m.moe_layers()) / pp)
-                * 4.0
-                * ring(e)
-                * tokens
-                * f64::from(moe.top_k)
-                * m.hidden as f64
-                * BF16 as f64
+/// Achieved model TFLOP/s per GPU of `job` at an iteration time.
+pub fn tflops_per_gpu(job: &Job, iteration_s: f64) -> f64 {
+    flops_per_iteration(job) / f64::from(job.gpus) / iteration_s / 1e12
+}
+
+/// What one GPU sends in one iteration, bytes, by the parallelism that sends it.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct BytesPerGpu {
+    /// Tensor parallel.
+    pub tp: f64,
+    /// Pipeline point-to-point.
+    pub pp: f64,
+    /// Data parallel, dense and expert.
+    pub dp: f64,
+    /// Expert parallel (all-to-all).
+    pub ep: f64,
+    /// Context parallel.
+    pub cp: f64,
+}
+
+/// Time of one communication operation on some network.
+pub trait Network {
+    /// Seconds one occurrence of `op` takes, start to finish, for the rank that
+    /// issued it.
+    fn op_time_s(&self, op: &CommOp) -> f64;
+}
+
+/// A network without contention: a rank sends at `net_gbs` across the network
+/// and at `nvlink_gbs` inside an NVLink domain, after a fixed latency per
+/// operation. An operation takes `latency + sent / bandwidth`, i.e. its bytes at
+/// the nccl-tests bus bandwidth (`CommKind::bus_factor`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct IdealNetwork {
+    /// Scale-out bandwidth per GPU and direction, GB/s (10^9 B/s).
+    pub net_gbs: f64,
+    /// NVLink bandwidth per GPU and direction, GB/s.
+    pub nvlink_gbs: f64,
+    /// Fixed cost per operation, seconds.
+    pub latency_s: f64,
+}
+
+impl IdealNetwork {
+    /// `net_gbs` per GPU across the network, the GPU's NVLink inside, no latency.
+    pub fn new(gpu: &crate::gpu::Gpu, net_gbs: f64) -> IdealNetwork {
+        IdealNetwork {
+            net_gbs,
+            nvlink_gbs: gpu.nvlink_gbs,
+            latency_s: 0.0,
         }
-        _ => 0.0,
-    };
-    let cp = if p.cp > 1 {
-        let kv_heads = f64::from(m.kv_heads) / t;
-        let chunk = 2.0 * (job.micro_batch * job.seq_len) as f64 / c * kv_heads * m.head_qk() as f64 * BF16 as f64;
-        mb * layers_per_stage * 3.0 * (c - 1.0) * chunk
-    } else {
-        0.0
-    };
-    BytesPerGpu {
-        tp,
-        pp: pp_bytes,
-        dp,
-        ep,
-        cp,
     }
 }
 
-/// Iteration time on an ideal network, seconds: compute at `efficiency` of the
-/// GPU's peak, stretched by the pipeline bubble, plus the data-parallel and
-/// pipeline traffic not hidden behind compute sent at `net_gbs` GB/s per GPU
-/// (`exposed` of it; 0 when the network keeps up with overlap). A network model
-/// replaces the last term with measured collective times.
-pub fn ideal_iteration_s(job: &Job, efficiency: f64, net_gbs: f64, exposed: f64) -> f64 {
-    let per_gpu = flops_per_iteration(job) / f64::from(job.gpus);
-    let compute = per_gpu / (job.gpu.bf16_tflops * 1e12 * efficiency) * (1.0 + bubble(job));
-    let b = bytes_per_gpu(job);
-    compute + exposed * (b.dp + b.pp + b.ep + b.cp) / (net_gbs * 1e9)
+impl Network for IdealNetwork {
+    fn op_time_s(&self, op: &CommOp) -> f64 {
+        let gbs = match op.link {
+            Link::NvLink => self.nvlink_gbs,
+            Link::Network => self.net_gbs,
+        };
+        self.latency_s + op.sent() / (gbs * 1e9)
+    }
 }
 
-/// Achieved model TFLOP/s per GPU at an iteration time.
-pub fn tflops_per_gpu(job: &Job, iteration_s: f64) -> f64 {
-    flops_per_iteration(job) / f64::from(job.gpus) / iteration_s / 1e12
+/// Compute of one micro-batch on one GPU of the busiest stage, FLOPs.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct StageCompute {
+    /// Forward pass (a third of the total: the backward computes two GEMMs per
+    /// forward GEMM, input and weight gradients).
+    pub forward_flops: f64,
+    /// Backward pass.
+    pub backward_flops: f64,
+}
+
+/// An iteration's time and where it goes, seconds.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct IterationTime {
+    /// Compute of every micro-batch on the busiest stage.
+    pub compute_s: f64,
+    /// Pipeline bubble: idle time at fill and drain.
+    pub bubble_s: f64,
+    /// Communication on the critical path: exposed operations of every
+    /// micro-batch, and whatever overlapped operations do not hide.
+    pub exposed_comm_s: f64,
+    /// The sum.
+    pub total_s: f64,
+}
+
+/// Why a kernel efficiency could not be fitted.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum FitError {
+    /// A published figure that is not a positive number.
+    #[error("fit a kernel efficiency: target {0} TFLOP/s per GPU is not a positive number")]
+    BadTarget(f64),
+    /// A figure above what the model reaches at 100% efficiency.
+    #[error(
+        "fit a kernel efficiency: {target} TFLOP/s per GPU is above the {max:.1} the model reaches at 100% efficiency"
+    )]
+    Unreachable {
+        /// The published figure.
+        target: f64,
+        /// The model's ceiling.
+        max: f64,
+    },
+}
+
+/// One iteration of a job, as one GPU of the busiest stage sees it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Iteration {
+    /// Model FLOPs of the whole job's iteration.
+    pub flops: f64,
+    /// GPUs of the job.
+    pub gpus: u32,
+    /// Dense BF16 peak of one GPU, FLOP/s.
+    pub peak_flops: f64,
+    /// Pipeline stages `p`.
+    pub pp: u32,
+    /// Model chunks per stage `v`.
+    pub virtual_stages: u32,
+    /// Micro-batches per pipeline `m`.
+    pub micro_batches: u64,
+    /// Layers on the busiest stage, `⌈L/p⌉`.
+    pub stage_layers: u32,
+    /// Compute per micro-batch.
+    pub stage: StageCompute,
+    /// Communication of one GPU per iteration.
+    pub ops: Vec<CommOp>,
+}
+
+impl Iteration {
+    /// Build the iteration of a checked job.
+    pub fn of(job: &Job) -> Iteration {
+        let model = &job.model;
+        let p = &job.parallel;
+        let (t, pp, c) = (u64::from(p.tp), u64::from(p.pp), u64::from(p.cp));
+        let m = job.micro_batches();
+        let v = p.schedule.virtual_stages();
+        let stage_layers = model.layers.div_ceil(p.pp);
+        let moe_stage_layers = u64::from(model.moe_layers().div_ceil(p.pp));
+
+        // Compute: the busiest stage runs ⌈L/p⌉ layers, or its share of the
+        // whole model when the embeddings outweigh that (p = 1).
+        let per_token = flops_per_token(job);
+        let outside_layers = 6.0 * (2 * model.vocab * model.hidden + model.hidden) as f64;
+        let per_layer = (per_token - outside_layers) / f64::from(model.layers);
+        let stage_per_token = (per_layer * f64::from(stage_layers)).max(per_token / pp as f64);
+        let per_micro_batch = stage_per_token * (job.micro_batch * job.seq_len) as f64 / (t * c) as f64;
+        let stage = StageCompute {
+            forward_flops: per_micro_batch / 3.0,
+            backward_flops: per_micro_batch * 2.0 / 3.0,
+        };
+
+        let mut ops = Vec::new();
+        let dp = job.dp();
+        let domain = u64::from(job.gpu.nvlink_domain);
+        let link = |g: Group| {
+            if domain.is_multiple_of(p.span(g, dp)) {
+                Link::NvLink
+            } else {
+                Link::Network
+            }
+        };
+        let layer_ops = m * u64::from(stage_layers);
+        let s_act = activation_bytes(job);
+        let mut push = |label: &str, kind, group, ranks: u64, bytes: u64, count: u64, phase, overlap| {
+            if ranks > 1 && count > 0 && bytes > 0 {
+                ops.push(CommOp {
+                    label: label.into(),
+                    kind,
+                    group,
+                    // every group size divides the job's GPUs, a u32
+                    ranks: ranks as u32,
+                    bytes,
+                    count,
+                    phase,
+                    overlap,
+                    link: link(group),
+                });
+            }
+        };
+        use CommKind::*;
+        use Overlap::Exposed;
+        use Phase::{Backward, Forward};
+
+        // Tensor parallel, per layer: two all-reduces of an activation forward, two
+        // backward (Korthikanti et al. §4.2.1); with sequence parallelism each
+        // becomes a reduce-scatter and an all-gather, and backward re-gathers the
+        // two sequence-sharded inputs of the column-parallel GEMMs (§4.2.2).
+        if p.sequence_parallel {
+            push("tp", AllGather, Group::Tp, t, s_act, 2 * layer_ops, Forward, Exposed);
+            push(
+                "tp",
+                ReduceScatter,
+                Group::Tp,
+                t,
+                s_act,
+                2 * layer_ops,
+                Forward,
+                Exposed,
+            );
+            push("tp", AllGather, Group::Tp, t, s_act, 4 * layer_ops, Backward, Exposed);
+            push(
+                "tp",
+                ReduceScatter,
+                Group::Tp,
+                t,
+                s_act,
+                2 * layer_ops,
+                Backward,
+                Exposed,
+            );
+        } else {
+            push("tp", AllReduce, Group::Tp, t, s_act, 2 * layer_ops, Forward, Exposed);
+            push("tp", AllReduce, Group::Tp, t, s_act, 2 * layer_ops, Backward, Exposed);
+        }
+
+        // Context parallel, per layer: this rank's K and V chunk is
+        // `b·(s/c)·(g/t)·(d_qk + d_v)·β`; forward all-gathers them, backward gathers
+        // them again and reduce-scatters dK/dV (Megatron's context-parallel guide;
+        // Llama 3 §3.3.2 all-gathers without ring overlap).
+        let kv_chunk = job.micro_batch * job.seq_len / c * u64::from(model.kv_heads) / t
+            * (model.head_qk() + model.head_v())
+            * BF16;
+        push(
+            "cp-kv",
+            AllGather,
+            Group::Cp,
+            c,
+            c * kv_chunk,
+            layer_ops,
+            Forward,
+            Exposed,
+        );
+        push(
+            "cp-kv",
+            AllGather,
+            Group::Cp,
+            c,
+            c * kv_chunk,
+            layer_ops,
+            Backward,
+            Exposed,
+        );
+        push(
+            "cp-dkv",
+            ReduceScatter,
+            Group::Cp,
+            c,
+            c * kv_chunk,
+            layer_ops,
+            Backward,
+            Exposed,
+        );
+
+        // Expert parallel, per MoE layer: dispatch and combine all-to-alls forward,
+        // their gradients backward, each of the `T·k·h·β` bytes of the tokens this
+        // rank routes (dropless), times the router skew for the busiest rank.
+        if let Some(moe) = &model.moe {
+            let tokens = job.micro_batch * job.seq_len / c / if p.sequence_parallel { t } else { 1 };
+            let bytes = (tokens * u64::from(moe.top_k) * model.hidden * BF16) as f64 * job.router_skew;
+            let n = m * moe_stage_layers;
+            push(
+                "ep",
+                AllToAll,
+                Group::Ep,
+                u64::from(p.ep),
+                bytes.round() as u64,
+                2 * n,
+                Forward,
+                Exposed,
+            );
+            push(
+                "ep",
+                AllToAll,
+                Group::Ep,
+                u64::from(p.ep),
+                bytes.round() as u64,
+                2 * n,
+                Backward,
+                Exposed,
+            );
+        }
+
+        // Pipeline: per micro-batch and model chunk, one activation forward and one
+        // gradient backward across each stage boundary, split over the TP ranks
+        // (SC'21 §4.1 scatter/gather; AICB's `pp_comm` divides by t the same way).
+        push(
+            "pp",
+            SendRecv,
+            Group::Pp,
+            2u64.min(pp),
+            s_act / t,
+            m * u64::from(v),
+            Forward,
+            Exposed,
+        );
+        push(
+            "pp",
+            SendRecv,
+            Group::Pp,
+            2u64.min(pp),
+            s_act / t,
+            m * u64::from(v),
+            Backward,
+            Exposed,
+        );
+
+        // Data parallel: gradients and parameters of this rank's shard, dense over
+        // dp × cp (Megatron's `intra_dp_cp_group`), experts over dp × cp / ep.
+        let dp_cp = u64::from(dp) * c;
+        let e = u64::from(p.ep);
+        let (dense, experts) = if e > 1 {
+            (model.params() - model.expert_params(), model.expert_params())
+        } else {
+            (model.params(), 0)
+        };
+        let shards = [
+            ("dp", Group::Dp, dp_cp, dense * BF16 / (t * pp)),
+            ("expert-dp", Group::ExpertDp, dp_cp / e, experts * BF16 / (t * pp * e)),
+        ];
+        for (label, group, n, bytes) in shards {
+            let grads = format!("{label}-grads");
+            let params = format!("{label}-params");
+            match p.sharding {
+                Sharding::None => push(&grads, AllReduce, group, n, bytes, 1, Backward, Overlap::Backward),
+                Sharding::Zero1 | Sharding::Zero2 => {
+                    push(&grads, ReduceScatter, group, n, bytes, 1, Backward, Overlap::Backward);
+                    push(&params, AllGather, group, n, bytes, 1, Forward, Overlap::Forward);
+                }
+                Sharding::Zero3 | Sharding::Fsdp => {
+                    push(&params, AllGather, group, n, bytes, 1, Forward, Overlap::Forward);
+                    push(&params, AllGather, group, n, bytes, 1, Backward, Overlap::Backward);
+                    push(&grads, ReduceScatter, group, n, bytes, 1, Backward, Overlap::Backward);
+                }
+                Sharding::FsdpNoReshard => {
+                    push(&params, AllGather, group, n, bytes, 1, Forward, Overlap::Forward);
+                    push(&grads, ReduceScatter, group, n, bytes, 1, Backward, Overlap::Backward);
+                }
+            }
+        }
+
+        Iteration {
+            flops: flops_per_iteration(job),
+            gpus: job.gpus,
+            peak_flops: job.gpu.bf16_tflops * 1e12,
+            pp: p.pp,
+            virtual_stages: v,
+            micro_batches: m,
+            stage_layers,
+            stage,
+            ops,
+        }
+    }
+
+    /// Pipeline bubble over ideal compute: `(p − 1) / (v·m)`.
+    pub fn bubble(&self) -> f64 {
+        if self.micro_batches == 0 {
+            return 0.0;
+        }
+        f64::from(self.pp.saturating_sub(1)) / (f64::from(self.virtual_stages.max(1)) * self.micro_batches as f64)
+    }
+
+    /// Bytes one GPU sends per iteration, by parallelism.
+    pub fn bytes_per_gpu(&self) -> BytesPerGpu {
+        let mut b = BytesPerGpu::default();
+        for op in &self.ops {
+            let slot = match op.group {
+                Group::Tp => &mut b.tp,
+                Group::Pp => &mut b.pp,
+                Group::Dp | Group::ExpertDp => &mut b.dp,
+                Group::Ep => &mut b.ep,
+                Group::Cp => &mut b.cp,
+            };
+            *slot += op.sent_per_iteration();
+        }
+        b
+    }
+
+    /// Forward and backward compute of one micro-batch on the busiest stage at
+    /// `efficiency` of the GPU's peak, seconds.
+    pub fn compute_per_micro_batch_s(&self, efficiency: f64) -> (f64, f64) {
+        let rate = self.peak_flops * efficiency;
+        (self.stage.forward_flops / rate, self.stage.backward_flops / rate)
+    }
+
+    /// Iteration time at `efficiency` (achieved over peak FLOP/s in the kernels)
+    /// with communication priced by `net`:
+    ///
+    /// ```text
+    /// slot  = t_f + t_b + exposed comm of one micro-batch
+    /// total = m·slot·(1 + bubble)
+    ///       + max(0, backward-overlapped comm − t_b) + max(0, forward-overlapped comm − t_f)
+    /// ```
+    ///
+    /// Exposed operations stretch every micro-batch, and the fill and drain of the
+    /// pipeline with it; gradient reduction hides behind the last micro-batch's
+    /// backward, parameter gathering behind the first one's forward.
+    pub fn time(&self, net: &dyn Network, efficiency: f64) -> IterationTime {
+        let m = self.micro_batches.max(1) as f64;
+        let (t_f, t_b) = self.compute_per_micro_batch_s(efficiency);
+        let (mut exposed, mut behind_b, mut behind_f) = (0.0, 0.0, 0.0);
+        for op in &self.ops {
+            let s = net.op_time_s(op) * op.count as f64;
+            match op.overlap {
+                Overlap::Exposed => exposed += s / m,
+                Overlap::Backward => behind_b += s,
+                Overlap::Forward => behind_f += s,
+            }
+        }
+        let bubble = self.bubble();
+        let slot = t_f + t_b + exposed;
+        let left = (behind_b - t_b).max(0.0) + (behind_f - t_f).max(0.0);
+        IterationTime {
+            compute_s: m * (t_f + t_b),
+            bubble_s: m * slot * bubble,
+            exposed_comm_s: m * exposed + left,
+            total_s: m * slot * (1.0 + bubble) + left,
+        }
+    }
+
+    /// Achieved model TFLOP/s per GPU at an iteration time.
+    pub fn tflops_per_gpu(&self, iteration_s: f64) -> f64 {
+        self.flops / f64::from(self.gpus) / iteration_s / 1e12
+    }
+
+    /// The kernel efficiency at which this iteration reaches `tflops_per_gpu` on
+    /// `net` (bisection; the achieved rate rises with efficiency).
+    pub fn fit_efficiency(&self, net: &dyn Network, tflops_per_gpu: f64) -> Result<f64, FitError> {
+        if !(tflops_per_gpu.is_finite() && tflops_per_gpu > 0.0) {
+            return Err(FitError::BadTarget(tflops_per_gpu));
+        }
+        let rate = |eff: f64| self.tflops_per_gpu(self.time(net, eff).total_s);
+        let max = rate(1.0);
+        if tflops_per_gpu > max {
+            return Err(FitError::Unreachable {
+                target: tflops_per_gpu,
+                max,
+            });
+        }
+        let (mut lo, mut hi) = (0.0f64, 1.0f64);
+        for _ in 0..100 {
+            let mid = 0.5 * (lo + hi);
+            if rate(mid) < tflops_per_gpu {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        Ok(hi)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::job::{JobSpec, Parallelism};
+    use crate::job::JobSpec;
 
-    /// A job of `model` on `gpus` with (tp, pp, cp, ep), `seq` tokens, `batch` sequences.
-    fn job(model: &str, gpus: u32, [tp, pp, cp, ep]: [u32; 4], seq: u64, batch: u64) -> Job {
-        JobSpec {
-            name: "t".into(),
-            model: Some(model.into()),
-            custom_model: None,
-            gpu: "h100".into(),
-            gpus,
-            parallel: Parallelism {
-                tp,
-                pp,
-                cp,
-                ep,
-                schedule: Schedule::OneFOneB,
-                sharding: Sharding::FsdpNoReshard,
-            },
-            seq_len: seq,
-            global_batch: batch,
-            micro_batch: 1,
-        }
-        .check(1 << 20)
-        .unwrap()
-    }
-
-    fn close(got: f64, want: f64, tol: f64) {
-        assert!(((got - want) / want).abs() <= tol, "got {got:e}, want {want:e}");
-    }
-
-    /// Llama 3 405B at 8K, 2,048 sequences: 2.638×10^12 FLOPs per token and
-    /// 4.43×10^19 per iteration (training-workloads.md §3.3, PaLM convention).
-    #[test]
-    fn flops_match_the_closed_form() {
-        let j = job("llama3-405b", 8192, [8, 16, 1, 1], 8192, 2048);
-        // the closed form, written out: 6N + 12·L·a·d_h·s
-        let n = 405_853_388_800f64;
-        let closed = 6.0 * n + 12.0 * 126.0 * 128.0 * 128.0 * 8192.0;
-        close(flops_per_token(&j), closed, 1e-12);
-        close(flops_per_token(&j), 2.638e12, 0.02);
-        close(flops_per_iteration(&j), 4.43e19, 0.02);
-        // MoE counts active parameters: Mixtral at 4K
-        let x = job("mixtral-8x7b", 64, [1, 1, 1, 8], 4096, 64);
-        let closed = 6.0 * 12_879_925_248f64 + 12.0 * 32.0 * 32.0 * 128.0 * 4096.0;
-        close(flops_per_token(&x), closed, 1e-12);
+    fn job(toml: &str) -> Job {
+        JobSpec::from_toml(toml).unwrap().check(1 << 20).unwrap()
     }
 
     #[test]
-    fn bubble_of_1f1b_and_interleaved() {
-        let mut j = job("llama3-405b", 8192, [8, 16, 1, 1], 8192, 2048);
-        assert_eq!(j.micro_batches(), 32);
-        close(bubble(&j), 15.0 / 32.0, 1e-12);
-        j.parallel.schedule = Schedule::Interleaved(4);
-        close(bubble(&j), 15.0 / 128.0, 1e-12);
-    }
-
-    /// training-workloads.md §4.6: Llama 3 405B on 8,192 GPUs (TP8 PP16 DP64,
-    /// b = 1, m = 32): TP ≈ 441 GiB, PP 1 GiB each way, FSDP ≈ 12.5 GB per GPU.
-    #[test]
-    fn bytes_per_gpu_match_the_worked_example() {
-        let j = job("llama3-405b", 8192, [8, 16, 1, 1], 8192, 2048);
-        let b = bytes_per_gpu(&j);
-        let gib = (1u64 << 30) as f64;
-        // 4 × 2·7/8 × 256 MiB × 7.875 layers × 32
-        close(
-            b.tp,
-            4.0 * 2.0 * 7.0 / 8.0 * 256.0 * (1 << 20) as f64 * 7.875 * 32.0,
-            1e-12,
-        );
-        close(b.tp / gib, 441.0, 0.01);
-        close(b.pp / gib, 2.0, 1e-12);
-        close(b.dp, 12.5e9, 0.02);
-        assert_eq!((b.ep, b.cp), (0.0, 0.0));
-        // all-to-all of an MoE layer: 4 × (e−1)/e × tokens·k·h·2 per layer and micro-batch
-        let x = job("mixtral-8x7b", 64, [1, 1, 1, 8], 4096, 64);
-        let per_layer = 4.0 * 7.0 / 8.0 * 4096.0 * 2.0 * 4096.0 * 2.0;
-        close(bytes_per_gpu(&x).ep, per_layer * 32.0 * x.micro_batches() as f64, 1e-12);
-        // context parallel: 3·(c−1) KV chunks of 2·b·(s/c)·(g/t)·d_h·2 per layer
-        let c = job("llama3-405b", 16_384, [8, 16, 16, 1], 131_072, 128);
-        let chunk = 2.0 * 8192.0 * 1.0 * 128.0 * 2.0;
-        close(
-            bytes_per_gpu(&c).cp,
-            c.micro_batches() as f64 * 7.875 * 3.0 * 15.0 * chunk,
-            1e-12,
-        );
-    }
-
-    #[test]
-    fn achieved_tflops_is_flops_over_time() {
-        let j = job("llama3-405b", 8192, [8, 16, 1, 1], 8192, 2048);
-        // 4.43e19 FLOPs over 8,192 GPUs in 12.6 s is the paper's 430 TFLOP/s per GPU (§3.3)
-        close(tflops_per_gpu(&j, 12.6), 430.0, 0.02);
-        let t = ideal_iteration_s(&j, 0.5, 50.0, 0.0);
-        close(tflops_per_gpu(&j, t), 989.0 * 0.5 / (1.0 + 15.0 / 32.0), 1e-9);
+    fn a_single_gpu_job_has_no_communication_and_no_bubble() {
+        let j =
+            job("name = \"x\"\nmodel = \"llama3-8b\"\ngpu = \"h100\"\ngpus = 1\nseq_len = 4096\nglobal_batch = 8\n");
+        let it = Iteration::of(&j);
+        assert!(it.ops.is_empty(), "{:?}", it.ops);
+        assert_eq!(it.bubble(), 0.0);
+        // the whole model on one GPU: stage compute × micro-batches = the iteration
+        let total = (it.stage.forward_flops + it.stage.backward_flops) * it.micro_batches as f64;
+        assert!((total / it.flops - 1.0).abs() < 1e-12);
+        let t = it.time(&IdealNetwork::new(&j.gpu, 50.0), 0.5);
+        assert!((it.tflops_per_gpu(t.total_s) - 989.0 * 0.5).abs() < 1e-9);
     }
 }

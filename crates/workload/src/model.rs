@@ -24,6 +24,14 @@ pub struct Moe {
     /// The first layers that are dense (FFN size `ffn`) before the MoE layers.
     #[serde(default)]
     pub dense_layers: u32,
+    /// After the dense layers, every `every`-th layer is a MoE layer (1: all of
+    /// them; 2: alternate MoE and dense, as Megatron's `--moe-layer-freq 2`).
+    #[serde(default = "one")]
+    pub every: u32,
+}
+
+fn one() -> u32 {
+    1
 }
 
 /// DeepSeek's multi-head latent attention.
@@ -68,6 +76,16 @@ pub struct Model {
     pub mla: Option<Mla>,
 }
 
+/// A model dimension that does not hold what it must.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("{field}: {why}")]
+pub struct ModelError {
+    /// The field, as a scenario spells it under the model's table.
+    pub field: &'static str,
+    /// What is wrong.
+    pub why: String,
+}
+
 /// The presets' names, as a scenario spells them.
 pub const PRESETS: &[&str] = &["llama3-8b", "llama3-70b", "llama3-405b", "mixtral-8x7b", "deepseek-v3"];
 
@@ -108,6 +126,7 @@ impl Model {
                     shared_experts: 0,
                     expert_ffn: 14_336,
                     dense_layers: 0,
+                    every: 1,
                 }),
                 mla: None,
             },
@@ -130,6 +149,7 @@ impl Model {
                     shared_experts: 1,
                     expert_ffn: 2_048,
                     dense_layers: 3,
+                    every: 1,
                 }),
                 mla: Some(Mla {
                     q_lora: 1_536,
@@ -146,7 +166,7 @@ impl Model {
     /// Per-head dimension of queries and keys (GQA: `h / a`).
     pub fn head_qk(&self) -> u64 {
         match &self.mla {
-            Some(m) => m.qk_nope + m.qk_rope,
+            Some(m) => m.qk_nope.saturating_add(m.qk_rope),
             None => self.hidden / u64::from(self.heads.max(1)),
         }
     }
@@ -161,61 +181,166 @@ impl Model {
 
     /// Parameters of one layer's attention block, its norms included.
     pub fn attention_params(&self) -> u64 {
+        narrow(self.attention_wide())
+    }
+
+    fn attention_wide(&self) -> u128 {
         let (h, a) = (self.hidden, u64::from(self.heads));
-        let norms = 2 * h;
+        let norms = prod(&[2, h]);
         match &self.mla {
-            Some(m) => {
-                let q = h * m.q_lora + m.q_lora * a * (m.qk_nope + m.qk_rope);
-                let kv = h * (m.kv_lora + m.qk_rope) + m.kv_lora * a * (m.qk_nope + m.v_head);
-                let o = a * m.v_head * h;
-                q + kv + o + m.q_lora + m.kv_lora + norms
-            }
+            Some(m) => sum(&[
+                prod(&[h, m.q_lora]),
+                prod(&[m.q_lora, a, m.qk_nope.saturating_add(m.qk_rope)]),
+                prod(&[h, m.kv_lora.saturating_add(m.qk_rope)]),
+                prod(&[m.kv_lora, a, m.qk_nope.saturating_add(m.v_head)]),
+                prod(&[a, m.v_head, h]),
+                u128::from(m.q_lora),
+                u128::from(m.kv_lora),
+                norms,
+            ]),
             None => {
-                let kv = u64::from(self.kv_heads) * self.head_qk();
-                2 * h * h + 2 * h * kv + norms
+                let kv = prod(&[u64::from(self.kv_heads), self.head_qk()]);
+                sum(&[prod(&[2, h, h]), prod(&[2, h]).saturating_mul(kv), norms])
             }
         }
+    }
+
+    /// Whether layer `i` (0-based) has a mixture of experts: the layers after the
+    /// first `dense_layers`, every `every`-th of them.
+    pub fn is_moe_layer(&self, i: u32) -> bool {
+        self.moe.as_ref().is_some_and(|m| {
+            i < self.layers && i >= m.dense_layers && (i - m.dense_layers).is_multiple_of(m.every.max(1))
+        })
     }
 
     /// Layers with a mixture of experts.
     pub fn moe_layers(&self) -> u32 {
-        self.moe
-            .as_ref()
-            .map_or(0, |m| self.layers - m.dense_layers.min(self.layers))
+        self.moe.as_ref().map_or(0, |m| {
+            let after = self.layers - m.dense_layers.min(self.layers);
+            after.div_ceil(m.every.max(1))
+        })
+    }
+
+    /// Check the dimensions of a model given by hand: every size at least 1, the
+    /// heads splitting the hidden size, the KV heads grouping the query heads, top-k
+    /// within the experts. The error names the field (`kv_heads`, `moe.top_k`, …).
+    pub fn check(&self) -> Result<(), ModelError> {
+        let bad = |field: &'static str, why: String| Err(ModelError { field, why });
+        for (field, v) in [
+            ("layers", u64::from(self.layers)),
+            ("hidden", self.hidden),
+            ("ffn", self.ffn),
+            ("heads", u64::from(self.heads)),
+            ("kv_heads", u64::from(self.kv_heads)),
+            ("vocab", self.vocab),
+        ] {
+            if v == 0 {
+                return bad(field, "must be at least 1".into());
+            }
+        }
+        if self.mla.is_none() && !self.hidden.is_multiple_of(u64::from(self.heads)) {
+            return bad(
+                "heads",
+                format!("{} heads do not split the hidden size {}", self.heads, self.hidden),
+            );
+        }
+        if !self.heads.is_multiple_of(self.kv_heads) {
+            return bad(
+                "kv_heads",
+                format!("{} KV heads do not group the {} query heads", self.kv_heads, self.heads),
+            );
+        }
+        if let Some(m) = &self.moe {
+            for (field, v) in [
+                ("moe.experts", u64::from(m.experts)),
+                ("moe.top_k", u64::from(m.top_k)),
+                ("moe.expert_ffn", m.expert_ffn),
+                ("moe.every", u64::from(m.every)),
+            ] {
+                if v == 0 {
+                    return bad(field, "must be at least 1".into());
+                }
+            }
+            if m.top_k > m.experts {
+                return bad(
+                    "moe.top_k",
+                    format!("{} experts per token, but only {} experts", m.top_k, m.experts),
+                );
+            }
+            if m.dense_layers >= self.layers {
+                return bad(
+                    "moe.dense_layers",
+                    format!("{} dense layers leave no MoE layer of {}", m.dense_layers, self.layers),
+                );
+            }
+        }
+        if let Some(m) = &self.mla {
+            for (field, v) in [
+                ("mla.q_lora", m.q_lora),
+                ("mla.kv_lora", m.kv_lora),
+                ("mla.qk_nope", m.qk_nope),
+                ("mla.v_head", m.v_head),
+            ] {
+                if v == 0 {
+                    return bad(field, "must be at least 1".into());
+                }
+            }
+        }
+        let total = self.count_wide(false);
+        if total > u128::from(MAX_PARAMS) {
+            return bad(
+                "hidden",
+                format!("the dimensions give {total} parameters, more than 2^53"),
+            );
+        }
+        Ok(())
     }
 
     /// Parameters of every routed expert together (what expert parallelism shards).
     pub fn expert_params(&self) -> u64 {
-        self.moe.as_ref().map_or(0, |m| {
-            u64::from(self.moe_layers()) * u64::from(m.experts) * 3 * self.hidden * m.expert_ffn
-        })
+        narrow(self.moe.as_ref().map_or(0, |m| {
+            prod(&[
+                u64::from(self.moe_layers()),
+                u64::from(m.experts),
+                3,
+                self.hidden,
+                m.expert_ffn,
+            ])
+        }))
     }
 
     /// Feed-forward parameters of one layer: (total, active per token).
-    fn ffn_params(&self, moe_layer: bool) -> (u64, u64) {
+    fn ffn_wide(&self, moe_layer: bool) -> (u128, u128) {
         let h = self.hidden;
         match (&self.moe, moe_layer) {
             (Some(m), true) => {
-                let one = 3 * h * m.expert_ffn;
-                let router = h * u64::from(m.experts);
-                let shared = u64::from(m.shared_experts) * one;
+                let one = prod(&[3, h, m.expert_ffn]);
+                let router = prod(&[h, u64::from(m.experts)]);
+                let shared = one.saturating_mul(u128::from(m.shared_experts));
                 (
-                    u64::from(m.experts) * one + shared + router,
-                    u64::from(m.top_k) * one + shared + router,
+                    sum(&[one.saturating_mul(u128::from(m.experts)), shared, router]),
+                    sum(&[one.saturating_mul(u128::from(m.top_k)), shared, router]),
                 )
             }
-            _ => (3 * h * self.ffn, 3 * h * self.ffn),
+            _ => (prod(&[3, h, self.ffn]), prod(&[3, h, self.ffn])),
         }
     }
 
+    /// The count in 128 bits, saturating: at most `u128::MAX`, never a panic.
+    fn count_wide(&self, active: bool) -> u128 {
+        let dense = u128::from(self.layers - self.moe_layers());
+        let pick = |(t, a): (u128, u128)| if active { a } else { t };
+        sum(&[
+            self.attention_wide().saturating_mul(u128::from(self.layers)),
+            pick(self.ffn_wide(false)).saturating_mul(dense),
+            pick(self.ffn_wide(true)).saturating_mul(u128::from(self.moe_layers())),
+            prod(&[2, self.vocab, self.hidden]),
+            u128::from(self.hidden),
+        ])
+    }
+
     fn count(&self, active: bool) -> u64 {
-        let dense = self.layers - self.moe_layers();
-        let pick = |(t, a): (u64, u64)| if active { a } else { t };
-        u64::from(self.layers) * self.attention_params()
-            + u64::from(dense) * pick(self.ffn_params(false))
-            + u64::from(self.moe_layers()) * pick(self.ffn_params(true))
-            + 2 * self.vocab * self.hidden
-            + self.hidden
+        narrow(self.count_wide(active))
     }
 
     /// All parameters.
@@ -227,6 +352,26 @@ impl Model {
     pub fn active_params(&self) -> u64 {
         self.count(true)
     }
+}
+
+/// The largest parameter count a model may have: every count and byte size the
+/// workload arithmetic derives from it (bytes at 8 per parameter, FLOPs as
+/// `f64`) stays exact.
+pub const MAX_PARAMS: u64 = 1 << 53;
+
+/// Saturating product in 128 bits.
+fn prod(xs: &[u64]) -> u128 {
+    xs.iter().fold(1u128, |p, &x| p.saturating_mul(u128::from(x)))
+}
+
+/// Saturating sum in 128 bits.
+fn sum(xs: &[u128]) -> u128 {
+    xs.iter().fold(0u128, |s, &x| s.saturating_add(x))
+}
+
+/// 128 bits to 64, saturating.
+fn narrow(x: u128) -> u64 {
+    u64::try_from(x).unwrap_or(u64::MAX)
 }
 
 #[cfg(test)]
