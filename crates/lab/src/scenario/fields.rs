@@ -1,0 +1,210 @@
+//! Every scenario field with its type and meaning, as `rdmalab scenario explain`
+//! prints them: the comparison form ([`FIELDS`]) and the packet-run form
+//! ([`PACKET_FIELDS`]).
+
+/// Every scenario field with its meaning and default, for `rdmalab scenario explain`.
+pub const FIELDS: &[(&str, &str, &str)] = &[
+    ("name", "string", "scenario name, printed in reports"),
+    (
+        "seed",
+        "integer, default 1",
+        "seed for every random draw; same seed, same results",
+    ),
+    (
+        "engine",
+        "packet | flow | auto, default packet",
+        "packet: every packet simulated; flow: max-min fair flows on the same routes for the variants the flow engine models (no latency probes; lossy, PFC-off, background-TCP, IPoIB and RoCEv1 variants stay at packet level); auto: packet up to 256 NICs, flow beyond; results name each variant's engine",
+    ),
+    ("cluster.servers", "integer ≥ 2", "GPU servers"),
+    (
+        "cluster.gpus_per_server",
+        "integer 1–16",
+        "GPUs per server; one NIC per GPU, one rail per GPU index",
+    ),
+    (
+        "cluster.nic_gbps",
+        "100 | 200 | 400 | 800",
+        "NIC and switch port speed; IB variants use EDR/HDR/NDR/XDR 4x",
+    ),
+    ("cluster.radix", "integer 4–255", "ports per switch"),
+    (
+        "cluster.host_leaf_m",
+        "metres, default 2",
+        "server-to-leaf cable length (copper up to 3 m)",
+    ),
+    (
+        "cluster.leaf_spine_m",
+        "metres, default 20",
+        "leaf-to-spine cable length (optics beyond 3 m)",
+    ),
+    (
+        "gpu.nvlink_gbytes",
+        "GB/s, default 450",
+        "per-GPU NVLink bandwidth in one direction (H100: 450)",
+    ),
+    (
+        "gpu.nvlink_latency_ns",
+        "ns, default 1000",
+        "latency of one NVLink transfer",
+    ),
+    (
+        "workload.collectives",
+        "list",
+        "all-reduce-ring, all-reduce-tree, all-gather, reduce-scatter, all-to-all",
+    ),
+    (
+        "workload.sizes",
+        "list of bytes, ascending",
+        "message sizes (nccl-tests' size column)",
+    ),
+    (
+        "workload.probe.bytes",
+        "bytes, default 64",
+        "small-message probe size for latency percentiles",
+    ),
+    (
+        "workload.probe.interval_us",
+        "µs, default 20",
+        "gap between probes from one NIC",
+    ),
+    (
+        "workload.incast.senders",
+        "integer",
+        "N of an N:1 incast run after the collectives",
+    ),
+    ("workload.incast.bytes", "bytes", "bytes each incast sender writes"),
+    (
+        "workload.background_tcp_load",
+        "fraction in [0, 1), default 0",
+        "background TCP per NIC, as a fraction of line rate, during the collectives on the RoCEv2 variants (DSCP 0, a lossy class sharing buffers and links with RDMA); IB, IPoIB and RoCEv1 carry none: IB has no lossy Ethernet class to share, IPoIB is itself the TCP, RoCEv1 is refused",
+    ),
+    (
+        "workload.background_tcp_cc",
+        "newreno | dctcp, default newreno",
+        "background TCP congestion control; dctcp is ECN-capable and marked where the variant has ECN on",
+    ),
+    ("variants[].id", "string", "short unique id used in results.json"),
+    ("variants[].label", "string", "human label"),
+    (
+        "variants[].fabric.kind",
+        "infiniband | rocev2 | ipoib | rocev1",
+        "the fabric the variant runs on",
+    ),
+    (
+        "variants[].fabric.engines",
+        "list, default [ftree, updn]",
+        "InfiniBand: SM routing engines in order of preference",
+    ),
+    ("variants[].fabric.pfc", "bool", "RoCEv2: PFC on the RDMA priority"),
+    (
+        "variants[].fabric.dcqcn",
+        "dcqcn-paper | nvidia-cx | hpcc-ns3",
+        "RoCEv2: DCQCN parameter profile; absent = no DCQCN",
+    ),
+    ("variants[].fabric.ecn", "bool", "RoCEv2: RED/ECN marking at switches"),
+    (
+        "variants[].fabric.lossy_hops",
+        "list of switch names",
+        "RoCEv2: switches that map the RDMA DSCP to a lossy class",
+    ),
+    (
+        "advisor.skills",
+        "infiniband | ethernet | both | neither",
+        "what the network team knows",
+    ),
+    (
+        "advisor.ethernet_estate",
+        "none | some | large",
+        "how much Ethernet the organisation already runs",
+    ),
+    ("advisor.budget", "tight | normal | ample", "budget pressure"),
+    ("advisor.sites", "integer", "sites the job must span"),
+    (
+        "prices.*",
+        "USD",
+        "unit prices and operating assumptions; see `rdmalab advise --show-prices`",
+    ),
+];
+
+/// Every field of a packet-run scenario (`sim run`), with its type and meaning.
+pub const PACKET_FIELDS: &[(&str, &str, &str)] = &[
+    (
+        "name",
+        "string, default the file name",
+        "scenario name, printed in reports",
+    ),
+    ("seed", "integer", "overrides engine.seed"),
+    (
+        "fabric.generator",
+        "fat-tree3 | leaf-spine | file",
+        "how the InfiniBand fabric is made",
+    ),
+    ("fabric.radix", "integer", "ports per switch [fat-tree3, leaf-spine]"),
+    ("fabric.pods", "integer", "pods [fat-tree3; default radix]"),
+    (
+        "fabric.hosts_per_leaf",
+        "integer",
+        "hosts per leaf [fat-tree3, leaf-spine]",
+    ),
+    ("fabric.spines", "integer", "spines [leaf-spine]"),
+    ("fabric.leaves", "integer", "leaves [leaf-spine]"),
+    (
+        "fabric.rate",
+        "4xEDR | 4xHDR | 4xNDR | …",
+        "link rate [fat-tree3, leaf-spine]",
+    ),
+    (
+        "fabric.cable_m.host_leaf / leaf_spine / spine_core",
+        "metres",
+        "cable lengths per tier [fat-tree3, leaf-spine]",
+    ),
+    (
+        "fabric.path",
+        "path",
+        "topology file (ibnetdiscover, ibsim net, HPCC or rdmalab JSON), relative to the scenario [file]",
+    ),
+    (
+        "routing.engines",
+        "[minhop | updn | ftree | dfsssp], default [minhop]",
+        "SM routing engines, tried in order",
+    ),
+    ("routing.lmc", "0–7, default 0", "LID mask control"),
+    (
+        "ib.*",
+        "see sim::IbConfig",
+        "MTU, switch latency and forwarding, buffers per VL, HCA latencies, ACK coalescing, VL arbitration, congestion control, adaptive routing",
+    ),
+    ("engine.seed", "integer, default 1", "seed for every random draw"),
+    (
+        "engine.sample_interval_ps",
+        "ps, default 0 (off)",
+        "sample utilisation and buffer occupancy this often",
+    ),
+    (
+        "engine.deadlock_check_ps",
+        "ps, default 20,000,000",
+        "look for a credit deadlock after this long without progress",
+    ),
+    (
+        "workload.kind",
+        "htsim | permutation | all-to-all | incast | write-bw | send-lat | read-lat",
+        "the traffic",
+    ),
+    ("workload.file", "path", "htsim connection matrix [htsim]"),
+    (
+        "workload.bytes",
+        "bytes",
+        "per flow [permutation (0 = endless), all-to-all, incast]",
+    ),
+    ("workload.senders", "integer", "senders to host 0 [incast]"),
+    (
+        "workload.end_us",
+        "µs",
+        "simulated time [htsim, permutation, all-to-all, incast]",
+    ),
+    (
+        "workload.size / iters / tx_depth / a / b",
+        "bytes, count, count, node names",
+        "message size, iterations, outstanding writes, the two hosts [write-bw, send-lat, read-lat]",
+    ),
+];
