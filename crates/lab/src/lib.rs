@@ -12,6 +12,7 @@ pub mod roce_variant;
 pub mod runner;
 pub mod scenario;
 pub mod tco;
+pub mod train;
 
 pub use advisor::{Advice, Answers, Evidence, FabricKind, Favours, advise};
 pub use collective::{Collective, Rank, Schedule, Transfer, Via, nccl_bandwidth};
