@@ -603,11 +603,6 @@ pub fn advice_text(a: &lab::Advice, measured: bool) -> String {
     o
 }
 
-/// The price table in use (`advise --show-prices`), as TOML that `--prices` reads back.
-pub fn prices_toml(p: &lab::PriceTable) -> Result<String, toml::ser::Error> {
-    toml::to_string_pretty(p)
-}
-
 /// Which engine produced each variant's numbers, one line per variant, when the
 /// scenario asked for another engine than the packet level (empty otherwise).
 pub fn engine_lines(r: &CompareResults) -> String {
@@ -692,12 +687,5 @@ fabric = { kind = "rocev2", pfc = true, dcqcn = "nvidia-cx", ecn = true }
         assert!(h.contains("InfiniBand NDR") && h.contains("RoCEv2 tuned"));
         assert!(!written_by_compare("{\"variants\": []}"));
         assert!(!written_by_compare("<html>generator: someone else</html>"));
-    }
-
-    #[test]
-    fn prices_toml_reads_back_as_the_same_table() {
-        let p = lab::Scenario::default_rail().prices;
-        let text = prices_toml(&p).unwrap();
-        assert_eq!(lab::PriceTable::from_toml(&text).unwrap(), p);
     }
 }

@@ -125,7 +125,7 @@ impl AdviseCmd {
             None => scenario.prices.clone(),
         };
         if self.show_prices {
-            out!("{}", report::compare::prices_toml(&prices)?);
+            out!("{}", prices.to_toml()?);
             return Ok(());
         }
         let mut answers: Answers = scenario.advisor.clone();
