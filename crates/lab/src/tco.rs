@@ -125,6 +125,12 @@ impl PriceTable {
         toml::from_str(text)
     }
 
+    /// The table as TOML that [`PriceTable::from_toml`] reads back (what
+    /// `rdmalab advise --show-prices` prints).
+    pub fn to_toml(&self) -> Result<String, toml::ser::Error> {
+        toml::to_string_pretty(self)
+    }
+
     fn scale(&self, gbps: f64) -> f64 {
         (gbps / 400.0).powf(self.rate_exponent)
     }
@@ -221,6 +227,17 @@ impl PriceTable {
 mod tests {
     use super::*;
     use fabric::{RailParams, rail};
+
+    #[test]
+    fn price_table_toml_reads_back_as_the_same_table() {
+        let p = PriceTable {
+            years: 5.0,
+            ..PriceTable::default()
+        };
+        let text = p.to_toml().unwrap();
+        assert!(text.contains("years = 5.0"), "{text}");
+        assert_eq!(PriceTable::from_toml(&text).unwrap(), p);
+    }
 
     #[test]
     fn bom_counts_match_the_topology() {

@@ -520,9 +520,32 @@ pub fn html(r: &CompareResults) -> String {
     .render()
 }
 
-/// results.json.
+/// The results as pretty JSON (the body of results.json).
 pub fn json(r: &CompareResults) -> String {
     serde_json::to_string_pretty(r).unwrap_or_else(|e| format!("{{\"error\": \"cannot serialise results: {e}\"}}"))
+}
+
+/// The key results.json opens with: `compare` replaces only files that carry it
+/// (or [`HTML_MARK`]).
+pub const RESULTS_MARK: &str = "\"generator\": \"rdmalab compare\"";
+
+/// The first line of report.html, for the same purpose as [`RESULTS_MARK`].
+pub const HTML_MARK: &str = "<!-- generator: rdmalab compare -->";
+
+/// results.json as `compare` writes it (and prints it for `--json`): [`json`]
+/// with [`RESULTS_MARK`] as its first key.
+pub fn results_file(r: &CompareResults) -> String {
+    json(r).replacen('{', &format!("{{\n  {RESULTS_MARK},"), 1)
+}
+
+/// report.html as `compare` writes it: [`HTML_MARK`], then [`html`].
+pub fn html_file(r: &CompareResults) -> String {
+    format!("{HTML_MARK}\n{}", html(r))
+}
+
+/// Whether `text` is a file `compare` wrote: it carries either mark.
+pub fn written_by_compare(text: &str) -> bool {
+    text.contains(RESULTS_MARK) || text.contains(HTML_MARK)
 }
 
 /// The advisor's output for the terminal: the decision table, the TCO and the
@@ -599,4 +622,70 @@ pub fn engine_lines(r: &CompareResults) -> String {
 /// The closing line of `compare`: where the report and the results went.
 pub fn wrote_line(html: &std::path::Path, json: &std::path::Path) -> String {
     format!("\nwrote {} and {}\n", html.display(), json.display())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// 4 servers × 2 GPUs, InfiniBand against tuned RoCEv2, one collective.
+    const SMALL: &str = r#"
+name = "tiny"
+seed = 7
+
+[cluster]
+servers = 4
+gpus_per_server = 2
+nic_gbps = 400
+radix = 16
+
+[workload]
+collectives = ["all-reduce-ring"]
+sizes = [1048576]
+
+[[variants]]
+id = "ib"
+label = "InfiniBand NDR"
+fabric = { kind = "infiniband", engines = ["ftree"] }
+
+[[variants]]
+id = "roce-tuned"
+label = "RoCEv2 tuned"
+fabric = { kind = "rocev2", pfc = true, dcqcn = "nvidia-cx", ecn = true }
+"#;
+
+    fn results() -> CompareResults {
+        let s = lab::Scenario::from_toml(SMALL, "tiny.toml").unwrap();
+        lab::compare::run(&s, &mut |_| {}).unwrap()
+    }
+
+    #[test]
+    fn results_file_opens_with_the_mark_and_parses_back() {
+        let r = results();
+        let text = results_file(&r);
+        assert!(
+            text.starts_with("{\n  \"generator\": \"rdmalab compare\",\n  \""),
+            "{}",
+            &text[..80]
+        );
+        assert!(written_by_compare(&text));
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["generator"], "rdmalab compare");
+        assert_eq!(v["variants"].as_array().unwrap().len(), 2);
+        // advise reads results.json back, the mark notwithstanding.
+        let back: CompareResults = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.variants.len(), 2);
+        assert_eq!(text.replacen(&format!("\n  {RESULTS_MARK},"), "", 1), json(&r));
+    }
+
+    #[test]
+    fn html_file_opens_with_the_mark() {
+        let r = results();
+        let h = html_file(&r);
+        assert!(h.starts_with("<!-- generator: rdmalab compare -->\n"), "{}", &h[..80]);
+        assert!(written_by_compare(&h));
+        assert!(h.contains("InfiniBand NDR") && h.contains("RoCEv2 tuned"));
+        assert!(!written_by_compare("{\"variants\": []}"));
+        assert!(!written_by_compare("<html>generator: someone else</html>"));
+    }
 }

@@ -4,6 +4,7 @@ use std::fmt::Write as _;
 
 use serde_json::{Value, json};
 use sim::scenario::Outcome;
+use sim::workload::{BwReport, LatReport};
 
 /// How fast a run went: measured by the caller around the simulation.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -23,10 +24,10 @@ pub fn run_text(out: &Outcome, engine: &str, speed: &Speed) -> String {
     let mut o = String::new();
     let _ = writeln!(o, "scenario {} (routing: {engine}, seed {})", out.scenario, s.seed);
     if let Some(b) = &out.bandwidth {
-        o.push_str(&b.perftest_text());
+        o.push_str(&bw_text(b));
     }
     if let Some(l) = &out.latency {
-        o.push_str(&l.perftest_text());
+        o.push_str(&lat_text(l));
     }
     if let Some(m) = &out.matrix {
         o.push_str(&matrix_line(m));
@@ -146,14 +147,84 @@ pub fn flow_run_json(
     }))
 }
 
+/// The rule above and below a perftest table.
+const RULE: &str = "---------------------------------------------------------------------------------------";
+
+/// A bandwidth test printed like `ib_write_bw --report_gbits`.
+pub fn bw_text(r: &BwReport) -> String {
+    format!(
+        "{RULE}\n                    {}\n {:<10} {:<14} {:<18} {:<20} {}\n {:<10} {:<14} {:<18.2} {:<20.2} {:.6}\n{RULE}\n",
+        r.test,
+        "#bytes",
+        "#iterations",
+        "BW peak[Gb/sec]",
+        "BW average[Gb/sec]",
+        "MsgRate[Mpps]",
+        r.msg_bytes,
+        r.iterations,
+        r.bw_peak_bps / 1e9,
+        r.bw_avg_bps / 1e9,
+        r.msg_rate_mpps
+    )
+}
+
+/// A latency test printed like `ib_send_lat` / `ib_read_lat`, in microseconds.
+pub fn lat_text(r: &LatReport) -> String {
+    let l = &r.latency;
+    let us = |ps: f64| ps / 1e6;
+    format!(
+        "{RULE}\n                    {}\n {:<7} {:<12} {:<14} {:<14} {:<16} {:<14} {:<15} {:<22} {}\n {:<7} {:<12} {:<14.3} {:<14.3} {:<16.3} {:<14.3} {:<15.3} {:<22.3} {:.3}\n{RULE}\n",
+        r.test,
+        "#bytes",
+        "#iterations",
+        "t_min[usec]",
+        "t_max[usec]",
+        "t_typical[usec]",
+        "t_avg[usec]",
+        "t_stdev[usec]",
+        "99% percentile[usec]",
+        "99.9% percentile[usec]",
+        r.msg_bytes,
+        r.iterations,
+        us(l.min_ps as f64),
+        us(l.max_ps as f64),
+        us(l.p50_ps as f64),
+        us(l.mean_ps),
+        us(l.stdev_ps),
+        us(l.p99_ps as f64),
+        us(l.p999_ps as f64)
+    )
+}
+
+/// The result of `rdmalab sim perftest`: a bandwidth or a latency test.
+#[derive(Clone, Debug)]
+pub enum Perftest {
+    /// `write-bw`.
+    Bandwidth(BwReport),
+    /// `send-lat`, `read-lat`.
+    Latency(LatReport),
+}
+
+/// A perftest-like run as text, in perftest's layout.
+pub fn perftest_text(r: &Perftest) -> String {
+    match r {
+        Perftest::Bandwidth(b) => bw_text(b),
+        Perftest::Latency(l) => lat_text(l),
+    }
+}
+
 /// A perftest-like run as JSON: the link rate, the MTU, the test's report and
 /// the simulator's summary.
 pub fn perftest_json(
     rate: &str,
     mtu: u32,
-    result: Value,
+    r: &Perftest,
     summary: &sim::metrics::RunSummary,
 ) -> serde_json::Result<Value> {
+    let result = match r {
+        Perftest::Bandwidth(b) => serde_json::to_value(b)?,
+        Perftest::Latency(l) => serde_json::to_value(l)?,
+    };
     Ok(json!({"rate": rate, "mtu": mtu, "result": result, "summary": serde_json::to_value(summary)?}))
 }
 
@@ -203,5 +274,79 @@ mod tests {
         let j = run_json(&outcome(), "ftree", &sp).unwrap();
         assert_eq!(j["speed"]["hops_per_wall_s"], 80.0);
         assert_eq!(j["result"]["summary"]["packets_dropped"], 1);
+    }
+
+    /// Two hosts on one 4xEDR switch, routed by the SM, as `sim perftest` builds them.
+    fn two_hosts() -> (sim::Sim, fabric::NodeId, fabric::NodeId) {
+        use fabric::{Fabric, Guid, LinkRate, NodeSpec};
+        let mut f = Fabric::new();
+        let sw = f.add_node(NodeSpec::switch("sw0", Guid(0x1000), 8)).unwrap();
+        let mut h = Vec::new();
+        for i in 0..2u8 {
+            let c = f
+                .add_node(NodeSpec::ca(format!("host{i}"), Guid(0x2000 + u64::from(i)), 1))
+                .unwrap();
+            f.connect(sw, i + 1, c, 1, LinkRate::EDR_4X, 2.0).unwrap();
+            h.push(c);
+        }
+        let (t, _) = sm::run::run(&f, &sm::run::RunOptions::default()).unwrap();
+        let s = sim::Sim::new(&f, &t, sim::IbConfig::default(), sim::EngineConfig::default()).unwrap();
+        (s, h[0], h[1])
+    }
+
+    #[test]
+    fn write_bw_prints_perftests_table_with_the_measured_rate() {
+        let (mut s, a, b) = two_hosts();
+        let r = sim::workload::perftest::write_bw(&mut s, a, b, 65_536, 200, 16).unwrap();
+        let p = Perftest::Bandwidth(r.clone());
+        let t = perftest_text(&p);
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines.len(), 5, "{t}");
+        assert_eq!(lines[0], RULE);
+        assert_eq!(lines[1].trim(), "RDMA_Write BW Test");
+        assert_eq!(
+            lines[2].split_whitespace().collect::<Vec<_>>(),
+            [
+                "#bytes",
+                "#iterations",
+                "BW",
+                "peak[Gb/sec]",
+                "BW",
+                "average[Gb/sec]",
+                "MsgRate[Mpps]"
+            ]
+        );
+        let row: Vec<&str> = lines[3].split_whitespace().collect();
+        assert_eq!(row[..2], ["65536", "200"]);
+        let avg: f64 = row[3].parse().unwrap();
+        assert_eq!(format!("{:.2}", r.bw_avg_bps / 1e9), row[3]);
+        // 4xEDR carries 100 Gb/s of data; headers take a few percent of it.
+        assert!(avg > 90.0 && avg < 100.0, "{t}");
+        let j = perftest_json("4xEDR", 4096, &p, &s.summary()).unwrap();
+        assert_eq!(j["rate"], "4xEDR");
+        assert_eq!(j["mtu"], 4096);
+        assert_eq!(j["result"]["msg_bytes"], 65_536);
+        assert_eq!(j["result"]["bw_avg_bps"], r.bw_avg_bps);
+        assert_eq!(j["summary"]["packets_dropped"], 0);
+    }
+
+    #[test]
+    fn latency_table_is_in_microseconds() {
+        let r = LatReport {
+            test: "Send Latency Test".into(),
+            msg_bytes: 64,
+            iterations: 1000,
+            latency: sim::workload::LatencyStats {
+                count: 1000,
+                min_ps: 1_210_000,
+                max_ps: 2_500_000,
+                mean_ps: 1_305_500.0,
+                stdev_ps: 40_000.0,
+                p50_ps: 1_300_000,
+                p99_ps: 1_400_000,
+                p999_ps: 2_000_000,
+            },
+        };
+        insta::assert_snapshot!(perftest_text(&Perftest::Latency(r)));
     }
 }

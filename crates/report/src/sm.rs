@@ -156,3 +156,73 @@ pub fn umad_exit_json(out: &sm::umad_daemon::Outcome, last_sweep: Option<serde_j
         "last_sweep": last_sweep,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use fabric::generate::{LeafSpineParams, leaf_spine};
+    use sm::routing::EngineKind;
+
+    use super::*;
+
+    /// A radix-4 leaf–spine: 4 leaves of 2 hosts, 2 spines.
+    fn small() -> Fabric {
+        leaf_spine(&LeafSpineParams {
+            radix: 4,
+            ..Default::default()
+        })
+        .unwrap()
+    }
+
+    /// Phase timings are the machine's, not the model's.
+    fn masked(text: &str) -> String {
+        text.lines()
+            .map(|l| match l.strip_suffix(" ms") {
+                Some(head) if l.starts_with("  phase ") => format!("{} [T] ms", head.rsplit_once(' ').unwrap().0),
+                _ => l.to_string(),
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    #[test]
+    fn sweep_text_reports_discovery_lids_engine_and_a_subnet_up() {
+        let f = small();
+        let sm_port = sm::lids::default_sm_port(&f).unwrap();
+        let opts = sm::sweep::SweepOptions {
+            engines: vec![EngineKind::Ftree],
+            ..Default::default()
+        };
+        let mut mgr = sm::sweep::SubnetManager::new(opts, sm_port.1.max(1));
+        let rep = mgr.heavy_sweep(&mut sm::sma::InProcess::new(f, sm_port));
+        let t = sweep_text(mgr.fabric.as_ref(), &rep);
+        assert!(
+            t.starts_with("heavy sweep: 6 switches, 8 CAs, 16 links discovered\n"),
+            "{t}"
+        );
+        assert!(
+            t.contains("lids: 14 ports, max LID 14, 0 kept from guid2lid, 0 moved\n"),
+            "{t}"
+        );
+        assert!(
+            t.contains("reachability: 56 of 56 CA-to-CA pairs arrive; 0 non-minimal"),
+            "{t}"
+        );
+        assert!(t.ends_with("validation: ok\nsubnet UP\n"), "{t}");
+        insta::assert_snapshot!(masked(&t));
+    }
+
+    #[test]
+    fn direct_run_reports_lids_engine_and_validation() {
+        let f = small();
+        let o = sm::run::RunOptions {
+            engines: vec![EngineKind::Ftree, EngineKind::UpDn],
+            ..Default::default()
+        };
+        let (_, rep) = sm::run::run(&f, &o).unwrap();
+        let t = summary_text(&f, &rep);
+        assert!(t.starts_with("fabric: 6 switches, 8 CAs, 16 links\n"), "{t}");
+        assert!(t.contains("engine: ftree (1 VL)\n"), "{t}");
+        assert!(t.contains("credit loops: none ("), "{t}");
+        insta::assert_snapshot!(masked(&t));
+    }
+}

@@ -111,3 +111,49 @@ pub fn summary_text(s: &Summary) -> String {
     );
     o
 }
+
+#[cfg(test)]
+mod tests {
+    use fabric::generate::{LeafSpineParams, leaf_spine};
+    use fabric::summary::summarize;
+
+    use super::*;
+
+    #[test]
+    fn rates_take_the_largest_unit_above_one() {
+        assert_eq!(bps(400_000_000_000), "400.0 Gb/s");
+        assert_eq!(bps(12_800_000_000_000), "12.80 Tb/s");
+        assert_eq!(bps(2_000_000_000_000_000), "2.00 Pb/s");
+    }
+
+    /// A radix-8 non-blocking leaf–spine: 8 leaves of 4 hosts and 4 uplinks, 4
+    /// spines of 8 ports.
+    #[test]
+    fn leaf_spine_summary_counts_switches_hosts_links_and_cables() {
+        let f = leaf_spine(&LeafSpineParams {
+            radix: 8,
+            ..Default::default()
+        })
+        .unwrap();
+        let s = summarize(&f);
+        let t = summary_text(&s);
+        assert!(t.starts_with("nodes      12 switches, 32 CAs, 0 routers"), "{t}");
+        assert!(t.contains("links      64 (64 × 4xNDR)"), "{t}");
+        assert!(t.contains("  switches      12 × 8-port\n"), "{t}");
+        assert!(t.contains("diameter   4 hops between CAs\n"), "{t}");
+        insta::assert_snapshot!(t);
+    }
+
+    #[test]
+    fn oversubscribed_leaves_show_their_ratio() {
+        let f = leaf_spine(&LeafSpineParams {
+            radix: 8,
+            oversubscription: 3.0,
+            ..Default::default()
+        })
+        .unwrap();
+        let t = summary_text(&summarize(&f));
+        let leaf = t.lines().find(|l| l.starts_with("  1 ")).expect("a level-1 row");
+        assert!(leaf.ends_with("3.00:1"), "{t}");
+    }
+}

@@ -4,7 +4,7 @@
 
 use std::io::{self, Write};
 
-use wire::dump::{Obj, to_json, to_text};
+use wire::dump::{Obj, Val, to_json, to_text};
 
 /// How a decode is written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -15,12 +15,14 @@ pub enum Form {
     Json,
 }
 
-/// Writes a decoded capture record by record.
+/// Writes a decoded capture record by record and counts the bad ones (those
+/// whose `ok` field is not true).
 #[derive(Debug)]
 pub struct DecodeWriter<W: Write> {
     out: W,
     form: Form,
     n: usize,
+    bad: usize,
 }
 
 impl<W: Write> DecodeWriter<W> {
@@ -29,7 +31,12 @@ impl<W: Write> DecodeWriter<W> {
         if form == Form::Json {
             writeln!(out, "[")?;
         }
-        Ok(DecodeWriter { out, form, n: 0 })
+        Ok(DecodeWriter {
+            out,
+            form,
+            n: 0,
+            bad: 0,
+        })
     }
 
     /// Write one packet's fields.
@@ -48,18 +55,32 @@ impl<W: Write> DecodeWriter<W> {
                 }
             }
         }
+        if o.get("ok") != Some(&Val::B(true)) {
+            self.bad += 1;
+        }
         self.n += 1;
         Ok(())
     }
 
+    /// Write a record the capture reader could not read, as a bad packet with
+    /// its number and the reader's error.
+    pub fn record_error(&mut self, error: &str) -> io::Result<()> {
+        let mut o = Obj::default();
+        o.put("index", Val::U(self.n as u64 + 1))
+            .put("error", Val::S(error.to_string()))
+            .put("ok", Val::B(false));
+        self.record(&o)
+    }
+
     /// Close the decode: JSON closes its array, text counts the packets and the
-    /// `bad` ones.
-    pub fn finish(mut self, bad: usize) -> io::Result<()> {
+    /// bad ones. Returns how many were bad.
+    pub fn finish(mut self) -> io::Result<usize> {
         match self.form {
             Form::Json => writeln!(self.out, "\n]")?,
-            Form::Text => writeln!(self.out, "{} packets, {bad} with errors", self.n)?,
+            Form::Text => writeln!(self.out, "{} packets, {} with errors", self.n, self.bad)?,
         }
-        self.out.flush()
+        self.out.flush()?;
+        Ok(self.bad)
     }
 
     /// Close a JSON array cut short by an error (text needs nothing).
@@ -73,6 +94,11 @@ impl<W: Write> DecodeWriter<W> {
     /// Packets written so far.
     pub fn count(&self) -> usize {
         self.n
+    }
+
+    /// Bad packets written so far.
+    pub fn bad(&self) -> usize {
+        self.bad
     }
 }
 
@@ -96,36 +122,66 @@ pub fn crafted_line(frames: usize, link: wire::pcap::CaptureLink, path: &std::pa
 #[cfg(test)]
 mod tests {
     use super::*;
-    use wire::dump::Val;
 
-    fn obj(k: u64) -> Obj {
+    fn obj(k: u64, ok: bool) -> Obj {
         let mut o = Obj::default();
-        o.put("index", Val::U(k)).put("ok", Val::B(true));
+        o.put("index", Val::U(k)).put("ok", Val::B(ok));
         o
     }
 
     #[test]
-    fn text_numbers_the_packets_and_counts_them() {
+    fn text_numbers_the_packets_and_counts_the_bad_ones() {
         let mut buf = Vec::new();
         let mut w = DecodeWriter::new(&mut buf, Form::Text).unwrap();
-        w.record(&obj(1)).unwrap();
-        w.record(&obj(2)).unwrap();
-        w.finish(1).unwrap();
+        w.record(&obj(1, true)).unwrap();
+        w.record(&obj(2, false)).unwrap();
+        w.record(&obj(3, true)).unwrap();
+        assert_eq!((w.count(), w.bad()), (3, 1));
+        assert_eq!(w.finish().unwrap(), 1);
         let t = String::from_utf8(buf).unwrap();
         assert!(t.starts_with("packet 1\n  "), "{t}");
-        assert!(t.contains("packet 2\n"), "{t}");
-        assert!(t.ends_with("2 packets, 1 with errors\n"), "{t}");
+        assert!(t.contains("packet 3\n"), "{t}");
+        assert!(t.ends_with("3 packets, 1 with errors\n"), "{t}");
     }
 
     #[test]
     fn json_is_one_array_that_parses() {
         let mut buf = Vec::new();
         let mut w = DecodeWriter::new(&mut buf, Form::Json).unwrap();
-        w.record(&obj(1)).unwrap();
-        w.record(&obj(2)).unwrap();
-        w.finish(0).unwrap();
+        w.record(&obj(1, true)).unwrap();
+        w.record(&obj(2, true)).unwrap();
+        assert_eq!(w.finish().unwrap(), 0);
         let v: serde_json::Value = serde_json::from_slice(&buf).unwrap();
         assert_eq!(v.as_array().unwrap().len(), 2);
         assert_eq!(v[1]["index"], 2);
+    }
+
+    #[test]
+    fn an_unreadable_record_is_a_bad_packet_with_its_number_and_error() {
+        let mut buf = Vec::new();
+        let mut w = DecodeWriter::new(&mut buf, Form::Json).unwrap();
+        w.record(&obj(1, true)).unwrap();
+        w.record_error("record 2: truncated").unwrap();
+        assert_eq!(w.finish().unwrap(), 1);
+        let v: serde_json::Value = serde_json::from_slice(&buf).unwrap();
+        assert_eq!(v[1]["index"], 2);
+        assert_eq!(v[1]["error"], "record 2: truncated");
+        assert_eq!(v[1]["ok"], false);
+    }
+
+    #[test]
+    fn an_aborted_json_decode_is_still_an_array() {
+        let mut buf = Vec::new();
+        let mut w = DecodeWriter::new(&mut buf, Form::Json).unwrap();
+        w.record(&obj(1, true)).unwrap();
+        w.abort().unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&buf).unwrap();
+        assert_eq!(v.as_array().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn crafted_line_names_the_link_type() {
+        let l = crafted_line(6, wire::pcap::CaptureLink::IbErf, std::path::Path::new("x.pcap"));
+        assert_eq!(l, "wrote 6 packets (IbErf, link type 197) to x.pcap");
     }
 }

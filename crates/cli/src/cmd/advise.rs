@@ -125,7 +125,7 @@ impl AdviseCmd {
             None => scenario.prices.clone(),
         };
         if self.show_prices {
-            out!("{}", toml::to_string_pretty(&prices)?);
+            out!("{}", prices.to_toml()?);
             return Ok(());
         }
         let mut answers: Answers = scenario.advisor.clone();

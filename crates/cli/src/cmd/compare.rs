@@ -51,8 +51,6 @@ pub enum EngineArg {
     Auto,
 }
 
-const MARK: &str = "\"generator\": \"rdmalab compare\"";
-
 impl CompareCmd {
     /// Run it.
     pub fn exec(self) -> Result<(), CliError> {
@@ -74,8 +72,7 @@ impl CompareCmd {
         for p in [&html_path, &json_path] {
             if p.exists() {
                 let text = std::fs::read_to_string(p).unwrap_or_default();
-                let ours = text.contains(MARK) || text.contains("<!-- generator: rdmalab compare -->");
-                if !ours {
+                if !report::compare::written_by_compare(&text) {
                     return Err(CliError::bad_input(format!(
                         "{} exists and was not written by rdmalab compare; choose another --out",
                         p.display()
@@ -113,12 +110,8 @@ impl CompareCmd {
         if let Some(b) = bar {
             b.finish_and_clear();
         }
-        let json = report::compare::json(&results);
-        let json = json.replacen('{', &format!("{{\n  {MARK},"), 1);
-        let html = format!(
-            "<!-- generator: rdmalab compare -->\n{}",
-            report::compare::html(&results)
-        );
+        let json = report::compare::results_file(&results);
+        let html = report::compare::html_file(&results);
         std::fs::write(&json_path, &json).with_context(|| format!("writing {}", json_path.display()))?;
         std::fs::write(&html_path, html).with_context(|| format!("writing {}", html_path.display()))?;
         if self.json {

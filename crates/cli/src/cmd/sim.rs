@@ -5,13 +5,14 @@
 //! deadlock, a dropped packet on lossless InfiniBand); 2 bad input; 3 the
 //! conservation ledger did not balance (a simulator bug).
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::Context;
 use clap::{Args, Subcommand, ValueEnum};
 use fabric::{Fabric, LinkRate, NodeId};
+use report::sim::Perftest;
 use sm::run::{RunOptions, run};
 
 use super::CliError;
@@ -246,14 +247,9 @@ impl RunArgs {
         };
         let engine = rep.outcome.engine.name();
         if self.json {
-            let v = report::sim::run_json(&out, engine, &speed)?;
-            let mut o = std::io::stdout().lock();
-            serde_json::to_writer_pretty(&mut o, &v)?;
-            writeln!(o)?;
+            out!("{}", report::json(&report::sim::run_json(&out, engine, &speed)?)?);
         } else {
-            std::io::stdout()
-                .lock()
-                .write_all(report::sim::run_text(&out, engine, &speed).as_bytes())?;
+            out!("{}", report::sim::run_text(&out, engine, &speed));
         }
         let s = &out.summary;
         if !s.ledger_balanced {
@@ -314,30 +310,35 @@ impl PerftestArgs {
         };
         let mut s = sim::Sim::new(&f, &tables, ib, sim::EngineConfig::default())?;
         let (a, b) = (hosts[0], hosts[1]);
-        let (text, value) = match self.test {
-            PerfTest::WriteBw => {
-                let r = sim::workload::perftest::write_bw(&mut s, a, b, self.size, self.iters, self.tx_depth)?;
-                (r.perftest_text(), serde_json::to_value(&r)?)
-            }
+        let r = match self.test {
+            PerfTest::WriteBw => Perftest::Bandwidth(sim::workload::perftest::write_bw(
+                &mut s,
+                a,
+                b,
+                self.size,
+                self.iters,
+                self.tx_depth,
+            )?),
             PerfTest::SendLat => {
-                let r = sim::workload::perftest::send_lat(&mut s, a, b, self.size, self.iters)?;
-                (r.perftest_text(), serde_json::to_value(&r)?)
+                Perftest::Latency(sim::workload::perftest::send_lat(&mut s, a, b, self.size, self.iters)?)
             }
             PerfTest::ReadLat => {
-                let r = sim::workload::perftest::read_lat(&mut s, a, b, self.size, self.iters)?;
-                (r.perftest_text(), serde_json::to_value(&r)?)
+                Perftest::Latency(sim::workload::perftest::read_lat(&mut s, a, b, self.size, self.iters)?)
             }
         };
         s.check_ledger().context("internal error")?;
-        let mut o = std::io::stdout().lock();
         if self.json {
-            serde_json::to_writer_pretty(
-                &mut o,
-                &report::sim::perftest_json(&rate.to_string(), self.mtu, value, &s.summary())?,
-            )?;
-            writeln!(o)?;
+            out!(
+                "{}",
+                report::json(&report::sim::perftest_json(
+                    &rate.to_string(),
+                    self.mtu,
+                    &r,
+                    &s.summary()
+                )?)?
+            );
         } else {
-            write!(o, "{text}")?;
+            out!("{}", report::sim::perftest_text(&r));
         }
         Ok(())
     }

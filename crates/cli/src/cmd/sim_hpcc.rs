@@ -70,9 +70,7 @@ impl HpccArgs {
         if self.json {
             out!("{}", report::json(&r)?);
         } else {
-            for w in &r.warnings {
-                eprintln!("rdmalab: warning: {w}");
-            }
+            eprint!("{}", report::run::hpcc_warnings(&r));
             out!("{}", report::run::hpcc_text(&r));
         }
         if sim.deadlock().is_some() || sim.ledger.lossless_faults() > 0 {

@@ -280,7 +280,7 @@ fn write_dumps(
     f: &fabric::Fabric,
     t: &sm::RoutingTables,
     sm_node: Option<fabric::NodeId>,
-    report: &serde_json::Value,
+    sm_report: &serde_json::Value,
 ) -> anyhow::Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("failed to create {}", dir.display()))?;
     let files = [
@@ -288,7 +288,7 @@ fn write_dumps(
         ("opensm-subnet.lst", sm::dump::subnet_lst(f, t, sm_node)),
         ("guid2lid", sm::lids::Guid2Lid::from_tables(f, t).to_text()),
         ("opensm-sl2vl.dump", sm::dump::sl2vl_dump(f, t)),
-        ("sm-report.json", serde_json::to_string_pretty(report)? + "\n"),
+        ("sm-report.json", report::json(sm_report)?),
     ];
     for (name, text) in files {
         let p = dir.join(name);

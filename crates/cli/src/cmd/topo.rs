@@ -441,9 +441,7 @@ impl TopoCmd {
                 };
                 let s = summarize(&f);
                 let text = if a.json {
-                    let mut t = serde_json::to_string_pretty(&s).context("failed to encode the summary")?;
-                    t.push('\n');
-                    t
+                    report::json(&s).context("failed to encode the summary")?
                 } else {
                     report::topo::summary_text(&s)
                 };

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::Subcommand;
 use report::wire::{DecodeWriter, Form};
-use wire::dump::{Val, describe_record};
+use wire::dump::describe_record;
 use wire::pcap::CaptureReader;
 use wire::stats::Stats;
 
@@ -91,29 +91,17 @@ fn decode(file: PathBuf, json: bool) -> Result<(), CliError> {
     let reader = CaptureReader::open(&file)?;
     let out = std::io::BufWriter::new(std::io::stdout().lock());
     let mut w = DecodeWriter::new(out, if json { Form::Json } else { Form::Text })?;
-    let mut bad = 0usize;
     for rec in reader {
-        let o = match rec {
-            Ok(r) => describe_record(r.index, r.ts_ns, &r.data, r.link),
-            Err(e @ wire::pcap::CaptureError::Record { .. }) => {
-                let mut o = wire::dump::Obj::default();
-                o.put("index", Val::U(w.count() as u64 + 1))
-                    .put("error", Val::S(e.to_string()))
-                    .put("ok", Val::B(false));
-                o
-            }
+        match rec {
+            Ok(r) => w.record(&describe_record(r.index, r.ts_ns, &r.data, r.link))?,
+            Err(e @ wire::pcap::CaptureError::Record { .. }) => w.record_error(&e.to_string())?,
             Err(e) => {
                 w.abort()?;
                 return Err(e.into());
             }
-        };
-        if o.get("ok") != Some(&Val::B(true)) {
-            bad += 1;
         }
-        w.record(&o)?;
     }
-    w.finish(bad)?;
-    if bad > 0 {
+    if w.finish()? > 0 {
         return Err(CliError::findings());
     }
     Ok(())

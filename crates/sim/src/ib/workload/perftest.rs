@@ -1,6 +1,6 @@
 //! perftest-like tests (linux-rdma/perftest): `ib_write_bw`, `ib_send_lat`,
-//! `ib_read_lat`, run over the verbs-shaped API, printed the way perftest prints
-//! them (with `--report_gbits` for bandwidth).
+//! `ib_read_lat`, run over the verbs-shaped API. Their reports carry what perftest
+//! prints; `report::sim` prints them in perftest's layout.
 
 use fabric::NodeId;
 use serde::Serialize;
@@ -180,57 +180,5 @@ fn settle(sim: &mut Sim) -> Result<(), WorkloadError> {
                 }
             }
         }
-    }
-}
-
-const RULE: &str = "---------------------------------------------------------------------------------------";
-
-impl BwReport {
-    /// Printed like `ib_write_bw --report_gbits`.
-    pub fn perftest_text(&self) -> String {
-        format!(
-            "{RULE}\n                    {}\n {:<10} {:<14} {:<18} {:<20} {}\n {:<10} {:<14} {:<18.2} {:<20.2} {:.6}\n{RULE}\n",
-            self.test,
-            "#bytes",
-            "#iterations",
-            "BW peak[Gb/sec]",
-            "BW average[Gb/sec]",
-            "MsgRate[Mpps]",
-            self.msg_bytes,
-            self.iterations,
-            self.bw_peak_bps / 1e9,
-            self.bw_avg_bps / 1e9,
-            self.msg_rate_mpps
-        )
-    }
-}
-
-impl LatReport {
-    /// Printed like `ib_send_lat` / `ib_read_lat`.
-    pub fn perftest_text(&self) -> String {
-        let l = &self.latency;
-        let us = |ps: f64| ps / 1e6;
-        format!(
-            "{RULE}\n                    {}\n {:<7} {:<12} {:<14} {:<14} {:<16} {:<14} {:<15} {:<22} {}\n {:<7} {:<12} {:<14.3} {:<14.3} {:<16.3} {:<14.3} {:<15.3} {:<22.3} {:.3}\n{RULE}\n",
-            self.test,
-            "#bytes",
-            "#iterations",
-            "t_min[usec]",
-            "t_max[usec]",
-            "t_typical[usec]",
-            "t_avg[usec]",
-            "t_stdev[usec]",
-            "99% percentile[usec]",
-            "99.9% percentile[usec]",
-            self.msg_bytes,
-            self.iterations,
-            us(l.min_ps as f64),
-            us(l.max_ps as f64),
-            us(l.p50_ps as f64),
-            us(l.mean_ps),
-            us(l.stdev_ps),
-            us(l.p99_ps as f64),
-            us(l.p999_ps as f64)
-        )
     }
 }
