@@ -65,6 +65,8 @@ enum Command {
     Wire(cmd::wire::WireCmd),
     /// The main job: build the cluster every way, run AI collectives packet by packet, compare.
     Compare(cmd::compare::CompareCmd),
+    /// One training iteration of a job on a scalable-unit cluster, priced on the fabric.
+    Train(cmd::train::TrainCmd),
 }
 
 fn main() -> ExitCode {
@@ -79,6 +81,7 @@ fn main() -> ExitCode {
         Command::Advise(c) => c.exec(),
         Command::Wire(c) => c.exec(),
         Command::Compare(c) => c.exec(),
+        Command::Train(c) => c.exec(),
     };
     error::exit(result)
 }

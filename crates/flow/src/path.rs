@@ -276,10 +276,7 @@ impl EthRouting<'_> {
 }
 
 /// Open a connection on `sim` along `data` (egress ports from the sender) with
-/// its ACKs along `ack`, costed by `m`: the resources with their weights, and the
-/// latency from a message's last byte leaving the sender to its arrival
-/// (propagation, switch latency, and on store-and-forward switches one packet's
-/// serialization per switch, plus the endpoints').
+/// its ACKs along `ack`, costed by `m` ([`costs`]).
 pub fn open(
     sim: &mut FlowSim,
     f: &Fabric,
@@ -288,6 +285,16 @@ pub fn open(
     data: &[Endpoint],
     ack: &[Endpoint],
 ) -> Result<ConnId, FlowError> {
+    let (uses, latency) = costs(f, ports, m, data, ack);
+    sim.open(uses, latency, f64::INFINITY)
+}
+
+/// What a message along `data` (egress ports from the sender), with its ACKs
+/// along `ack`, costs under `m`: the resources with their weights, and the
+/// latency from a message's last byte leaving the sender to its arrival
+/// (propagation, switch latency, and on store-and-forward switches one packet's
+/// serialization per switch, plus the endpoints').
+pub fn costs(f: &Fabric, ports: &Ports, m: &WireModel, data: &[Endpoint], ack: &[Endpoint]) -> (Vec<Use>, u64) {
     let mut uses = Vec::with_capacity(data.len() + ack.len());
     let mut latency = m.endpoint_ps;
     let pkt_bits = u64::from(m.mtu + m.overhead) * 8;
@@ -317,5 +324,5 @@ pub fn open(
             }
         }
     }
-    sim.open(uses, latency, f64::INFINITY)
+    (uses, latency)
 }

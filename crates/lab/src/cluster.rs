@@ -2,6 +2,7 @@
 //! comparison is like for like: same switches, same cables, same ports; only the
 //! technology (and so the link encoding and the bring-up) differs.
 
+use fabric::generate::{SuperPodParams, superpod};
 use fabric::{Cabling, Fabric, GenError, IbSpeed, IbWidth, LinkRate, RailParams, rail};
 
 use crate::scenario::Cluster;
@@ -33,8 +34,25 @@ pub fn link_rate(tech: Tech, gbps: u32) -> Result<LinkRate, GenError> {
     }
 }
 
-/// Build the cluster's rail-optimized fabric for `tech`.
+/// Build the cluster's rail-optimized fabric for `tech`: scalable units as the
+/// DGX SuperPOD reference architecture cables them when `scalable_units` is set,
+/// else one leaf per rail.
 pub fn build(c: &Cluster, tech: Tech) -> Result<Fabric, GenError> {
+    if let Some(sus) = c.scalable_units {
+        return superpod(&SuperPodParams {
+            sus,
+            servers_per_su: c.servers / sus.max(1),
+            rails: c.gpus_per_server,
+            radix: c.radix,
+            uplinks: c.leaf_uplinks,
+            rate: link_rate(tech, c.nic_gbps)?,
+            cabling: Cabling {
+                host_leaf_m: c.host_leaf_m,
+                leaf_spine_m: c.leaf_spine_m,
+                ..Cabling::default()
+            },
+        });
+    }
     rail(&RailParams {
         servers: c.servers,
         rails: c.gpus_per_server,

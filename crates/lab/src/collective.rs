@@ -146,6 +146,88 @@ pub enum ScheduleError {
     TooSmall { size: u64, parts: u64 },
 }
 
+/// A collective to run: what [`Schedule::build`] takes, so a world that models the
+/// collective without its per-chunk graph need not build it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CollectiveSpec {
+    pub op: Collective,
+    pub nodes: u32,
+    pub gpus: u32,
+    /// The nccl-tests size column.
+    pub size_bytes: u64,
+}
+
+impl CollectiveSpec {
+    /// The spec, once [`Schedule::build`] would accept it.
+    pub fn new(op: Collective, nodes: u32, gpus: u32, size_bytes: u64) -> Result<CollectiveSpec, ScheduleError> {
+        let s = CollectiveSpec {
+            op,
+            nodes,
+            gpus,
+            size_bytes,
+        };
+        s.check()?;
+        Ok(s)
+    }
+
+    /// The checks [`Schedule::build`] makes, without building.
+    fn check(&self) -> Result<(), ScheduleError> {
+        let (nodes, gpus, size) = (self.nodes, self.gpus, self.size_bytes);
+        let n = u64::from(nodes) * u64::from(gpus);
+        if n < 2 || gpus == 0 {
+            return Err(ScheduleError::TooFewRanks { nodes, gpus });
+        }
+        let parts = match self.op {
+            Collective::AllReduceRing | Collective::ReduceScatter | Collective::AllGather => n * u64::from(gpus),
+            Collective::AllReduceTree => u64::from(gpus) * tree_pipeline(size / u64::from(gpus)),
+            Collective::AllToAll => n,
+        };
+        if size < parts {
+            return Err(ScheduleError::TooSmall { size, parts });
+        }
+        Ok(())
+    }
+
+    /// The per-chunk schedule.
+    pub fn schedule(&self) -> Result<Schedule, ScheduleError> {
+        Schedule::build(self.op, self.nodes, self.gpus, self.size_bytes)
+    }
+
+    /// Ranks.
+    pub fn ranks(&self) -> u64 {
+        u64::from(self.nodes) * u64::from(self.gpus)
+    }
+
+    /// A ring collective's steps per channel (all-reduce 2(n−1), all-gather and
+    /// reduce-scatter n−1) and its chunk, as [`Schedule::build`] cuts them; `None`
+    /// for the others.
+    pub fn ring_steps(&self) -> Option<(u64, u64)> {
+        let n = self.ranks();
+        let steps = match self.op {
+            Collective::AllReduceRing => 2 * (n - 1),
+            Collective::ReduceScatter | Collective::AllGather => n - 1,
+            Collective::AllReduceTree | Collective::AllToAll => return None,
+        };
+        Some((steps, self.size_bytes / u64::from(self.gpus) / n))
+    }
+
+    /// The rank at ring position `pos` of channel `channel` (see [`Schedule`]'s
+    /// ring: channel c visits each node's GPUs c, c+1, …).
+    pub fn ring_rank(&self, channel: u32, pos: u64) -> Rank {
+        let g = u64::from(self.gpus);
+        Rank {
+            node: (pos / g) as u32,
+            gpu: ((u64::from(channel) + pos % g) % g) as u32,
+        }
+    }
+}
+
+/// Chunks per channel of the tree all-reduce for `per_channel` bytes: 512 KiB
+/// chunks, an even number from 2 to 64.
+fn tree_pipeline(per_channel: u64) -> u64 {
+    (per_channel / (512 << 10)).clamp(2, 64) & !1
+}
+
 impl Schedule {
     /// Build the schedule of `op` for `size_bytes` (nccl-tests' size column) on
     /// `nodes × gpus` ranks.
@@ -260,7 +342,7 @@ impl Schedule {
         // alternate evenly and the pipeline fills quickly.
         let g = self.gpus;
         let per_channel = buffer / u64::from(g);
-        let pipeline = (per_channel / (512 << 10)).clamp(2, 64) & !1;
+        let pipeline = tree_pipeline(per_channel);
         let parts = u64::from(g) * pipeline;
         if buffer < parts {
             return Err(ScheduleError::TooSmall { size: buffer, parts });

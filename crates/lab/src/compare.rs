@@ -350,6 +350,7 @@ fn prepare_ib<'a>(
                 wire: crate::flow_world::ib_wire(&IbConfig::default()),
                 nics: nic_map(v, f)?,
                 nvl: nvlink(s),
+                per_chunk: false,
             })
         } else {
             ib_world(s, v, f, tables, None)?
@@ -526,6 +527,7 @@ fn prepare_roce<'a>(
             wire: crate::flow_world::roce_wire(&cfg),
             nics,
             nvl: nvlink(s),
+            per_chunk: false,
         })
     } else {
         Box::new(RoceWorld {

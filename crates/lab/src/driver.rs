@@ -16,7 +16,7 @@ use fabric::{Fabric, NodeId, NodeKind};
 use sim::{EngineConfig, IbConfig, Sim};
 
 use crate::advisor::FabricKind;
-use crate::collective::{Collective, HopCost, Schedule, nccl_bandwidth};
+use crate::collective::{Collective, CollectiveSpec, HopCost, nccl_bandwidth};
 use crate::compare::{CompareError, Progress, human_bytes};
 use crate::results::{
     CollectiveResult, Counters, IncastResult, Latency, SimEffort, SizeRow, TcpBackground, TimeSeries, VariantResult,
@@ -66,9 +66,9 @@ impl TcpStats {
         self.ecn_reductions += o.ecn_reductions;
     }
 }
-/// What a world runs: a collective schedule (with probes) or a set of messages.
+/// What a world runs: a collective (with probes) or a set of messages.
 pub(crate) enum Job<'a> {
-    Schedule(&'a Schedule, Option<ProbeSpec>),
+    Collective(CollectiveSpec, Option<ProbeSpec>),
     Messages(&'a [(NodeId, NodeId, u64)]),
 }
 
@@ -112,7 +112,10 @@ pub(crate) fn run_on(
     nvl: HopCost,
 ) -> Result<(JobOut, NetCounters), RunError> {
     let out = match job {
-        Job::Schedule(sched, probe) => JobOut::Schedule(run_schedule(net, nics, sched, nvl, *probe)?),
+        Job::Collective(spec, probe) => {
+            let sched = spec.schedule().map_err(RunError::Schedule)?;
+            JobOut::Schedule(run_schedule(net, nics, &sched, nvl, *probe)?)
+        }
         Job::Messages(m) => JobOut::Messages(run_messages(net, m)?),
     };
     Ok((out, net.counters()?))
@@ -288,7 +291,7 @@ impl Driver<'_, '_> {
                     what: format!("{}: {} {}", v.label, op.name(), human_bytes(size)),
                 });
                 let probe_run = op == Collective::AllReduceRing && size == largest;
-                let sched = Schedule::build(op, s.cluster.servers, g, size).map_err(|e| CompareError::Variant {
+                let spec = CollectiveSpec::new(op, s.cluster.servers, g, size).map_err(|e| CompareError::Variant {
                     variant: v.id.clone(),
                     message: e.to_string(),
                 })?;
@@ -297,7 +300,7 @@ impl Driver<'_, '_> {
                     interval_ps: s.workload.probe.interval_us * 1_000_000,
                 });
                 let wall = Instant::now();
-                let (out, w) = match world.run(&Job::Schedule(&sched, probe), background) {
+                let (out, w) = match world.run(&Job::Collective(spec, probe), background) {
                     Ok(r) => r,
                     Err(RunError::Deadlock(d)) => {
                         counters.deadlocks += 1;
@@ -426,7 +429,7 @@ fn tcp_background(
     let largest = *s.workload.sizes.last().unwrap_or(&0);
     let (mut quiet_busbw_gbs, mut lat) = (None, None);
     if s.workload.collectives.contains(&Collective::AllReduceRing) {
-        let sched = Schedule::build(Collective::AllReduceRing, s.cluster.servers, g, largest).map_err(|e| {
+        let spec = CollectiveSpec::new(Collective::AllReduceRing, s.cluster.servers, g, largest).map_err(|e| {
             CompareError::Variant {
                 variant: v.id.clone(),
                 message: e.to_string(),
@@ -437,7 +440,7 @@ fn tcp_background(
             interval_ps: s.workload.probe.interval_us * 1_000_000,
         };
         let wall = Instant::now();
-        match world.run(&Job::Schedule(&sched, Some(probe)), false) {
+        match world.run(&Job::Collective(spec, Some(probe)), false) {
             Ok((JobOut::Schedule(run), w)) => {
                 effort.events += w.net.events;
                 effort.packet_hops += w.net.hops;

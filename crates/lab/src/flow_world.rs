@@ -17,7 +17,10 @@ use fabric::{Fabric, NodeId};
 use flow::path::{EthRouting, Ports, WireModel};
 use flow::{ConnId, FlowSim, Step};
 
-use crate::collective::HopCost;
+use crate::collective::{Collective, HopCost};
+
+mod all_to_all;
+mod ring;
 use crate::driver::{Job, JobOut, World, WorldStats};
 use crate::runner::{Class, Delivered, NetCounters, NetStep, Network, NicMap, RunError};
 
@@ -40,6 +43,9 @@ pub(crate) struct FlowWorld<'a> {
     pub wire: WireModel,
     pub nics: NicMap,
     pub nvl: HopCost,
+    /// Run ring collectives chunk by chunk, as the packet worlds do, instead of
+    /// as one flow per channel's ring (`ring`): slower, for checking the latter.
+    pub per_chunk: bool,
 }
 
 /// The wire model of native InfiniBand RC SENDs as the packet world builds them:
@@ -96,6 +102,27 @@ impl FlowWorld<'_> {
 
 impl World for FlowWorld<'_> {
     fn run(&mut self, job: &Job<'_>, _background: bool) -> Result<(JobOut, WorldStats), RunError> {
+        // rings and all-to-all as a few flows; the tree chunk by chunk (its
+        // per-chunk dependencies keep it well below an ideal pipeline, which no
+        // coarser model here reproduces within the validation's bound)
+        if let Job::Collective(spec, _) = job
+            && spec.nodes > 1
+            && !self.per_chunk
+            && spec.op != Collective::AllReduceTree
+        {
+            let (out, net) = if spec.op == Collective::AllToAll {
+                all_to_all::run(self, spec)?
+            } else {
+                ring::run(self, spec)?
+            };
+            return Ok((
+                JobOut::Schedule(out),
+                WorldStats {
+                    net,
+                    ..WorldStats::default()
+                },
+            ));
+        }
         let mut sim = FlowSim::new();
         let ports = Ports::build(self.fabric, &mut sim);
         let mut net = FlowNet {
@@ -108,7 +135,7 @@ impl World for FlowWorld<'_> {
         };
         // latency probes need queues the flow engine does not have: the job runs without them
         let job = match job {
-            Job::Schedule(s, _) => Job::Schedule(s, None),
+            Job::Collective(s, _) => Job::Collective(*s, None),
             Job::Messages(m) => Job::Messages(m),
         };
         let (out, net) = crate::driver::run_on(&mut net, &self.nics, &job, self.nvl)?;
@@ -350,7 +377,7 @@ pub fn run_matrix_flow(
 mod tests {
     use super::*;
     use crate::cluster;
-    use crate::collective::{Collective, Schedule};
+    use crate::collective::{Collective, CollectiveSpec};
     use crate::scenario::Cluster;
     use crate::tco::Tech;
 
@@ -362,6 +389,8 @@ mod tests {
             radix: 64,
             host_leaf_m: 2.0,
             leaf_spine_m: 20.0,
+            scalable_units: None,
+            leaf_uplinks: None,
         }
     }
 
@@ -378,15 +407,17 @@ mod tests {
         };
         let (t, _) = sm::run::run(&f, &o).unwrap();
         let nics = NicMap::from_fabric(&f).unwrap();
-        let sched = Schedule::build(op, c.servers, c.gpus_per_server, size).unwrap();
+        let spec = CollectiveSpec::new(op, c.servers, c.gpus_per_server, size).unwrap();
+        let sched = spec.schedule().unwrap();
         let mut fw = FlowWorld {
             fabric: &f,
             routing: FlowRouting::Ib(t.clone()),
             wire: ib_wire(&sim::IbConfig::default()),
             nics: nics.clone(),
             nvl: NVL,
+            per_chunk: false,
         };
-        let (JobOut::Schedule(fr), _) = fw.run(&Job::Schedule(&sched, None), false).unwrap() else {
+        let (JobOut::Schedule(fr), _) = fw.run(&Job::Collective(spec, None), false).unwrap() else {
             panic!()
         };
         let mut s = sim::Sim::new(&f, &t, sim::IbConfig::default(), sim::EngineConfig::default()).unwrap();
@@ -468,7 +499,7 @@ mod tests {
         cfg.switch.switch_latency = sim::Time(600_000);
         assert_eq!(FlowWorld::refusal(&cfg, false), None);
         for op in [AllReduceRing, AllGather, AllToAll] {
-            let sched = Schedule::build(op, c.servers, c.gpus_per_server, 16 << 20).unwrap();
+            let spec = CollectiveSpec::new(op, c.servers, c.gpus_per_server, 16 << 20).unwrap();
             let mut fw = FlowWorld {
                 fabric: &f,
                 routing: FlowRouting::Eth {
@@ -479,8 +510,9 @@ mod tests {
                 wire: roce_wire(&cfg),
                 nics: nics.clone(),
                 nvl: NVL,
+                per_chunk: false,
             };
-            let (JobOut::Schedule(fr), _) = fw.run(&Job::Schedule(&sched, None), false).unwrap() else {
+            let (JobOut::Schedule(fr), _) = fw.run(&Job::Collective(spec, None), false).unwrap() else {
                 panic!()
             };
             let mut pw = crate::driver::RoceWorld {
@@ -491,7 +523,7 @@ mod tests {
                 tcp_flows: Vec::new(),
                 tcp_cfg: sim::roce::tcp::TcpConfig::default(),
             };
-            let (JobOut::Schedule(pr), _) = pw.run(&Job::Schedule(&sched, None), false).unwrap() else {
+            let (JobOut::Schedule(pr), _) = pw.run(&Job::Collective(spec, None), false).unwrap() else {
                 panic!()
             };
             let r = fr.time_ps as f64 / pr.time_ps as f64;
@@ -576,5 +608,87 @@ mod tests {
             "[fabric]\ngenerator = \"fat-tree3\"\nradix = 16\nrate = \"4xNDR\"\n[routing]\nengines = [\"ftree\"]\n[workload]\nkind = \"permutation\"\nbytes = 0\nend_us = 1000\n",
             201.5,
         );
+    }
+}
+
+#[cfg(test)]
+mod ring_tests {
+    use super::*;
+    use crate::cluster;
+    use crate::collective::{Collective, CollectiveSpec};
+    use crate::scenario::Cluster;
+    use crate::tco::Tech;
+
+    const NVL: HopCost = HopCost {
+        bytes_per_s: 450e9,
+        latency_ps: 1_000_000,
+    };
+
+    /// Ring collectives as one flow per channel, and all-to-all as two messages
+    /// per NIC pair, against the same collectives run chunk by chunk on the same
+    /// flow engine, on rail pods and scalable units (one oversubscribed).
+    #[test]
+    fn coarse_rings_and_all_to_all_match_the_per_chunk_run() {
+        let clusters = [
+            (4, None, None),
+            (16, None, None),
+            (16, Some(2), Some(2)),
+            (32, Some(4), Some(1)),
+        ];
+        let mut dev = Vec::new();
+        for (servers, sus, uplinks) in clusters {
+            let c = Cluster {
+                servers,
+                gpus_per_server: 8,
+                nic_gbps: 400,
+                radix: 64,
+                host_leaf_m: 2.0,
+                leaf_spine_m: 20.0,
+                scalable_units: sus,
+                leaf_uplinks: uplinks,
+            };
+            let f = cluster::build(&c, Tech::InfiniBand).unwrap();
+            let o = sm::run::RunOptions {
+                engines: vec![sm::routing::EngineKind::Ftree, sm::routing::EngineKind::UpDn],
+                validate: false,
+                ..Default::default()
+            };
+            let (t, _) = sm::run::run(&f, &o).unwrap();
+            let nics = NicMap::from_fabric(&f).unwrap();
+            for op in [
+                Collective::AllReduceRing,
+                Collective::AllGather,
+                Collective::ReduceScatter,
+                Collective::AllToAll,
+            ] {
+                for size in [1u64 << 20, 8 << 20, 64 << 20, 512 << 20] {
+                    let spec = CollectiveSpec::new(op, c.servers, 8, size).unwrap();
+                    let mut time = [0u64; 2];
+                    for (i, per_chunk) in [false, true].into_iter().enumerate() {
+                        let mut fw = FlowWorld {
+                            fabric: &f,
+                            routing: FlowRouting::Ib(t.clone()),
+                            wire: ib_wire(&sim::IbConfig::default()),
+                            nics: nics.clone(),
+                            nvl: NVL,
+                            per_chunk,
+                        };
+                        let (JobOut::Schedule(r), _) = fw.run(&Job::Collective(spec, None), false).unwrap() else {
+                            panic!()
+                        };
+                        time[i] = r.time_ps;
+                    }
+                    let r = time[0] as f64 / time[1] as f64;
+                    eprintln!("{servers} {sus:?} {uplinks:?} {op:?} {size}: ring {} per-chunk {} ratio {r:.4}", time[0], time[1]);
+                    dev.push((r - 1.0).abs());
+                }
+            }
+        }
+        dev.sort_by(f64::total_cmp);
+        let (median, worst) = (dev[dev.len() / 2], dev[dev.len() - 1]);
+        // measured 2026-12-05: 64 cases, median 0.00%, worst 2.9% (ring all-gather,
+        // 4 servers, 8 MiB, where NVLink queueing the ring model leaves out is a
+        // tenth of a step)
+        assert!(median < 0.002 && worst < 0.03, "median {median}, worst {worst}");
     }
 }

@@ -102,6 +102,9 @@ pub enum RunError {
     /// connection with no capacity.
     #[error("flow engine")]
     Flow(#[source] flow::FlowError),
+    /// The collective's per-chunk schedule could not be built.
+    #[error("build the collective's schedule")]
+    Schedule(#[source] crate::collective::ScheduleError),
     /// Nothing was in flight and transfers were left.
     #[error("the run went idle with {0} transfers never completed")]
     Stalled(usize),
@@ -128,6 +131,7 @@ impl RunError {
             | RunError::Roce(_)
             | RunError::Deadlock(_)
             | RunError::Stalled(_)
+            | RunError::Schedule(_)
             | RunError::FlowPath(_) => false,
         }
     }
@@ -780,6 +784,8 @@ mod tests {
             radix: 16,
             host_leaf_m: 2.0,
             leaf_spine_m: 20.0,
+            scalable_units: None,
+            leaf_uplinks: None,
         };
         let f = cluster::build(&c, Tech::InfiniBand).unwrap();
         let o = sm::run::RunOptions {
@@ -899,6 +905,8 @@ mod tests {
             radix: 8,
             host_leaf_m: 2.0,
             leaf_spine_m: 20.0,
+            scalable_units: None,
+            leaf_uplinks: None,
         };
         let f = cluster::build(&c, Tech::Ethernet).unwrap();
         let mut sim = sim::roce::net::RoceSim::new(&f, sim::roce::net::RoceConfig::default(), &[]).unwrap();

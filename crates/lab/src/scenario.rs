@@ -100,6 +100,16 @@ pub struct Cluster {
     /// Leaf–spine cable length, metres.
     #[serde(default = "default_leaf_spine")]
     pub leaf_spine_m: f64,
+    /// Scalable units: when set, the cluster is a DGX SuperPOD-style rail fabric
+    /// (`servers / scalable_units` servers per unit, one leaf per rail per unit,
+    /// spines, and a core tier when the units outgrow two tiers); when absent,
+    /// one leaf per rail for every server (the single-pod rail fabric).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scalable_units: Option<u32>,
+    /// Uplinks per leaf of a scalable-unit fabric (default: one per server port,
+    /// non-blocking; fewer oversubscribe the leaves).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leaf_uplinks: Option<u32>,
 }
 
 fn default_host_leaf() -> f64 {
@@ -373,6 +383,8 @@ impl Scenario {
                 radix: 64,
                 host_leaf_m: 2.0,
                 leaf_spine_m: 20.0,
+                scalable_units: None,
+                leaf_uplinks: None,
             },
             gpu: Gpu::default(),
             workload: Workload {
@@ -511,6 +523,23 @@ impl Scenario {
         }
         if c.radix < 4 || c.radix > 255 {
             return bad("cluster.radix", format!("{} is outside 4..=255", c.radix));
+        }
+        match (c.scalable_units, c.leaf_uplinks) {
+            (Some(0), _) => return bad("cluster.scalable_units", "0 units; expected at least 1".into()),
+            (Some(u), _) if c.servers % u != 0 => {
+                return bad(
+                    "cluster.scalable_units",
+                    format!("{} servers do not divide into {u} equal units", c.servers),
+                );
+            }
+            (None, Some(_)) => {
+                return bad(
+                    "cluster.leaf_uplinks",
+                    "applies to scalable-unit fabrics; set cluster.scalable_units too".into(),
+                );
+            }
+            (_, Some(0)) => return bad("cluster.leaf_uplinks", "0 uplinks leave the leaves unconnected".into()),
+            _ => {}
         }
         for (f, v) in [
             ("cluster.host_leaf_m", c.host_leaf_m),

@@ -9,6 +9,7 @@ pub mod sim;
 pub mod sm;
 pub mod svg;
 pub mod topo;
+pub mod train;
 pub mod wire;
 
 pub use html::{Block, Document, Table, Tone};

@@ -10,6 +10,7 @@ pub mod sim;
 pub mod sim_hpcc;
 pub mod sm;
 pub mod topo;
+pub mod train;
 pub mod wire;
 
 pub use crate::error::CliError;

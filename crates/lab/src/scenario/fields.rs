@@ -38,6 +38,16 @@ pub const FIELDS: &[(&str, &str, &str)] = &[
         "leaf-to-spine cable length (optics beyond 3 m)",
     ),
     (
+        "cluster.scalable_units",
+        "integer ≥ 1, optional",
+        "build DGX SuperPOD-style scalable units: servers / units servers per unit, one leaf per rail per unit, spines (and a core tier past two tiers' reach); absent: one leaf per rail for all servers",
+    ),
+    (
+        "cluster.leaf_uplinks",
+        "integer ≥ 1, optional",
+        "uplinks per leaf of a scalable-unit fabric; default one per server port (non-blocking), fewer oversubscribe the leaves",
+    ),
+    (
         "gpu.nvlink_gbytes",
         "GB/s, default 450",
         "per-GPU NVLink bandwidth in one direction (H100: 450)",

@@ -1,0 +1,95 @@
+//! `rdmalab train`: one iteration of a training job (model × parallelism × GPU)
+//! on a scalable-unit InfiniBand cluster routed by our SM, every network
+//! operation priced on the fabric (flow engine, or packet by packet) beside the
+//! contention-free network.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::{Args, ValueEnum};
+use lab::train::{Pricing, TrainCluster, TrainError};
+
+use super::CliError;
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum EngineArg {
+    /// Max-min fair flows on the SM's routes (seconds at 32k GPUs).
+    Flow,
+    /// The InfiniBand packet simulator (minutes beyond a few hundred GPUs).
+    Packet,
+}
+
+/// One training iteration of a job on a cluster: compute, pipeline bubble and
+/// every network operation priced on the fabric.
+#[derive(Debug, Args)]
+pub struct TrainCmd {
+    /// The job: model, GPU, GPUs, sequence length, global batch, [parallel]
+    /// (see docs/TRAINING.md).
+    job: PathBuf,
+    /// Scalable units of the cluster (default: as few as hold the job).
+    #[arg(long)]
+    sus: Option<u32>,
+    /// Servers per scalable unit.
+    #[arg(long, default_value_t = 32)]
+    servers_per_su: u32,
+    /// Uplinks per leaf (default: non-blocking, one per server).
+    #[arg(long)]
+    leaf_uplinks: Option<u32>,
+    /// NIC and port speed, Gb/s (100, 200, 400, 800).
+    #[arg(long, default_value_t = 400)]
+    nic_gbps: u32,
+    /// What prices the network operations.
+    #[arg(long, value_enum, default_value_t = EngineArg::Flow)]
+    engine: EngineArg,
+    /// Kernel efficiency (fraction of the GPU's dense BF16 peak); default: fitted
+    /// on a published run (the report names it).
+    #[arg(long)]
+    efficiency: Option<f64>,
+    /// Seed of the packet simulator.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Print JSON instead of the table.
+    #[arg(long)]
+    json: bool,
+}
+
+impl TrainCmd {
+    pub fn exec(self) -> Result<(), CliError> {
+        let path = self.job.display().to_string();
+        let text = std::fs::read_to_string(&self.job).with_context(|| format!("read the job file {path}"))?;
+        let spec = workload::job::JobSpec::from_toml(&text).map_err(|e| CliError::bad_input(format!("{path}: {e}")))?;
+        if let Some(e) = self.efficiency
+            && !(e > 0.0 && e <= 1.0)
+        {
+            return Err(CliError::bad_input(format!(
+                "--efficiency {e}: expected a fraction of the peak in (0, 1]"
+            )));
+        }
+        let cluster = TrainCluster {
+            sus: self.sus,
+            servers_per_su: self.servers_per_su,
+            leaf_uplinks: self.leaf_uplinks,
+            nic_gbps: self.nic_gbps,
+            ..TrainCluster::default()
+        };
+        let pricing = match self.engine {
+            EngineArg::Flow => Pricing::Flow,
+            EngineArg::Packet => Pricing::Packet,
+        };
+        let run = match lab::train::run_job(&spec, &cluster, pricing, self.efficiency, self.seed) {
+            Ok(r) => r,
+            Err(TrainError::Job { field, source }) => {
+                return Err(CliError::bad_input(format!("{path}: {field}: {source}")));
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let out = if self.json {
+            report::json(&run)?
+        } else {
+            report::train::text(&run)
+        };
+        std::io::stdout().write_all(out.as_bytes())?;
+        Ok(())
+    }
+}
