@@ -240,6 +240,13 @@ impl FlowSim {
         Ok(ConnId(self.conns.len() as u32 - 1))
     }
 
+    /// Resources that have been the saturated bottleneck of two or more
+    /// flows' data: where packets would queue (and ECN would mark) in a real
+    /// fabric, which max-min rates do not show.
+    pub fn shared_bottlenecks(&self) -> Vec<u32> {
+        self.solver.shared_bottlenecks()
+    }
+
     /// Simulated now, picoseconds.
     pub fn now_ps(&self) -> u64 {
         self.now

@@ -147,6 +147,17 @@ impl Ports {
         (r != NONE).then_some(r)
     }
 
+    /// The port whose egress is resource `r` (`None` for a resource that is no
+    /// port's, such as an NVLink added beside them).
+    pub fn endpoint(&self, r: u32) -> Option<Endpoint> {
+        let g = self.res.iter().position(|&x| x == r)? as u32;
+        let node = self.base.partition_point(|&b| b <= g) - 1;
+        Some(Endpoint {
+            node: NodeId(node as u32),
+            port: (g - self.base[node]) as u8,
+        })
+    }
+
     /// `e`'s link rate, bits per second (0 when uncabled).
     pub fn bps(&self, e: Endpoint) -> u64 {
         self.bps

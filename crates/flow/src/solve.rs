@@ -57,6 +57,10 @@ pub struct Solver {
     fixed: Vec<bool>,
     heap: BinaryHeap<Reverse<Level>>,
     bounds: Vec<(f64, u32)>,
+    /// Resources that have saturated as the bottleneck of at least two flows
+    /// carrying data across them (ACK shares do not count), over every solve:
+    /// where a real fabric queues packets (`shared_bottlenecks`).
+    shared: Vec<bool>,
 }
 
 impl Solver {
@@ -136,6 +140,21 @@ impl Solver {
             match (top, bound) {
                 (Some(Level(lv, r, _)), b) if b.is_none_or(|(bv, _)| lv <= bv) => {
                     self.heap.pop();
+                    let data_flows = on[r as usize]
+                        .iter()
+                        .filter(|&&f| {
+                            paths[f as usize]
+                                .iter()
+                                .any(|u| u.res == r && u.weight >= DATA_WEIGHT)
+                        })
+                        .take(2)
+                        .count();
+                    if data_flows >= 2 {
+                        if self.shared.len() <= r as usize {
+                            self.shared.resize(r as usize + 1, false);
+                        }
+                        self.shared[r as usize] = true;
+                    }
                     // fix every unfixed flow on resource r at lv
                     let lv = lv.max(0.0);
                     for &f in &on[r as usize] {
@@ -183,6 +202,23 @@ impl Solver {
             }
         }
         1
+    }
+}
+
+/// A use of at least this weight carries a flow's data (1 and its header
+/// bytes); ACK shares are a few hundredths.
+const DATA_WEIGHT: f64 = 0.5;
+
+impl Solver {
+    /// Every resource that has saturated as the bottleneck of two or more data
+    /// flows in any solve so far, in index order.
+    pub fn shared_bottlenecks(&self) -> Vec<u32> {
+        self.shared
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| **s)
+            .map(|(r, _)| r as u32)
+            .collect()
     }
 }
 

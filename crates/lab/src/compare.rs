@@ -351,6 +351,9 @@ fn prepare_ib<'a>(
                 nics: nic_map(v, f)?,
                 nvl: nvlink(s),
                 per_chunk: false,
+                // credits: no end-to-end congestion control reacts to queues
+                cc: None,
+                handover: None,
             })
         } else {
             ib_world(s, v, f, tables, None)?
@@ -525,9 +528,23 @@ fn prepare_roce<'a>(
                 rocev1: cfg.routing.rocev1.is_some(),
             },
             wire: crate::flow_world::roce_wire(&cfg),
-            nics,
+            nics: nics.clone(),
             nvl: nvlink(s),
             per_chunk: false,
+            cc: match &cfg.nic.cc {
+                sim::roce::net::CongestionControl::None => None,
+                sim::roce::net::CongestionControl::Dcqcn(p) => Some(format!("DCQCN ({})", p.name)),
+                sim::roce::net::CongestionControl::Dctcp(_) => Some("DCTCP".into()),
+                sim::roce::net::CongestionControl::Hpcc(_) => Some("HPCC".into()),
+            },
+            handover: Some(Box::new(RoceWorld {
+                fabric: f,
+                cfg: cfg.clone(),
+                nics,
+                nvl: nvlink(s),
+                tcp_flows: Vec::new(),
+                tcp_cfg: tcp_cfg.clone(),
+            })),
         })
     } else {
         Box::new(RoceWorld {
@@ -564,6 +581,7 @@ fn engine_for(s: &Scenario, f: &Fabric, refusal: Option<String>) -> (bool, Optio
                 Some(EngineUsed {
                     engine: EngineRan::Packet,
                     why: format!("auto: {nics} NICs, at most {AUTO_PACKET_MAX_ENDPOINTS} run packet by packet"),
+                    handed_over: Vec::new(),
                 }),
             );
         }
@@ -575,6 +593,7 @@ fn engine_for(s: &Scenario, f: &Fabric, refusal: Option<String>) -> (bool, Optio
             Some(EngineUsed {
                 engine: EngineRan::Packet,
                 why: format!("{want}, but it does not model {r}: run packet by packet"),
+                handed_over: Vec::new(),
             }),
         ),
         None => (
@@ -582,6 +601,7 @@ fn engine_for(s: &Scenario, f: &Fabric, refusal: Option<String>) -> (bool, Optio
             Some(EngineUsed {
                 engine: EngineRan::Flow,
                 why: format!("{want}; latency probes are not run at flow level"),
+                handed_over: Vec::new(),
             }),
         ),
     }

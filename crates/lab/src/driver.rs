@@ -36,6 +36,8 @@ pub(crate) struct WorldStats {
     pub(crate) series: Vec<TimeSeries>,
     /// Background TCP's counters, when it ran.
     pub(crate) tcp: Option<TcpStats>,
+    /// Why a flow-level world ran this job at packet level instead.
+    pub(crate) handed_over: Option<String>,
 }
 
 /// What the background TCP of one run did.
@@ -163,7 +165,15 @@ impl World for IbWorld<'_> {
         } else {
             Vec::new()
         };
-        Ok((out, WorldStats { net, series, tcp: None }))
+        Ok((
+            out,
+            WorldStats {
+                net,
+                series,
+                tcp: None,
+                handed_over: None,
+            },
+        ))
     }
 
     fn nics(&self) -> &NicMap {
@@ -212,7 +222,15 @@ impl World for RoceWorld<'_> {
         } else {
             Vec::new()
         };
-        Ok((out, WorldStats { net, series, tcp }))
+        Ok((
+            out,
+            WorldStats {
+                net,
+                series,
+                tcp,
+                handed_over: None,
+            },
+        ))
     }
 
     fn nics(&self) -> &NicMap {
@@ -254,6 +272,7 @@ impl Driver<'_, '_> {
             source,
         };
         let mut tcp_total: Option<TcpStats> = None;
+        let mut handed_over: Vec<String> = Vec::new();
         let mut counters = Counters::default();
         let mut effort = SimEffort::default();
         let mut collectives = Vec::new();
@@ -311,6 +330,7 @@ impl Driver<'_, '_> {
                     Err(e) => return Err(err(e)),
                 };
                 add(&w, wall, &mut counters, &mut effort);
+                handed_over.extend(w.handed_over.clone());
                 if let Some(t) = &w.tcp {
                     tcp_total.get_or_insert_with(TcpStats::default).add(t);
                 }
@@ -350,6 +370,7 @@ impl Driver<'_, '_> {
                 match world.run(&Job::Messages(&msgs), false) {
                     Ok((JobOut::Messages(t), w)) => {
                         add(&w, wall, &mut counters, &mut effort);
+                        handed_over.extend(w.handed_over.clone());
                         timeseries.extend(w.series.iter().cloned());
                         Some(IncastResult {
                             senders: i.senders,
@@ -409,7 +430,10 @@ impl Driver<'_, '_> {
             findings,
             effort,
             tcp,
-            engine,
+            engine: engine.map(|mut e| {
+                e.handed_over = handed_over;
+                e
+            }),
         })
     }
 }

@@ -154,6 +154,10 @@ pub struct EngineUsed {
     /// Why this engine (the scenario's choice, `auto`'s rule, or what the flow
     /// engine cannot model).
     pub why: String,
+    /// Jobs (a collective at one size, the incast) a flow-level variant ran
+    /// packet by packet instead, and why.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub handed_over: Vec<String>,
 }
 
 /// A whole comparison.

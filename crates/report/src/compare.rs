@@ -614,6 +614,9 @@ pub fn engine_lines(r: &CompareResults) -> String {
                 lab::scenario::EngineRan::Flow => "flow level",
             };
             let _ = writeln!(o, "engine: {} at {name} ({})", v.id, e.why);
+            for h in &e.handed_over {
+                let _ = writeln!(o, "engine: {} handed to the packet level: {h}", v.id);
+            }
         }
     }
     o

@@ -27,7 +27,11 @@ use crate::collective::CollectiveSpec;
 use crate::runner::{NetCounters, RunError, ScheduleRun};
 
 /// Run the all-to-all `spec` (on at least two servers) on `w`.
-pub(super) fn run(w: &FlowWorld<'_>, spec: &CollectiveSpec) -> Result<(ScheduleRun, NetCounters), RunError> {
+pub(super) fn run(
+    w: &FlowWorld<'_>,
+    spec: &CollectiveSpec,
+    queued: &mut Vec<fabric::Endpoint>,
+) -> Result<(ScheduleRun, NetCounters), RunError> {
     let (nodes, g) = (spec.nodes, spec.gpus);
     let per_pair = spec.size_bytes / spec.ranks();
     let f = w.fabric;
@@ -80,6 +84,7 @@ pub(super) fn run(w: &FlowWorld<'_>, spec: &CollectiveSpec) -> Result<(ScheduleR
         }
     }
     sim.check().map_err(RunError::Flow)?;
+    queued.extend(super::queued_ports(f, &ports, &sim));
     // every NVLink message of one GPU, one after the other, and the last one's latency
     let nvl_bytes = u64::from(g - 1) * u64::from(nodes) * per_pair;
     let nvl = (nvl_bytes as f64 / w.nvl.bytes_per_s * 1e12).round() as u64 + w.nvl.latency_ps;

@@ -41,7 +41,11 @@ use crate::collective::CollectiveSpec;
 use crate::runner::{NetCounters, RunError, ScheduleRun};
 
 /// Run the ring collective `spec` (a ring kind, on at least two servers) on `w`.
-pub(super) fn run(w: &FlowWorld<'_>, spec: &CollectiveSpec) -> Result<(ScheduleRun, NetCounters), RunError> {
+pub(super) fn run(
+    w: &FlowWorld<'_>,
+    spec: &CollectiveSpec,
+    queued: &mut Vec<fabric::Endpoint>,
+) -> Result<(ScheduleRun, NetCounters), RunError> {
     let (steps, chunk) = spec
         .ring_steps()
         .expect("run only for ring collectives, which have steps");
@@ -91,6 +95,7 @@ pub(super) fn run(w: &FlowWorld<'_>, spec: &CollectiveSpec) -> Result<(ScheduleR
         }
     }
     sim.check().map_err(RunError::Flow)?;
+    queued.extend(super::queued_ports(f, &ports, &sim));
     let nvl_ps = (chunk as f64 / nvl_bpps).round() as u64;
     let mut time = 0u64;
     for (c, lat) in latency.iter().enumerate() {
