@@ -37,7 +37,7 @@ pub(crate) struct WorldStats {
     /// Background TCP's counters, when it ran.
     pub(crate) tcp: Option<TcpStats>,
     /// Why a flow-level world ran this job at packet level instead.
-    pub(crate) handed_over: Option<String>,
+    pub(crate) handed_over: Option<crate::results::HandedOver>,
 }
 
 /// What the background TCP of one run did.
@@ -272,7 +272,7 @@ impl Driver<'_, '_> {
             source,
         };
         let mut tcp_total: Option<TcpStats> = None;
-        let mut handed_over: Vec<String> = Vec::new();
+        let mut handed_over: Vec<crate::results::HandedOver> = Vec::new();
         let mut counters = Counters::default();
         let mut effort = SimEffort::default();
         let mut collectives = Vec::new();

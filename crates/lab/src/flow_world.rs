@@ -160,9 +160,9 @@ impl World for FlowWorld<'_> {
         if let (Some(cc), false) = (&self.cc, queued.is_empty())
             && let Some(packet) = self.handover.as_mut()
         {
-            let what = match job {
-                Job::Collective(s, _) => format!("{} {}", s.op.name(), crate::compare::human_bytes(s.size_bytes)),
-                Job::Messages(m) => format!("{} messages", m.len()),
+            let (op, size) = match job {
+                Job::Collective(s, _) => (Some(s.op), Some(s.size_bytes)),
+                Job::Messages(_) => (None, None),
             };
             let mut ports: Vec<String> = queued
                 .iter()
@@ -171,11 +171,15 @@ impl World for FlowWorld<'_> {
             ports.sort();
             ports.dedup();
             let (out, mut stats) = packet.run(job, background)?;
-            stats.handed_over = Some(format!(
-                "{what}: queues at {} switch port(s) (e.g. {}), where {cc} reacts; run packet by packet",
-                ports.len(),
-                ports[0]
-            ));
+            stats.handed_over = Some(crate::results::HandedOver {
+                op,
+                size,
+                why: format!(
+                    "queues at {} switch port(s) (e.g. {}), where {cc} reacts",
+                    ports.len(),
+                    ports[0]
+                ),
+            });
             return Ok((out, stats));
         }
         Ok((

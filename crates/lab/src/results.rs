@@ -157,7 +157,18 @@ pub struct EngineUsed {
     /// Jobs (a collective at one size, the incast) a flow-level variant ran
     /// packet by packet instead, and why.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub handed_over: Vec<String>,
+    pub handed_over: Vec<HandedOver>,
+}
+
+/// A job a flow-level variant ran packet by packet instead.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HandedOver {
+    /// The collective (`None`: the incast).
+    pub op: Option<crate::collective::Collective>,
+    /// Its size (the nccl-tests size column; `None`: the incast).
+    pub size: Option<u64>,
+    /// Why, in words: what the flow engine could not model there.
+    pub why: String,
 }
 
 /// A whole comparison.

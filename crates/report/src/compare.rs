@@ -615,7 +615,11 @@ pub fn engine_lines(r: &CompareResults) -> String {
             };
             let _ = writeln!(o, "engine: {} at {name} ({})", v.id, e.why);
             for h in &e.handed_over {
-                let _ = writeln!(o, "engine: {} handed to the packet level: {h}", v.id);
+                let job = match (h.op, h.size) {
+                    (Some(op), Some(size)) => format!("{} {}", op.name(), lab::compare::human_bytes(size)),
+                    _ => "the incast".to_string(),
+                };
+                let _ = writeln!(o, "engine: {} ran {job} packet by packet: {}", v.id, h.why);
             }
         }
     }
