@@ -103,6 +103,27 @@ impl WireModel {
     pub fn ack_weight(&self) -> f64 {
         f64::from(self.ack_bytes) / (f64::from(self.ack_every.max(1)) * f64::from(self.mtu))
     }
+
+    /// Wire bytes per payload byte of messages of `bytes` on the data path:
+    /// every packet carries its headers, the last (short) one too.
+    pub fn data_weight_for(&self, bytes: u64) -> f64 {
+        if bytes == 0 {
+            return self.data_weight();
+        }
+        let packets = bytes.div_ceil(u64::from(self.mtu.max(1)));
+        (bytes + packets * u64::from(self.overhead)) as f64 / bytes as f64
+    }
+
+    /// Wire bytes of ACKs per payload byte of messages of `bytes`: one ACK per
+    /// `ack_every` packets and one on a message's last packet.
+    pub fn ack_weight_for(&self, bytes: u64) -> f64 {
+        if bytes == 0 {
+            return self.ack_weight();
+        }
+        let packets = bytes.div_ceil(u64::from(self.mtu.max(1)));
+        let acks = packets.div_ceil(u64::from(self.ack_every.max(1)));
+        (acks * u64::from(self.ack_bytes)) as f64 / bytes as f64
+    }
 }
 
 /// The flow network's resources for a fabric: one per cabled port's egress.
@@ -306,6 +327,32 @@ pub fn open(
 /// (propagation, switch latency, and on store-and-forward switches one packet's
 /// serialization per switch, plus the endpoints').
 pub fn costs(f: &Fabric, ports: &Ports, m: &WireModel, data: &[Endpoint], ack: &[Endpoint]) -> (Vec<Use>, u64) {
+    costs_of(f, ports, m, data, ack, m.data_weight(), m.ack_weight())
+}
+
+/// [`costs`] for a connection whose messages are all `bytes` long: the headers
+/// of their last, short packets and the ACK each message's end draws count
+/// ([`WireModel::data_weight_for`], [`WireModel::ack_weight_for`]).
+pub fn costs_for(
+    f: &Fabric,
+    ports: &Ports,
+    m: &WireModel,
+    data: &[Endpoint],
+    ack: &[Endpoint],
+    bytes: u64,
+) -> (Vec<Use>, u64) {
+    costs_of(f, ports, m, data, ack, m.data_weight_for(bytes), m.ack_weight_for(bytes))
+}
+
+fn costs_of(
+    f: &Fabric,
+    ports: &Ports,
+    m: &WireModel,
+    data: &[Endpoint],
+    ack: &[Endpoint],
+    data_weight: f64,
+    ack_weight: f64,
+) -> (Vec<Use>, u64) {
     let mut uses = Vec::with_capacity(data.len() + ack.len());
     let mut latency = m.endpoint_ps;
     let pkt_bits = u64::from(m.mtu + m.overhead) * 8;
@@ -313,7 +360,7 @@ pub fn costs(f: &Fabric, ports: &Ports, m: &WireModel, data: &[Endpoint], ack: &
         if let Some(r) = ports.resource(e) {
             uses.push(Use {
                 res: r,
-                weight: m.data_weight(),
+                weight: data_weight,
             });
         }
         if let Some((_, l)) = f.peer(e.node, e.port) {
@@ -327,11 +374,13 @@ pub fn costs(f: &Fabric, ports: &Ports, m: &WireModel, data: &[Endpoint], ack: &
             }
         }
     }
-    let aw = m.ack_weight();
-    if aw > 0.0 {
+    if ack_weight > 0.0 {
         for &e in ack {
             if let Some(r) = ports.resource(e) {
-                uses.push(Use { res: r, weight: aw });
+                uses.push(Use {
+                    res: r,
+                    weight: ack_weight,
+                });
             }
         }
     }

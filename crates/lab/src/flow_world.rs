@@ -207,7 +207,9 @@ struct FlowNet<'a> {
 }
 
 impl FlowNet<'_> {
-    fn conn(&mut self, a: NodeId, b: NodeId, class: Class) -> Result<ConnId, RunError> {
+    /// The connection for (a, b, class), opened for messages of `bytes` (the
+    /// first message's size; a schedule's messages on one pair are alike).
+    fn conn(&mut self, a: NodeId, b: NodeId, class: Class, bytes: u64) -> Result<ConnId, RunError> {
         if let Some(&c) = self.conns.get(&(a, b, class)) {
             return Ok(c);
         }
@@ -226,7 +228,8 @@ impl FlowNet<'_> {
         };
         let data = data.map_err(RunError::FlowPath)?;
         let ack = ack.map_err(RunError::FlowPath)?;
-        let c = flow::path::open(&mut self.sim, f, &self.ports, &self.wire, &data, &ack).map_err(RunError::Flow)?;
+        let (uses, latency) = flow::path::costs_for(f, &self.ports, &self.wire, &data, &ack, bytes);
+        let c = self.sim.open(uses, latency, f64::INFINITY).map_err(RunError::Flow)?;
         self.conns.insert((a, b, class), c);
         Ok(c)
     }
@@ -238,7 +241,7 @@ impl Network for FlowNet<'_> {
     }
 
     fn post(&mut self, a: NodeId, b: NodeId, class: Class, bytes: u64, tag: u64) -> Result<(), RunError> {
-        let c = self.conn(a, b, class)?;
+        let c = self.conn(a, b, class, bytes)?;
         self.sim.post(c, bytes, tag).map_err(RunError::Flow)
     }
 

@@ -25,7 +25,7 @@ enum EngineArg {
 #[derive(Debug, Args)]
 pub struct TrainCmd {
     /// The job: model, GPU, GPUs, sequence length, global batch, [parallel]
-    /// (see docs/TRAINING.md).
+    /// (docs/TRAINING.md; examples/train/).
     job: PathBuf,
     /// Scalable units of the cluster (default: as few as hold the job).
     #[arg(long)]
@@ -79,9 +79,8 @@ impl TrainCmd {
         };
         let run = match lab::train::run_job(&spec, &cluster, pricing, self.efficiency, self.seed) {
             Ok(r) => r,
-            Err(TrainError::Job { field, source }) => {
-                return Err(CliError::bad_input(format!("{path}: {field}: {source}")));
-            }
+            // the job's error names its field
+            Err(TrainError::Job { source, .. }) => return Err(CliError::bad_input(format!("{path}: {source}"))),
             Err(e) => return Err(e.into()),
         };
         let out = if self.json {

@@ -5,6 +5,7 @@ mod exit_codes;
 mod lab_cmds;
 mod sim_hpcc;
 mod sm_umad;
+mod train;
 
 use std::process::{Command, Output};
 

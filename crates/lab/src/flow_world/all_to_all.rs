@@ -52,11 +52,12 @@ pub(super) fn run(
                 let (a, b) = (nic(w, s, h)?, nic(w, d, h)?);
                 let (data, ack) = route(w, a, b, k)?;
                 k += 1;
-                let (uses, l) = flow::path::costs(f, &ports, &w.wire, &data, &ack);
+                // the packet worlds' messages are `per_pair` long
+                let (uses, l) = flow::path::costs_for(f, &ports, &w.wire, &data, &ack, per_pair);
                 // one forwarded message alone on the pair: line rate and latency
                 if let Some(&e) = data.first() {
                     let bps = ports.bps(e).max(1) as f64;
-                    let ser = per_pair as f64 * w.wire.data_weight() * 8e12 / bps;
+                    let ser = per_pair as f64 * w.wire.data_weight_for(per_pair) * 8e12 / bps;
                     tail = tail.max(ser.round() as u64 + l);
                 }
                 let conn = sim.open(uses, l, f64::INFINITY).map_err(RunError::Flow)?;

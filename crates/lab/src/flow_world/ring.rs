@@ -74,7 +74,8 @@ pub(super) fn run(
             let b = nic(w, (node + 1) % nodes, c)?;
             let (data, ack) = route(w, a, b, k)?;
             k += 1;
-            let (u, l) = flow::path::costs(f, &ports, &w.wire, &data, &ack);
+            // the packet worlds send it chunk by chunk
+            let (u, l) = flow::path::costs_for(f, &ports, &w.wire, &data, &ack, chunk);
             uses.extend(u);
             lat.push(l);
         }
