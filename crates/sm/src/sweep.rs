@@ -39,6 +39,9 @@ use crate::sma::{MAD_LEN, Transport};
 use crate::tables::{NO_ROUTE, RoutingTables};
 use crate::validate::{self, Validation};
 
+mod pkeys;
+pub use pkeys::PkeyReport;
+
 /// Sweep settings.
 #[derive(Clone, Debug)]
 pub struct SweepOptions {
@@ -51,6 +54,9 @@ pub struct SweepOptions {
     pub retries: u8,
     /// Validate the tables after routing.
     pub validate: bool,
+    /// Partitions to program (`partitions.conf`); `None`: P_Key tables are left as
+    /// the ports hold them.
+    pub partitions: Option<std::sync::Arc<crate::partitions::PartitionsConf>>,
 }
 
 impl Default for SweepOptions {
@@ -62,6 +68,7 @@ impl Default for SweepOptions {
             max_in_flight: 64,
             retries: 3,
             validate: true,
+            partitions: None,
         }
     }
 }
@@ -105,6 +112,8 @@ pub enum Issue {
     Transport { error: String },
     /// Routing failed on the discovered fabric.
     Routing { error: String },
+    /// The partitions could not be applied as configured.
+    Partitions { error: String },
 }
 
 fn path_str(p: &[u8]) -> String {
@@ -146,6 +155,7 @@ impl std::fmt::Display for Issue {
             Issue::NoAnswer { path, attr } => write!(f, "DR path {}: no answer to {attr}", path_str(path)),
             Issue::Transport { error } => write!(f, "transport: {error}"),
             Issue::Routing { error } => write!(f, "routing: {error}"),
+            Issue::Partitions { error } => write!(f, "partitions: {error}"),
         }
     }
 }
@@ -176,12 +186,14 @@ pub struct SweepReport {
     pub subnet_up: bool,
     /// Traps received during the sweep.
     pub traps: Vec<u16>,
+    /// The P_Key step, when partitions are configured.
+    pub pkeys: Option<PkeyReport>,
 }
 
 impl SweepReport {
     /// JSON summary.
     pub fn to_json(&self, f: Option<&Fabric>) -> Value {
-        json!({
+        let mut v = json!({
             "phases": self.phases.iter().map(|p| json!({"name": p.name, "us": p.micros})).collect::<Vec<_>>(),
             "smps_sent": self.smps_sent,
             "smps_received": self.smps_received,
@@ -203,7 +215,15 @@ impl SweepReport {
             "traps": self.traps,
             "subnet_up": self.subnet_up,
             "validation": match (&self.validation, f) { (Some(v), Some(f)) => v.to_json(f), _ => Value::Null },
-        })
+        });
+        // Only with partitions configured: the report is unchanged without them.
+        if let Some(p) = &self.pkeys {
+            v["pkeys"] = json!({
+                "partitions": p.partitions, "ports": p.ports, "enforced": p.enforced,
+                "blocks_sent": p.blocks_sent, "blocks_unchanged": p.blocks_unchanged, "fell_back": p.fell_back,
+            });
+        }
+        v
     }
 }
 
@@ -258,6 +278,10 @@ struct DNode {
     path: Vec<u8>,
     ports: Vec<DPort>,
     port_state_change: bool,
+    /// NodeInfo:PartitionCap (CA ports, switch port 0) and
+    /// SwitchInfo:PartitionEnforcementCap (switch external ports).
+    partition_cap: u16,
+    enforcement_cap: u16,
 }
 
 /// The Subnet Manager: state that persists across sweeps.
@@ -287,6 +311,9 @@ pub struct SubnetManager {
     /// What the last [`SubnetManager::discover_only`] found, for
     /// [`SubnetManager::heavy_sweep_reusing_discovery`].
     last_discovery: Option<Vec<DNode>>,
+    /// The partitions of the last heavy sweep, and the P_Key tables this SM wrote.
+    pkey_plan: Option<crate::partitions::PkeyPlan>,
+    pkeys_written: BTreeMap<(Guid, u8), Vec<u16>>,
 }
 
 impl std::fmt::Debug for SubnetManager {
@@ -384,6 +411,8 @@ impl SubnetManager {
             sm_ports: Vec::new(),
             seen_lids: BTreeMap::new(),
             last_discovery: None,
+            pkey_plan: None,
+            pkeys_written: BTreeMap::new(),
         }
     }
 
@@ -659,6 +688,8 @@ impl SubnetManager {
                     path: path.to_vec(),
                     ports: vec![DPort::default(); np as usize + 1],
                     port_state_change: false,
+                    partition_cap: ni.partition_cap,
+                    enforcement_cap: 0,
                 };
                 if kind != NodeKind::Switch && (lp as usize) < n.port_guids.len() {
                     n.port_guids[lp as usize] = ni.port_guid;
@@ -695,6 +726,7 @@ impl SubnetManager {
             Req::SwitchInfo { node } => {
                 if let Ok(si) = attr::switch_info::Repr::from_bytes(&resp.data) {
                     nodes[node as usize].port_state_change = si.port_state_change;
+                    nodes[node as usize].enforcement_cap = si.partition_enforcement_cap;
                 }
             }
             Req::PortInfo { node, port } => {
@@ -803,6 +835,8 @@ impl SubnetManager {
         }
         rep.vls_used = t.vls_used;
         let t0 = Instant::now();
+        // P_Keys before the ports go ACTIVE, as OpenSM's pkey manager runs first.
+        self.program_pkeys(tr, &mut x, &f, &nodes, (sm_node, sm_port), &mut rep);
         self.program(tr, &mut x, &f, &nodes, &ids, &t, &mut rep);
         rep.phases.push(Phase {
             name: "program",
@@ -1053,9 +1087,14 @@ impl SubnetManager {
                         }
                         continue;
                     }
+                    // Switch ports facing a CA enforce partitions (PortInfo byte 43,
+                    // 0x0C = inbound + outbound, OpenSM `part_enforce both`).
+                    let enforce = sm.enforced(i, port);
                     let mut pi = attr::port_info::Repr {
                         port_state: state,
                         master_sm_lid: sm_lid,
+                        partition_enforcement_inbound: enforce,
+                        partition_enforcement_outbound: enforce,
                         ..Default::default()
                     };
                     // Keep the LID/LMC just programmed (a Set writes every field).

@@ -3,7 +3,8 @@
 //! reference `failures-isolation-sweeps.md` §1.3):
 //!
 //! - **end ports** (CA and router ports, switch port 0) get one entry per partition
-//!   they are in: bit 15 set for a full member. A port that is full and limited in
+//!   they are in: bit 15 set for a full member; a port in no partition gets an empty
+//!   table (its power-on 0xFFFF is cleared). A port that is full and limited in
 //!   one partition gets the full entry (`both` without `--allow_both_pkeys`).
 //! - **the default partition** 0x7FFF: a file without a `0x7fff` statement gets
 //!   `Default=0x7fff : ALL=limited, SELF=full`; the SM's port is always a full member.
@@ -109,7 +110,10 @@ pub fn resolve(conf: &PartitionsConf, f: &Fabric, sm_port: (NodeId, u8)) -> Resu
         }
     }
     // Wanted entries per port: partition number → full member?
-    let mut want: BTreeMap<(NodeId, u8), BTreeMap<u16, bool>> = BTreeMap::new();
+    // Every end port gets a table, an empty one when it is in no partition: OpenSM
+    // builds each port's blocks afresh and clears entries of no partition.
+    let mut want: BTreeMap<(NodeId, u8), BTreeMap<u16, bool>> =
+        end_ports.iter().map(|&p| (p, BTreeMap::new())).collect();
     let mut indx0: BTreeMap<(NodeId, u8), u16> = BTreeMap::new();
     let mut partitions = Vec::new();
     let implicit_default = conf.get(DEFAULT_PKEY).is_none();
@@ -323,7 +327,11 @@ mod tests {
         assert_eq!(plan.table(sm.0, 1), Some(&[0xffff][..]), "SM port: full default");
         assert_eq!(plan.table(f.by_name("Hca2").unwrap(), 1), Some(&[0x7fff][..]));
         assert_eq!(plan.table(f.by_name("Hca3").unwrap(), 1), Some(&[0x8003][..]));
-        assert_eq!(plan.table(f.by_name("Hca4").unwrap(), 1), None);
+        assert_eq!(
+            plan.table(f.by_name("Hca4").unwrap(), 1),
+            Some(&[][..]),
+            "in no partition: emptied"
+        );
         assert_eq!(plan.partitions.len(), 2);
     }
 }
