@@ -10,7 +10,8 @@
 //! ```
 //!
 //! Two hosts can talk when their ports share a partition under the IBA match rule
-//! (same partition number, at least one full member; `sm::partitions::pkeys_match`).
+//! (same partition number, at least one full member; `sm::partitions::pkeys_match`,
+//! applied through `PkeyPlan::shared`).
 //! - `tenant-cannot-talk` (error): a host cannot talk to some host of its own tenant;
 //!   one finding per host, naming the peers it cannot reach and its partitions.
 //! - `tenant-leak` (error): hosts of two different tenants (neither `shared`) can
@@ -27,7 +28,7 @@ use std::collections::BTreeMap;
 
 use fabric::{Fabric, Guid, NodeId, NodeKind};
 use serde::Serialize;
-use sm::partitions::{FULL, PartitionsConf, PkeyPlan, pkeys_match};
+use sm::partitions::{FULL, PartitionsConf, PkeyPlan};
 
 use crate::finding::{Finding, Location, Severity};
 use crate::ib::error::DumpError;
