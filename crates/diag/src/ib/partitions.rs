@@ -370,6 +370,47 @@ impl PartitionsReport {
     pub fn has_errors(&self) -> bool {
         self.counts.errors > 0
     }
+
+    /// ibdiagnet-style text, as `diag check` prints: inputs, counts, one line per
+    /// finding, why they matter, summary.
+    pub fn render_text(&self) -> String {
+        let s = &self.summary;
+        let mut o = String::new();
+        for i in &self.inputs {
+            o.push_str(&format!("-I- Input: {i}\n"));
+        }
+        o.push_str(&format!(
+            "-I- Partitions: {} (the default included); tenants: {} with {} hosts; {} of {} same-tenant host pairs can talk\n",
+            s.partitions, s.tenants, s.hosts, s.tenant_pairs_ok, s.tenant_pairs
+        ));
+        for f in &self.findings {
+            let tag = match f.severity {
+                Severity::Error => "-E-",
+                Severity::Warning => "-W-",
+                Severity::Info => "-I-",
+            };
+            o.push_str(&format!(
+                "{tag} {:<19} {}: {} (fix: {})\n",
+                f.rule, f.location, f.message, f.fix
+            ));
+        }
+        if !self.findings.is_empty() {
+            o.push_str("-I- Why these matter:\n");
+            for l in crate::finding::render_why(&self.findings) {
+                o.push_str(&format!("-I- {}\n", l.trim_start()));
+            }
+        }
+        o.push_str(&format!(
+            "-I- Summary: {} error(s), {} warning(s), {} info\n",
+            self.counts.errors, self.counts.warnings, self.counts.infos
+        ));
+        o
+    }
+
+    /// JSON form.
+    pub fn render_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("report serialises")
+    }
 }
 
 /// Read `partitions` (OpenSM partitions.conf) and `tenants`, resolve the partitions
