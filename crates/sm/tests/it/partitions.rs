@@ -214,3 +214,45 @@ fn umad_ibsim_partitions_are_programmed_and_smpquery_pkeys_shows_them() {
         assert_eq!(trimmed(&keys), [0xffff], "ISL port 3 of LID {lid}");
     }
 }
+
+#[test]
+fn umad_ibsim_an_unknown_guid_is_reported_with_its_line_and_opensms_fallback_is_programmed() {
+    require_ibsim_tools();
+    let name = "net.2sw2path4hca";
+    let text = std::fs::read_to_string(sm::testkit::samples_dir().join(name)).unwrap();
+    let f = sm::testkit::ibsim_net(&text).unwrap();
+    let mut sim = Ibsim::start(&text, "pkeys-bad");
+    sim.tools_host = Some("Hca1".into());
+    let file = sim.dir.path().join("partitions.conf");
+    // Line 3 names a port no node of the fabric has.
+    std::fs::write(&file, "jobA=0x8001 :\n    0x100001,\n    0x2c903000abcd ;\n").unwrap();
+    let dump = sim.dir.path().join("dump");
+    let mut ours = sim.spawn_sm(
+        "Hca1",
+        &[
+            "--once",
+            "--dump",
+            dump.to_str().unwrap(),
+            "--partitions",
+            file.to_str().unwrap(),
+        ],
+        "ours",
+    );
+    let log = ours.wait_for("exit: state MASTER", 1, Duration::from_secs(120));
+    assert!(log.contains("SUBNET UP") && log.contains("1 issue(s)"), "{log}");
+    assert!(log.contains("(FELL BACK to Default=0x7fff : ALL=full)"), "{log}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dump.join("sm-report.json")).unwrap()).unwrap();
+    let want = format!(
+        "partitions: {}:3: port GUID 0x00002c903000abcd is not a port of the fabric",
+        file.display()
+    );
+    assert_eq!(report["issues"], serde_json::json!([want]), "{report}");
+    // Every CA port a full member of the default partition, as OpenSM falls back.
+    let lids = parse_guid2lid(&std::fs::read_to_string(dump.join("guid2lid")).unwrap());
+    for ca in ["Hca1", "Hca2", "Hca3", "Hca4"] {
+        let lid = lids[&f.node(node(&f, ca)).port_guid(1).0];
+        let (keys, _) = parse_smpquery_pkeys(&sim.tool("smpquery", &["pkeys", &lid.to_string()]));
+        assert_eq!(trimmed(&keys), [0xffff], "{ca}");
+    }
+}
