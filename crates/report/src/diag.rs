@@ -13,6 +13,14 @@ pub fn check(r: &diag::ib::CheckReport, form: Form) -> String {
     }
 }
 
+/// `diag partitions`: ibdiagnet-style text, or the report as JSON.
+pub fn partitions(r: &diag::ib::partitions::PartitionsReport, form: Form) -> String {
+    match form {
+        Form::Text => r.render_text(),
+        Form::Json => r.render_json() + "\n",
+    }
+}
+
 /// `diag trace`: the ibtracert-style path, or the trace as JSON.
 pub fn trace(t: &diag::ib::Trace, form: Form) -> serde_json::Result<String> {
     Ok(match form {

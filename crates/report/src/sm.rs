@@ -46,6 +46,22 @@ pub fn sweep_text(f: Option<&Fabric>, rep: &sm::sweep::SweepReport) -> String {
         "programming: {} LFT blocks sent ({} unchanged), {} SL2VL tables, {} ports ACTIVE",
         rep.lft_blocks_sent, rep.lft_blocks_unchanged, rep.sl2vl_sent, rep.ports_active
     );
+    if let Some(p) = &rep.pkeys {
+        let _ = writeln!(
+            o,
+            "partitions: {} (the default included){}, {} port P_Key tables, {} switch ports enforced; {} P_KeyTable blocks sent ({} unchanged)",
+            p.partitions,
+            if p.fell_back {
+                ", FELL BACK to Default=0x7fff : ALL=full"
+            } else {
+                ""
+            },
+            p.ports,
+            p.enforced,
+            p.blocks_sent,
+            p.blocks_unchanged
+        );
+    }
     if let (Some(v), Some(f)) = (&rep.validation, f) {
         o.push_str(&validation_text(f, v));
     }
@@ -82,6 +98,17 @@ pub fn summary_text(f: &Fabric, rep: &sm::run::RunReport) -> String {
         o.push_str(&validation_text(f, v));
     }
     o
+}
+
+/// A partition plan resolved on a model (`sm run --direct --partitions`: nothing is
+/// programmed), in one line.
+pub fn partitions_plan_text(p: &sm::partitions::PkeyPlan) -> String {
+    format!(
+        "partitions: {} (the default included), {} port P_Key tables, {} switch ports enforced (resolved on the model, not programmed)\n",
+        p.partitions.len(),
+        p.tables.len(),
+        p.enforced.len()
+    )
 }
 
 /// The SM's validation of its routes: reachability, credit loops, balance.

@@ -23,6 +23,7 @@ pub mod dump;
 pub mod index;
 pub mod lids;
 pub mod mastership;
+pub mod partitions;
 pub mod routing;
 pub mod run;
 pub mod sma;

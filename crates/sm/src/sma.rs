@@ -75,6 +75,9 @@ struct Agent {
     fdb_top: u16,
     port_state_change: bool,
     sl2vl: BTreeMap<u16, [u8; 16]>,
+    /// P_Key table blocks by (port, block); absent = the power-on table (0xFFFF at
+    /// index 0 of block 0, as ibsim `sim_net.c:639`).
+    pkeys: BTreeMap<(u8, u16), [u16; attr::pkey_table::BLOCK]>,
 }
 
 /// Counters of the in-process fabric.
@@ -158,6 +161,7 @@ impl InProcess {
                 fdb_top: 0,
                 port_state_change: false,
                 sl2vl: BTreeMap::new(),
+                pkeys: BTreeMap::new(),
             })
             .collect();
         let mut port_off = Vec::with_capacity(fabric.nodes.len() + 1);
@@ -394,7 +398,7 @@ impl InProcess {
                     system_image_guid: n.sys_image_guid,
                     node_guid: guid,
                     port_guid: if is_sw { guid } else { n.port_guid(in_port.max(1)) },
-                    partition_cap: 32,
+                    partition_cap: PARTITION_CAP,
                     device_id: n.device_id,
                     revision: 0,
                     local_port_num: in_port,
@@ -482,6 +486,7 @@ impl InProcess {
                     port_state_change: ag.port_state_change,
                     enhanced_port0: n.enhanced_port0,
                     life_time_value: 18,
+                    partition_enforcement_cap: PARTITION_CAP,
                     ..Default::default()
                 };
                 let _ = r.to_bytes(&mut data);
@@ -528,9 +533,54 @@ impl InProcess {
                 let _ = r.to_bytes(&mut data);
                 (0, data)
             }
+            (AttrId::PKeyTable, Method::Get | Method::Set) => {
+                // AttributeModifier: block in bits 0-15, the port in 16-23 on a switch
+                // (IBA §14.2.5.7); a CA's table is the one of the port asked through.
+                let block = (req.attr_mod & 0xffff) as u16;
+                let port = if is_sw { (req.attr_mod >> 16) as u8 } else { in_port };
+                if block as usize * attr::pkey_table::BLOCK >= PARTITION_CAP as usize || port > n.num_ports() {
+                    return (bad_mod, data);
+                }
+                let ag = &mut self.agents[node.idx()];
+                if req.method == Method::Set
+                    && let Ok(r) = attr::pkey_table::Repr::from_bytes(&req.data)
+                {
+                    ag.pkeys.insert((port, block), r.pkeys);
+                }
+                let r = attr::pkey_table::Repr {
+                    pkeys: ag
+                        .pkeys
+                        .get(&(port, block))
+                        .copied()
+                        .unwrap_or_else(|| power_on_pkeys(block)),
+                };
+                let _ = r.to_bytes(&mut data);
+                (0, data)
+            }
             _ => (unsupported, data),
         }
     }
+
+    /// The P_Key table of port `p` of `n` (its first PartitionCap entries).
+    pub fn pkeys(&self, n: NodeId, p: u8) -> Vec<u16> {
+        let ag = &self.agents[n.idx()];
+        (0..PARTITION_CAP / attr::pkey_table::BLOCK as u16)
+            .flat_map(|b| ag.pkeys.get(&(p, b)).copied().unwrap_or_else(|| power_on_pkeys(b)))
+            .collect()
+    }
+}
+
+/// P_Key entries of every port's table (NodeInfo.PartitionCap and
+/// SwitchInfo.PartitionEnforcementCap): one block.
+const PARTITION_CAP: u16 = 32;
+
+/// Block `b` of a table after power-up: the default P_Key 0xFFFF at index 0.
+fn power_on_pkeys(b: u16) -> [u16; attr::pkey_table::BLOCK] {
+    let mut k = [0u16; attr::pkey_table::BLOCK];
+    if b == 0 {
+        k[0] = 0xffff;
+    }
+    k
 }
 
 /// Marker written into byte 0 of a queued buffer to deliver only 100 bytes.

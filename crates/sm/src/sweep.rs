@@ -19,25 +19,34 @@
 //! every switch and takes Trap 128 notices; either triggers a heavy sweep whose report
 //! lists what changed.
 //!
-//! One file because a sweep is one pipeline over one SMP transport and one set of
-//! tables (discover → LIDs → route → program), and light and heavy sweeps share every
-//! step but the first; its tests run both.
+//! The pipeline over one SMP transport and one set of tables (discover → LIDs → route
+//! → program) stays in this file, since light and heavy sweeps share every step but the
+//! first; its children hold what it reads and writes: `model` (discovery's records and
+//! the fabric built from them), `report` (issues and the sweep report) and `pkeys` (the
+//! P_Key step).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::hash::BuildHasherDefault;
 use std::time::Instant;
 
-use fabric::{Fabric, Guid, IbSpeed, IbWidth, LinkRate, NodeId, NodeKind, NodeSpec};
-use serde_json::{Value, json};
+use fabric::{Fabric, Guid, NodeId, NodeKind};
 use wire::mad::attr::{self, NodeType, PhysState, PortState};
 use wire::mad::{AttrId, DrRoute, Method, Route, Smp};
 
-use crate::lids::{self, Guid2Lid, LidReport};
-use crate::routing::{self, EngineKind, RouteOptions, RouteOutcome};
+use crate::lids::{self, Guid2Lid};
+use crate::routing::{self, EngineKind, RouteOptions};
 use crate::run::Phase;
 use crate::sma::{MAD_LEN, Transport};
 use crate::tables::{NO_ROUTE, RoutingTables};
-use crate::validate::{self, Validation};
+use crate::validate;
+
+mod model;
+mod pkeys;
+mod report;
+use model::{DNode, DPort, Req, build_model, end_path, lids_of, sm_ports_of};
+pub use pkeys::PkeyReport;
+use report::path_str;
+pub use report::{Issue, SweepReport};
 
 /// Sweep settings.
 #[derive(Clone, Debug)]
@@ -51,6 +60,9 @@ pub struct SweepOptions {
     pub retries: u8,
     /// Validate the tables after routing.
     pub validate: bool,
+    /// Partitions to program (`partitions.conf`); `None`: P_Key tables are left as
+    /// the ports hold them.
+    pub partitions: Option<std::sync::Arc<crate::partitions::PartitionsConf>>,
 }
 
 impl Default for SweepOptions {
@@ -62,202 +74,9 @@ impl Default for SweepOptions {
             max_in_flight: 64,
             retries: 3,
             validate: true,
+            partitions: None,
         }
     }
-}
-
-/// A problem met during a sweep; the sweep carries on.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Issue {
-    /// The reply carried a non-zero MAD status.
-    BadStatus {
-        path: Vec<u8>,
-        attr: &'static str,
-        status: u16,
-    },
-    /// The reply was for another attribute.
-    WrongAttribute {
-        path: Vec<u8>,
-        expected: &'static str,
-        got: u16,
-    },
-    /// The reply was shorter than a MAD.
-    Truncated {
-        path: Vec<u8>,
-        attr: &'static str,
-        len: usize,
-    },
-    /// The reply did not parse.
-    Unparsable {
-        path: Vec<u8>,
-        attr: &'static str,
-        error: String,
-    },
-    /// Two places in the fabric answer with the same node GUID.
-    DuplicateGuid {
-        guid: Guid,
-        path: Vec<u8>,
-        first_path: Vec<u8>,
-    },
-    /// No answer after all retries.
-    NoAnswer { path: Vec<u8>, attr: &'static str },
-    /// The transport refused a request.
-    Transport { error: String },
-    /// Routing failed on the discovered fabric.
-    Routing { error: String },
-}
-
-fn path_str(p: &[u8]) -> String {
-    let mut s = String::from("0");
-    for x in p {
-        s.push(',');
-        s.push_str(&x.to_string());
-    }
-    s
-}
-
-impl std::fmt::Display for Issue {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Issue::BadStatus { path, attr, status } => {
-                write!(
-                    f,
-                    "DR path {}: {attr} answered with status {status:#06x}",
-                    path_str(path)
-                )
-            }
-            Issue::WrongAttribute { path, expected, got } => {
-                write!(
-                    f,
-                    "DR path {}: asked for {expected}, got attribute {got:#06x}",
-                    path_str(path)
-                )
-            }
-            Issue::Truncated { path, attr, len } => {
-                write!(f, "DR path {}: {attr} reply truncated to {len} bytes", path_str(path))
-            }
-            Issue::Unparsable { path, attr, error } => write!(f, "DR path {}: {attr} reply: {error}", path_str(path)),
-            Issue::DuplicateGuid { guid, path, first_path } => write!(
-                f,
-                "duplicate node GUID {guid} at DR path {} (first seen at {})",
-                path_str(path),
-                path_str(first_path)
-            ),
-            Issue::NoAnswer { path, attr } => write!(f, "DR path {}: no answer to {attr}", path_str(path)),
-            Issue::Transport { error } => write!(f, "transport: {error}"),
-            Issue::Routing { error } => write!(f, "routing: {error}"),
-        }
-    }
-}
-
-/// What a heavy sweep did.
-#[derive(Clone, Debug, Default)]
-pub struct SweepReport {
-    pub phases: Vec<Phase>,
-    pub smps_sent: u64,
-    pub smps_received: u64,
-    pub resends: u64,
-    pub switches: usize,
-    pub cas: usize,
-    pub links: usize,
-    pub issues: Vec<Issue>,
-    pub lids: LidReport,
-    pub outcome: Option<RouteOutcome>,
-    pub vls_used: u8,
-    pub lft_blocks_sent: u64,
-    pub lft_blocks_unchanged: u64,
-    pub sl2vl_sent: u64,
-    pub ports_active: u64,
-    /// What differs from the previous sweep: links and nodes gone or new, LIDs moved,
-    /// LFT entries changed.
-    pub changes: Vec<String>,
-    pub lft_entries_changed: u64,
-    pub validation: Option<Validation>,
-    pub subnet_up: bool,
-    /// Traps received during the sweep.
-    pub traps: Vec<u16>,
-}
-
-impl SweepReport {
-    /// JSON summary.
-    pub fn to_json(&self, f: Option<&Fabric>) -> Value {
-        json!({
-            "phases": self.phases.iter().map(|p| json!({"name": p.name, "us": p.micros})).collect::<Vec<_>>(),
-            "smps_sent": self.smps_sent,
-            "smps_received": self.smps_received,
-            "resends": self.resends,
-            "switches": self.switches,
-            "cas": self.cas,
-            "links": self.links,
-            "issues": self.issues.iter().map(|i| i.to_string()).collect::<Vec<_>>(),
-            "lids": {"ports": self.lids.ports, "kept": self.lids.kept, "moved": self.lids.moved, "max_lid": self.lids.max_lid},
-            "engine": self.outcome.as_ref().map(|o| o.engine.name()),
-            "fallbacks": self.outcome.as_ref().map(|o| o.fallbacks.iter().map(|(e, w)| json!({"engine": e.name(), "error": w})).collect::<Vec<_>>()),
-            "vls_used": self.vls_used,
-            "lft_blocks_sent": self.lft_blocks_sent,
-            "lft_blocks_unchanged": self.lft_blocks_unchanged,
-            "sl2vl_sent": self.sl2vl_sent,
-            "ports_active": self.ports_active,
-            "changes": self.changes,
-            "lft_entries_changed": self.lft_entries_changed,
-            "traps": self.traps,
-            "subnet_up": self.subnet_up,
-            "validation": match (&self.validation, f) { (Some(v), Some(f)) => v.to_json(f), _ => Value::Null },
-        })
-    }
-}
-
-/// What one request was for.
-#[derive(Clone, Copy, Debug)]
-enum Req {
-    /// NodeInfo through `port` of discovered node `parent` (`u32::MAX` = the SM's node).
-    NodeInfo {
-        parent: u32,
-        port: u8,
-    },
-    NodeDesc {
-        node: u32,
-    },
-    PortInfo {
-        node: u32,
-        port: u8,
-    },
-    SwitchInfo {
-        node: u32,
-    },
-    /// A Set whose reply only needs a status check.
-    Set,
-}
-
-#[derive(Clone, Debug, Default)]
-struct DPort {
-    up: bool,
-    width: u8,
-    speed: u8,
-    speed_ext: u8,
-    peer: Option<(u32, u8)>,
-    /// PortInfo:CapabilityMask (IsSM finds other SMs).
-    cap_mask: u32,
-    /// PortInfo:PortState when discovered (ports already ACTIVE are not set again).
-    state: Option<PortState>,
-    /// PortInfo:LID and LMC when discovered (what another SM assigned).
-    lid: u16,
-    lmc: u8,
-}
-
-#[derive(Clone, Debug)]
-struct DNode {
-    guid: Guid,
-    kind: NodeKind,
-    num_ports: u8,
-    sys_guid: Guid,
-    vendor: u32,
-    device: u16,
-    port_guids: Vec<Guid>,
-    desc: String,
-    path: Vec<u8>,
-    ports: Vec<DPort>,
-    port_state_change: bool,
 }
 
 /// The Subnet Manager: state that persists across sweeps.
@@ -287,6 +106,9 @@ pub struct SubnetManager {
     /// What the last [`SubnetManager::discover_only`] found, for
     /// [`SubnetManager::heavy_sweep_reusing_discovery`].
     last_discovery: Option<Vec<DNode>>,
+    /// The partitions of the last heavy sweep, and the P_Key tables this SM wrote.
+    pkey_plan: Option<crate::partitions::PkeyPlan>,
+    pkeys_written: BTreeMap<(Guid, u8), Vec<u16>>,
 }
 
 impl std::fmt::Debug for SubnetManager {
@@ -384,6 +206,8 @@ impl SubnetManager {
             sm_ports: Vec::new(),
             seen_lids: BTreeMap::new(),
             last_discovery: None,
+            pkey_plan: None,
+            pkeys_written: BTreeMap::new(),
         }
     }
 
@@ -659,6 +483,8 @@ impl SubnetManager {
                     path: path.to_vec(),
                     ports: vec![DPort::default(); np as usize + 1],
                     port_state_change: false,
+                    partition_cap: ni.partition_cap,
+                    enforcement_cap: 0,
                 };
                 if kind != NodeKind::Switch && (lp as usize) < n.port_guids.len() {
                     n.port_guids[lp as usize] = ni.port_guid;
@@ -695,6 +521,7 @@ impl SubnetManager {
             Req::SwitchInfo { node } => {
                 if let Ok(si) = attr::switch_info::Repr::from_bytes(&resp.data) {
                     nodes[node as usize].port_state_change = si.port_state_change;
+                    nodes[node as usize].enforcement_cap = si.partition_enforcement_cap;
                 }
             }
             Req::PortInfo { node, port } => {
@@ -803,6 +630,8 @@ impl SubnetManager {
         }
         rep.vls_used = t.vls_used;
         let t0 = Instant::now();
+        // P_Keys before the ports go ACTIVE, as OpenSM's pkey manager runs first.
+        self.program_pkeys(tr, &mut x, &f, &nodes, (sm_node, sm_port), &mut rep);
         self.program(tr, &mut x, &f, &nodes, &ids, &t, &mut rep);
         rep.phases.push(Phase {
             name: "program",
@@ -1053,9 +882,14 @@ impl SubnetManager {
                         }
                         continue;
                     }
+                    // Switch ports facing a CA enforce partitions (PortInfo byte 43,
+                    // 0x0C = inbound + outbound, OpenSM `part_enforce both`).
+                    let enforce = sm.enforced(i, port);
                     let mut pi = attr::port_info::Repr {
                         port_state: state,
                         master_sm_lid: sm_lid,
+                        partition_enforcement_inbound: enforce,
+                        partition_enforcement_outbound: enforce,
                         ..Default::default()
                     };
                     // Keep the LID/LMC just programmed (a Set writes every field).
@@ -1147,82 +981,8 @@ impl SubnetManager {
     }
 }
 
-/// CA ports other than the SM's own node whose PortInfo says IsSM, with the directed
-/// route that reaches them (through the switch they hang off).
-fn sm_ports_of(nodes: &[DNode]) -> Vec<(Guid, Vec<u8>)> {
-    let mut out = Vec::new();
-    for n in nodes.iter().skip(1) {
-        if n.kind == NodeKind::Switch {
-            continue;
-        }
-        for (p, d) in n.ports.iter().enumerate().skip(1) {
-            if d.cap_mask & attr::cap::IS_SM == 0 {
-                continue;
-            }
-            let path = match d.peer {
-                Some((sw, sp)) if nodes[sw as usize].kind == NodeKind::Switch => {
-                    let mut v = nodes[sw as usize].path.clone();
-                    v.push(sp);
-                    v
-                }
-                Some(_) => n.path.clone(),
-                None => continue,
-            };
-            let g = n.port_guids.get(p).copied().unwrap_or(Guid(0));
-            out.push((g, path));
-        }
-    }
-    out
-}
-
-/// The LIDs ports report (switches: port 0, by node GUID; end ports by port GUID);
-/// ports without a LID are left out.
-fn lids_of(nodes: &[DNode]) -> BTreeMap<Guid, (fabric::Lid, fabric::Lid)> {
-    let mut m = BTreeMap::new();
-    for n in nodes {
-        let ports: Vec<(Guid, &DPort)> = if n.kind == NodeKind::Switch {
-            n.ports.first().map(|d| (n.guid, d)).into_iter().collect()
-        } else {
-            n.ports
-                .iter()
-                .enumerate()
-                .skip(1)
-                .filter(|(_, d)| d.state.is_some())
-                .map(|(p, d)| (n.port_guids.get(p).copied().unwrap_or(Guid(0)), d))
-                .collect()
-        };
-        for (g, d) in ports {
-            if g.0 == 0 || d.lid == 0 || d.lid >= 0xc000 {
-                continue;
-            }
-            let hi = d.lid.saturating_add((1u16 << d.lmc.min(7)) - 1);
-            m.insert(g, (fabric::Lid(d.lid), fabric::Lid(hi)));
-        }
-    }
-    m
-}
-
 /// Requests queued per call of a [`Feed`]: enough to keep any window full.
 const FEED_BATCH: usize = 256;
-
-/// DR path to port `p` of end node `i` into `out` (a CA is reached through its peer
-/// switch).
-fn end_path(nodes: &[DNode], i: usize, p: u8, sm_port: u8, out: &mut Vec<u8>) {
-    let n = &nodes[i];
-    out.clear();
-    // The SM's own port is local; another port of the SM's own CA is reached from
-    // outside, through the switch it is cabled to.
-    if n.path.is_empty() && (n.kind == NodeKind::Switch || p == sm_port.max(1)) {
-        return;
-    }
-    match n.ports.get(p as usize).and_then(|d| d.peer) {
-        Some((sw, sp)) if nodes[sw as usize].kind == NodeKind::Switch => {
-            out.extend_from_slice(&nodes[sw as usize].path);
-            out.push(sp);
-        }
-        _ => out.extend_from_slice(&n.path),
-    }
-}
 
 /// Move the exchange counters and issues into the report (issues of the exchange
 /// first, in the order they were met).
@@ -1235,70 +995,4 @@ fn finish(mut rep: SweepReport, x: Exchange) -> SweepReport {
     rep.issues = x.issues;
     rep.issues.extend(later);
     rep
-}
-
-/// Build a fabric model from discovered nodes (node ids follow discovery order, so the
-/// SM's node is node 0).
-fn build_model(nodes: &[DNode]) -> (Fabric, Vec<NodeId>) {
-    let mut f = Fabric::new();
-    let mut ids = Vec::with_capacity(nodes.len());
-    for (i, n) in nodes.iter().enumerate() {
-        let name = format!(
-            "{}-{:016x}",
-            if n.kind == NodeKind::Switch { "S" } else { "H" },
-            n.guid.0
-        );
-        let mut spec = if n.kind == NodeKind::Switch {
-            NodeSpec::switch(name, n.guid, n.num_ports.max(1))
-        } else {
-            let mut s = NodeSpec::ca(name, n.guid, n.num_ports.max(1));
-            s.kind = n.kind;
-            // Unknown port GUIDs (ports never reached) follow the node GUID + port convention.
-            s.port_guids = Some(
-                (1..=n.num_ports.max(1))
-                    .map(|p| {
-                        let g = n.port_guids.get(p as usize).copied().unwrap_or(Guid(0));
-                        if g.0 == 0 { Guid(n.guid.0 + p as u64) } else { g }
-                    })
-                    .collect(),
-            );
-            s
-        };
-        spec.desc = if n.desc.is_empty() {
-            format!("node {i}")
-        } else {
-            n.desc.clone()
-        };
-        spec.sys_image_guid = Some(n.sys_guid);
-        spec.vendor_id = n.vendor;
-        spec.device_id = n.device;
-        // GUIDs are unique here (duplicates were not followed).
-        ids.push(f.add_node(spec).expect("unique discovered GUIDs"));
-    }
-    for (i, n) in nodes.iter().enumerate() {
-        for (p, dp) in n.ports.iter().enumerate() {
-            let Some((j, q)) = dp.peer else { continue };
-            if (j as usize, q) <= (i, p as u8) {
-                continue;
-            }
-            let _ = f.connect(ids[i], p as u8, ids[j as usize], q, rate_of(dp), 2.0);
-        }
-    }
-    (f, ids)
-}
-
-/// The link rate from PortInfo's active width and speed codes (IBA §14.2.5.6); 4x SDR
-/// when the codes are unknown.
-fn rate_of(d: &DPort) -> LinkRate {
-    let width = IbWidth::from_code(d.width).unwrap_or(IbWidth::X4);
-    let speed = IbSpeed::ALL
-        .into_iter()
-        .find(|s| d.speed_ext != 0 && s.link_speed_ext_code() == d.speed_ext)
-        .or_else(|| {
-            IbSpeed::ALL
-                .into_iter()
-                .find(|s| d.speed != 0 && s.link_speed_code() == d.speed)
-        })
-        .unwrap_or(IbSpeed::Sdr);
-    LinkRate::ib(speed, width)
 }

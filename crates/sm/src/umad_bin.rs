@@ -5,7 +5,7 @@
 //! ```text
 //! rdmalab-sm-umad [--ca NAME] [--port N] [--once|--daemon] [--priority P]
 //!                 [--engine LIST] [--lmc N] [--max-smps N] [--light-ms MS] [--poll-ms MS]
-//!                 [--dump DIR]
+//!                 [--dump DIR] [--partitions FILE]
 //! ```
 
 use std::process::ExitCode;
@@ -46,6 +46,12 @@ fn parse() -> Result<(UmadOptions, DaemonOptions, Option<std::path::PathBuf>), S
             "--poll-ms" => d.poll_interval = Duration::from_millis(num("--poll-ms", val("--poll-ms")?)?),
             "--dump" => dump = Some(val("--dump")?.into()),
             "--no-validate" => d.sweep.validate = false,
+            "--partitions" => {
+                let path = val("--partitions")?;
+                let text = std::fs::read_to_string(&path).map_err(|e| format!("cannot read {path}: {e}"))?;
+                let conf = sm::partitions::parse(&text, &path).map_err(|e| e.to_string())?;
+                d.sweep.partitions = Some(std::sync::Arc::new(conf));
+            }
             x => return Err(format!("unknown argument {x:?}")),
         }
     }

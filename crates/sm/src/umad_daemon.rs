@@ -380,23 +380,36 @@ pub fn event_line(e: &Event<'_>) -> String {
             }
             s
         }
-        Event::Sweep { report, .. } => format!(
-            "heavy sweep: {} switches, {} CAs, {} links; {} SMPs sent, {} resent; {} LFT blocks sent, {} unchanged; {} issue(s); {}{}",
-            report.switches,
-            report.cas,
-            report.links,
-            report.smps_sent,
-            report.resends,
-            report.lft_blocks_sent,
-            report.lft_blocks_unchanged,
-            report.issues.len(),
-            if report.subnet_up { "SUBNET UP" } else { "subnet NOT up" },
-            if report.changes.is_empty() {
-                String::new()
-            } else {
-                format!("; changes: {}", report.changes.join("; "))
-            }
-        ),
+        Event::Sweep { report, .. } => {
+            format!(
+                "heavy sweep: {} switches, {} CAs, {} links; {} SMPs sent, {} resent; {} LFT blocks sent, {} unchanged; {} issue(s); {}{}",
+                report.switches,
+                report.cas,
+                report.links,
+                report.smps_sent,
+                report.resends,
+                report.lft_blocks_sent,
+                report.lft_blocks_unchanged,
+                report.issues.len(),
+                if report.subnet_up { "SUBNET UP" } else { "subnet NOT up" },
+                if report.changes.is_empty() {
+                    String::new()
+                } else {
+                    format!("; changes: {}", report.changes.join("; "))
+                }
+            ) + &report.pkeys.as_ref().map_or(String::new(), |p| {
+                format!(
+                    "; partitions: {} port P_Key tables, {} P_KeyTable blocks sent{}",
+                    p.ports,
+                    p.blocks_sent,
+                    if p.fell_back {
+                        " (FELL BACK to Default=0x7fff : ALL=full)"
+                    } else {
+                        ""
+                    }
+                )
+            })
+        }
         Event::Trap(t) => format!("trap {t} received"),
         Event::Poll { master, outcome } => format!("poll of master {master}: {outcome:?}"),
     }

@@ -18,6 +18,10 @@ pub enum DiagCmd {
     /// Trace the path from SRC to DST through the LFTs, printed like ibtracert.
     /// SRC/DST: a LID (6 or 0x6), a node or port GUID, or a node name/description.
     Trace(TraceArgs),
+    /// Judge an OpenSM partitions.conf against the tenants it must isolate: hosts of
+    /// one tenant that cannot talk, tenants that can talk to each other, hosts in a
+    /// tenant's partition that no tenant lists. Exit 1 when an error is found.
+    Partitions(PartitionsArgs),
     /// Trace a RoCEv2 flow through an Ethernet fabric's ECMP groups (the path the
     /// simulator's RoCE model takes), with each hop's PFC/ECN settings from SONiC
     /// config_db files.
@@ -128,6 +132,24 @@ pub struct CheckArgs {
     pub json: bool,
 }
 
+/// Options of `rdmalab diag partitions`.
+#[derive(Debug, Args)]
+pub struct PartitionsArgs {
+    /// Topology file (ibnetdiscover, ibsim net or rdmalab JSON).
+    #[arg(long)]
+    pub topo: PathBuf,
+    /// OpenSM partitions.conf.
+    #[arg(long)]
+    pub partitions: PathBuf,
+    /// Tenant file: `tenant NAME: host ...` / `shared NAME: host ...` lines; hosts by
+    /// node name, name/port or port GUID.
+    #[arg(long)]
+    pub tenants: PathBuf,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
 /// Options of `rdmalab diag trace`.
 #[derive(Debug, Args)]
 pub struct TraceArgs {
@@ -227,6 +249,15 @@ impl DiagCmd {
                 out.write_all(text.as_bytes())?;
                 let lossy = t.hops.iter().any(|h| h.qos.as_ref().is_some_and(|q| !q.lossless));
                 if !t.arrived || lossy {
+                    return Err(CliError::findings());
+                }
+                Ok(())
+            }
+            DiagCmd::Partitions(a) => {
+                let (f, _) = fabric::format::read_file(&a.topo, None, &fabric::format::ReadOptions::default())?;
+                let r = diag::ib::partitions::check_files(&f, &a.partitions, &a.tenants, None)?;
+                out.write_all(report::diag::partitions(&r, form(a.json)).as_bytes())?;
+                if r.has_errors() {
                     return Err(CliError::findings());
                 }
                 Ok(())

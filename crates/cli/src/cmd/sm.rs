@@ -2,10 +2,12 @@
 //! crates/sm).
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use fabric::format::{ReadOptions, read_file};
+use sm::partitions::PartitionsConf;
 use sm::routing::EngineKind;
 use sm::run::{RunOptions, parse_guid_list, run};
 
@@ -81,6 +83,11 @@ pub struct RunArgs {
     /// SMPs in flight during the sweep.
     #[arg(long, default_value_t = 64)]
     max_smps: usize,
+    /// OpenSM partitions.conf: program P_Key tables by SMP on every CA port, switch
+    /// port 0 and switch port facing a CA (OpenSM's layout and enforcement). With a
+    /// topology, every GUID of the file must be in it.
+    #[arg(long)]
+    partitions: Option<PathBuf>,
 }
 
 fn read_guids(p: &Path) -> anyhow::Result<Vec<fabric::Guid>> {
@@ -97,18 +104,29 @@ impl SmCmd {
     }
 }
 
+fn read_partitions(p: &Path) -> Result<Arc<PartitionsConf>, CliError> {
+    let text = std::fs::read_to_string(p).with_context(|| format!("failed to read {}", p.display()))?;
+    Ok(Arc::new(sm::partitions::parse(&text, &p.display().to_string())?))
+}
+
 impl RunArgs {
     fn exec(self) -> Result<(), CliError> {
         let engines = EngineKind::parse_list(&self.engine).map_err(anyhow::Error::msg)?;
         if self.lmc > 7 {
             return Err(CliError::bad_input(format!("--lmc {} is out of range (0-7)", self.lmc)));
         }
+        let partitions = self.partitions.as_deref().map(read_partitions).transpose()?;
         if self.umad {
-            return self.umad_run(engines);
+            return self.umad_run(engines, partitions);
         }
         let topo = self.topo.as_ref().expect("clap requires --topo without --umad");
         let (f, _) = read_file(topo, None, &ReadOptions::default())
             .with_context(|| format!("failed to read topology {}", topo.display()))?;
+        // Every GUID of the file must be in the topology: say where it is not.
+        let plan = match (&partitions, sm::lids::default_sm_port(&f)) {
+            (Some(c), Some(sm_port)) => Some(sm::partitions::resolve(c, &f, sm_port)?),
+            _ => None,
+        };
         let mut o = RunOptions {
             engines,
             lmc: self.lmc,
@@ -126,7 +144,7 @@ impl RunArgs {
             o.guid2lid = Some(sm::lids::Guid2Lid::parse(&text, &p.display().to_string())?);
         }
         if !self.direct {
-            return self.sweep(f, o);
+            return self.sweep(f, o, partitions);
         }
         let (t, rep) = match run(&f, &o) {
             Ok(x) => x,
@@ -145,6 +163,9 @@ impl RunArgs {
             out!("{}", report::json(&rep.to_json(&f))?);
         } else {
             out!("{}", report::sm::summary_text(&f, &rep));
+            if let Some(p) = &plan {
+                out!("{}", report::sm::partitions_plan_text(p));
+            }
         }
         if !ok {
             return Err(CliError::findings());
@@ -153,7 +174,7 @@ impl RunArgs {
     }
 
     /// The SM on a real port (libibumad): mastership, sweeps, traps.
-    fn umad_run(&self, engines: Vec<EngineKind>) -> Result<(), CliError> {
+    fn umad_run(&self, engines: Vec<EngineKind>, partitions: Option<Arc<PartitionsConf>>) -> Result<(), CliError> {
         use sm::umad_daemon::{DaemonOptions, Event, install_stop_handler, run_umad, write_sweep_dumps};
         use std::sync::atomic::Ordering;
         if self.priority > 15 {
@@ -178,6 +199,7 @@ impl RunArgs {
                 lmc: self.lmc,
                 route,
                 max_in_flight: self.max_smps,
+                partitions,
                 ..Default::default()
             },
             priority: self.priority,
@@ -243,13 +265,14 @@ impl RunArgs {
     }
 
     /// The full heavy sweep through SMPs over the in-process fabric.
-    fn sweep(&self, f: fabric::Fabric, o: RunOptions) -> Result<(), CliError> {
+    fn sweep(&self, f: fabric::Fabric, o: RunOptions, partitions: Option<Arc<PartitionsConf>>) -> Result<(), CliError> {
         let sm_port = sm::lids::default_sm_port(&f).ok_or_else(|| anyhow::anyhow!("the topology has no nodes"))?;
         let opts = sm::sweep::SweepOptions {
             engines: o.engines,
             lmc: o.lmc,
             route: o.route,
             max_in_flight: self.max_smps,
+            partitions,
             ..Default::default()
         };
         let mut mgr = sm::sweep::SubnetManager::new(opts, sm_port.1.max(1));

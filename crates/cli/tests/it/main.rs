@@ -3,6 +3,7 @@
 mod compare;
 mod exit_codes;
 mod lab_cmds;
+mod partitions;
 mod sim_hpcc;
 mod sm_umad;
 mod train;

@@ -49,6 +49,9 @@ pub enum DumpError {
     /// rdmalab's Subnet Manager could not bring the fabric up.
     #[error("bring the fabric up with the rdmalab SM")]
     Sm(#[from] sm::run::RunError),
+    /// The partitions.conf could not be read or names a port not in the fabric.
+    #[error("read the partitions")]
+    Partitions(#[from] sm::partitions::PartitionsError),
     /// An endpoint given to `trace` names nothing in the fabric.
     #[error("find {what:?} in the fabric: {why}")]
     NoSuchEndpoint { what: String, why: String },

@@ -11,6 +11,7 @@
 pub mod check;
 pub mod dumps;
 pub mod error;
+pub mod partitions;
 pub mod rails;
 pub mod rules;
 pub mod trace;

@@ -84,6 +84,22 @@ pub const ENGINE_FALLBACK: Rule = Rule {
     why: "OpenSM falls back silently (e.g. to minhop, which is not deadlock free); the tables in force are not the ones asked for (infiniband-sm.md §5)",
 };
 
+/// Two hosts of one tenant share no partition they can talk in.
+pub const TENANT_CANNOT_TALK: Rule = Rule {
+    id: "tenant-cannot-talk",
+    why: "hosts talk only when their ports share a partition with at least one full member; otherwise the receiving HCA drops every packet and counts a P_Key violation (IBA vol. 1 §10.9; failures-isolation-sweeps.md §1.1, §1.5)",
+};
+/// Hosts of two tenants share a partition they can talk in.
+pub const TENANT_LEAK: Rule = Rule {
+    id: "tenant-leak",
+    why: "a shared partition with a full member on either side lets two tenants' hosts exchange RDMA traffic: the isolation partitions exist to give is gone (IBA vol. 1 §10.9; failures-isolation-sweeps.md §1.1)",
+};
+/// A CA port in a tenant's partition is in no tenant group.
+pub const HOST_NOT_IN_TENANTS: Rule = Rule {
+    id: "host-not-in-tenants",
+    why: "a port the tenant file does not list, inside a tenant's partition, can reach that tenant's hosts: either the tenant file or the partition is out of date",
+};
+
 /// Build a finding for `rule`.
 pub fn finding(rule: Rule, severity: Severity, location: Location, message: String, fix: String) -> Finding {
     Finding {

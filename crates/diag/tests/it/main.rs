@@ -1,4 +1,5 @@
 //! Integration tests of rdmalab-diag (one binary).
 
 mod ib;
+mod partitions;
 mod roce;

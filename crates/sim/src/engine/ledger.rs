@@ -22,17 +22,21 @@ pub enum DropReason {
     BadQp,
     /// The packet's hop count exceeded the limit (a forwarding loop).
     HopLimit,
+    /// The receiving port's P_Key table has no entry matching the packet's P_Key
+    /// (IBA vol. 1 §10.9.3; a CA counts PortInfo:P_KeyViolations and drops it).
+    PKeyViolation,
 }
 
 impl DropReason {
     /// Every reason, in report order.
-    pub const ALL: [DropReason; 6] = [
+    pub const ALL: [DropReason; 7] = [
         DropReason::NoRoute,
         DropReason::DeadPort,
         DropReason::Loopback,
         DropReason::UnknownDestination,
         DropReason::BadQp,
         DropReason::HopLimit,
+        DropReason::PKeyViolation,
     ];
 
     /// snake_case name.
@@ -44,6 +48,7 @@ impl DropReason {
             DropReason::UnknownDestination => "unknown_destination",
             DropReason::BadQp => "bad_qp",
             DropReason::HopLimit => "hop_limit",
+            DropReason::PKeyViolation => "p_key_violation",
         }
     }
 }
@@ -56,7 +61,7 @@ pub struct Ledger {
     /// Packets consumed by their destination.
     pub delivered: u64,
     /// Drops by reason, indexed like [`DropReason::ALL`].
-    pub dropped: [u64; 6],
+    pub dropped: [u64; 7],
 }
 
 /// A ledger that does not balance.

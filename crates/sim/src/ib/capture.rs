@@ -90,7 +90,7 @@ pub fn encode(pk: &Packet, payload_scratch: &mut Vec<u8>, buf: &mut Vec<u8>) -> 
             migreq: false,
             pad_count: 0,
             tver: 0,
-            pkey: 0xffff,
+            pkey: pk.pkey,
             fecn: pk.flags & flag::FECN != 0,
             becn: pk.flags & flag::BECN != 0,
             dqpn: pk.dst_qp & 0xff_ffff,

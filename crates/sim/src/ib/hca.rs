@@ -36,6 +36,7 @@ use crate::ib::event::{Core, Event, Generic, MAX_ID, Mode};
 use crate::ib::forward::Forwarding;
 use crate::ib::net::{Links, NodeModel, Pick, Topology};
 use crate::ib::packet::{NO_ROUTE, NONE, Opcode, Packet, Packets, PktList, blocks, flag, hdr};
+use crate::ib::partition::PkeyCheck;
 use crate::ib::step::Cx;
 
 /// A queue pair (simulator-wide id).
@@ -103,6 +104,9 @@ pub struct QpOptions {
     pub sl: Option<u8>,
     /// UD only: a management QP (QP0-style MADs on VL15).
     pub mgmt: bool,
+    /// The P_Key its packets carry (both QPs of an RC pair); default 0xFFFF, the
+    /// default partition's full member (IBA vol. 1 §10.9.1).
+    pub pkey: u16,
 }
 
 impl Default for QpOptions {
@@ -112,6 +116,7 @@ impl Default for QpOptions {
             peer_port: 1,
             sl: None,
             mgmt: false,
+            pkey: 0xffff,
         }
     }
 }
@@ -290,6 +295,7 @@ pub(crate) struct Qp {
     sl: u8,
     vl: u8,
     mgmt: bool,
+    pkey: u16,
     active: bool,
     /// `rresp` is not empty (kept here so a pick need not read its header).
     reading: bool,
@@ -324,6 +330,7 @@ struct QpSpec {
     dlid: u16,
     sl: u8,
     mgmt: bool,
+    pkey: u16,
 }
 
 /// The addressing fields of a QP (cheap to copy out before mutating the world).
@@ -333,11 +340,13 @@ struct QpHead {
     sl: u8,
     vl: u8,
     cap: u32,
+    pkey: u16,
 }
 
 impl Qp {
     fn clone_head(&self) -> QpHead {
         QpHead {
+            pkey: self.pkey,
             slid: self.slid,
             sl: self.sl,
             vl: self.vl,
@@ -372,6 +381,8 @@ pub(crate) struct Hcas {
     cqs: Vec<VecDeque<Cqe>>,
     /// Nodes whose CQ got an entry, one per entry, oldest first.
     cq_notify: VecDeque<u32>,
+    /// Partition checks at CA ports (off unless tables are set).
+    pub(crate) pkeys: PkeyCheck,
 }
 
 /// What creating a QP reads (the topology, the links, the SM's tables) and
@@ -396,6 +407,7 @@ impl Hcas {
             qps: Vec::new(),
             cqs: vec![VecDeque::new(); topo.node_model.len()],
             cq_notify: VecDeque::new(),
+            pkeys: PkeyCheck::new(np),
         };
         for n in 0..topo.node_model.len() {
             if topo.node_model[n] != NodeModel::IbHca {
@@ -456,6 +468,7 @@ impl Hcas {
             dlid,
             sl,
             mgmt,
+            pkey,
         } = spec;
         let gp = self.caps[cap as usize].gp;
         let port = w.links.ports[gp as usize].port_num;
@@ -472,6 +485,7 @@ impl Hcas {
             sl,
             vl,
             mgmt,
+            pkey,
             pending: VecDeque::new(),
             sq: HeadRing::default(),
             sq_off: 0,
@@ -524,6 +538,7 @@ impl Hcas {
             dlid,
             sl,
             mgmt: false,
+            pkey: o.pkey,
         };
         let qa = self.new_qp(w, ca, rc(NONE, lb, sl_ab));
         let qb = self.new_qp(w, cb, rc(qa, la, sl_ba));
@@ -546,6 +561,7 @@ impl Hcas {
             dlid: 0,
             sl: o.sl.unwrap_or(0),
             mgmt: o.mgmt,
+            pkey: o.pkey,
         };
         Ok(QpId(self.new_qp(w, c, spec)))
     }
@@ -944,6 +960,7 @@ impl Hcas {
             vl,
             in_link: NONE,
             flags: if grh { flag::GRH } else { 0 },
+            pkey: q.pkey,
             ..Packet::default()
         };
         // READ responses first: the responder owes them.
@@ -1125,6 +1142,12 @@ impl Hcas {
             cx.core.drop_packet(p, DropReason::BadQp);
             return;
         }
+        // Partitions (opt-in): a P_Key no entry of the port's table matches is
+        // dropped and counted; management packets (VL15, QP0) are exempt.
+        if self.pkeys.on && pk.flags & flag::VL15 == 0 && !self.pkeys.admits(in_gp, pk.pkey) {
+            cx.core.drop_packet(p, DropReason::PKeyViolation);
+            return;
+        }
         cx.stats.delivered_payload += u64::from(pk.payload);
         match pk.opcode {
             Opcode::Acknowledge => {
@@ -1220,6 +1243,7 @@ impl Hcas {
                 sl: q.sl,
                 vl: q.vl,
                 flags: if grh { flag::GRH } else { 0 } | if becn { flag::BECN } else { 0 },
+                pkey: q.pkey,
                 ..Packet::default()
             },
         );

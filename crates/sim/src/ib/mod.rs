@@ -11,6 +11,7 @@ pub mod hca;
 pub mod metrics;
 pub mod net;
 pub mod packet;
+pub mod partition;
 pub mod scenario;
 pub mod sim;
 pub(crate) mod step;

@@ -177,6 +177,8 @@ pub struct Packet {
     pub flags: u8,
     /// Link hops taken so far.
     pub hops: u8,
+    /// BTH P_Key: the sending QP's (IBA vol. 1 §9.2.3, §10.9); bit 15 = full member.
+    pub pkey: u16,
 }
 
 /// The per-hop part of a packet: what switches and links read and write.
@@ -252,6 +254,7 @@ pub(crate) struct PktCold {
     pub(crate) src_qp: u32,
     pub(crate) psn: u32,
     pub(crate) payload: u32,
+    pub(crate) pkey: u16,
 }
 
 /// A stored packet: both halves on one cache line, so the end node that reads
@@ -311,6 +314,7 @@ impl Packets {
             src_qp: pk.src_qp,
             psn: pk.psn,
             payload: pk.payload,
+            pkey: pk.pkey,
         };
         self.live += 1;
         self.peak = self.peak.max(self.live);
@@ -355,6 +359,7 @@ impl Packets {
             in_vl: h.in_vl,
             flags: h.flags,
             hops: h.hops,
+            pkey: c.pkey,
         }
     }
 
@@ -393,6 +398,7 @@ static NO_PKT: PktRec = PktRec {
         src_qp: NONE,
         psn: 0,
         payload: 0,
+        pkey: 0,
     },
 };
 
@@ -586,6 +592,7 @@ mod tests {
             in_vl: 4,
             flags: flag::ACK_REQ,
             hops: 5,
+            pkey: 0x8029,
         };
         let a = s.insert(pk, 1234);
         let back = s.full(a);
@@ -600,7 +607,9 @@ mod tests {
         s.remove(a);
         assert_eq!((s.live(), s.peak()), (0, 1));
         assert_eq!(std::mem::size_of::<PktHot>(), 40);
-        assert_eq!(std::mem::size_of::<PktCold>(), 20);
+        // 22 bytes of fields (the P_Key took 2 of the 4 spare) padded to 24: with
+        // the hot part, one 64-byte record.
+        assert_eq!(std::mem::size_of::<PktCold>(), 24);
     }
 
     #[test]

@@ -286,6 +286,41 @@ impl Sim {
         hca.create_ud(&mut w, node, o)
     }
 
+    /// Give CA port (`node`, `port`) a P_Key table: from now on it drops and counts
+    /// packets whose P_Key matches none of its entries ([`crate::ib::partition`]).
+    pub fn set_pkey_table(&mut self, node: NodeId, port: u8, table: &[u16]) -> Result<(), SimError> {
+        let name = || self.topo.node_name.get(node.idx()).cloned().unwrap_or_default();
+        if node.idx() >= self.topo.node_model.len() {
+            return Err(SimError::NoNode(node.0));
+        }
+        if self.topo.node_model[node.idx()] != crate::ib::net::NodeModel::IbHca {
+            return Err(SimError::NotCa { node: name() });
+        }
+        if port == 0 || self.topo.port_base[node.idx()] + u32::from(port) >= self.topo.port_base[node.idx() + 1] {
+            return Err(SimError::Uncabled { node: name(), port });
+        }
+        let gp = self.gp(node, port);
+        self.hca.pkeys.set(gp, table);
+        Ok(())
+    }
+
+    /// Every CA port's table from an SM partition plan (switch ports are skipped:
+    /// the model enforces at CAs).
+    pub fn set_partitions(&mut self, plan: &sm::partitions::PkeyPlan) -> Result<(), SimError> {
+        for (&(n, p), t) in &plan.tables {
+            if p != 0 && self.topo.node_model.get(n.idx()) == Some(&crate::ib::net::NodeModel::IbHca) {
+                self.set_pkey_table(n, p, t)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// PortInfo:P_KeyViolations of CA port (`node`, `port`): packets it dropped for
+    /// their P_Key.
+    pub fn p_key_violations(&self, node: NodeId, port: u8) -> u64 {
+        self.hca.pkeys.violations(self.gp(node, port))
+    }
+
     /// The LID of (`node`, `port`) as this run sees it.
     pub fn lid(&self, node: NodeId, port: u8) -> Option<u16> {
         self.tables.lid_of(node, port).map(|l| l.0)

@@ -4,3 +4,4 @@ mod basics;
 mod capture;
 mod deadlock;
 mod matrix;
+mod partitions;
