@@ -341,7 +341,15 @@ pub fn costs_for(
     ack: &[Endpoint],
     bytes: u64,
 ) -> (Vec<Use>, u64) {
-    costs_of(f, ports, m, data, ack, m.data_weight_for(bytes), m.ack_weight_for(bytes))
+    costs_of(
+        f,
+        ports,
+        m,
+        data,
+        ack,
+        m.data_weight_for(bytes),
+        m.ack_weight_for(bytes),
+    )
 }
 
 fn costs_of(

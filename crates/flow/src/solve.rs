@@ -142,11 +142,7 @@ impl Solver {
                     self.heap.pop();
                     let data_flows = on[r as usize]
                         .iter()
-                        .filter(|&&f| {
-                            paths[f as usize]
-                                .iter()
-                                .any(|u| u.res == r && u.weight >= DATA_WEIGHT)
-                        })
+                        .filter(|&&f| paths[f as usize].iter().any(|u| u.res == r && u.weight >= DATA_WEIGHT))
                         .take(2)
                         .count();
                     if data_flows >= 2 {

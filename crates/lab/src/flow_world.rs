@@ -731,7 +731,10 @@ mod ring_tests {
                         time[i] = r.time_ps;
                     }
                     let r = time[0] as f64 / time[1] as f64;
-                    eprintln!("{servers} {sus:?} {uplinks:?} {op:?} {size}: ring {} per-chunk {} ratio {r:.4}", time[0], time[1]);
+                    eprintln!(
+                        "{servers} {sus:?} {uplinks:?} {op:?} {size}: ring {} per-chunk {} ratio {r:.4}",
+                        time[0], time[1]
+                    );
                     dev.push((r - 1.0).abs());
                 }
             }
@@ -798,9 +801,7 @@ mod interference_tests {
         let nics = NicMap::from_fabric(&f).unwrap();
         // job 0 on servers 0, 1 | 4, 5; job 1 on 2, 3 | 6, 7: each ring crosses
         // between the units twice, both through rail 0's single leaf uplinks
-        let ring = |servers: [usize; 4], job: usize| {
-            (0..4).map(move |i| (servers[i], servers[(i + 1) % 4], job))
-        };
+        let ring = |servers: [usize; 4], job: usize| (0..4).map(move |i| (servers[i], servers[(i + 1) % 4], job));
         let all: Vec<(NodeId, NodeId, u64, usize)> = ring([0, 1, 4, 5], 0)
             .chain(ring([2, 3, 6, 7], 1))
             .map(|(a, b, j)| (nics.nic[a][0], nics.nic[b][0], 16u64 << 20, j))
@@ -830,13 +831,21 @@ mod interference_tests {
             let both = run(&all, packet);
             for &b in &both {
                 let slow = b as f64 / a as f64;
-                assert!(slow > 1.8 && slow < 2.2, "packet {packet}: alone {a} ps, together {b} ps");
+                assert!(
+                    slow > 1.8 && slow < 2.2,
+                    "packet {packet}: alone {a} ps, together {b} ps"
+                );
             }
         }
         let (fl, pk) = (run(&all, false), run(&all, true));
         for j in 0..2 {
             let r = fl[j] as f64 / pk[j] as f64;
-            assert!((r - 1.0).abs() < 0.05, "job {j}: flow {} ps, packet {} ps", fl[j], pk[j]);
+            assert!(
+                (r - 1.0).abs() < 0.05,
+                "job {j}: flow {} ps, packet {} ps",
+                fl[j],
+                pk[j]
+            );
         }
     }
 }

@@ -526,7 +526,7 @@ impl Scenario {
         }
         match (c.scalable_units, c.leaf_uplinks) {
             (Some(0), _) => return bad("cluster.scalable_units", "0 units; expected at least 1".into()),
-            (Some(u), _) if c.servers % u != 0 => {
+            (Some(u), _) if !c.servers.is_multiple_of(u) => {
                 return bad(
                     "cluster.scalable_units",
                     format!("{} servers do not divide into {u} equal units", c.servers),
@@ -825,5 +825,32 @@ mod tests {
             e.starts_with("s.toml: field `variants[3].fabric.lossy_hops`: \"rail9\" is not a switch of this cluster (its switches: rail0, "),
             "{e}"
         );
+    }
+
+    /// Scalable units: a pod that divides into them builds as a SuperPOD; one that
+    /// does not, zero units, or leaf uplinks without units are refused by field.
+    #[test]
+    fn scalable_units_build_a_superpod_and_bad_values_name_the_field() {
+        let base = Scenario::default_rail().to_toml();
+        let with = |extra: &str| base.replace("leaf_spine_m = 20.0\n", &format!("leaf_spine_m = 20.0\n{extra}"));
+        let ok = Scenario::from_toml(&with("scalable_units = 2\n"), "s.toml");
+        // the default's lossy hop names a switch of the one-leaf-per-rail pod
+        assert!(ok.is_err_and(|e| e.to_string().contains("lossy_hops")));
+        let mut s = Scenario::default_rail();
+        s.variants
+            .retain(|v| !matches!(&v.fabric, VariantFabric::Rocev2 { lossy_hops, .. } if !lossy_hops.is_empty()));
+        s.cluster.scalable_units = Some(2);
+        s.validate("s.toml").unwrap();
+        let f = crate::cluster::build(&s.cluster, crate::tco::Tech::InfiniBand).unwrap();
+        // 2 units × 8 rails of leaves, and spines
+        assert!(f.count(fabric::NodeKind::Switch) > 16);
+        for (extra, field) in [
+            ("scalable_units = 3\n", "cluster.scalable_units"),
+            ("scalable_units = 0\n", "cluster.scalable_units"),
+            ("leaf_uplinks = 4\n", "cluster.leaf_uplinks"),
+        ] {
+            let e = Scenario::from_toml(&with(extra), "s.toml").unwrap_err().to_string();
+            assert!(e.contains(&format!("field `{field}`")), "{extra}: {e}");
+        }
     }
 }

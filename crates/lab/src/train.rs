@@ -283,8 +283,10 @@ impl<'a> FabricNetwork<'a> {
                     let c = match conns.get(&(na, nb)) {
                         Some(&c) => c,
                         None => {
-                            let data = flow::path::ib_route(self.fabric, self.tables, na, nb).map_err(RunError::FlowPath)?;
-                            let ack = flow::path::ib_route(self.fabric, self.tables, nb, na).map_err(RunError::FlowPath)?;
+                            let data =
+                                flow::path::ib_route(self.fabric, self.tables, na, nb).map_err(RunError::FlowPath)?;
+                            let ack =
+                                flow::path::ib_route(self.fabric, self.tables, nb, na).map_err(RunError::FlowPath)?;
                             let c = flow::path::open(&mut sim, self.fabric, &ports, &self.wire, &data, &ack)
                                 .map_err(RunError::Flow)?;
                             conns.insert((na, nb), c);
@@ -516,7 +518,8 @@ pub fn run_job(
         field: source.field(),
         source,
     })?;
-    let rate = crate::cluster::link_rate(crate::tco::Tech::InfiniBand, cluster.nic_gbps).map_err(TrainError::Cluster)?;
+    let rate =
+        crate::cluster::link_rate(crate::tco::Tech::InfiniBand, cluster.nic_gbps).map_err(TrainError::Cluster)?;
     let f = fabric::generate::superpod(&fabric::generate::SuperPodParams {
         sus,
         servers_per_su: per_su,

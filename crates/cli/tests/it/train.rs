@@ -21,7 +21,17 @@ fn train_prices_an_iteration_alike_with_flows_and_packets() {
     for engine in ["flow", "packet"] {
         let o = rdmalab(
             &[
-                "train", &job, "--sus", "2", "--servers-per-su", "8", "--leaf-uplinks", "1", "--engine", engine, "--json",
+                "train",
+                &job,
+                "--sus",
+                "2",
+                "--servers-per-su",
+                "8",
+                "--leaf-uplinks",
+                "1",
+                "--engine",
+                engine,
+                "--json",
             ],
             None,
         );
@@ -47,7 +57,10 @@ fn train_prints_the_iteration_table() {
     let o = rdmalab(&["train", &example("llama3-70b-1024.toml")], None);
     assert!(o.status.success(), "{}", err(&o));
     let t = out(&o);
-    assert!(t.contains("rdmalab train: llama3-70b-1024 (llama3-70b, 1024 GPUs)"), "{t}");
+    assert!(
+        t.contains("rdmalab train: llama3-70b-1024 (llama3-70b, 1024 GPUs)"),
+        "{t}"
+    );
     assert!(t.contains("4 unit(s) × 32 servers × 8 GPUs"), "{t}");
     assert!(t.contains("dp-grads"), "{t}");
     assert!(t.contains("on the fabric"), "{t}");
