@@ -600,7 +600,10 @@ fn engine_for(s: &Scenario, f: &Fabric, refusal: Option<String>) -> (bool, Optio
             true,
             Some(EngineUsed {
                 engine: EngineRan::Flow,
-                why: format!("{want}; latency probes are not run at flow level"),
+                why: format!(
+                    "{want}; {}; latency probes are not run at flow level",
+                    crate::flow_world::VALIDATED
+                ),
                 handed_over: Vec::new(),
             }),
         ),

@@ -1,3 +1,4 @@
 //! Integration tests of rdmalab-lab (one binary).
 
+mod flow_agreement;
 mod roce;
