@@ -67,6 +67,9 @@ enum Command {
     Compare(cmd::compare::CompareCmd),
     /// One training iteration of a job on a scalable-unit cluster, priced on the fabric.
     Train(cmd::train::TrainCmd),
+    /// Design studies: any scenario field varied, one shard per point, resumable, merged.
+    #[command(subcommand)]
+    Sweep(cmd::sweep::SweepCmd),
 }
 
 fn main() -> ExitCode {
@@ -82,6 +85,7 @@ fn main() -> ExitCode {
         Command::Wire(c) => c.exec(),
         Command::Compare(c) => c.exec(),
         Command::Train(c) => c.exec(),
+        Command::Sweep(c) => c.exec(),
     };
     error::exit(result)
 }

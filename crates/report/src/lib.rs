@@ -8,6 +8,7 @@ pub mod run;
 pub mod sim;
 pub mod sm;
 pub mod svg;
+pub mod sweep;
 pub mod topo;
 pub mod train;
 pub mod wire;

@@ -9,6 +9,7 @@ pub mod scenario;
 pub mod sim;
 pub mod sim_hpcc;
 pub mod sm;
+pub mod sweep;
 pub mod topo;
 pub mod train;
 pub mod wire;

@@ -1,0 +1,154 @@
+//! `rdmalab sweep`: design studies over any scenario field, one shard per point,
+//! run on this machine, resumable, merged into one table.
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand};
+
+use super::CliError;
+
+/// Run, inspect, resume and merge design studies.
+#[derive(Debug, Subcommand)]
+pub enum SweepCmd {
+    /// Lay a study out in its folder and run every shard.
+    Run(RunArgs),
+    /// Done, failed and missing shards of a study folder.
+    Status(OutArgs),
+    /// Run the shards of a study folder that are missing or failed once.
+    Resume(ResumeArgs),
+    /// One table over a study folder: merged.json and merged.csv.
+    Merge(OutArgs),
+    /// Run one shard of a laid-out study (what a batch task runs).
+    Shard(ShardArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The study file.
+    study: PathBuf,
+    /// Output folder (default: sweep-NAME beside the current directory).
+    #[arg(long, short)]
+    out: Option<PathBuf>,
+    /// Shards to run at once on this machine.
+    #[arg(long, default_value_t = 1)]
+    local: usize,
+}
+
+#[derive(Debug, Args)]
+pub struct OutArgs {
+    /// A study folder written by `sweep run`.
+    out: PathBuf,
+    /// JSON instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ResumeArgs {
+    /// A study folder written by `sweep run`.
+    out: PathBuf,
+    /// Shards to run at once on this machine.
+    #[arg(long, default_value_t = 1)]
+    local: usize,
+}
+
+#[derive(Debug, Args)]
+pub struct ShardArgs {
+    /// A study folder written by `sweep run`.
+    out: PathBuf,
+    /// The shard's index.
+    index: usize,
+}
+
+fn run_pending(study: &sweep::Study, out: &std::path::Path, local: usize) -> Result<(), CliError> {
+    let todo = sweep::pending(study, out);
+    let bar = std::io::stderr().is_terminal().then(|| {
+        let b = indicatif::ProgressBar::new(todo.len() as u64);
+        b.set_style(
+            indicatif::ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} shards {msg}")
+                .expect("static template"),
+        );
+        b
+    });
+    let tick = |_: usize, ok: bool| {
+        if let Some(b) = &bar {
+            b.inc(1);
+            if !ok {
+                b.set_message("(a shard failed)");
+            }
+        }
+    };
+    let (ok, failed) = sweep::run_local(out, &todo, local, &tick)?;
+    if let Some(b) = &bar {
+        b.finish_and_clear();
+    }
+    let text = format!(
+        "sweep: {} shards run ({ok} done, {failed} failed) in {}; {} shards in the study\n",
+        todo.len(),
+        out.display(),
+        study.shards.len()
+    );
+    std::io::stdout().write_all(text.as_bytes())?;
+    if failed > 0 {
+        return Err(CliError::findings());
+    }
+    Ok(())
+}
+
+impl SweepCmd {
+    pub fn exec(self) -> Result<(), CliError> {
+        match self {
+            SweepCmd::Run(a) => {
+                let study = sweep::Study::load(&a.study)?;
+                let out = a.out.unwrap_or_else(|| PathBuf::from(format!("sweep-{}", study.name)));
+                sweep::prepare(&study, &out)?;
+                run_pending(&study, &out, a.local)
+            }
+            SweepCmd::Resume(a) => {
+                let study = sweep::Study::from_out(&a.out)?;
+                run_pending(&study, &a.out, a.local)
+            }
+            SweepCmd::Shard(a) => {
+                let study = sweep::Study::from_out(&a.out)?;
+                if a.index >= study.shards.len() {
+                    return Err(CliError::bad_input(format!(
+                        "{}: shard {} does not exist (the study has {})",
+                        a.out.display(),
+                        a.index,
+                        study.shards.len()
+                    )));
+                }
+                if sweep::run_shard(&a.out, a.index)? {
+                    Ok(())
+                } else {
+                    Err(CliError::findings())
+                }
+            }
+            SweepCmd::Status(a) => {
+                let study = sweep::Study::from_out(&a.out)?;
+                let m = sweep::merge(&study, &a.out);
+                let text = if a.json {
+                    report::json(&m)?
+                } else {
+                    report::sweep::status(&m)
+                };
+                std::io::stdout().write_all(text.as_bytes())?;
+                Ok(())
+            }
+            SweepCmd::Merge(a) => {
+                let study = sweep::Study::from_out(&a.out)?;
+                let m = sweep::merge(&study, &a.out);
+                sweep::run::write_atomic(&a.out.join("merged.json"), report::json(&m)?.as_bytes())?;
+                sweep::run::write_atomic(&a.out.join("merged.csv"), sweep::csv(&m).as_bytes())?;
+                let text = if a.json {
+                    report::json(&m)?
+                } else {
+                    report::sweep::merged(&m, &a.out)
+                };
+                std::io::stdout().write_all(text.as_bytes())?;
+                Ok(())
+            }
+        }
+    }
+}
