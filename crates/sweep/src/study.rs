@@ -50,14 +50,14 @@ pub enum StudyError {
         shard: usize,
         point: String,
         #[source]
-        source: lab::ScenarioError,
+        source: Box<lab::ScenarioError>,
     },
     /// The base scenario could not be read.
     #[error("{path}: base scenario")]
     Base {
         path: String,
         #[source]
-        source: lab::ScenarioError,
+        source: Box<lab::ScenarioError>,
     },
 }
 
@@ -144,7 +144,7 @@ impl Study {
         let bp = out.join("base.toml");
         let base = Scenario::load(&bp).map_err(|source| StudyError::Base {
             path: bp.display().to_string(),
-            source,
+            source: Box::new(source),
         })?;
         let sp = out.join("study.toml");
         let text = std::fs::read_to_string(&sp).map_err(|source| StudyError::Io {
@@ -180,7 +180,7 @@ impl Study {
                 let b: PathBuf = path.parent().unwrap_or(Path::new(".")).join(&s);
                 Scenario::load(&b).map_err(|source| StudyError::Base {
                     path: p.clone(),
-                    source,
+                    source: Box::new(source),
                 })?
             }
             (None, Some(_)) => return Err(parse("`scenario` must be a path string".into())),
@@ -332,7 +332,7 @@ impl Study {
                     path: p.clone(),
                     shard: index,
                     point: describe(&point),
-                    source,
+                    source: Box::new(source),
                 })?;
             shards.push(Shard { index, point, scenario });
         }

@@ -6,6 +6,7 @@ mod lab_cmds;
 mod partitions;
 mod sim_hpcc;
 mod sm_umad;
+mod sweep;
 mod train;
 
 use std::process::{Command, Output};
