@@ -18,6 +18,19 @@ pub fn status(m: &Merged) -> String {
     o
 }
 
+/// Shards Slurm still holds, by state (empty when none).
+pub fn queued(q: &std::collections::BTreeMap<usize, String>) -> String {
+    if q.is_empty() {
+        return String::new();
+    }
+    let mut by: std::collections::BTreeMap<&str, usize> = Default::default();
+    for s in q.values() {
+        *by.entry(s.as_str()).or_default() += 1;
+    }
+    let parts: Vec<String> = by.iter().map(|(s, n)| format!("{n} {}", s.to_lowercase())).collect();
+    format!("in Slurm's queue: {}\n", parts.join(", "))
+}
+
 /// The decision per swept value and each metric's spread.
 pub fn merged(m: &Merged, out: &std::path::Path) -> String {
     let mut o = status(m);

@@ -4,6 +4,7 @@
 
 pub mod merge;
 pub mod run;
+pub mod slurm;
 pub mod study;
 
 pub use merge::{Merged, csv, merge};

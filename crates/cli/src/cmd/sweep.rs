@@ -33,6 +33,15 @@ pub struct RunArgs {
     /// Shards to run at once on this machine.
     #[arg(long, default_value_t = 1)]
     local: usize,
+    /// Submit the shards to Slurm as a job array instead (SLURM_CONF names the cluster).
+    #[arg(long, conflicts_with = "local")]
+    slurm: bool,
+    /// Array tasks running at once under Slurm.
+    #[arg(long, default_value_t = 8)]
+    throttle: usize,
+    /// Shards per Slurm task (a task runs them one after the other).
+    #[arg(long, default_value_t = 1)]
+    per_task: usize,
 }
 
 #[derive(Debug, Args)]
@@ -51,14 +60,26 @@ pub struct ResumeArgs {
     /// Shards to run at once on this machine.
     #[arg(long, default_value_t = 1)]
     local: usize,
+    /// Submit them to Slurm instead.
+    #[arg(long, conflicts_with = "local")]
+    slurm: bool,
+    /// Array tasks running at once under Slurm.
+    #[arg(long, default_value_t = 8)]
+    throttle: usize,
+    /// Shards per Slurm task (a task runs them one after the other).
+    #[arg(long, default_value_t = 1)]
+    per_task: usize,
 }
 
 #[derive(Debug, Args)]
 pub struct ShardArgs {
     /// A study folder written by `sweep run`.
     out: PathBuf,
-    /// The shard's index.
+    /// The shard's index (with --batches: the task's line in that file).
     index: usize,
+    /// A batch file written by `sweep run --slurm --per-task K`.
+    #[arg(long)]
+    batches: Option<PathBuf>,
 }
 
 fn run_pending(study: &sweep::Study, out: &std::path::Path, local: usize) -> Result<(), CliError> {
@@ -96,6 +117,51 @@ fn run_pending(study: &sweep::Study, out: &std::path::Path, local: usize) -> Res
     Ok(())
 }
 
+/// Submit the pending shards as a job array: the first is run here to measure
+/// a task's time and memory, the rest go to Slurm.
+fn submit_pending(
+    study: &sweep::Study,
+    out: &std::path::Path,
+    throttle: usize,
+    per_task: usize,
+) -> Result<(), CliError> {
+    // shards Slurm still has are not submitted twice
+    let queued = sweep::slurm::queued(out)?;
+    let mut todo: Vec<usize> = sweep::pending(study, out)
+        .into_iter()
+        .filter(|i| !queued.contains_key(i))
+        .collect();
+    if todo.is_empty() {
+        let text = format!(
+            "sweep: nothing to submit in {} ({} queued in Slurm)\n",
+            out.display(),
+            queued.len()
+        );
+        std::io::stdout().write_all(text.as_bytes())?;
+        return Ok(());
+    }
+    let t = std::time::Instant::now();
+    let first = todo.remove(0);
+    sweep::run_shard(out, first)?;
+    let limits = sweep::slurm::TaskLimits::from_measured(t.elapsed().as_secs_f64(), sweep::slurm::peak_mb(), throttle);
+    let mut text = format!("sweep: shard {first} run here ({:.2} s)", t.elapsed().as_secs_f64());
+    if !todo.is_empty() {
+        let bin = std::env::current_exe()?;
+        let id = sweep::slurm::submit(&study.name, out, &bin, &todo, per_task, limits)?;
+        text += &format!(
+            "; {} shards submitted as Slurm job array {id} ({} per task, at most {} tasks at once, {} min and {} MiB per task)",
+            todo.len(),
+            per_task.max(1),
+            limits.throttle,
+            limits.minutes,
+            limits.mem_mb
+        );
+    }
+    text.push('\n');
+    std::io::stdout().write_all(text.as_bytes())?;
+    Ok(())
+}
+
 impl SweepCmd {
     pub fn exec(self) -> Result<(), CliError> {
         match self {
@@ -103,35 +169,51 @@ impl SweepCmd {
                 let study = sweep::Study::load(&a.study)?;
                 let out = a.out.unwrap_or_else(|| PathBuf::from(format!("sweep-{}", study.name)));
                 sweep::prepare(&study, &out)?;
-                run_pending(&study, &out, a.local)
+                if a.slurm {
+                    submit_pending(&study, &out, a.throttle, a.per_task)
+                } else {
+                    run_pending(&study, &out, a.local)
+                }
             }
             SweepCmd::Resume(a) => {
                 let study = sweep::Study::from_out(&a.out)?;
-                run_pending(&study, &a.out, a.local)
+                if a.slurm {
+                    submit_pending(&study, &a.out, a.throttle, a.per_task)
+                } else {
+                    run_pending(&study, &a.out, a.local)
+                }
             }
             SweepCmd::Shard(a) => {
                 let study = sweep::Study::from_out(&a.out)?;
-                if a.index >= study.shards.len() {
-                    return Err(CliError::bad_input(format!(
-                        "{}: shard {} does not exist (the study has {})",
-                        a.out.display(),
-                        a.index,
-                        study.shards.len()
-                    )));
+                let shards = match &a.batches {
+                    Some(b) => sweep::slurm::batch(b, a.index).map_err(CliError::bad_input)?,
+                    None => vec![a.index],
+                };
+                let mut ok = true;
+                for i in shards {
+                    if i >= study.shards.len() {
+                        return Err(CliError::bad_input(format!(
+                            "{}: shard {i} does not exist (the study has {})",
+                            a.out.display(),
+                            study.shards.len()
+                        )));
+                    }
+                    ok &= sweep::run_shard(&a.out, i)?;
                 }
-                if sweep::run_shard(&a.out, a.index)? {
-                    Ok(())
-                } else {
-                    Err(CliError::findings())
-                }
+                if ok { Ok(()) } else { Err(CliError::findings()) }
             }
             SweepCmd::Status(a) => {
                 let study = sweep::Study::from_out(&a.out)?;
                 let m = sweep::merge(&study, &a.out);
+                let queued = if sweep::slurm::jobs(&a.out).is_empty() {
+                    Default::default()
+                } else {
+                    sweep::slurm::queued(&a.out)?
+                };
                 let text = if a.json {
                     report::json(&m)?
                 } else {
-                    report::sweep::status(&m)
+                    report::sweep::status(&m) + &report::sweep::queued(&queued)
                 };
                 std::io::stdout().write_all(text.as_bytes())?;
                 Ok(())

@@ -7,6 +7,7 @@ mod partitions;
 mod sim_hpcc;
 mod sm_umad;
 mod sweep;
+mod sweep_slurm;
 mod train;
 
 use std::process::{Command, Output};

@@ -23,27 +23,44 @@ fn sweep_runs_merges_and_reports_a_study() {
     assert!(out(&r).contains("4 shards run (4 done, 0 failed)"), "{}", out(&r));
     let m = rdmalab(&["sweep", "merge", o.to_str().unwrap()], None);
     assert!(m.status.success(), "{}", err(&m));
-    assert!(out(&m).contains("cluster.nic_gbps = 400: recommendation"), "{}", out(&m));
+    assert!(
+        out(&m).contains("cluster.nic_gbps = 400: recommendation"),
+        "{}",
+        out(&m)
+    );
     let merged: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(o.join("merged.json")).unwrap()).unwrap();
     assert_eq!(merged["done"], 4);
     // every figure in merged.json is the shard's own results.json
     for row in merged["rows"].as_array().unwrap() {
         let i = row["index"].as_u64().unwrap();
-        let r: serde_json::Value = serde_json::from_str(
-            &std::fs::read_to_string(o.join(format!("shards/{i:05}/results.json"))).unwrap(),
-        )
-        .unwrap();
+        let r: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(o.join(format!("shards/{i:05}/results.json"))).unwrap())
+                .unwrap();
         assert_eq!(row["recommendation"], r["advice"]["recommendation"]);
-        let ib = r["variants"].as_array().unwrap().iter().find(|v| v["id"] == "ib").unwrap();
-        let ring = ib["collectives"].as_array().unwrap().iter().find(|c| c["op"] == "all-reduce-ring").unwrap();
+        let ib = r["variants"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|v| v["id"] == "ib")
+            .unwrap();
+        let ring = ib["collectives"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["op"] == "all-reduce-ring")
+            .unwrap();
         let last = ring["rows"].as_array().unwrap().last().unwrap();
         assert_eq!(row["metrics"]["ib.ring_busbw_gbs"], last["busbw_per_nic"]);
     }
     let csv = std::fs::read_to_string(o.join("merged.csv")).unwrap();
     assert_eq!(csv.lines().count(), 5);
     let st = rdmalab(&["sweep", "status", o.to_str().unwrap()], None);
-    assert!(out(&st).contains("4 shards, 4 done, 0 failed, 0 missing"), "{}", out(&st));
+    assert!(
+        out(&st).contains("4 shards, 4 done, 0 failed, 0 missing"),
+        "{}",
+        out(&st)
+    );
     // nothing left to resume
     let re = rdmalab(&["sweep", "resume", o.to_str().unwrap()], None);
     assert!(out(&re).contains("0 shards run"), "{}", out(&re));
@@ -53,7 +70,10 @@ fn sweep_runs_merges_and_reports_a_study() {
 fn sweep_refuses_an_unknown_field_and_an_empty_axis_by_name() {
     let d = tempfile::tempdir().unwrap();
     for (grid, want) in [
-        ("\"cluster.nic_speed\" = [200]\n", "`cluster.nic_speed` is not a scenario field"),
+        (
+            "\"cluster.nic_speed\" = [200]\n",
+            "`cluster.nic_speed` is not a scenario field",
+        ),
         ("seed = []\n", "`seed`: an empty list"),
     ] {
         let s = study(d.path(), grid);
