@@ -223,6 +223,7 @@ impl SweepCmd {
                 let m = sweep::merge(&study, &a.out);
                 sweep::run::write_atomic(&a.out.join("merged.json"), report::json(&m)?.as_bytes())?;
                 sweep::run::write_atomic(&a.out.join("merged.csv"), sweep::csv(&m).as_bytes())?;
+                sweep::run::write_atomic(&a.out.join("report.html"), report::sweep::html(&m).as_bytes())?;
                 let text = if a.json {
                     report::json(&m)?
                 } else {

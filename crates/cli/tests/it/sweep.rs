@@ -82,3 +82,64 @@ fn sweep_refuses_an_unknown_field_and_an_empty_axis_by_name() {
         assert!(err(&r).contains(&s) && err(&r).contains(want), "{}", err(&r));
     }
 }
+
+/// The merged study's page renders in headless Chromium, and every figure of its
+/// spreads table, read back from the rendered DOM, equals merged.json's.
+#[test]
+fn sweep_report_renders_in_chromium_with_the_merged_figures() {
+    let Some(chromium) = ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).exists())
+    else {
+        panic!("chromium is not installed; scripts/test installs the Debian package `chromium`");
+    };
+    let d = tempfile::tempdir().unwrap();
+    let s = study(d.path(), "\"cluster.nic_gbps\" = [200, 400]\nseed = [1, 2]\n");
+    let o = d.path().join("out");
+    assert!(
+        rdmalab(&["sweep", "run", &s, "-o", o.to_str().unwrap(), "--local", "2"], None)
+            .status
+            .success()
+    );
+    assert!(rdmalab(&["sweep", "merge", o.to_str().unwrap()], None).status.success());
+    let dom = std::process::Command::new(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--dump-dom",
+        ])
+        .arg(format!("--user-data-dir={}", d.path().join("profile").display()))
+        .arg(format!("file://{}", o.join("report.html").display()))
+        .output()
+        .expect("run chromium");
+    let dom = String::from_utf8_lossy(&dom.stdout).into_owned();
+    let merged: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(o.join("merged.json")).unwrap()).unwrap();
+    let spreads = merged["spreads"].as_array().unwrap();
+    assert!(dom.contains("<table id=\"decisions\""), "decisions table missing");
+    // one chart per metric and numeric swept field
+    assert_eq!(dom.matches("<svg").count(), spreads.len() / 2, "charts");
+    // the spreads table, cell by cell
+    let table = &dom[dom.find("<table id=\"spreads\"").unwrap()..];
+    let body = &table[table.find("<tbody>").unwrap() + 7..table.find("</tbody>").unwrap()];
+    let rows: Vec<Vec<String>> = body
+        .split("<tr>")
+        .filter(|r| !r.is_empty())
+        .map(|r| {
+            r.split("<td>")
+                .skip(1)
+                .map(|c| c[..c.find("</td>").unwrap()].to_string())
+                .collect()
+        })
+        .collect();
+    assert_eq!(rows.len(), spreads.len());
+    for (r, s) in rows.iter().zip(spreads) {
+        assert_eq!(r[0], s["field"].as_str().unwrap());
+        assert_eq!(r[2], s["metric"].as_str().unwrap());
+        for (i, k) in [(4, "min"), (5, "median"), (6, "max")] {
+            assert_eq!(r[i].parse::<f64>().unwrap(), s[k].as_f64().unwrap(), "{k} of {r:?}");
+        }
+    }
+}
