@@ -29,8 +29,7 @@ use crate::runner::{Class, Delivered, NetCounters, NetStep, Network, NicMap, Run
 /// collective and size, flow over packet, by `scripts/flow-validate` at 128,
 /// 512 and 1,024 GPUs (docs/VALIDATION.md §9; the 128-GPU bound is asserted by
 /// `compare_at_flow_level_agrees_with_the_packet_level_on_the_default_cluster`).
-pub const VALIDATED: &str =
-    "validated against the packet level at 128–1,024 GPUs: median error under 0.6%, worst 12.1% (the tree on RoCEv2 at 1,024 GPUs; docs/VALIDATION.md §9)";
+pub const VALIDATED: &str = "validated against the packet level at 128–1,024 GPUs: median error under 0.6%, worst 12.1% (the tree on RoCEv2 at 1,024 GPUs; docs/VALIDATION.md §9)";
 
 /// How a flow world finds its paths.
 pub(crate) enum FlowRouting {
@@ -42,6 +41,31 @@ pub(crate) enum FlowRouting {
         hash: ethcp::HashConfig,
         rocev1: bool,
     },
+}
+
+impl FlowRouting {
+    /// The data and ACK paths of connection number `k` (its QP's place in the
+    /// hash) from `a` to `b`.
+    fn paths(
+        &self,
+        f: &Fabric,
+        a: NodeId,
+        b: NodeId,
+        k: u32,
+    ) -> Result<(Vec<fabric::Endpoint>, Vec<fabric::Endpoint>), RunError> {
+        let (data, ack) = match self {
+            FlowRouting::Ib(t) => (flow::path::ib_route(f, t, a, b), flow::path::ib_route(f, t, b, a)),
+            FlowRouting::Eth { table, hash, rocev1 } => {
+                let r = EthRouting {
+                    table,
+                    hash: *hash,
+                    rocev1: *rocev1,
+                };
+                (r.route(f, a, b, k), r.route(f, b, a, k))
+            }
+        };
+        Ok((data.map_err(RunError::FlowPath)?, ack.map_err(RunError::FlowPath)?))
+    }
 }
 
 /// A variant's world at flow level.
@@ -223,19 +247,7 @@ impl FlowNet<'_> {
         }
         let k = self.conns.len() as u32;
         let f = self.fabric;
-        let (data, ack) = match self.routing {
-            FlowRouting::Ib(t) => (flow::path::ib_route(f, t, a, b), flow::path::ib_route(f, t, b, a)),
-            FlowRouting::Eth { table, hash, rocev1 } => {
-                let r = EthRouting {
-                    table,
-                    hash: *hash,
-                    rocev1: *rocev1,
-                };
-                (r.route(f, a, b, k), r.route(f, b, a, k))
-            }
-        };
-        let data = data.map_err(RunError::FlowPath)?;
-        let ack = ack.map_err(RunError::FlowPath)?;
+        let (data, ack) = self.routing.paths(f, a, b, k)?;
         let (uses, latency) = flow::path::costs_for(f, &self.ports, &self.wire, &data, &ack, bytes);
         let c = self.sim.open(uses, latency, f64::INFINITY).map_err(RunError::Flow)?;
         self.conns.insert((a, b, class), c);

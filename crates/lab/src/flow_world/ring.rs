@@ -33,10 +33,10 @@
 //! the packet level.
 
 use fabric::NodeId;
-use flow::path::{EthRouting, Ports};
+use flow::path::Ports;
 use flow::{FlowSim, Step};
 
-use super::{FlowRouting, FlowWorld};
+use super::FlowWorld;
 use crate::collective::CollectiveSpec;
 use crate::runner::{NetCounters, RunError, ScheduleRun};
 
@@ -151,19 +151,7 @@ pub(super) fn route(
     b: NodeId,
     k: u32,
 ) -> Result<(Vec<fabric::Endpoint>, Vec<fabric::Endpoint>), RunError> {
-    let f = w.fabric;
-    let (data, ack) = match &w.routing {
-        FlowRouting::Ib(t) => (flow::path::ib_route(f, t, a, b), flow::path::ib_route(f, t, b, a)),
-        FlowRouting::Eth { table, hash, rocev1 } => {
-            let r = EthRouting {
-                table,
-                hash: *hash,
-                rocev1: *rocev1,
-            };
-            (r.route(f, a, b, k), r.route(f, b, a, k))
-        }
-    };
-    Ok((data.map_err(RunError::FlowPath)?, ack.map_err(RunError::FlowPath)?))
+    w.routing.paths(w.fabric, a, b, k)
 }
 
 /// The largest sum of `len` consecutive entries of the cyclic sequence `cost`
