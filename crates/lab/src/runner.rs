@@ -61,6 +61,14 @@ pub enum TopologyError {
     /// The fabric has no servers.
     #[error("the fabric has no servers")]
     NoServers,
+    /// A collective asks for a NIC the fabric does not have.
+    #[error("no NIC on rail {rail} of server {server}: the collective needs more servers or rails than the fabric has")]
+    MissingNic {
+        /// The server index.
+        server: u32,
+        /// The rail.
+        rail: u32,
+    },
     /// A server with another number of NICs than the first: rails need one NIC each.
     #[error("the first server has {first} NICs but server {server} has {nics}; every server needs one NIC per rail")]
     UnevenNics {

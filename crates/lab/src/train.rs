@@ -736,4 +736,13 @@ mod tests {
             assert!(p.price.events > 100 * f.price.events, "{:?} {:?}", f.price, p.price);
         }
     }
+
+    /// The default kernel efficiency is the fit VALIDATION §11 reports (0.616 on
+    /// the 70B recipe on 64 GPUs), finite, and names its source.
+    #[test]
+    fn the_default_efficiency_is_the_published_fit() {
+        let (e, source) = published_efficiency();
+        assert!((e - 0.616).abs() < 0.001, "{e}");
+        assert!(source.contains("llama3.1-70b-64"), "{source}");
+    }
 }

@@ -30,6 +30,13 @@ pub struct RunArgs {
     /// Output folder (default: sweep-NAME beside the current directory).
     #[arg(long, short)]
     out: Option<PathBuf>,
+    #[command(flatten)]
+    backend: Backend,
+}
+
+/// Where the shards run: threads here, or a Slurm job array.
+#[derive(Debug, Args)]
+pub struct Backend {
     /// Shards to run at once on this machine.
     #[arg(long, default_value_t = 1)]
     local: usize,
@@ -42,6 +49,17 @@ pub struct RunArgs {
     /// Shards per Slurm task (a task runs them one after the other).
     #[arg(long, default_value_t = 1)]
     per_task: usize,
+}
+
+impl Backend {
+    /// Run or submit the study's pending shards.
+    fn run(&self, study: &sweep::Study, out: &std::path::Path) -> Result<(), CliError> {
+        if self.slurm {
+            submit_pending(study, out, self.throttle, self.per_task)
+        } else {
+            run_pending(study, out, self.local)
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -57,18 +75,8 @@ pub struct OutArgs {
 pub struct ResumeArgs {
     /// A study folder written by `sweep run`.
     out: PathBuf,
-    /// Shards to run at once on this machine.
-    #[arg(long, default_value_t = 1)]
-    local: usize,
-    /// Submit them to Slurm instead.
-    #[arg(long, conflicts_with = "local")]
-    slurm: bool,
-    /// Array tasks running at once under Slurm.
-    #[arg(long, default_value_t = 8)]
-    throttle: usize,
-    /// Shards per Slurm task (a task runs them one after the other).
-    #[arg(long, default_value_t = 1)]
-    per_task: usize,
+    #[command(flatten)]
+    backend: Backend,
 }
 
 #[derive(Debug, Args)]
@@ -169,19 +177,11 @@ impl SweepCmd {
                 let study = sweep::Study::load(&a.study)?;
                 let out = a.out.unwrap_or_else(|| PathBuf::from(format!("sweep-{}", study.name)));
                 sweep::prepare(&study, &out)?;
-                if a.slurm {
-                    submit_pending(&study, &out, a.throttle, a.per_task)
-                } else {
-                    run_pending(&study, &out, a.local)
-                }
+                a.backend.run(&study, &out)
             }
             SweepCmd::Resume(a) => {
                 let study = sweep::Study::from_out(&a.out)?;
-                if a.slurm {
-                    submit_pending(&study, &a.out, a.throttle, a.per_task)
-                } else {
-                    run_pending(&study, &a.out, a.local)
-                }
+                a.backend.run(&study, &a.out)
             }
             SweepCmd::Shard(a) => {
                 let study = sweep::Study::from_out(&a.out)?;

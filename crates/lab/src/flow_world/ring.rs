@@ -141,7 +141,10 @@ pub(super) fn nic(w: &FlowWorld<'_>, node: u32, rail: u32) -> Result<NodeId, Run
         .get(node as usize)
         .and_then(|r| r.get(rail as usize))
         .copied()
-        .ok_or(RunError::Topology(crate::runner::TopologyError::NoServers))
+        .ok_or(RunError::Topology(crate::runner::TopologyError::MissingNic {
+            server: node,
+            rail,
+        }))
 }
 
 /// The data and ACK paths of connection number `k` from `a` to `b`.
