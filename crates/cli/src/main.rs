@@ -65,8 +65,12 @@ enum Command {
     Wire(cmd::wire::WireCmd),
     /// The main job: build the cluster every way, run AI collectives packet by packet, compare.
     Compare(cmd::compare::CompareCmd),
+    /// Fit endpoint and collective parameters from perftest and nccl-tests output.
+    Calibrate(cmd::calibrate::CalibrateCmd),
     /// One training iteration of a job on a scalable-unit cluster, priced on the fabric.
     Train(cmd::train::TrainCmd),
+    /// Cut a spine link during a collective: stall, slowdown, NCCL timeout, GPU-hours, per variant.
+    Failure(cmd::failure::FailureCmd),
     /// Design studies: any scenario field varied, one shard per point, resumable, merged.
     #[command(subcommand)]
     Sweep(cmd::sweep::SweepCmd),
@@ -84,7 +88,9 @@ fn main() -> ExitCode {
         Command::Advise(c) => c.exec(),
         Command::Wire(c) => c.exec(),
         Command::Compare(c) => c.exec(),
+        Command::Calibrate(c) => c.exec(),
         Command::Train(c) => c.exec(),
+        Command::Failure(c) => c.exec(),
         Command::Sweep(c) => c.exec(),
     };
     error::exit(result)

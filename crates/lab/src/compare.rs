@@ -5,34 +5,49 @@ use crate::results::CompareResults;
 
 /// The advisor's view of a comparison's results: one [`Evidence`] per variant.
 pub fn evidence(r: &CompareResults) -> Vec<Evidence> {
+    let spread = |id: &str, figure: &str| {
+        r.spread
+            .iter()
+            .find(|s| s.id == id)
+            .and_then(|s| s.figures.iter().find(|f| f.figure == figure))
+    };
     r.variants
         .iter()
-        .map(|v| Evidence {
-            id: v.id.clone(),
-            label: v.label.clone(),
-            kind: Some(v.kind),
-            refused: v.refused.clone(),
-            busbw_gbs: v.large_ring_busbw(),
-            busbw_bound_gbs: r.busbw_bound_gbs,
-            p50_us: v.latency.as_ref().map(|l| l.p50_us),
-            p99_us: v.latency.as_ref().map(|l| l.p99_us),
-            p999_us: v.latency.as_ref().map(|l| l.p999_us),
-            jitter_us: v.latency.as_ref().map(|l| l.jitter_us),
-            drops: v.counters.drops,
-            retransmissions: v.counters.retransmissions,
-            pause_time_us: v.counters.pause_time_us,
-            ecn_marks: v.counters.ecn_marks,
-            cnps: v.counters.cnps,
-            deadlocks: v.counters.deadlocks,
-            storms: v.counters.storms,
-            config_errors: v.findings.iter().filter(|f| f.starts_with("error")).count() as u64,
-            tcp: v.tcp.as_ref().map(|t| crate::advisor::TcpEvidence {
-                load: t.load,
-                quiet_busbw_gbs: t.quiet_busbw_gbs,
-                quiet_p99_us: t.quiet_p99_us,
-                drops: t.drops,
-                retransmissions: t.retransmissions,
-            }),
+        .map(|v| {
+            let bw = spread(&v.id, crate::results::RING_BUSBW);
+            let p99 = spread(&v.id, crate::results::PROBE_P99);
+            Evidence {
+                busbw_range: bw.map(|s| (s.min, s.max)),
+                p99_range: p99.map(|s| (s.min, s.max)),
+                id: v.id.clone(),
+                label: v.label.clone(),
+                kind: Some(v.kind),
+                role: v.role,
+                user_config: v.user_config,
+                refused: v.refused.clone(),
+                busbw_gbs: bw.map(|s| s.median).or(v.large_ring_busbw()),
+                busbw_bound_gbs: v.busbw_bound_gbs,
+                p50_us: v.latency.as_ref().map(|l| l.p50_us),
+                p99_us: p99.map(|s| s.median).or(v.latency.as_ref().map(|l| l.p99_us)),
+                p999_us: v.latency.as_ref().map(|l| l.p999_us),
+                jitter_us: v.latency.as_ref().map(|l| l.jitter_us),
+                delivered: v.counters.packets_delivered,
+                drops: v.counters.drops,
+                retransmissions: v.counters.retransmissions,
+                pause_time_us: v.counters.pause_time_us,
+                ecn_marks: v.counters.ecn_marks,
+                cnps: v.counters.cnps,
+                deadlocks: v.counters.deadlocks,
+                storms: v.counters.storms,
+                config_errors: v.findings.iter().filter(|f| f.starts_with("error")).count() as u64,
+                tcp: v.tcp.as_ref().map(|t| crate::advisor::TcpEvidence {
+                    load: t.load,
+                    quiet_busbw_gbs: t.quiet_busbw_gbs,
+                    quiet_p99_us: t.quiet_p99_us,
+                    drops: t.drops,
+                    retransmissions: t.retransmissions,
+                }),
+            }
         })
         .collect()
 }
@@ -44,7 +59,7 @@ use crate::advisor::FabricKind;
 use crate::cluster;
 use crate::collective::HopCost;
 use crate::driver::{Driver, IbWorld, Prepared, RoceWorld, World};
-use crate::results::{Counters, SimEffort, VariantResult};
+use crate::results::{Counters, Endpoints, NicLatency, SimEffort, VariantResult};
 use crate::runner::{NicMap, RunError};
 use crate::scenario::{Scenario, Variant, VariantFabric};
 use crate::tco::Tech;
@@ -65,6 +80,8 @@ pub enum CompareError {
     Build(#[from] fabric::GenError),
     #[error("bringing up InfiniBand with the SM")]
     Sm(#[from] sm::run::RunError),
+    #[error("the spine link failure study")]
+    Failure(#[source] crate::failure::FailureError),
     #[error("variant {variant}")]
     Run {
         variant: String,
@@ -80,7 +97,10 @@ impl CompareError {
     pub fn is_internal(&self) -> bool {
         match self {
             CompareError::Run { source, .. } => source.is_internal(),
-            CompareError::Build(_) | CompareError::Sm(_) | CompareError::Variant { .. } => false,
+            CompareError::Failure(crate::failure::FailureError::Run(e)) => e.is_internal(),
+            CompareError::Build(_) | CompareError::Sm(_) | CompareError::Variant { .. } | CompareError::Failure(_) => {
+                false
+            }
         }
     }
 }
@@ -90,6 +110,23 @@ impl CompareError {
 /// §5–7). This sets the link-rate bound on busbw.
 pub fn ib_payload_efficiency(mtu: u32) -> f64 {
     f64::from(mtu) / f64::from(mtu + 26)
+}
+
+/// Payload bytes per wire byte of a RoCEv2 packet at `mtu`: the 62 bytes of
+/// headers the RoCE simulator charges per frame (`sim::roce::net::ROCEV2_HEADERS`:
+/// Ethernet, IPv4, UDP, BTH, ICRC, FCS).
+pub fn roce_payload_efficiency(mtu: u32) -> f64 {
+    f64::from(mtu) / f64::from(mtu + sim::roce::net::ROCEV2_HEADERS)
+}
+
+/// The link-rate bound on a variant's ring all-reduce busbw per NIC, GB/s: the
+/// NIC rate times its fabric's payload share at a 4096-byte MTU.
+pub fn busbw_bound(kind: FabricKind, nic_gbps: u32) -> f64 {
+    let eff = match kind {
+        FabricKind::Infiniband | FabricKind::Ipoib => ib_payload_efficiency(4096),
+        FabricKind::Rocev2 | FabricKind::Rocev1 => roce_payload_efficiency(4096),
+    };
+    f64::from(nic_gbps) / 8.0 * eff
 }
 
 fn steps(s: &Scenario) -> u64 {
@@ -113,11 +150,134 @@ pub struct UserRoce {
 /// findings become the variant's findings, and what the files set (PFC on the RDMA
 /// class, ECN thresholds, watchdog, buffer, MTU) becomes the simulated fabric's
 /// settings ([`crate::roce_variant::to_sim_config`]).
+///
+/// With `repeats` > 1 the comparison runs again at seeds `seed + 1`, … (on other
+/// threads while the first runs here), and the results carry each variant's
+/// headline figures over every seed, which the advice then reads.
 pub fn run_with(
     s: &Scenario,
     user: Option<&UserRoce>,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<CompareResults, CompareError> {
+    run_calibrated(s, user, None, progress)
+}
+
+/// [`run_with`], with NIC latencies from a calibration file where the
+/// simulators take them (see [`Endpoints`]): InfiniBand's on the verbs variants,
+/// RoCE's on every RoCEv2 variant. The results carry the calibration and the
+/// variants it reached; each of those says so in its bring-up.
+pub fn run_calibrated(
+    s: &Scenario,
+    user: Option<&UserRoce>,
+    endpoints: Option<&Endpoints>,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<CompareResults, CompareError> {
+    let mut r = run_seeds(s, user, endpoints, progress)?;
+    r.failure = Some(failure_outcome(s)?);
+    Ok(r)
+}
+
+/// Whether a spine link failure touches the ring all-reduce at the scenario's
+/// largest size: some link between switches carries it under the InfiniBand
+/// variant's routes (the study itself is `rdmalab failure`, whose InfiniBand
+/// recovery is timed on this machine).
+fn failure_outcome(s: &Scenario) -> Result<crate::results::FailureOutcome, CompareError> {
+    use crate::results::FailureOutcome;
+    let Some(&size) = s.workload.sizes.last() else {
+        return Ok(FailureOutcome::NotApplicable("no collective sizes".into()));
+    };
+    if !s
+        .workload
+        .collectives
+        .contains(&crate::collective::Collective::AllReduceRing)
+    {
+        return Ok(FailureOutcome::NotApplicable(
+            "the workload has no ring all-reduce".into(),
+        ));
+    }
+    if crate::failure::spine_links_used(s, size).map_err(CompareError::Failure)? == 0 {
+        return Ok(FailureOutcome::NotApplicable(
+            "the ring all-reduce never crosses a link between switches here (each rail stays on its leaf), so a spine link failure does not touch it".into(),
+        ));
+    }
+    Ok(FailureOutcome::Study(format!(
+        "the ring all-reduce crosses links between switches: `rdmalab failure {}` cuts the busiest one on every variant (docs/VALIDATION.md §13)",
+        if s.name == crate::scenario::Scenario::default_rail().name {
+            ""
+        } else {
+            "SCENARIO.toml"
+        }
+    )))
+}
+
+/// [`run_with`] without the failure study.
+fn run_seeds(
+    s: &Scenario,
+    user: Option<&UserRoce>,
+    endpoints: Option<&Endpoints>,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<CompareResults, CompareError> {
+    if s.repeats <= 1 {
+        return run_one(s, user, endpoints, progress);
+    }
+    let (first, others) = std::thread::scope(|scope| {
+        let handles: Vec<_> = (1..u64::from(s.repeats))
+            .map(|k| {
+                let mut t = s.clone();
+                t.seed = s.seed + k;
+                t.repeats = 1;
+                scope.spawn(move || run_one(&t, user, endpoints, &mut |_| {}))
+            })
+            .collect();
+        let first = run_one(s, user, endpoints, progress);
+        let others: Vec<_> = handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect();
+        (first, others)
+    });
+    let mut results = first?;
+    let mut runs = vec![results.clone()];
+    for o in others {
+        runs.push(o?);
+    }
+    results.seeds = runs.iter().map(|r| r.seed).collect();
+    results.spread = results
+        .variants
+        .iter()
+        .enumerate()
+        .filter(|(_, v)| v.refused.is_none())
+        .map(|(i, v)| crate::results::VariantSpread {
+            id: v.id.clone(),
+            figures: v
+                .headline()
+                .into_iter()
+                .map(|(name, _)| {
+                    let values = runs
+                        .iter()
+                        .filter_map(|r| r.variants[i].headline().into_iter().find(|(n, _)| *n == name))
+                        .map(|(_, x)| x)
+                        .collect();
+                    crate::results::Spread::of(name, values)
+                })
+                .collect(),
+        })
+        .collect();
+    let ib_fabric = cluster::build(&s.cluster, Tech::InfiniBand)?;
+    results.advice = crate::advisor::advise(&s.advisor, &evidence(&results), &ib_fabric, &s.prices);
+    Ok(results)
+}
+
+/// One run of the comparison at `s.seed`.
+fn run_one(
+    s: &Scenario,
+    user: Option<&UserRoce>,
+    endpoints: Option<&Endpoints>,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<CompareResults, CompareError> {
+    let ib_lat = endpoints.and_then(|e| e.infiniband);
+    let roce_lat = endpoints.and_then(|e| e.rocev2);
+    let mut applied = Vec::new();
     let total = steps(s) + if user.is_some() { steps_of(s) } else { 0 };
     let mut driver = Driver {
         s,
@@ -137,7 +297,12 @@ pub fn run_with(
             what: v.label.clone(),
         });
         let prepared = match &v.fabric {
-            VariantFabric::Infiniband { engines } => prepare_ib(s, v, &ib_fabric, engines)?,
+            VariantFabric::Infiniband { engines } => {
+                if ib_lat.is_some() {
+                    applied.push(v.id.clone());
+                }
+                prepare_ib(s, v, &ib_fabric, engines, ib_lat)?
+            }
             VariantFabric::Rocev1 => {
                 driver.done += steps_of(s);
                 variants.push(refused(v, FabricKind::Rocev1, rocev1_refusal(&eth_fabric)));
@@ -151,7 +316,10 @@ pub fn run_with(
             } => {
                 let cfg = roce_config(s, v, &eth_fabric, *pfc, *dcqcn, *ecn, lossy_hops)?;
                 let bring_up = roce_bring_up(*pfc, *dcqcn, *ecn, lossy_hops);
-                prepare_roce(s, v, &eth_fabric, cfg, bring_up, Vec::new())?
+                if roce_lat.is_some() {
+                    applied.push(v.id.clone());
+                }
+                prepare_roce(s, v, &eth_fabric, cfg, bring_up, Vec::new(), roce_lat)?
             }
             VariantFabric::Ipoib => prepare_ipoib(s, v, &ib_fabric)?,
         };
@@ -195,6 +363,8 @@ pub fn run_with(
             &[],
         )?;
         let (cfg, notes) = crate::roce_variant::to_sim_config(&parsed, &report, &base);
+        // as written, the configuration runs lossy: the misconfigured outcome
+        let lossy = !cfg.pfc.enabled || !cfg.switch.lossy_rdma_switches.is_empty();
         let mut findings: Vec<String> = report
             .findings
             .iter()
@@ -220,14 +390,25 @@ pub fn run_with(
             if notes.ecn { "marking" } else { "not marking" },
             if notes.watchdog { "on" } else { "off" }
         );
-        let prepared = prepare_roce(s, &v, &eth_fabric, cfg, bring_up, findings)?;
-        variants.push(driver.run(&v, prepared)?);
+        if roce_lat.is_some() {
+            applied.push(v.id.clone());
+        }
+        let prepared = prepare_roce(s, &v, &eth_fabric, cfg, bring_up, findings, roce_lat)?;
+        let mut r = driver.run(&v, prepared)?;
+        r.user_config = true;
+        if lossy {
+            r.role = crate::advisor::Role::Misconfigured;
+        }
+        variants.push(r);
     }
     (driver.progress)(Progress {
         done: total,
         total,
         what: "advising".into(),
     });
+    for v in &mut variants {
+        v.busbw_bound_gbs = busbw_bound(v.kind, s.cluster.nic_gbps);
+    }
     let mut results = CompareResults {
         scenario: s.name.clone(),
         spec: s.clone(),
@@ -246,6 +427,13 @@ pub fn run_with(
         busbw_bound_gbs: bound,
         variants,
         advice: crate::advisor::advise(&s.advisor, &[], &ib_fabric, &s.prices),
+        seeds: Vec::new(),
+        spread: Vec::new(),
+        failure: None,
+        calibration: endpoints.map(|e| Endpoints {
+            applied_to: applied,
+            ..e.clone()
+        }),
     };
     results.advice = crate::advisor::advise(&s.advisor, &evidence(&results), &ib_fabric, &s.prices);
     Ok(results)
@@ -260,6 +448,9 @@ fn refused(v: &Variant, kind: FabricKind, why: String) -> VariantResult {
         id: v.id.clone(),
         label: v.label.clone(),
         kind,
+        role: crate::advisor::Role::of(&v.fabric),
+        busbw_bound_gbs: 0.0,
+        user_config: false,
         refused: Some(why),
         bring_up: String::new(),
         collectives: Vec::new(),
@@ -316,11 +507,13 @@ fn prepare_ib<'a>(
     v: &Variant,
     f: &'a Fabric,
     engines: &[sm::routing::EngineKind],
+    nic: Option<NicLatency>,
 ) -> Result<Prepared<'a>, CompareError> {
     let opts = sm::run::RunOptions {
         engines: engines.to_vec(),
         ..Default::default()
     };
+    let cfg = ib_config(nic);
     let (tables, report) = sm::run::run(f, &opts)?;
     let (flow, engine) = engine_for(s, f, None);
     let mut findings = Vec::new();
@@ -330,7 +523,7 @@ fn prepare_ib<'a>(
     // Wall-clock phase timings stay out of the results so that the same seed gives
     // the same bytes; `rdmalab sm run` reports them.
     let bring_up = format!(
-        "SM: {} LIDs, engine {}{}, {} VL(s)",
+        "SM: {} LIDs, engine {}{}, {} VL(s){}",
         report.lids.ports,
         report.outcome.engine.name(),
         if report.outcome.fallbacks.is_empty() {
@@ -338,7 +531,8 @@ fn prepare_ib<'a>(
         } else {
             format!(" after {} fallback(s)", report.outcome.fallbacks.len())
         },
-        report.vls_used
+        report.vls_used,
+        nic_note(nic)
     );
     Ok(Prepared {
         kind: FabricKind::Infiniband,
@@ -347,7 +541,7 @@ fn prepare_ib<'a>(
             Box::new(crate::flow_world::FlowWorld {
                 fabric: f,
                 routing: crate::flow_world::FlowRouting::Ib(tables),
-                wire: crate::flow_world::ib_wire(&IbConfig::default()),
+                wire: crate::flow_world::ib_wire(&cfg),
                 nics: nic_map(v, f)?,
                 nvl: nvlink(s),
                 per_chunk: false,
@@ -356,7 +550,7 @@ fn prepare_ib<'a>(
                 handover: None,
             })
         } else {
-            ib_world(s, v, f, tables, None)?
+            ib_world(s, v, f, tables, None, cfg)?
         },
         findings,
         engine,
@@ -385,7 +579,7 @@ fn prepare_ipoib<'a>(s: &Scenario, v: &Variant, f: &'a Fabric) -> Result<Prepare
         kind: FabricKind::Ipoib,
         bring_up,
         findings: Vec::new(),
-        world: ib_world(s, v, f, tables, Some(cfg))?,
+        world: ib_world(s, v, f, tables, Some(cfg), IbConfig::default())?,
         engine: engine_for(
             s,
             f,
@@ -402,6 +596,7 @@ fn ib_world<'a>(
     f: &'a Fabric,
     tables: sm::RoutingTables,
     ipoib: Option<sim::roce::ipoib::IpoibConfig>,
+    cfg: IbConfig,
 ) -> Result<Box<dyn World + 'a>, CompareError> {
     Ok(Box::new(IbWorld {
         fabric: f,
@@ -410,7 +605,32 @@ fn ib_world<'a>(
         seed: s.seed,
         nvl: nvlink(s),
         ipoib,
+        cfg,
     }))
+}
+
+/// The InfiniBand model's settings: the defaults, with the HCA latencies of a
+/// calibration when there is one.
+fn ib_config(nic: Option<NicLatency>) -> IbConfig {
+    match nic {
+        None => IbConfig::default(),
+        Some(l) => IbConfig {
+            hca_tx_latency_ps: l.tx_ps,
+            hca_rx_latency_ps: l.rx_ps,
+            ..IbConfig::default()
+        },
+    }
+}
+
+/// What a calibrated variant's bring-up adds (nothing without a calibration).
+fn nic_note(nic: Option<NicLatency>) -> String {
+    nic.map_or(String::new(), |l| {
+        format!(
+            "; NIC latency from the calibration file: send {:.1} ns, receive {:.1} ns",
+            l.tx_ps as f64 / 1e3,
+            l.rx_ps as f64 / 1e3
+        )
+    })
 }
 
 /// Where each NIC sits, or the variant's error.
@@ -471,6 +691,15 @@ fn roce_config(
             enabled: pfc,
             ..Default::default()
         },
+        // the switches' ECMP hash seed follows the run's: repeats sample which
+        // flows collide
+        routing: sim::roce::net::RoutingConfig {
+            hash: ethcp::HashConfig {
+                seed: s.seed as u32,
+                ..sim::roce::net::RoutingConfig::default().hash
+            },
+            ..Default::default()
+        },
         seed: s.seed,
         ..RoceConfig::default()
     };
@@ -502,7 +731,9 @@ fn prepare_roce<'a>(
     cfg: sim::roce::net::RoceConfig,
     bring_up: String,
     findings: Vec<String>,
+    nic: Option<NicLatency>,
 ) -> Result<Prepared<'a>, CompareError> {
+    let bring_up = bring_up + &nic_note(nic);
     let nics = nic_map(v, f)?;
     let load = s.workload.background_tcp_load;
     let tcp_flows = if load > 0.0 {
@@ -527,7 +758,10 @@ fn prepare_roce<'a>(
                 hash: cfg.routing.hash,
                 rocev1: cfg.routing.rocev1.is_some(),
             },
-            wire: crate::flow_world::roce_wire(&cfg),
+            wire: flow::path::WireModel {
+                endpoint_ps: nic.map_or(0, |l| l.tx_ps + l.rx_ps),
+                ..crate::flow_world::roce_wire(&cfg)
+            },
             nics: nics.clone(),
             nvl: nvlink(s),
             per_chunk: false,
@@ -544,6 +778,7 @@ fn prepare_roce<'a>(
                 nvl: nvlink(s),
                 tcp_flows: Vec::new(),
                 tcp_cfg: tcp_cfg.clone(),
+                nic_latency: nic,
             })),
         })
     } else {
@@ -554,6 +789,7 @@ fn prepare_roce<'a>(
             nvl: nvlink(s),
             tcp_flows,
             tcp_cfg,
+            nic_latency: nic,
         })
     };
     Ok(Prepared {

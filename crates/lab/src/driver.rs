@@ -22,7 +22,7 @@ use crate::results::{
     CollectiveResult, Counters, IncastResult, Latency, SimEffort, SizeRow, TcpBackground, TimeSeries, VariantResult,
 };
 use crate::runner::{
-    IbNet, IpoibNet, NetCounters, Network, NicMap, ProbeSpec, RoceNet, RunError, TopologyError, run_messages,
+    IbNet, IpoibNet, NetCounters, Network, NicDelay, NicMap, ProbeSpec, RoceNet, RunError, TopologyError, run_messages,
     run_schedule,
 };
 use crate::scenario::{Scenario, Variant};
@@ -132,6 +132,9 @@ pub(crate) struct IbWorld<'a> {
     pub nvl: HopCost,
     /// TCP over IPoIB with these kernel costs instead of verbs.
     pub ipoib: Option<sim::roce::ipoib::IpoibConfig>,
+    /// The InfiniBand model's settings (the default, or with calibrated HCA
+    /// latencies).
+    pub cfg: IbConfig,
 }
 
 impl World for IbWorld<'_> {
@@ -141,7 +144,7 @@ impl World for IbWorld<'_> {
         let mut sim = Sim::new(
             self.fabric,
             &self.tables,
-            IbConfig::default(),
+            self.cfg.clone(),
             EngineConfig {
                 seed: self.seed,
                 sample_interval_ps: if sampled { SAMPLE_PS } else { 0 },
@@ -191,6 +194,8 @@ pub(crate) struct RoceWorld<'a> {
     /// One TCP connection per NIC (empty: no background TCP).
     pub tcp_flows: Vec<sim::roce::tcp::TcpFlowSpec>,
     pub tcp_cfg: sim::roce::tcp::TcpConfig,
+    /// NIC latencies from a calibration (`None`: the model's NICs, which add none).
+    pub nic_latency: Option<crate::results::NicLatency>,
 }
 
 impl World for RoceWorld<'_> {
@@ -203,7 +208,16 @@ impl World for RoceWorld<'_> {
                 sim.add_tcp_flow(*t)?;
             }
         }
-        let (out, net) = run_on(&mut RoceNet::new(&mut sim, self.fabric), &self.nics, job, self.nvl)?;
+        let mut roce = RoceNet::new(&mut sim, self.fabric);
+        let (out, net) = match self.nic_latency {
+            None => run_on(&mut roce, &self.nics, job, self.nvl)?,
+            Some(l) => run_on(
+                &mut NicDelay::new(&mut roce, l.tx_ps, l.rx_ps),
+                &self.nics,
+                job,
+                self.nvl,
+            )?,
+        };
         let tcp = with_tcp.then(|| {
             let t = sim.tcp().totals(sim.now());
             TcpStats {
@@ -296,6 +310,7 @@ impl Driver<'_, '_> {
             counters.pause_time_us += w.pause_us;
             counters.ecn_marks += w.ecn_marks;
             counters.cnps += w.cnps;
+            counters.storms += w.storms;
             effort.events += w.events;
             effort.packet_hops += w.hops;
             effort.simulated_us += w.sim_us;
@@ -420,6 +435,9 @@ impl Driver<'_, '_> {
             id: v.id.clone(),
             label: v.label.clone(),
             kind,
+            role: crate::advisor::Role::of(&v.fabric),
+            busbw_bound_gbs: 0.0,
+            user_config: false,
             refused: None,
             bring_up,
             collectives,

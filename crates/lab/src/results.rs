@@ -125,6 +125,17 @@ pub struct VariantResult {
     pub id: String,
     pub label: String,
     pub kind: FabricKind,
+    /// What the variant stands for in the decision (from its configuration).
+    #[serde(default)]
+    pub role: crate::advisor::Role,
+    /// The link-rate bound on its ring all-reduce busbw per NIC, GB/s (its own
+    /// fabric's headers).
+    #[serde(default)]
+    pub busbw_bound_gbs: f64,
+    /// Built from the user's own RoCE configuration (`compare --roce-config`), as
+    /// linted: its role says whether it runs lossy as written.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub user_config: bool,
     /// Set when the variant cannot run on this cluster, with the reason.
     pub refused: Option<String>,
     /// Routing or addressing that the variant's bring-up chose (SM engine, ECMP).
@@ -181,13 +192,139 @@ pub struct CompareResults {
     /// Cluster in one line (servers, GPUs, NIC speed, switches, links).
     pub cluster: String,
     pub endpoints: u32,
-    /// Link-rate bound on ring all-reduce busbw per NIC, GB/s.
+    /// Link-rate bound on ring all-reduce busbw per NIC over native InfiniBand,
+    /// GB/s (each variant carries its own: `VariantResult::busbw_bound_gbs`).
     pub busbw_bound_gbs: f64,
     pub variants: Vec<VariantResult>,
     pub advice: Advice,
+    /// The seeds the comparison ran at (`repeats` > 1; the variants' figures above
+    /// are the first seed's).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub seeds: Vec<u64>,
+    /// Each variant's headline figures over those seeds.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub spread: Vec<VariantSpread>,
+    /// Whether a spine link failure touches the ring all-reduce at the largest
+    /// size ([`crate::failure`]), and how to study it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<FailureOutcome>,
+    /// NIC latencies taken from a calibration file (`compare --calibration`);
+    /// absent when the model's own endpoints ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calibration: Option<Endpoints>,
 }
 
+/// NIC latencies fitted by `rdmalab calibrate` from the user's perftest runs,
+/// applied where the simulators take them: the InfiniBand HCA's send and receive
+/// latency (`sim::IbConfig::hca_tx_latency_ps`, `hca_rx_latency_ps`) on the
+/// verbs variants, and the same pair on every RoCEv2 variant's NICs
+/// (`runner::NicDelay`). IPoIB keeps its kernel model's host costs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Endpoints {
+    /// The calibration file, as given.
+    pub source: String,
+    /// InfiniBand's, when the file has both of its endpoint parameters.
+    pub infiniband: Option<NicLatency>,
+    /// RoCE's, likewise.
+    pub rocev2: Option<NicLatency>,
+    /// The variants that ran with them (filled by the comparison).
+    #[serde(default)]
+    pub applied_to: Vec<String>,
+}
+
+/// One fabric's NIC latencies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NicLatency {
+    /// From a post to the NIC sending (the calibration's `tx_latency`), ps.
+    pub tx_ps: u64,
+    /// From the last byte in to the application seeing the message (`rx_latency`), ps.
+    pub rx_ps: u64,
+}
+
+/// What a spine link failure does to the comparison's job.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FailureOutcome {
+    /// The collectives cross links between switches: the command that cuts one.
+    /// (`rdmalab failure` times our SM's recovery on this machine, which a
+    /// comparison's results, the same bytes for the same seed, cannot hold.)
+    Study(String),
+    /// Why there is nothing to cut (e.g. the collectives never leave a leaf).
+    NotApplicable(String),
+}
+
+/// One headline figure of a variant over the comparison's seeds.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Spread {
+    /// What it measures, with its unit.
+    pub figure: String,
+    /// One value per seed, in the order of [`CompareResults::seeds`].
+    pub values: Vec<f64>,
+    pub min: f64,
+    pub median: f64,
+    pub max: f64,
+}
+
+impl Spread {
+    /// The spread of `values` (at least one).
+    pub fn of(figure: String, values: Vec<f64>) -> Spread {
+        let mut v = values.clone();
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        let median = if n % 2 == 1 {
+            v[n / 2]
+        } else {
+            (v[n / 2 - 1] + v[n / 2]) / 2.0
+        };
+        Spread {
+            figure,
+            values,
+            min: v[0],
+            median,
+            max: v[n - 1],
+        }
+    }
+}
+
+/// A variant's headline figures over the seeds.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct VariantSpread {
+    pub id: String,
+    pub figures: Vec<Spread>,
+}
+
+/// The figure names [`VariantResult::headline`] gives the ring's busbw and the
+/// probe p99, which the advisor reads.
+pub const RING_BUSBW: &str = "ring all-reduce busbw at the largest size, GB/s per NIC";
+pub const PROBE_P99: &str = "small-message probe p99, µs";
+
 impl VariantResult {
+    /// The figures whose spread over seeds the results carry: each collective's
+    /// busbw per NIC at the largest size, the probe p99, drops, pause time and the
+    /// incast's completion.
+    pub fn headline(&self) -> Vec<(String, f64)> {
+        let mut out = Vec::new();
+        for c in &self.collectives {
+            if let Some(r) = c.rows.last() {
+                let name = if c.op == Collective::AllReduceRing {
+                    RING_BUSBW.to_string()
+                } else {
+                    format!("{} busbw at the largest size, GB/s per NIC", c.op.name())
+                };
+                out.push((name, r.busbw_per_nic));
+            }
+        }
+        if let Some(l) = &self.latency {
+            out.push((PROBE_P99.to_string(), l.p99_us));
+        }
+        out.push(("RDMA packets dropped".to_string(), self.counters.drops as f64));
+        out.push(("PFC pause time, µs".to_string(), self.counters.pause_time_us));
+        if let Some(i) = &self.incast {
+            out.push(("incast completion, µs".to_string(), i.completion_us));
+        }
+        out
+    }
+
     /// Ring all-reduce busbw per NIC at the largest size, if it ran.
     pub fn large_ring_busbw(&self) -> Option<f64> {
         self.collectives

@@ -219,6 +219,15 @@ pub trait Network {
     /// Post a message of `bytes` from NIC `a` to NIC `b` now. Messages of one
     /// (a, b, class) are delivered in posting order.
     fn post(&mut self, a: NodeId, b: NodeId, class: Class, bytes: u64, tag: u64) -> Result<(), RunError>;
+    /// Open the connection (a, b, class) ahead of its first message of `bytes`.
+    /// A schedule opens its connections in its own order before it starts, so
+    /// on a fabric that hashes connections onto ECMP paths (RoCEv2: the QP
+    /// number picks the UDP source port) every engine numbers, and so hashes,
+    /// them alike, whatever its timing. Fabrics whose routes do not depend on
+    /// the connection (InfiniBand's LFTs) need not open early.
+    fn open(&mut self, _a: NodeId, _b: NodeId, _class: Class, _bytes: u64) -> Result<(), RunError> {
+        Ok(())
+    }
     /// Run until `until_ps` or until messages are delivered, whichever is first.
     fn advance(&mut self, until_ps: u64) -> Result<NetStep, RunError>;
     /// Close the run and count it: the conservation ledger is checked first, and an
@@ -244,6 +253,8 @@ pub struct NetCounters {
     pub ecn_marks: u64,
     /// Congestion notification packets sent.
     pub cnps: u64,
+    /// Pause storms a PFC watchdog detected (each queue it declared stormed).
+    pub storms: u64,
     /// Simulator events processed.
     pub events: u64,
     /// Packet-link hops simulated.
@@ -374,6 +385,16 @@ pub fn run_schedule(
     let mut remaining = n;
     let mut out = ScheduleRun::default();
     let mut nic_bytes: BTreeMap<NodeId, u64> = BTreeMap::new();
+
+    // connections numbered in the schedule's order, not the run's (see
+    // `Network::open`)
+    for tr in &s.transfers {
+        if let Via::Rail(r) = tr.via {
+            let a = nics.nic[tr.src.node as usize][r as usize];
+            let b = nics.nic[tr.dst.node as usize][r as usize];
+            net.open(a, b, Class::Bulk, tr.bytes)?;
+        }
+    }
 
     // probes: NIC (server i, rail r) → (server i+1, rail r), every interval
     let servers = nics.nic.len();
@@ -526,6 +547,130 @@ fn release(
     }
 }
 
+/// A [`Network`] seen through NICs that take `tx_ps` from a post to sending and
+/// `rx_ps` from a message's last byte to the application seeing it: the
+/// endpoint latencies `rdmalab calibrate` fits from perftest (one-way WRITE
+/// latency, and what a SEND adds at the receiver), for a simulator that has no
+/// such setting of its own (the RoCE world; the InfiniBand world takes them as
+/// `IbConfig::hca_tx_latency_ps` and `hca_rx_latency_ps`). Every message is
+/// delayed alike, so each connection keeps its order; ACKs are not delayed.
+///
+/// Posts wait in a FIFO until due; deliveries are held until their receive
+/// latency has passed, so a delivery is reported at or after its `done_ps`, as
+/// the trait says. The inner network runs only to the next of these instants.
+pub struct NicDelay<'a> {
+    inner: &'a mut dyn Network,
+    tx_ps: u64,
+    rx_ps: u64,
+    /// (due, a, b, class, bytes, tag), due times non-decreasing.
+    pending: VecDeque<(u64, NodeId, NodeId, Class, u64, u64)>,
+    /// Delivered by the inner network, `done_ps` already moved by `rx_ps`.
+    held: Vec<Delivered>,
+}
+
+impl<'a> NicDelay<'a> {
+    /// Wrap `inner` with NICs of these latencies.
+    pub fn new(inner: &'a mut dyn Network, tx_ps: u64, rx_ps: u64) -> NicDelay<'a> {
+        NicDelay {
+            inner,
+            tx_ps,
+            rx_ps,
+            pending: VecDeque::new(),
+            held: Vec::new(),
+        }
+    }
+
+    /// Post every message due by `now` (all of them when `all`).
+    fn post_due(&mut self, now: u64, all: bool) -> Result<(), RunError> {
+        while let Some(&(due, a, b, class, bytes, tag)) = self.pending.front() {
+            if due > now && !all {
+                break;
+            }
+            self.pending.pop_front();
+            self.inner.post(a, b, class, bytes, tag)?;
+        }
+        Ok(())
+    }
+
+    /// Take the held deliveries done by `now` (all of them when `all`).
+    fn take_done(&mut self, now: u64, all: bool) -> Vec<Delivered> {
+        let (done, later): (Vec<Delivered>, Vec<Delivered>) = std::mem::take(&mut self.held)
+            .into_iter()
+            .partition(|d| all || d.done_ps <= now);
+        self.held = later;
+        done
+    }
+}
+
+impl Network for NicDelay<'_> {
+    fn now_ps(&self) -> u64 {
+        self.inner.now_ps()
+    }
+
+    fn open(&mut self, a: NodeId, b: NodeId, class: Class, bytes: u64) -> Result<(), RunError> {
+        self.inner.open(a, b, class, bytes)
+    }
+
+    fn post(&mut self, a: NodeId, b: NodeId, class: Class, bytes: u64, tag: u64) -> Result<(), RunError> {
+        let due = self.inner.now_ps() + self.tx_ps;
+        self.pending.push_back((due, a, b, class, bytes, tag));
+        Ok(())
+    }
+
+    fn advance(&mut self, until_ps: u64) -> Result<NetStep, RunError> {
+        loop {
+            let now = self.inner.now_ps();
+            self.post_due(now, false)?;
+            let done = self.take_done(now, false);
+            if !done.is_empty() {
+                return Ok(NetStep::Delivered(done));
+            }
+            if now >= until_ps {
+                return Ok(NetStep::Reached);
+            }
+            let next = self
+                .pending
+                .front()
+                .map(|p| p.0)
+                .into_iter()
+                .chain(self.held.iter().map(|d| d.done_ps))
+                .fold(until_ps, u64::min);
+            match self.inner.advance(next)? {
+                NetStep::Delivered(ds) => {
+                    for d in ds {
+                        self.held.push(Delivered {
+                            tag: d.tag,
+                            // every post waited exactly tx_ps
+                            posted_ps: d.posted_ps.saturating_sub(self.tx_ps),
+                            done_ps: d.done_ps + self.rx_ps,
+                        });
+                    }
+                }
+                NetStep::Reached => {}
+                NetStep::Idle => {
+                    // The inner network has nothing in flight and cannot move its
+                    // clock to our next instant: what waits here cannot wait for
+                    // time to pass, so it goes now.
+                    if self.pending.is_empty() && self.held.is_empty() {
+                        return Ok(NetStep::Idle);
+                    }
+                    let now = self.inner.now_ps();
+                    self.post_due(now, true)?;
+                    let done = self.take_done(now, true);
+                    if !done.is_empty() {
+                        return Ok(NetStep::Delivered(done));
+                    }
+                }
+                NetStep::Deadlock(d) => return Ok(NetStep::Deadlock(d)),
+            }
+        }
+    }
+
+    fn counters(&mut self) -> Result<NetCounters, RunError> {
+        self.inner.counters()
+    }
+}
+
 /// The RoCEv2 simulator as a [`Network`]: one QP (with its own UDP source port,
 /// the ECMP entropy) per (NIC pair, class); DCQCN and PSN state persist across the
 /// messages posted on it, as with a collective library's QPs.
@@ -551,6 +696,17 @@ impl<'a> RoceNet<'a> {
         }
     }
 
+    /// The QP for (a, b, class), opened on first use: its number, and so its
+    /// UDP source port and ECMP paths, follow the order of first use.
+    fn qp(&mut self, a: NodeId, b: NodeId, class: Class) -> Result<u32, RunError> {
+        if let Some(&q) = self.qps.get(&(a, b, class)) {
+            return Ok(q);
+        }
+        let q = self.sim.open_qp(a, b)?;
+        self.qps.insert((a, b, class), q);
+        Ok(q)
+    }
+
     /// The QPs this driver opened.
     pub fn qp_ids(&self) -> impl Iterator<Item = usize> + '_ {
         self.qps.values().map(|&q| q as usize)
@@ -562,15 +718,12 @@ impl Network for RoceNet<'_> {
         self.sim.now().0
     }
 
+    fn open(&mut self, a: NodeId, b: NodeId, class: Class, _bytes: u64) -> Result<(), RunError> {
+        self.qp(a, b, class).map(|_| ())
+    }
+
     fn post(&mut self, a: NodeId, b: NodeId, class: Class, bytes: u64, tag: u64) -> Result<(), RunError> {
-        let q = match self.qps.get(&(a, b, class)) {
-            Some(&q) => q,
-            None => {
-                let q = self.sim.open_qp(a, b)?;
-                self.qps.insert((a, b, class), q);
-                q
-            }
-        };
+        let q = self.qp(a, b, class)?;
         Ok(self.sim.post(q, bytes, tag)?)
     }
 
@@ -628,6 +781,11 @@ impl Network for RoceNet<'_> {
             pause_us: pause_ps as f64 / 1e6,
             ecn_marks: sim.ecn_marks,
             cnps: sim.cnps_sent,
+            storms: sim
+                .wd_log
+                .iter()
+                .filter(|e| e.4 == sim::roce::pfc::WdEvent::Stormed)
+                .count() as u64,
             events: sim.events,
             hops: sim.hops(),
             sim_us: sim.now().0 as f64 / 1e6,
@@ -928,6 +1086,127 @@ mod tests {
             "{e:?}"
         );
         assert!(!e.is_internal());
+    }
+
+    fn roce_pair() -> Fabric {
+        let c = Cluster {
+            servers: 4,
+            gpus_per_server: 2,
+            nic_gbps: 400,
+            radix: 16,
+            host_leaf_m: 2.0,
+            leaf_spine_m: 20.0,
+            scalable_units: None,
+            leaf_uplinks: None,
+        };
+        cluster::build(&c, Tech::Ethernet).unwrap()
+    }
+
+    /// On an idle fabric a message through NICs of latency (tx, rx) takes exactly
+    /// tx + rx longer; with both 0 the adapter is invisible; in a collective,
+    /// every connection keeps its order (the schedule completes) and time grows.
+    #[test]
+    fn nic_delay_adds_its_latencies_and_zero_is_invisible() {
+        let f = roce_pair();
+        let nics = NicMap::from_fabric(&f).unwrap();
+        let (a, b) = (nics.nic[0][0], nics.nic[1][0]);
+        let cfg = || sim::roce::net::RoceConfig::default();
+        let one = |tx: u64, rx: u64| {
+            let mut sim = sim::roce::net::RoceSim::new(&f, cfg(), &[]).unwrap();
+            let mut net = RoceNet::new(&mut sim, &f);
+            let mut d = NicDelay::new(&mut net, tx, rx);
+            run_messages(&mut d, &[(a, b, 64)]).unwrap()
+        };
+        let base = one(0, 0);
+        assert_eq!(one(1_000_000, 250_000), base + 1_250_000);
+        let plain = {
+            let mut sim = sim::roce::net::RoceSim::new(&f, cfg(), &[]).unwrap();
+            run_messages(&mut RoceNet::new(&mut sim, &f), &[(a, b, 64)]).unwrap()
+        };
+        assert_eq!(plain, base);
+        let sched = Schedule::build(Collective::AllReduceRing, 4, 2, 1 << 20).unwrap();
+        let probe = Some(ProbeSpec {
+            bytes: 64,
+            interval_ps: 5_000_000,
+        });
+        let ring = |lat: Option<(u64, u64)>| {
+            let mut sim = sim::roce::net::RoceSim::new(&f, cfg(), &[]).unwrap();
+            let mut net = RoceNet::new(&mut sim, &f);
+            let run = match lat {
+                None => run_schedule(&mut net, &nics, &sched, NVL, probe).unwrap(),
+                Some((tx, rx)) => {
+                    run_schedule(&mut NicDelay::new(&mut net, tx, rx), &nics, &sched, NVL, probe).unwrap()
+                }
+            };
+            net.counters().unwrap();
+            run
+        };
+        let plain = ring(None);
+        let zero = ring(Some((0, 0)));
+        assert_eq!(
+            (plain.time_ps, &plain.probe_latency_ps),
+            (zero.time_ps, &zero.probe_latency_ps)
+        );
+        let slow = ring(Some((1_000_000, 250_000)));
+        assert!(
+            slow.time_ps > plain.time_ps + 1_250_000,
+            "{} vs {}",
+            slow.time_ps,
+            plain.time_ps
+        );
+        let p50 = |v: &[u64]| {
+            let mut v = v.to_vec();
+            v.sort_unstable();
+            v[v.len() / 2]
+        };
+        let extra = p50(&slow.probe_latency_ps) as i64 - p50(&plain.probe_latency_ps) as i64;
+        assert!((extra - 1_250_000).abs() < 200_000, "probes {extra} ps slower");
+    }
+
+    /// A NIC that pauses without end, behind a switch with a PFC watchdog: the
+    /// storms the watchdog declares reach the run's counters.
+    #[test]
+    fn pause_storms_a_watchdog_detects_are_counted() {
+        use sim::roce::pfc::{WdAction, WdConfig};
+        let c = Cluster {
+            servers: 3,
+            gpus_per_server: 1,
+            nic_gbps: 100,
+            radix: 8,
+            host_leaf_m: 2.0,
+            leaf_spine_m: 20.0,
+            scalable_units: None,
+            leaf_uplinks: None,
+        };
+        let f = cluster::build(&c, Tech::Ethernet).unwrap();
+        let nics: Vec<NodeId> = f.nodes_of(NodeKind::Ca).collect();
+        let run = |watchdog: Option<WdConfig>| {
+            let mut cfg = sim::roce::net::RoceConfig::default();
+            cfg.nic.cc = sim::roce::net::CongestionControl::None;
+            cfg.switch.ecn = false;
+            cfg.switch.buffer_bytes = 4 << 20;
+            cfg.switch.watchdog = watchdog;
+            cfg.faults.faulty_nics = vec![nics[2]];
+            cfg.observe.deadlock_check = sim::Time::ZERO;
+            let mut sim = sim::roce::net::RoceSim::new(&f, cfg, &[]).unwrap();
+            let mut net = RoceNet::new(&mut sim, &f);
+            net.post(nics[0], nics[2], Class::Bulk, 64 << 20, 0).unwrap();
+            net.post(nics[1], nics[2], Class::Bulk, 64 << 20, 1).unwrap();
+            while net.now_ps() < 20_000_000_000 {
+                if let NetStep::Idle = net.advance(20_000_000_000).unwrap() {
+                    break;
+                }
+            }
+            net.counters().unwrap().storms
+        };
+        assert_eq!(run(None), 0, "no watchdog, no storm declared");
+        let wd = WdConfig {
+            poll: sim::Time::ms(1),
+            detection: sim::Time::ms(2),
+            restoration: sim::Time::ms(4),
+            action: WdAction::Drop,
+        };
+        assert!(run(Some(wd)) > 0);
     }
 
     #[test]

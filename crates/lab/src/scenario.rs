@@ -25,6 +25,10 @@ pub struct Scenario {
     /// Seed for every random draw of every variant.
     #[serde(default = "default_seed")]
     pub seed: u64,
+    /// Runs of the whole comparison, at seeds `seed`, `seed + 1`, …: every figure
+    /// then carries its spread over them.
+    #[serde(default = "one_run", skip_serializing_if = "is_one_run")]
+    pub repeats: u32,
     pub cluster: Cluster,
     #[serde(default)]
     pub gpu: Gpu,
@@ -76,6 +80,17 @@ pub enum EngineRan {
 /// (32 servers took 51 s against 14 s at 16), so past 256 NICs a comparison leaves
 /// the minute.
 pub const AUTO_PACKET_MAX_ENDPOINTS: u32 = 256;
+
+fn one_run() -> u32 {
+    1
+}
+
+fn is_one_run(n: &u32) -> bool {
+    *n == 1
+}
+
+/// Most runs `repeats` may ask for.
+pub const MAX_REPEATS: u32 = 16;
 
 fn default_seed() -> u64 {
     1
@@ -376,6 +391,7 @@ impl Scenario {
         Scenario {
             name: "rail-16x8-400g".into(),
             seed: 1,
+            repeats: 3,
             cluster: Cluster {
                 servers: 16,
                 gpus_per_server: 8,
@@ -502,6 +518,14 @@ impl Scenario {
                 reason,
             })
         };
+        if let Some(p) = self.advisor.misconfig_risk
+            && !(0.0..=1.0).contains(&p)
+        {
+            return bad("advisor.misconfig_risk", format!("{p} is not a probability (0 to 1)"));
+        }
+        if self.repeats == 0 || self.repeats > MAX_REPEATS {
+            return bad("repeats", format!("{} is outside 1..={MAX_REPEATS}", self.repeats));
+        }
         let c = &self.cluster;
         if c.servers < 2 {
             return bad(
@@ -829,6 +853,22 @@ mod tests {
 
     /// Scalable units: a pod that divides into them builds as a SuperPOD; one that
     /// does not, zero units, or leaf uplinks without units are refused by field.
+    #[test]
+    fn repeats_and_misconfig_risk_out_of_range_name_the_field() {
+        for (text, field) in [("repeats = 0\n", "repeats"), ("repeats = 17\n", "repeats")] {
+            let src = Scenario::default_rail().to_toml().replace("repeats = 3\n", text);
+            let e = Scenario::from_toml(&src, "x.toml").unwrap_err().to_string();
+            assert!(e.contains("x.toml") && e.contains(field) && e.contains("1..=16"), "{e}");
+        }
+        let mut s = Scenario::default_rail();
+        s.advisor.misconfig_risk = Some(1.5);
+        let e = s.validate("y.toml").unwrap_err().to_string();
+        assert!(
+            e.contains("y.toml") && e.contains("advisor.misconfig_risk") && e.contains("probability"),
+            "{e}"
+        );
+    }
+
     #[test]
     fn scalable_units_build_a_superpod_and_bad_values_name_the_field() {
         let base = Scenario::default_rail().to_toml();

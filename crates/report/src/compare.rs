@@ -38,10 +38,17 @@ pub fn terminal_summary(r: &CompareResults) -> String {
     let mut o = String::new();
     let _ = writeln!(o, "rdmalab compare: {} (seed {})", r.scenario, r.seed);
     let _ = writeln!(o, "cluster: {}", r.cluster);
+    let bound = |k: lab::FabricKind| {
+        r.variants
+            .iter()
+            .find(|v| v.kind == k && v.busbw_bound_gbs > 0.0)
+            .map(|v| v.busbw_bound_gbs)
+    };
     let _ = writeln!(
         o,
-        "link-rate bound on ring all-reduce busbw: {:.1} GB/s per NIC",
-        r.busbw_bound_gbs
+        "link-rate bound on ring all-reduce busbw, GB/s per NIC: InfiniBand {}, RoCEv2 {} (each fabric's headers at a 4096-byte MTU)",
+        opt(bound(lab::FabricKind::Infiniband).or(Some(r.busbw_bound_gbs)), 1),
+        opt(bound(lab::FabricKind::Rocev2), 1)
     );
     let _ = writeln!(o);
     // The variant column fits the longest label (user scenarios name their own).
@@ -74,16 +81,104 @@ pub fn terminal_summary(r: &CompareResults) -> String {
     }
     let _ = writeln!(
         o,
-        "\nbusbw: ring all-reduce at the largest size, GB/s per NIC (nccl-tests formula)"
+        "\nbusbw: ring all-reduce at the largest size, GB/s per NIC (nccl-tests formula); p50/p99/p99.9: one-way latency of a {}-byte probe through the fabric during the ring (NIC, PCIe and host excluded: not what ib_write_lat reports)",
+        r.spec.workload.probe.bytes
     );
     o.push_str(&engine_lines(r));
+    o.push_str(&endpoint_lines(r));
+    o.push_str(&spread_text(r));
+    o.push_str(&failure_text(r));
     o.push_str(&tcp_summary(r));
-    let _ = writeln!(o, "\nrecommendation: {}", favours(r.advice.recommendation));
-    for reason in &r.advice.reasons {
-        let _ = writeln!(o, "  - {reason}");
-    }
+    o.push_str(&verdict_text(&r.advice));
     for t in &r.advice.tco {
         let _ = writeln!(o, "  {:?} {:.0}-year TCO: ${:.2}M", t.tech, t.years, t.total_usd / 1e6);
+    }
+    o
+}
+
+/// A figure's short name: "all-reduce (tree) busbw" for "all-reduce (tree) busbw
+/// at the largest size, GB/s per NIC".
+fn short_figure(f: &str) -> (&str, &str) {
+    let unit = f.rsplit_once(", ").map_or("", |(_, u)| u);
+    let name = f.split(" at the largest size").next().unwrap_or(f);
+    let name = name.rsplit_once(", ").map_or(name, |(n, _)| n);
+    (name, unit)
+}
+
+/// The headline figures over the seeds, where they differ (empty for one seed).
+pub fn spread_text(r: &CompareResults) -> String {
+    let mut o = String::new();
+    if r.seeds.len() < 2 {
+        return o;
+    }
+    let seeds: Vec<String> = r.seeds.iter().map(u64::to_string).collect();
+    let _ = writeln!(
+        o,
+        "\nover seeds {} (min–median–max where they differ):",
+        seeds.join(", ")
+    );
+    for vs in &r.spread {
+        let label = r
+            .variants
+            .iter()
+            .find(|v| v.id == vs.id)
+            .map_or(vs.id.as_str(), |v| v.label.as_str());
+        let differ: Vec<String> = vs
+            .figures
+            .iter()
+            .filter(|f| f.max > f.min)
+            .map(|f| {
+                let (name, unit) = short_figure(&f.figure);
+                let p = if f.max >= 100.0 { 0 } else { 2 };
+                format!("{name} {:.p$}–{:.p$}–{:.p$} {unit}", f.min, f.median, f.max)
+                    .trim_end()
+                    .to_string()
+            })
+            .collect();
+        let same = vs.figures.len() - differ.len();
+        let tail = match (differ.is_empty(), same) {
+            (true, n) => format!("all {n} figures equal at every seed"),
+            (false, 0) => String::new(),
+            (false, n) => format!("; {n} other figures equal at every seed"),
+        };
+        let _ = writeln!(o, "  {label}: {}{tail}", differ.join("; "));
+    }
+    o
+}
+
+/// The spine link failure, per variant (empty when none was studied).
+pub fn failure_text(r: &CompareResults) -> String {
+    use lab::results::FailureOutcome;
+    let mut o = String::new();
+    match &r.failure {
+        None => {}
+        Some(FailureOutcome::NotApplicable(why)) => {
+            let _ = writeln!(o, "\nspine link failure: none studied: {why}");
+        }
+        Some(FailureOutcome::Study(how)) => {
+            let _ = writeln!(o, "\nspine link failure: {how}");
+        }
+    }
+    o
+}
+
+/// The recommendation with its confidence, reasons, risk and what would change it.
+fn verdict_text(a: &lab::Advice) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "\nrecommendation: {} (confidence {}: {})",
+        favours(a.recommendation),
+        confidence(a.confidence),
+        a.confidence_why
+    );
+    for reason in &a.reasons {
+        let _ = writeln!(o, "  - {reason}");
+    }
+    let _ = writeln!(o, "misconfiguration risk {:.2}: {}", a.risk.probability, a.risk.source);
+    let _ = writeln!(o, "what would change it:");
+    for s in &a.sensitivity {
+        let _ = writeln!(o, "  {} {}: {}", if s.flips { "*" } else { "-" }, s.input, s.finding);
     }
     o
 }
@@ -202,8 +297,59 @@ fn busbw_chart(r: &CompareResults, op: Collective) -> Chart {
 }
 
 /// The self-contained HTML report.
+/// A decision-table value: money as money, small values with their decimals.
+fn value(v: Option<f64>) -> String {
+    match v {
+        None => "not measured".into(),
+        Some(x) if x.abs() >= 1e5 => format!("${:.2}M", x / 1e6),
+        Some(x) if x.abs() >= 10.0 => format!("{x:.1}"),
+        Some(x) => format!("{x:.2}"),
+    }
+}
+
+fn basis(b: lab::Basis) -> &'static str {
+    match b {
+        lab::Basis::Measured => "measured",
+        lab::Basis::Unverified => "unverified inputs",
+        lab::Basis::Answers => "your answers",
+        lab::Basis::Cited => "cited prices",
+    }
+}
+
+fn confidence(c: lab::Confidence) -> &'static str {
+    match c {
+        lab::Confidence::High => "high",
+        lab::Confidence::Medium => "medium",
+        lab::Confidence::Low => "low",
+    }
+}
+
+/// The answer first: the recommendation, its confidence, its strongest
+/// reasons, and what would change it.
+fn verdict_blocks(a: &lab::Advice) -> Vec<Block> {
+    let mut v = vec![
+        Block::Heading("Verdict".into()),
+        Block::Paragraph(format!(
+            "Recommended: {} (confidence {}: {}).",
+            favours(a.recommendation),
+            confidence(a.confidence),
+            a.confidence_why
+        )),
+        Block::List(a.reasons.clone()),
+    ];
+    let flips: Vec<String> = a
+        .sensitivity
+        .iter()
+        .map(|s| format!("{}{}: {}", if s.flips { "flips — " } else { "" }, s.input, s.finding))
+        .collect();
+    v.push(Block::Paragraph("What would change it:".into()));
+    v.push(Block::List(flips));
+    v
+}
+
 pub fn html(r: &CompareResults) -> String {
-    let mut blocks = vec![Block::Heading("Summary".into())];
+    let mut blocks = verdict_blocks(&r.advice);
+    blocks.push(Block::Heading("Summary".into()));
     let mut rows = Vec::new();
     for v in &r.variants {
         let lat = v.latency.as_ref();
@@ -215,7 +361,7 @@ pub fn html(r: &CompareResults) -> String {
                 v.refused.clone().map_or(opt(bus, 1), |w| format!("refused: {w}")),
                 if v.refused.is_some() {
                     Tone::Warn
-                } else if bus.is_some_and(|b| b >= 0.95 * r.busbw_bound_gbs) {
+                } else if bus.is_some_and(|b| b >= 0.95 * v.busbw_bound_gbs) {
                     Tone::Good
                 } else {
                     Tone::Plain
@@ -239,7 +385,7 @@ pub fn html(r: &CompareResults) -> String {
             ),
         ]);
     }
-    let engines = engine_lines(r);
+    let engines = engine_lines(r) + &endpoint_lines(r);
     if !engines.is_empty() {
         blocks.push(Block::List(
             engines.lines().filter(|l| !l.is_empty()).map(str::to_string).collect(),
@@ -248,8 +394,8 @@ pub fn html(r: &CompareResults) -> String {
     blocks.push(Block::Table(Table {
         id: "summary".into(),
         caption: format!(
-            "Per variant (busbw: ring all-reduce at the largest size, GB/s per NIC; bound {:.1})",
-            r.busbw_bound_gbs
+            "Per variant (busbw: ring all-reduce at the largest size, GB/s per NIC, against the link-rate bound of the variant's own fabric; p50/p99/p99.9 and jitter: one-way latency of a {}-byte probe through the fabric during the ring, NIC, PCIe and host excluded, so not what ib_write_lat reports)",
+            r.spec.workload.probe.bytes
         ),
         header: [
             "variant",
@@ -270,6 +416,49 @@ pub fn html(r: &CompareResults) -> String {
         .collect(),
         rows,
     }));
+    if r.seeds.len() > 1 {
+        let seeds: Vec<String> = r.seeds.iter().map(u64::to_string).collect();
+        let mut rows = Vec::new();
+        for vs in &r.spread {
+            let label = r
+                .variants
+                .iter()
+                .find(|v| v.id == vs.id)
+                .map_or(vs.id.clone(), |v| v.label.clone());
+            for f in &vs.figures {
+                let tone = if f.max > f.min { Tone::Warn } else { Tone::Plain };
+                rows.push(vec![
+                    (label.clone(), Tone::Plain),
+                    (f.figure.clone(), Tone::Plain),
+                    (format!("{:.2}", f.min), tone),
+                    (format!("{:.2}", f.median), tone),
+                    (format!("{:.2}", f.max), tone),
+                    (
+                        f.values
+                            .iter()
+                            .map(|x| format!("{x:.2}"))
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                        Tone::Plain,
+                    ),
+                ]);
+            }
+        }
+        blocks.push(Block::Heading("Spread over seeds".into()));
+        blocks.push(Block::Table(Table {
+            id: "spread".into(),
+            caption: format!(
+                "Each variant's headline figures at seeds {} (the tables above show seed {}); the verdict reads the medians and counts a gap only where the ranges part",
+                seeds.join(", "),
+                r.seed
+            ),
+            header: ["variant", "figure", "min", "median", "max", "per seed"]
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+            rows,
+        }));
+    }
     if let Some(t0) = r.variants.iter().find_map(|v| v.tcp.as_ref()) {
         blocks.push(Block::Heading("Background TCP".into()));
         blocks.push(Block::Paragraph(format!(
@@ -322,19 +511,21 @@ pub fn html(r: &CompareResults) -> String {
             rows,
         }));
     }
-    blocks.push(Block::Heading("Recommendation".into()));
+    blocks.push(Block::Heading("Decision table".into()));
     blocks.push(Block::Paragraph(format!(
-        "Recommended: {}.",
-        favours(r.advice.recommendation)
+        "Each row compares one metric on both fabrics and names the rule that picks a winner and where the rule comes from. RoCEv2's values are those of its best variant as designed, weighted with its misconfigured outcome at the misconfiguration risk ({:.2}: {}).",
+        r.advice.risk.probability, r.advice.risk.source
     )));
-    blocks.push(Block::List(r.advice.reasons.clone()));
     blocks.push(Block::Table(Table {
         id: "decision".into(),
         caption: "Decision table, filled with this run's evidence".into(),
         header: [
             "aspect",
+            "metric",
             "InfiniBand",
             "RoCEv2",
+            "rule (source)",
+            "basis",
             "evidence from this run",
             "favours",
             "weight",
@@ -353,8 +544,11 @@ pub fn html(r: &CompareResults) -> String {
                 };
                 vec![
                     (row.aspect.clone(), Tone::Plain),
-                    (row.infiniband.clone(), Tone::Plain),
-                    (row.rocev2.clone(), Tone::Plain),
+                    (row.metric.clone(), Tone::Plain),
+                    (value(row.infiniband_value), Tone::Plain),
+                    (value(row.rocev2_value), Tone::Plain),
+                    (format!("{} ({})", row.threshold, row.threshold_source), Tone::Plain),
+                    (basis(row.basis).into(), Tone::Plain),
                     (row.evidence.clone(), Tone::Plain),
                     (favours(row.favours).into(), t),
                     (row.weight.to_string(), Tone::Plain),
@@ -573,6 +767,20 @@ pub fn advice_text(a: &lab::Advice, measured: bool) -> String {
         );
         let _ = writeln!(o, "    InfiniBand: {}", row.infiniband);
         let _ = writeln!(o, "    RoCEv2:     {}", row.rocev2);
+        let _ = writeln!(
+            o,
+            "    metric:     {} — InfiniBand {}, RoCEv2 {}",
+            row.metric,
+            value(row.infiniband_value),
+            value(row.rocev2_value)
+        );
+        let _ = writeln!(
+            o,
+            "    rule:       {} ({}); basis: {}",
+            row.threshold,
+            row.threshold_source,
+            basis(row.basis)
+        );
         let _ = writeln!(o, "    this run:   {}", row.evidence);
     }
     let _ = writeln!(o);
@@ -596,10 +804,7 @@ pub fn advice_text(a: &lab::Advice, measured: bool) -> String {
             );
         }
     }
-    let _ = writeln!(o, "\nrecommendation: {}", favours(a.recommendation));
-    for r in &a.reasons {
-        let _ = writeln!(o, "  - {r}");
-    }
+    o.push_str(&verdict_text(a));
     o
 }
 
@@ -622,6 +827,42 @@ pub fn engine_lines(r: &CompareResults) -> String {
                 let _ = writeln!(o, "engine: {} ran {job} packet by packet: {}", v.id, h.why);
             }
         }
+    }
+    o
+}
+
+/// Where the NIC latencies came from when a calibration file gave them (empty
+/// otherwise: the model's own endpoints, which add none).
+pub fn endpoint_lines(r: &CompareResults) -> String {
+    let Some(c) = &r.calibration else {
+        return String::new();
+    };
+    let mut o = String::new();
+    let one = |name: &str, l: Option<lab::results::NicLatency>| match l {
+        Some(l) => format!(
+            "{name} NIC send {:.1} ns, receive {:.1} ns",
+            l.tx_ps as f64 / 1e3,
+            l.rx_ps as f64 / 1e3
+        ),
+        None => format!("{name} not in the file (the model's NICs, which add none)"),
+    };
+    let _ = writeln!(
+        o,
+        "endpoints: from the calibration file {}: {}; {}; applied to {}",
+        c.source,
+        one("InfiniBand", c.infiniband),
+        one("RoCEv2", c.rocev2),
+        if c.applied_to.is_empty() {
+            "no variant".to_string()
+        } else {
+            c.applied_to.join(", ")
+        }
+    );
+    if c.infiniband.is_some() != c.rocev2.is_some() {
+        let _ = writeln!(
+            o,
+            "endpoints: only one fabric is calibrated, so probe latencies of the two fabrics are not like for like"
+        );
     }
     o
 }

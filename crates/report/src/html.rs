@@ -57,7 +57,7 @@ h1{font-size:1.6rem;margin-bottom:.2rem}h2{font-size:1.2rem;margin-top:2rem;bord
 .sub{color:#666;margin-top:0}table{border-collapse:collapse;margin:1rem 0;font-size:.9rem}caption{text-align:left;font-weight:600;padding:.3rem 0}\
 th,td{border:1px solid #ddd;padding:.3rem .6rem;text-align:left;vertical-align:top}th{background:#f4f4f4}\
 td.good{background:#e6f4ea}td.bad{background:#fce8e6}td.warn{background:#fef7e0}\
-svg.chart{display:block;margin:1rem 0;max-width:100%;height:auto;font-family:inherit}pre{background:#f7f7f7;padding:.8rem;overflow:auto;font-size:.85rem}";
+svg.chart{display:block;margin:1rem 0;width:100%;height:auto;font-family:inherit}pre{background:#f7f7f7;padding:.8rem;overflow:auto;font-size:.85rem}";
 
 impl Document {
     /// Render the complete page.

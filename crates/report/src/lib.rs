@@ -1,8 +1,10 @@
 //! Reports: terminal tables, JSON/CSV and one self-contained HTML page with inline
 //! SVG charts. Reports take results as data; they never run anything.
 
+pub mod calibrate;
 pub mod compare;
 pub mod diag;
+pub mod failure;
 pub mod html;
 pub mod run;
 pub mod sim;

@@ -120,6 +120,7 @@ pub fn flow_run_text(
         c.flows_resolved,
         speed.peak_memory_bytes.map_or(0, |b| b / (1 << 20))
     );
+    let _ = writeln!(o, "flow level {}", lab::flow_world::MATRIX_VALIDATED);
     o
 }
 
@@ -135,6 +136,7 @@ pub fn flow_run_json(
         "scenario": scenario,
         "routing_engine": engine,
         "engine": "flow",
+        "validated": lab::flow_world::MATRIX_VALIDATED,
         "speed": {
             "events": c.events,
             "solves": c.solves,

@@ -58,12 +58,119 @@ pub const PALETTE: [&str; 8] = [
     "#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442",
 ];
 
-const W: f64 = 720.0;
-const H: f64 = 360.0;
+/// Drawing width (the SVG scales to the page's width) and the plot's height.
+const W: f64 = 1100.0;
+const PH: f64 = 300.0;
 const ML: f64 = 70.0;
-const MR: f64 = 170.0;
+const MR: f64 = 20.0;
 const MT: f64 = 34.0;
+/// Below the plot: tick labels and the axis title.
 const MB: f64 = 48.0;
+/// One legend row.
+const LEGEND_ROW: f64 = 18.0;
+/// Width of one character of 11 px legend text, generously (DejaVu Sans averages
+/// about 0.6 em), so that a legend entry never runs past its column.
+const CHAR_W: f64 = 7.0;
+
+/// Dash patterns, one per series (after colour, so lines differ in print and
+/// for readers who cannot tell the colours apart).
+const DASHES: [&str; 8] = ["", "9 4", "2 3", "12 3 2 3", "5 5", "1 2", "14 4 2 4 2 4", "6 2"];
+
+/// Marker shapes, one per series.
+#[derive(Clone, Copy)]
+enum Marker {
+    Circle,
+    Square,
+    Triangle,
+    Diamond,
+    Cross,
+    Plus,
+    Down,
+    Bar,
+}
+
+const MARKERS: [Marker; 8] = [
+    Marker::Circle,
+    Marker::Square,
+    Marker::Triangle,
+    Marker::Diamond,
+    Marker::Cross,
+    Marker::Plus,
+    Marker::Down,
+    Marker::Bar,
+];
+
+/// A marker at (x, y).
+fn marker(m: Marker, x: f64, y: f64, color: &str) -> String {
+    let r = 3.5;
+    match m {
+        Marker::Circle => format!(r#"<circle cx="{x:.1}" cy="{y:.1}" r="{r}" fill="{color}"/>"#),
+        Marker::Square => format!(
+            r#"<rect x="{:.1}" y="{:.1}" width="{}" height="{}" fill="{color}"/>"#,
+            x - r,
+            y - r,
+            2.0 * r,
+            2.0 * r
+        ),
+        Marker::Triangle => format!(
+            r#"<path d="M{x:.1},{:.1} L{:.1},{:.1} L{:.1},{:.1} Z" fill="{color}"/>"#,
+            y - r - 0.5,
+            x + r,
+            y + r,
+            x - r,
+            y + r
+        ),
+        Marker::Down => format!(
+            r#"<path d="M{x:.1},{:.1} L{:.1},{:.1} L{:.1},{:.1} Z" fill="{color}"/>"#,
+            y + r + 0.5,
+            x + r,
+            y - r,
+            x - r,
+            y - r
+        ),
+        Marker::Diamond => format!(
+            r#"<path d="M{x:.1},{:.1} L{:.1},{y:.1} L{x:.1},{:.1} L{:.1},{y:.1} Z" fill="{color}"/>"#,
+            y - r - 0.5,
+            x + r + 0.5,
+            y + r + 0.5,
+            x - r - 0.5
+        ),
+        Marker::Cross => format!(
+            r#"<path d="M{:.1},{:.1} L{:.1},{:.1} M{:.1},{:.1} L{:.1},{:.1}" stroke="{color}" stroke-width="2"/>"#,
+            x - r,
+            y - r,
+            x + r,
+            y + r,
+            x - r,
+            y + r,
+            x + r,
+            y - r
+        ),
+        Marker::Plus => format!(
+            r#"<path d="M{:.1},{y:.1} L{:.1},{y:.1} M{x:.1},{:.1} L{x:.1},{:.1}" stroke="{color}" stroke-width="2"/>"#,
+            x - r - 0.5,
+            x + r + 0.5,
+            y - r - 0.5,
+            y + r + 0.5
+        ),
+        Marker::Bar => format!(
+            r#"<rect x="{:.1}" y="{:.1}" width="2.5" height="{}" fill="{color}"/>"#,
+            x - 1.25,
+            y - r - 1.0,
+            2.0 * r + 2.0
+        ),
+    }
+}
+
+/// Legend layout: columns and rows for `names`, each entry a 30 px line sample
+/// and its name.
+fn legend_layout(names: &[&str]) -> (usize, usize, f64) {
+    let widest = names.iter().map(|n| n.chars().count()).max().unwrap_or(0) as f64 * CHAR_W + 44.0;
+    let avail = W - ML - MR;
+    let cols = ((avail / widest).floor() as usize).clamp(1, 3).min(names.len().max(1));
+    let rows = names.len().div_ceil(cols);
+    (cols, rows, avail / cols as f64)
+}
 
 fn tr(scale: Scale, v: f64) -> f64 {
     match scale {
@@ -170,10 +277,14 @@ impl Chart {
             y0 = y0.min(ty);
             y1 = y1.max(ty);
         }
+        let names: Vec<&str> = self.series.iter().map(|s| s.name.as_str()).collect();
+        let (cols, rows, col_w) = legend_layout(&names);
+        let legend_top = MT + PH + MB + 8.0;
+        let h = legend_top + rows as f64 * LEGEND_ROW + 6.0;
         let mut out = String::new();
         let _ = write!(
             out,
-            r#"<svg xmlns="http://www.w3.org/2000/svg" class="chart" id="{}" viewBox="0 0 {W} {H}" width="{W}" height="{H}" role="img" aria-label="{}">"#,
+            r#"<svg xmlns="http://www.w3.org/2000/svg" class="chart" id="{}" viewBox="0 0 {W} {h}" width="100%" preserveAspectRatio="xMinYMin meet" role="img" aria-label="{}">"#,
             esc(&self.id),
             esc(&self.title)
         );
@@ -189,7 +300,7 @@ impl Chart {
                 out,
                 r#"<text x="{}" y="{}" font-size="13">no data</text></svg>"#,
                 W / 2.0 - 30.0,
-                H / 2.0
+                (MT + PH) / 2.0
             );
             return out;
         }
@@ -204,7 +315,7 @@ impl Chart {
             y1 += 1.0;
         }
         let pw = W - ML - MR;
-        let ph = H - MT - MB;
+        let ph = PH;
         let sx = |v: f64| ML + (tr(self.x_scale, v) - x0) / (x1 - x0) * pw;
         let sy = |v: f64| MT + ph - (tr(self.y_scale, v) - y0) / (y1 - y0) * ph;
         // axes and grid
@@ -253,7 +364,7 @@ impl Chart {
             out,
             r#"<text x="{:.1}" y="{:.1}" font-size="12" text-anchor="middle">{}</text>"#,
             ML + pw / 2.0,
-            H - 8.0,
+            MT + ph + MB - 8.0,
             esc(&self.x_label)
         );
         let _ = write!(
@@ -263,9 +374,16 @@ impl Chart {
             MT + ph / 2.0,
             esc(&self.y_label)
         );
-        // series
+        // series: colour, dash pattern and marker each tell them apart
         for (i, s) in self.series.iter().enumerate() {
             let color = PALETTE[i % PALETTE.len()];
+            let dash = DASHES[i % DASHES.len()];
+            let mark = MARKERS[i % MARKERS.len()];
+            let dash_attr = if dash.is_empty() {
+                String::new()
+            } else {
+                format!(r#" stroke-dasharray="{dash}""#)
+            };
             let mut d = String::new();
             let mut prev: Option<(f64, f64)> = None;
             for &(x, y) in s
@@ -289,7 +407,7 @@ impl Chart {
             }
             let _ = write!(
                 out,
-                r#"<path class="series" data-series="{}" d="{}" fill="none" stroke="{color}" stroke-width="2"/>"#,
+                r#"<path class="series" data-series="{}" d="{}" fill="none" stroke="{color}" stroke-width="2"{dash_attr}/>"#,
                 esc(&s.name),
                 d
             );
@@ -299,25 +417,19 @@ impl Chart {
                     .iter()
                     .filter(|(x, y)| valid(self.x_scale, *x) && valid(self.y_scale, *y))
                 {
-                    let _ = write!(
-                        out,
-                        r#"<circle cx="{:.1}" cy="{:.1}" r="2.5" fill="{color}"/>"#,
-                        sx(x),
-                        sy(y)
-                    );
+                    out.push_str(&marker(mark, sx(x), sy(y), color));
                 }
             }
-            let ly = MT + 14.0 + i as f64 * 18.0;
-            let lx = ML + pw + 12.0;
+            // legend below the plot, in columns wide enough for the longest name
+            let (c, r) = (i % cols, i / cols);
+            let lx = ML + c as f64 * col_w;
+            let ly = legend_top + r as f64 * LEGEND_ROW + 6.0;
             let _ = write!(
                 out,
-                r#"<line x1="{lx:.1}" y1="{ly:.1}" x2="{:.1}" y2="{ly:.1}" stroke="{color}" stroke-width="3"/>"#,
-                lx + 18.0
-            );
-            let _ = write!(
-                out,
-                r#"<text x="{:.1}" y="{:.1}" font-size="11">{}</text>"#,
-                lx + 24.0,
+                r#"<g class="legend"><line x1="{lx:.1}" y1="{ly:.1}" x2="{:.1}" y2="{ly:.1}" stroke="{color}" stroke-width="2"{dash_attr}/>{}<text x="{:.1}" y="{:.1}" font-size="11">{}</text></g>"#,
+                lx + 30.0,
+                marker(mark, lx + 15.0, ly, color),
+                lx + 38.0,
                 ly + 4.0,
                 esc(&s.name)
             );
@@ -375,9 +487,44 @@ mod tests {
             step: false,
         }];
         let svg = chart(s, Scale::Log2).render();
-        assert_eq!(svg.matches("<circle").count(), 2);
+        // two points drawn, and the legend's sample
+        assert_eq!(svg.matches("<circle").count(), 3);
         let empty = chart(vec![], Scale::Linear).render();
         assert!(empty.contains("no data"));
+    }
+
+    /// Series differ by colour, dash pattern and marker; the legend sits below the
+    /// plot in columns wide enough for the longest name.
+    #[test]
+    fn series_are_told_apart_without_colour_and_the_legend_fits() {
+        let names = [
+            "InfiniBand NDR (SM, ftree)",
+            "RoCEv2 misconfigured (RDMA DSCP lossy on one hop)",
+            "c",
+        ];
+        let s: Vec<Series> = names
+            .iter()
+            .map(|n| Series {
+                name: n.to_string(),
+                points: vec![(1.0, 1.0), (2.0, 2.0)],
+                step: false,
+            })
+            .collect();
+        let svg = chart(s, Scale::Linear).render();
+        assert_eq!(
+            svg.matches("stroke-dasharray=\"9 4\"").count(),
+            2,
+            "line and legend sample"
+        );
+        assert_eq!(svg.matches("stroke-dasharray=\"2 3\"").count(), 2);
+        assert_eq!(
+            svg.matches("<rect x=").count() - 1,
+            3,
+            "two square markers and the legend's (plus the frame)"
+        );
+        let (cols, rows, col_w) = legend_layout(&names);
+        assert!(col_w >= 50.0 * CHAR_W + 44.0, "{cols} columns of {col_w}");
+        assert!(cols * rows >= names.len());
     }
 
     #[test]

@@ -39,10 +39,14 @@ pub fn text(r: &TrainRun) -> String {
         "cluster: {} ({} servers, {} switches), routed by the SM (ftree) in {:.2} s\n",
         r.cluster, r.servers, r.switches, r.route_s
     );
-    s += &format!(
-        "compute: kernel efficiency {:.3} ({})\n\n",
-        r.efficiency, r.efficiency_source
-    );
+    if r.efficiency.is_nan() {
+        s += &format!("compute: {}\n\n", r.efficiency_source);
+    } else {
+        s += &format!(
+            "compute: kernel efficiency {:.3} ({})\n\n",
+            r.efficiency, r.efficiency_source
+        );
+    }
     s += &format!(
         "{:<22} {:<14} {:<6} {:>6} {:>10} {:>6} {:>9} {:>12} {:>12} {:>7}\n",
         "operation", "kind", "group", "ranks", "bytes", "count", "overlap", "ideal", "fabric", "ratio"
@@ -81,7 +85,19 @@ pub fn text(r: &TrainRun) -> String {
             secs(t.exposed_comm_s),
             secs(t.total_s),
             t.tflops_per_gpu
-        );
+        )
+        .replace("NaN", "-");
+    }
+    if !r.bytes_per_rank.is_empty() {
+        s += "\nbytes one rank sends per iteration, by group:\n";
+        for b in &r.bytes_per_rank {
+            s += &format!(
+                "  {:<10} network {:>16} B   NVLink {:>16} B\n",
+                format!("{:?}", b.group),
+                b.network,
+                b.nvlink
+            );
+        }
     }
     s += &format!(
         "\nthe fabric's iteration is {:+.2}% against the contention-free network\n",

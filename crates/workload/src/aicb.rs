@@ -399,7 +399,7 @@ impl Workload {
 
     /// The parallelism the header describes (Megatron's rank order), for group
     /// sizes and spans; `dp = all_gpus / (tp·pp)` when `all_gpus` is given.
-    fn parallelism(&self) -> (Parallelism, Option<u32>) {
+    pub fn parallelism(&self) -> (Parallelism, Option<u32>) {
         let h = &self.header;
         let p = Parallelism {
             tp: h.tp.unwrap_or(1).max(1),

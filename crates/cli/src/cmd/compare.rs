@@ -38,6 +38,11 @@ pub struct CompareCmd {
     /// 256 NICs, flow beyond). Each variant's results say which engine ran it.
     #[arg(long, value_enum)]
     engine: Option<EngineArg>,
+    /// A calibration file from `rdmalab calibrate`: its fitted NIC send and
+    /// receive latencies replace the model's (which add none) on the InfiniBand
+    /// verbs and RoCEv2 variants; the report names the file.
+    #[arg(long, value_name = "FILE")]
+    calibration: Option<PathBuf>,
 }
 
 /// `--engine`'s values.
@@ -65,6 +70,10 @@ impl CompareCmd {
                 EngineArg::Auto => lab::scenario::Engine::Auto,
             };
         }
+        let endpoints = match &self.calibration {
+            None => None,
+            Some(p) => Some(endpoints(p)?),
+        };
         std::fs::create_dir_all(&self.out).with_context(|| format!("creating {}", self.out.display()))?;
         let html_path = self.out.join("report.html");
         let json_path = self.out.join("results.json");
@@ -100,7 +109,7 @@ impl CompareCmd {
             }
             Some(lab::compare::UserRoce { files })
         };
-        let results = lab::compare::run_with(&scenario, user.as_ref(), &mut |p| {
+        let results = lab::compare::run_calibrated(&scenario, user.as_ref(), endpoints.as_ref(), &mut |p| {
             if let Some(b) = &bar {
                 b.set_length(p.total);
                 b.set_position(p.done);
@@ -129,4 +138,29 @@ impl CompareCmd {
         }
         Ok(())
     }
+}
+
+/// The endpoint latencies of a calibration file, per fabric, in picoseconds.
+fn endpoints(path: &std::path::Path) -> Result<lab::results::Endpoints, CliError> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let cal = calibrate::Calibration::from_toml(&path.display().to_string(), &text)?;
+    let ps = |f: calibrate::Fabric| {
+        cal.endpoint(f).map(|e| lab::results::NicLatency {
+            tx_ps: (e.tx_ns * 1e3).round() as u64,
+            rx_ps: (e.rx_ns * 1e3).round() as u64,
+        })
+    };
+    let e = lab::results::Endpoints {
+        source: path.display().to_string(),
+        infiniband: ps(calibrate::Fabric::Infiniband),
+        rocev2: ps(calibrate::Fabric::Roce),
+        applied_to: Vec::new(),
+    };
+    if e.infiniband.is_none() && e.rocev2.is_none() {
+        return Err(CliError::bad_input(format!(
+            "{} has no endpoint parameters (tx_latency and rx_latency) for either fabric: calibrate from ib_write_lat and ib_send_lat",
+            path.display()
+        )));
+    }
+    Ok(e)
 }

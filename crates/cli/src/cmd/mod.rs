@@ -2,8 +2,10 @@
 //! struct with `exec(self) -> Result<(), CliError>`.
 
 pub mod advise;
+pub mod calibrate;
 pub mod compare;
 pub mod diag;
+pub mod failure;
 pub mod lint;
 pub mod scenario;
 pub mod sim;

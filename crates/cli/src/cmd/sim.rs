@@ -51,7 +51,9 @@ pub struct RunArgs {
     seed: Option<u64>,
     /// `packet` (default): every packet simulated; `flow`: each flow of the traffic
     /// at its max-min fair rate on the same routes (no per-packet counters,
-    /// capture or CSV; perftest workloads need packets).
+    /// capture or CSV; perftest workloads need packets); `auto`: flow level for
+    /// traffic on more hosts than the packet level runs quickly (256), where
+    /// nothing asked needs packets, else packet level.
     #[arg(long, value_enum, default_value = "packet")]
     engine: SimEngine,
 }
@@ -63,6 +65,8 @@ pub enum SimEngine {
     Packet,
     /// Flow level.
     Flow,
+    /// Flow level past 256 hosts where the run needs no packets, else packet level.
+    Auto,
 }
 
 /// The perftest-like tests.
@@ -165,13 +169,34 @@ impl RunArgs {
         }
         let f = sc.build_fabric()?;
         let (tables, rep) = sc.route(&f)?;
-        if self.engine == SimEngine::Flow {
+        let hosts: Vec<NodeId> = f.nodes_of(fabric::NodeKind::Ca).collect();
+        let flow = match self.engine {
+            SimEngine::Packet => false,
+            SimEngine::Flow => true,
+            SimEngine::Auto => {
+                let max = lab::scenario::AUTO_PACKET_MAX_ENDPOINTS as usize;
+                let needs_packets = if self.capture.is_some() || self.csv.is_some() {
+                    Some("--capture and --csv need packets")
+                } else if sim::scenario::traffic_matrix(&sc, hosts.len() as u32)?.is_none() {
+                    Some("a perftest workload needs packets")
+                } else {
+                    None
+                };
+                let (flow, why) = match needs_packets {
+                    Some(why) => (false, format!("{why}: packet level")),
+                    None if hosts.len() > max => (true, format!("{} hosts, more than {max}: flow level", hosts.len())),
+                    None => (false, format!("{} hosts, at most {max}: packet level", hosts.len())),
+                };
+                eprintln!("engine auto: {why}");
+                flow
+            }
+        };
+        if flow {
             if self.capture.is_some() || self.csv.is_some() {
                 return Err(CliError::bad_input(
                     "--capture and --csv need packets: run without --engine flow".into(),
                 ));
             }
-            let hosts: Vec<NodeId> = f.nodes_of(fabric::NodeKind::Ca).collect();
             let m = sim::scenario::traffic_matrix(&sc, hosts.len() as u32)?.ok_or_else(|| {
                 CliError::bad_input(format!(
                     "{}: a perftest workload measures per-message latency and bandwidth, which needs packets: run without --engine flow",

@@ -25,7 +25,8 @@ enum EngineArg {
 #[derive(Debug, Args)]
 pub struct TrainCmd {
     /// The job: model, GPU, GPUs, sequence length, global batch, [parallel]
-    /// (docs/TRAINING.md; examples/train/).
+    /// (docs/TRAINING.md; examples/train/); or a SimAI/AICB workload file (its
+    /// first word a parallelism policy such as HYBRID_TRANSFORMER_FWD_IN_BCKWD).
     job: PathBuf,
     /// Scalable units of the cluster (default: as few as hold the job).
     #[arg(long)]
@@ -58,7 +59,10 @@ impl TrainCmd {
     pub fn exec(self) -> Result<(), CliError> {
         let path = self.job.display().to_string();
         let text = std::fs::read_to_string(&self.job).with_context(|| format!("read the job file {path}"))?;
-        let spec = workload::job::JobSpec::from_toml(&text).map_err(|e| CliError::bad_input(format!("{path}: {e}")))?;
+        let aicb = text
+            .split_whitespace()
+            .next()
+            .is_some_and(|w| !w.is_empty() && w.chars().all(|c| c.is_ascii_uppercase() || c == '_'));
         if let Some(e) = self.efficiency
             && !(e > 0.0 && e <= 1.0)
         {
@@ -77,6 +81,29 @@ impl TrainCmd {
             EngineArg::Flow => Pricing::Flow,
             EngineArg::Packet => Pricing::Packet,
         };
+        if aicb {
+            if self.efficiency.is_some() {
+                return Err(CliError::bad_input(format!(
+                    "{path}: a workload file gives its compute times; --efficiency applies to model jobs only"
+                )));
+            }
+            let w = workload::aicb::Workload::parse(&path, &text).map_err(|e| CliError::bad_input(e.to_string()))?;
+            let run = match lab::train::run_aicb(&w, &cluster, pricing, self.seed) {
+                Ok(r) => r,
+                Err(e @ (lab::train::ImportError::Missing { .. } | lab::train::ImportError::Aicb(_))) => {
+                    return Err(CliError::bad_input(e.to_string()));
+                }
+                Err(lab::train::ImportError::Train(e)) => return Err(e.into()),
+            };
+            let out = if self.json {
+                report::json(&run)?
+            } else {
+                report::train::text(&run)
+            };
+            std::io::stdout().write_all(out.as_bytes())?;
+            return Ok(());
+        }
+        let spec = workload::job::JobSpec::from_toml(&text).map_err(|e| CliError::bad_input(format!("{path}: {e}")))?;
         let run = match lab::train::run_job(&spec, &cluster, pricing, self.efficiency, self.seed) {
             Ok(r) => r,
             // the job's error names its field

@@ -202,6 +202,193 @@ fn compare_report_renders_in_chromium() {
     );
 }
 
+/// What the browser measures on the rendered report: injected into a copy of
+/// the report (the report itself carries no script), it writes its findings
+/// into the DOM that `--dump-dom` returns.
+const LAYOUT_PROBE: &str = r#"<script>
+(function () {
+  var out = {cut: [], overlap: [], verdict_bottom: null, page_width: document.documentElement.scrollWidth,
+             window: [innerWidth, innerHeight], charts: 0, chart_widths: []};
+  var h = Array.prototype.find.call(document.querySelectorAll('h2'), function (e) { return e.textContent === 'Verdict'; });
+  if (h) {
+    var p = h.nextElementSibling, list = p && p.nextElementSibling;
+    out.verdict_bottom = (list || p).getBoundingClientRect().bottom;
+  }
+  var body = document.querySelector('main') || document.body;
+  var bw = body.getBoundingClientRect().width;
+  document.querySelectorAll('svg.chart').forEach(function (svg) {
+    out.charts++;
+    var r = svg.getBoundingClientRect();
+    out.chart_widths.push(r.width / bw);
+    var texts = Array.prototype.map.call(svg.querySelectorAll('text'), function (t) { return [t, t.getBoundingClientRect()]; });
+    texts.forEach(function (x) {
+      var b = x[1];
+      if (b.left < r.left - 1 || b.right > r.right + 1 || b.top < r.top - 1 || b.bottom > r.bottom + 1)
+        out.cut.push(svg.id + ': ' + x[0].textContent);
+    });
+    var legend = texts.filter(function (x) { return x[0].parentNode.getAttribute('class') === 'legend'; });
+    for (var i = 0; i < legend.length; i++) for (var j = i + 1; j < legend.length; j++) {
+      var a = legend[i][1], b = legend[j][1];
+      if (a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom)
+        out.overlap.push(svg.id + ': ' + legend[i][0].textContent + ' / ' + legend[j][0].textContent);
+    }
+  });
+  document.body.setAttribute('data-layout', JSON.stringify(out));
+})();
+</script>"#;
+
+/// The cells of the table with `id` in a dumped DOM, row by row.
+fn table_cells(dom: &str, id: &str) -> Vec<Vec<String>> {
+    let t = &dom[dom
+        .find(&format!("<table id=\"{id}\""))
+        .unwrap_or_else(|| panic!("no table {id}"))..];
+    let body = &t[t.find("<tbody>").unwrap() + 7..t.find("</tbody>").unwrap()];
+    body.split("<tr>")
+        .filter(|r| r.contains("<td"))
+        .map(|r| {
+            r.split("<td")
+                .skip(1)
+                .map(|c| {
+                    let c = &c[c.find('>').unwrap() + 1..];
+                    c[..c.find("</td>").unwrap()]
+                        .replace("&amp;", "&")
+                        .replace("&lt;", "<")
+                        .replace("&gt;", ">")
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// The built-in default's report as a browser shows it at 1366×768: the verdict
+/// without scrolling, every chart the page's width, no chart text cut or legend
+/// entries on top of each other, no horizontal scrolling, and the summary,
+/// decision and spread tables' numbers equal to results.json.
+#[test]
+fn compare_report_layout_in_chromium_leads_with_the_verdict_and_matches_the_results() {
+    let Some(chromium) = ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+    else {
+        panic!("chromium is not installed; scripts/test installs the Debian package `chromium`");
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let o = rdmalab(&["compare", "--out", dir.path().to_str().unwrap()], None);
+    assert!(o.status.success(), "{}", err(&o));
+    let html = std::fs::read_to_string(dir.path().join("report.html")).unwrap();
+    let probe = dir.path().join("probe.html");
+    std::fs::write(&probe, html.replace("</body>", &format!("{LAYOUT_PROBE}</body>"))).unwrap();
+    let dom = std::process::Command::new(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--hide-scrollbars",
+            "--window-size=1366,768",
+            "--dump-dom",
+        ])
+        .arg(format!("--user-data-dir={}", dir.path().join("profile").display()))
+        .arg(format!("file://{}", probe.display()))
+        .output()
+        .expect("run chromium");
+    let dom = String::from_utf8_lossy(&dom.stdout).into_owned();
+    let attr = dom.find("data-layout=\"").expect("the probe ran") + 13;
+    let layout: serde_json::Value = serde_json::from_str(
+        &dom[attr..attr + dom[attr..].find('"').unwrap()]
+            .replace("&quot;", "\"")
+            .replace("&amp;", "&"),
+    )
+    .unwrap();
+    let (w, h) = (
+        layout["window"][0].as_f64().unwrap(),
+        layout["window"][1].as_f64().unwrap(),
+    );
+    // a 1366×768 window: its viewport is what the browser's own bars leave
+    assert!(w == 1366.0 && h > 500.0 && h <= 768.0, "{layout}");
+    let verdict = layout["verdict_bottom"].as_f64().expect("a Verdict heading");
+    assert!(verdict <= h, "the verdict ends at {verdict} px, below the fold at {h}");
+    assert!(
+        layout["page_width"].as_f64().unwrap() <= w,
+        "horizontal scrolling: {layout}"
+    );
+    assert!(layout["charts"].as_u64().unwrap() >= 5, "{layout}");
+    for cw in layout["chart_widths"].as_array().unwrap() {
+        assert!(cw.as_f64().unwrap() > 0.95, "a chart narrower than the page: {layout}");
+    }
+    assert_eq!(layout["cut"], serde_json::json!([]), "cut chart text");
+    assert_eq!(layout["overlap"], serde_json::json!([]), "overlapping legend entries");
+
+    // every number in the tables is the one in results.json
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("results.json")).unwrap()).unwrap();
+    let num = |cell: &str| -> f64 { cell.trim_start_matches('$').trim_end_matches('M').parse().unwrap() };
+    let near = |cell: &str, want: f64, prec: i32| {
+        let tol = 0.5 * 10f64.powi(-prec) + 1e-9;
+        assert!((num(cell) - want).abs() <= tol, "cell {cell:?} against {want}");
+    };
+    let summary = table_cells(&dom, "summary");
+    let variants: Vec<&serde_json::Value> = r["variants"].as_array().unwrap().iter().collect();
+    assert_eq!(summary.len(), variants.len());
+    for (row, v) in summary.iter().zip(&variants) {
+        assert_eq!(row[0], v["label"].as_str().unwrap());
+        if !v["refused"].is_null() {
+            continue;
+        }
+        let ring = v["collectives"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["op"] == "all-reduce-ring")
+            .unwrap();
+        near(
+            &row[1],
+            ring["rows"].as_array().unwrap().last().unwrap()["busbw_per_nic"]
+                .as_f64()
+                .unwrap(),
+            1,
+        );
+        let lat = &v["latency"];
+        for (i, k) in [(2, "p50_us"), (3, "p99_us"), (4, "p999_us"), (5, "jitter_us")] {
+            near(&row[i], lat[k].as_f64().unwrap(), 2);
+        }
+        let c = &v["counters"];
+        near(&row[6], c["drops"].as_f64().unwrap(), 0);
+        near(&row[7], c["retransmissions"].as_f64().unwrap(), 0);
+        near(&row[8], c["pause_time_us"].as_f64().unwrap(), 1);
+        near(&row[9], c["ecn_marks"].as_f64().unwrap(), 0);
+        near(&row[10], c["cnps"].as_f64().unwrap(), 0);
+    }
+    let decision = table_cells(&dom, "decision");
+    let rows = r["advice"]["table"].as_array().unwrap();
+    assert_eq!(decision.len(), rows.len());
+    for (cells, row) in decision.iter().zip(rows) {
+        assert_eq!(cells[0], row["aspect"].as_str().unwrap());
+        for (i, k) in [(2, "infiniband_value"), (3, "rocev2_value")] {
+            match row[k].as_f64() {
+                None => assert_eq!(cells[i], "not measured"),
+                Some(x) if x.abs() >= 1e5 => near(&cells[i], x / 1e6, 2),
+                Some(x) if x.abs() >= 10.0 => near(&cells[i], x, 1),
+                Some(x) => near(&cells[i], x, 2),
+            }
+        }
+    }
+    let spread = table_cells(&dom, "spread");
+    let figures: Vec<&serde_json::Value> = r["spread"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|v| v["figures"].as_array().unwrap())
+        .collect();
+    assert_eq!(spread.len(), figures.len());
+    for (cells, f) in spread.iter().zip(figures) {
+        assert_eq!(cells[1], f["figure"].as_str().unwrap());
+        for (i, k) in [(2, "min"), (3, "median"), (4, "max")] {
+            near(&cells[i], f[k].as_f64().unwrap(), 2);
+        }
+    }
+}
+
 /// The user's RoCE configuration becomes a variant: the linter's findings appear
 /// with it, and what they break shows up as measured drops.
 #[test]
@@ -244,6 +431,50 @@ fn compare_runs_the_users_roce_config_as_a_variant() {
         v["counters"]["drops"], 0,
         "a clean lossless configuration drops nothing"
     );
+    // the lint of a clean configuration lowers the misconfiguration risk
+    assert_eq!(v["user_config"], true);
+    assert_eq!(v["role"], "as-designed");
+    let risk = &j["advice"]["risk"];
+    assert!(risk["source"].as_str().unwrap().contains("linted lossless"), "{risk}");
+    assert!(risk["probability"].as_f64().unwrap() < 0.05, "{risk}");
+    // the same files with PFC off on the RDMA priority: lossy as written, risk 1
+    let lossy_dir = tempfile::tempdir().unwrap();
+    let mut lossy_files = Vec::new();
+    for f in std::fs::read_dir(&clean).unwrap() {
+        let p = f.unwrap().path();
+        let text = std::fs::read_to_string(&p).unwrap();
+        let text = if p.file_name().unwrap() == "config_db.json" {
+            text.replace("\"pfc_enable\": \"3\"", "\"pfc_enable\": \"\"")
+        } else {
+            text
+        };
+        let q = lossy_dir.path().join(p.file_name().unwrap());
+        std::fs::write(&q, text).unwrap();
+        lossy_files.push(q.display().to_string());
+    }
+    lossy_files.sort();
+    let out2 = tempfile::tempdir().unwrap();
+    let mut args = vec![
+        "compare".to_string(),
+        small(),
+        "--out".into(),
+        out2.path().display().to_string(),
+        "--roce-config".into(),
+    ];
+    args.extend(lossy_files);
+    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+    let o = rdmalab(&argv, None);
+    assert!(o.status.success(), "{}", err(&o));
+    let j: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out2.path().join("results.json")).unwrap()).unwrap();
+    let v = j["variants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["id"] == "roce-yours")
+        .unwrap();
+    assert_eq!(v["role"], "misconfigured", "{}", v["bring_up"]);
+    assert_eq!(j["advice"]["risk"]["probability"], 1.0);
     let e = err(&rdmalab(
         &["compare", &small(), "--roce-config", "/nonexistent/config_db.json"],
         None,

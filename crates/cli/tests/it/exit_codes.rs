@@ -156,6 +156,47 @@ fn sim_run_at_flow_level_runs_traffic_and_refuses_what_needs_packets() {
         text.starts_with("scenario ft16-permutation-ib (routing: ftree, flow level)\nflows: 16 of 16 completed;"),
         "{text}"
     );
+    assert!(text.contains("flow level validated against the packet level"), "{text}");
+    // auto: 16 hosts run packet by packet, and the choice is said
+    let o = rdmalab(
+        &[
+            "sim",
+            "run",
+            &repo("examples/sim/ft16-permutation-ib.toml"),
+            "--engine",
+            "auto",
+        ],
+        None,
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    assert!(
+        err(&o).contains("engine auto: 16 hosts, at most 256: packet level"),
+        "{}",
+        err(&o)
+    );
+    assert!(!out(&o).contains("flow level"), "{}", out(&o));
+    // auto past 256 hosts: the 432-host fat tree at flow level
+    let o = rdmalab(
+        &[
+            "sim",
+            "run",
+            &repo("examples/sim/ft432-permutation-ib.toml"),
+            "--engine",
+            "auto",
+        ],
+        None,
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    assert!(
+        err(&o).contains("engine auto: 432 hosts, more than 256: flow level"),
+        "{}",
+        err(&o)
+    );
+    assert!(
+        out(&o).starts_with("scenario ft432-permutation-ib (routing: ftree, flow level)"),
+        "{}",
+        out(&o)
+    );
     let dir = tempfile::tempdir().unwrap();
     let pcap = dir.path().join("x.pcap");
     let o = rdmalab(

@@ -50,7 +50,7 @@ fn scenario_check_names_file_line_and_field() {
     assert_eq!(c.status.code(), Some(2));
     let e = err(&c);
     assert!(
-        e.contains("bad.toml") && e.contains("line 8, column 9") && e.contains("radix"),
+        e.contains("bad.toml") && e.contains("line 9, column 9") && e.contains("radix"),
         "{e}"
     );
     std::fs::write(&p, good.replace("servers = 16", "servers = 1")).unwrap();
@@ -93,4 +93,39 @@ fn advise_rejects_a_price_table_with_a_typo() {
     let o = rdmalab(&["advise", "--prices", p.to_str().unwrap()], None);
     assert_eq!(o.status.code(), Some(2));
     assert!(err(&o).contains("nic_400gg"), "{}", err(&o));
+}
+
+/// `rdmalab failure`: a spine link cut during a ring all-reduce on 512 GPUs; the
+/// InfiniBand stall is the SM recovery the run measured, Ethernet's the BFD
+/// default; a link that is not a spine link is refused by name (exit 2).
+#[test]
+fn failure_cuts_a_spine_link_on_every_variant() {
+    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/lab/superpod-2su-512.toml");
+    let o = rdmalab(&["failure", p.to_str().unwrap(), "--size", "16777216", "--json"], None);
+    assert!(o.status.success(), "{}", err(&o));
+    let j: serde_json::Value = serde_json::from_str(&out(&o)).unwrap();
+    assert_eq!(j["gpus"], 512);
+    let sm = j["sm"]["seconds"].as_f64().unwrap();
+    let vs = j["variants"].as_array().unwrap();
+    assert_eq!(vs.len(), 3, "{vs:?}");
+    for v in vs {
+        let stall = v["stall_s"].as_f64().unwrap();
+        if v["id"] == "ib" {
+            assert_eq!(stall, sm);
+        } else {
+            assert!((stall - 0.9).abs() < 1e-12, "{v}");
+        }
+        assert!(v["slowdown"].as_f64().unwrap() > 1.0, "{v}");
+        assert_eq!(v["nccl_timed_out"], false);
+    }
+    let o = rdmalab(&["failure", p.to_str().unwrap(), "--link", "spine9:1"], None);
+    assert_eq!(o.status.code(), Some(2), "{}", err(&o));
+    assert!(
+        err(&o).contains("spine9/1") && err(&o).contains("no switch of that name"),
+        "{}",
+        err(&o)
+    );
+    let o = rdmalab(&["failure", p.to_str().unwrap(), "--op", "all-reduce"], None);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(err(&o).contains("all-reduce-ring"), "{}", err(&o));
 }

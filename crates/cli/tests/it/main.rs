@@ -1,5 +1,6 @@
 //! CLI tests: run the real binary and snapshot what it prints.
 
+mod calibrate;
 mod compare;
 mod exit_codes;
 mod lab_cmds;

@@ -90,3 +90,115 @@ fn train_names_the_file_and_field_of_a_bad_job() {
     assert_eq!(o.status.code(), Some(2), "{}", err(&o));
     assert!(err(&o).contains("gpus"), "{}", err(&o));
 }
+
+fn aicb(name: &str) -> String {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../workload/tests/data")
+        .join(name)
+        .to_str()
+        .unwrap()
+        .to_string()
+}
+
+/// A SimAI/AICB workload file in the upstream format runs on the fabric, and the
+/// bytes one rank sends per group equal what the file lists, summed here from
+/// its columns: forward and input-gradient collectives once per micro-batch
+/// (`ga`), weight-gradient ones once, the pipeline's sends `ga` times each way;
+/// each collective's size times NCCL's ring factor for its group.
+#[test]
+fn train_runs_an_aicb_workload_and_its_bytes_per_rank_match_the_file() {
+    for (file, ga, sizes) in [
+        ("aicb-llama3-8b-tp8-dp2.txt", 4u64, [("Tp", 8u32), ("Dp", 2)].as_slice()),
+        (
+            "aicb-moe-ep8-pp2.txt",
+            8,
+            [("Ep", 8), ("Dp", 32), ("ExpertDp", 4), ("Pp", 2)].as_slice(),
+        ),
+    ] {
+        let path = aicb(file);
+        let o = rdmalab(&["train", &path, "--json"], None);
+        assert!(o.status.success(), "{}", err(&o));
+        let j: serde_json::Value = serde_json::from_str(&out(&o)).unwrap();
+        // the file's own numbers, column by column
+        let text = std::fs::read_to_string(&path).unwrap();
+        let mut lines = text.lines();
+        let header = lines.next().unwrap();
+        let n: usize = lines.next().unwrap().trim().parse().unwrap();
+        let mut want = std::collections::BTreeMap::<String, f64>::new();
+        let factor = |kind: &str, n: u32| {
+            let n = f64::from(n);
+            if kind.starts_with("ALLREDUCE") {
+                2.0 * (n - 1.0) / n
+            } else {
+                (n - 1.0) / n
+            }
+        };
+        let size_of = |g: &str| sizes.iter().find(|(name, _)| *name == g).unwrap().1;
+        for l in lines.take(n) {
+            let c: Vec<&str> = l.split_whitespace().collect();
+            for (col, per_iteration) in [(3, ga), (6, ga), (9, 1)] {
+                let (kind, bytes) = (c[col], c[col + 1].parse::<f64>().unwrap());
+                if kind == "NONE" {
+                    continue;
+                }
+                let group = if kind.ends_with("_DP_EP") {
+                    "ExpertDp"
+                } else if kind.ends_with("_EP") {
+                    "Ep"
+                } else if col == 9 {
+                    "Dp"
+                } else {
+                    "Tp"
+                };
+                *want.entry(group.into()).or_default() +=
+                    (factor(kind, size_of(group)) * bytes).round() * per_iteration as f64;
+            }
+        }
+        if let Some(pp) = header.split("pp_comm: ").nth(1) {
+            let b: f64 = pp.split_whitespace().next().unwrap().parse().unwrap();
+            *want.entry("Pp".into()).or_default() += 2.0 * ga as f64 * b;
+        }
+        let got: std::collections::BTreeMap<String, f64> = j["bytes_per_rank"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| {
+                let g = b["group"].as_str().unwrap();
+                let name = match g {
+                    "tp" => "Tp",
+                    "dp" => "Dp",
+                    "ep" => "Ep",
+                    "expert-dp" => "ExpertDp",
+                    "pp" => "Pp",
+                    other => panic!("group {other}"),
+                };
+                (
+                    name.to_string(),
+                    b["network"].as_f64().unwrap() + b["nvlink"].as_f64().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(got, want, "{file}");
+        assert!(j["fabric"]["total_s"].as_f64().unwrap() > 0.0);
+    }
+    // a header without all_gpus cannot be placed: the error names the file and key
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("w.txt");
+    std::fs::write(
+        &p,
+        "HYBRID_TRANSFORMER model_parallel_NPU_group: 8 ga: 1\n1\nl -1 1 ALLREDUCE 64 1 NONE 0 1 NONE 0 1\n",
+    )
+    .unwrap();
+    let o = rdmalab(&["train", p.to_str().unwrap()], None);
+    assert_eq!(o.status.code(), Some(2), "{}", err(&o));
+    assert!(err(&o).contains("w.txt") && err(&o).contains("all_gpus"), "{}", err(&o));
+    // a malformed line names file:line
+    std::fs::write(
+        &p,
+        "HYBRID_TRANSFORMER model_parallel_NPU_group: 8 all_gpus: 16\n1\nl -1 x ALLREDUCE 64\n",
+    )
+    .unwrap();
+    let o = rdmalab(&["train", p.to_str().unwrap()], None);
+    assert_eq!(o.status.code(), Some(2), "{}", err(&o));
+    assert!(err(&o).contains("w.txt:3"), "{}", err(&o));
+}

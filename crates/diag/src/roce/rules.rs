@@ -58,6 +58,8 @@ rules! {
         "with the notification point off no CNPs are generated, with the reaction point off CNPs do not slow the sender (roce-config.md §2.3)";
     LOSSLESS_SHARED = "lossless-shared", "lossless queue or PG shared with lossy traffic",
         "lossy traffic in a lossless PG or queue is paused with RDMA and eats its headroom; a PFC priority mapped to another queue pauses the wrong queue (roce-config.md §5 #8)";
+    LOSSY_DSCP_IN_LOSSLESS_TC = "lossy-dscp-in-lossless-tc", "a lossy DSCP mapped into a lossless traffic class",
+        "PFC pauses a priority as a whole (IEEE 802.1Qbb), so a DSCP other than RDMA's and the CNPs' that DSCP_TO_TC_MAP sends to a PFC-enabled TC is paused with RDMA, fills its PG headroom and queue, and its bursts send PAUSE that stops RDMA; SONiC's default map keeps the lossless TCs 3 and 4 to DSCP 3 and 4 alone (sonic-buildimage files/build_templates/qos_config.j2; roce-config.md §1.3, §5 #2, #8)";
     DANGLING_REF = "dangling-ref", "reference to a table or key that does not exist",
         "orchagent cannot apply an entry whose reference does not resolve, so the port keeps defaults (roce-config.md §1.1, §5 #12)";
     INVALID_VALUE = "invalid-value", "value outside its type",
@@ -199,6 +201,8 @@ struct QosEntry<'a> {
     fields: &'a Fields,
     pfc: Vec<u8>,
     dscp_map: Option<BTreeMap<u8, u8>>,
+    /// The DSCP_TO_TC_MAP key `dscp_map` was read from.
+    dscp_map_name: Option<&'a str>,
     /// The dscp map came from the `global` entry.
     dscp_global: bool,
     tc_to_pg: Option<BTreeMap<u8, u8>>,
@@ -426,6 +430,7 @@ impl<'a> SwitchView<'a> {
         let db = self.db;
         let global = db.get("PORT_QOS_MAP", "global");
         let global_dscp = global.and_then(|g| self.load_map(g, "dscp_to_tc_map", "DSCP_TO_TC_MAP", 7, out));
+        let global_name = global.and_then(|g| self.resolve("DSCP_TO_TC_MAP", g.get("dscp_to_tc_map")));
         for (key, fields) in db.table("PORT_QOS_MAP") {
             if key == "global" {
                 continue;
@@ -459,10 +464,14 @@ impl<'a> SwitchView<'a> {
             };
             let own = self.load_map(fields, "dscp_to_tc_map", "DSCP_TO_TC_MAP", 7, out);
             let dscp_global = own.is_none() && !fields.contains_key("dscp_to_tc_map") && global_dscp.is_some();
-            let dscp_map = if fields.contains_key("dscp_to_tc_map") {
-                own
+            let (dscp_map, dscp_map_name) = if fields.contains_key("dscp_to_tc_map") {
+                (
+                    own,
+                    self.resolve("DSCP_TO_TC_MAP", fields.get("dscp_to_tc_map"))
+                        .map(|(n, _)| n),
+                )
             } else {
-                global_dscp.clone()
+                (global_dscp.clone(), global_name.map(|(n, _)| n))
             };
             let e = QosEntry {
                 key,
@@ -470,6 +479,7 @@ impl<'a> SwitchView<'a> {
                 fields,
                 pfc,
                 dscp_map,
+                dscp_map_name,
                 dscp_global,
                 tc_to_pg: self.load_map(fields, "tc_to_pg_map", "TC_TO_PRIORITY_GROUP_MAP", 7, out),
                 tc_to_queue: self.load_map(fields, "tc_to_queue_map", "TC_TO_QUEUE_MAP", 7, out),
@@ -536,6 +546,7 @@ impl<'a> SwitchView<'a> {
             self.lint_ecn(q, out);
             self.lint_cable(q, out);
         }
+        self.lint_lossy_dscp(it, out);
         self.lint_pg_buffers(out);
         self.lint_watchdog_global(out);
         self.lint_mtu(out);
@@ -553,7 +564,14 @@ impl<'a> SwitchView<'a> {
             "dscp_to_tc_map"
         };
         let Some(map) = &q.dscp_map else {
+            // A map that is named but does not load (dangling or invalid), here or in the
+            // `global` entry, is reported by dangling-ref / invalid-value.
+            let global_named = self
+                .db
+                .get("PORT_QOS_MAP", "global")
+                .is_some_and(|g| g.contains_key("dscp_to_tc_map"));
             if !q.fields.contains_key("dscp_to_tc_map")
+                && !global_named
                 && !q.fields.contains_key("dot1p_to_tc_map")
                 && !q.pfc.is_empty()
                 && !q.pfc.contains(&0)
@@ -588,6 +606,120 @@ impl<'a> SwitchView<'a> {
                         if lossless.is_empty() { "none".to_string() } else { list(&lossless) }
                     ),
                     format!("map DSCP {d} to a PFC-enabled TC (e.g. \"{d}\": \"3\") or add TC {tc} to pfc_enable"),
+                );
+            }
+        }
+    }
+
+    /// A DSCP other than the RDMA DSCPs and the CNP DSCP that DSCP_TO_TC_MAP sends to a
+    /// PFC-enabled TC (roce-config.md §1.3, §5 #2 and #8). Primary source: SONiC's
+    /// default `DSCP_TO_TC_MAP|AZURE` (sonic-buildimage `files/build_templates/qos_config.j2`)
+    /// gives the lossless TCs 3 and 4 only DSCP 3 and 4 and sends every other DSCP to a
+    /// lossy TC; PFC (IEEE 802.1Qbb) pauses a priority as a whole, so other traffic in
+    /// that TC is paused with RDMA, takes its PG headroom and queue, and its bursts pause
+    /// RDMA. DSCPs the map does not list go to TC 0 (as `tc_of` reads them).
+    ///
+    /// An entry whose RDMA class is itself lossy is left to `pfc-not-enabled`, which
+    /// already names the DSCPs that do reach a lossless TC. A lossless TC that carries no
+    /// RDMA DSCP (a second lossless class, such as SONiC's TC 4 or the DualToR tunnel
+    /// priorities 2 and 6 of roce-config.md §1.2) is a warning: without that class's NIC
+    /// dump the linter cannot tell a second RDMA class from lossy traffic. One finding per
+    /// map, TC and DSCP set, naming every port it applies to.
+    fn lint_lossy_dscp(&self, it: &Intent, out: &mut Out<'_>) {
+        let rdma_sev = if it.rdma_source == DscpSource::Assumed {
+            Severity::Warning
+        } else {
+            Severity::Error
+        };
+        struct Group<'q> {
+            entry_key: &'q str,
+            ports: Vec<String>,
+        }
+        // (map, via global, TC, pfc_enable, leaked DSCPs, RDMA DSCPs in the TC) -> ports.
+        type GroupKey<'q> = (&'q str, bool, u8, Vec<u8>, Vec<u8>, Vec<u8>);
+        let mut groups: BTreeMap<GroupKey<'_>, Group<'_>> = BTreeMap::new();
+        for q in &self.qos {
+            let (Some(map), Some(name)) = (&q.dscp_map, q.dscp_map_name) else {
+                continue;
+            };
+            let tc_of = |d: u8| map.get(&d).copied().unwrap_or(0);
+            if !it.rdma_dscps.iter().any(|&d| q.pfc.contains(&tc_of(d))) {
+                continue;
+            }
+            for &tc in &q.pfc {
+                let leaked: Vec<u8> = (0..64u8)
+                    .filter(|&d| tc_of(d) == tc && d != it.cnp_dscp && !it.rdma_dscps.contains(&d))
+                    .collect();
+                if leaked.is_empty() {
+                    continue;
+                }
+                let rdma_in: Vec<u8> = it.rdma_dscps.iter().copied().filter(|&d| tc_of(d) == tc).collect();
+                let g = groups
+                    .entry((name, q.dscp_global, tc, q.pfc.clone(), leaked, rdma_in))
+                    .or_insert_with(|| Group {
+                        entry_key: q.key,
+                        ports: Vec::new(),
+                    });
+                g.ports.extend(q.ports.iter().cloned());
+            }
+        }
+        for ((name, global, tc, pfc, leaked, rdma_in), g) in groups {
+            let map = self.db.get("DSCP_TO_TC_MAP", name);
+            let listed: Vec<u8> = leaked
+                .iter()
+                .copied()
+                .filter(|d| map.is_some_and(|m| m.contains_key(&d.to_string())))
+                .collect();
+            let unlisted = leaked.len() - listed.len();
+            let loc = match listed.first() {
+                Some(d) => self.loc("DSCP_TO_TC_MAP", name, Some(&d.to_string())),
+                None => self.loc("PORT_QOS_MAP", g.entry_key, Some("dscp_to_tc_map")),
+            };
+            let what = format!(
+                "DSCP {}{} map{} to TC {tc} in DSCP_TO_TC_MAP|{name}{}, and TC {tc} is lossless (pfc_enable {}) on {}",
+                ranges(&leaked),
+                if unlisted > 0 {
+                    format!(" ({unlisted} of them not in the map, which sends them to TC 0)")
+                } else {
+                    String::new()
+                },
+                if leaked.len() == 1 { "s" } else { "" },
+                if global { " (PORT_QOS_MAP|global)" } else { "" },
+                list(&pfc),
+                join(&g.ports),
+            );
+            let lossy_tc = (0..8u8).find(|t| !pfc.contains(t));
+            let fix = match lossy_tc {
+                Some(t) => format!(
+                    "map DSCP {} to a lossy TC (e.g. \"{}\": \"{t}\") so only RDMA traffic is lossless",
+                    ranges(&leaked),
+                    leaked[0]
+                ),
+                None => "leave at least one TC lossy and map every non-RDMA DSCP to it".to_string(),
+            };
+            if rdma_in.is_empty() {
+                out.push(
+                    LOSSY_DSCP_IN_LOSSLESS_TC,
+                    Severity::Warning,
+                    loc,
+                    format!(
+                        "{what}, where it carries no RDMA DSCP ({}): that traffic is paused instead of dropped, takes lossless headroom and spreads PAUSE; if it is a second RDMA class, give its NIC dump",
+                        src_note(&it.rdma_source, &format!("RDMA DSCP {}", list(&it.rdma_dscps)))
+                    ),
+                    fix,
+                );
+            } else {
+                out.push(
+                    LOSSY_DSCP_IN_LOSSLESS_TC,
+                    rdma_sev,
+                    loc,
+                    format!(
+                        "{what}, where it carries RDMA DSCP {} ({}; CNP DSCP {}): that traffic is paused with RDMA, takes its headroom, and its bursts pause RDMA",
+                        list(&rdma_in),
+                        src_note(&it.rdma_source, "DSCP"),
+                        it.cnp_dscp
+                    ),
+                    fix,
                 );
             }
         }
@@ -644,23 +776,39 @@ impl<'a> SwitchView<'a> {
             return;
         }
         let queue = q.queue_of_tc(tc);
-        let port = q.ports.first().map(String::as_str).unwrap_or("");
-        let sched = self.scheduler_of(port, queue);
-        let strict = sched.is_some_and(|(_, f)| f.get("type").is_some_and(|t| t.eq_ignore_ascii_case("STRICT")));
-        if !strict {
-            let how = match sched {
-                Some((name, f)) => format!(
-                    "scheduler {name} ({} weight {})",
-                    f.get("type").map_or("?", String::as_str),
-                    f.get("weight").map_or("?", String::as_str)
-                ),
-                None => "no scheduler entry".to_string(),
-            };
+        // Every port of the entry: the scheduler is bound per port and queue. A QUEUE
+        // entry whose scheduler reference does not resolve is dangling-ref's finding.
+        let mut weak: BTreeMap<String, Vec<&String>> = BTreeMap::new();
+        for port in &q.ports {
+            let dangling = self
+                .queues
+                .get(&(port.clone(), queue))
+                .and_then(|k| self.db.get("QUEUE", k))
+                .and_then(|f| f.get("scheduler"))
+                .is_some_and(|v| self.resolve("SCHEDULER", Some(v)).is_none());
+            if dangling {
+                continue;
+            }
+            let sched = self.scheduler_of(port, queue);
+            let strict = sched.is_some_and(|(_, f)| f.get("type").is_some_and(|t| t.eq_ignore_ascii_case("STRICT")));
+            if !strict {
+                let how = match sched {
+                    Some((name, f)) => format!(
+                        "scheduler {name} ({} weight {})",
+                        f.get("type").map_or("?", String::as_str),
+                        f.get("weight").map_or("?", String::as_str)
+                    ),
+                    None => "no scheduler entry".to_string(),
+                };
+                weak.entry(how).or_default().push(port);
+            }
+        }
+        for (how, ports) in weak {
             out.push(
                 CNP_CLASS,
                 Severity::Warning,
-                loc,
-                format!("CNP DSCP {c} ({note}) maps to TC {tc} / queue {queue}: lossy and not strict ({how}), so CNPs can be dropped or starved"),
+                loc.clone(),
+                format!("CNP DSCP {c} ({note}) maps to TC {tc} / queue {queue}: lossy and not strict on {} ({how}), so CNPs can be dropped or starved", join(&ports)),
                 format!("make queue {queue} STRICT (or map DSCP {c} to a strict-priority queue)"),
             );
         }
@@ -736,17 +884,46 @@ impl<'a> SwitchView<'a> {
             .is_some_and(|s| s == "enable");
         let wd_ports = &self.wd_ports;
         let missing: Vec<&String> = q.ports.iter().filter(|p| !wd_ports.contains(*p)).collect();
-        if !default_on && !missing.is_empty() {
+        // A port needs a PFC_WD entry of its own (roce-config.md §5 #6). A global
+        // default_pfcwd_status of enable does not stand in for it: `pfcwd start_default`
+        // runs at start-up and writes PFC_WD|<port> only for the ports it covers, those
+        // in DEVICE_NEIGHBOR (sonic-utilities pfcwd/main.py, roce-config.md §1.7), so a
+        // lossless port without an entry is not watched whatever the default says.
+        if !missing.is_empty() {
+            let which = if missing.len() == q.ports.len() {
+                "these ports".to_string()
+            } else {
+                join(&missing)
+            };
+            let (message, fix) = if default_on {
+                (
+                    format!(
+                        "PFC is on ({}) but {which} ha{} no PFC_WD entry of {} own: default_pfcwd_status enable does not cover {}, since pfcwd start_default writes a PFC_WD entry for each port it watches (those in DEVICE_NEIGHBOR)",
+                        list(&q.pfc),
+                        if missing.len() == 1 { "s" } else { "ve" },
+                        if missing.len() == 1 { "its" } else { "their" },
+                        if missing.len() == 1 { "it" } else { "them" },
+                    ),
+                    format!(
+                        "add PFC_WD|{} {{action: drop, detection_time: 200, restoration_time: 200}} (or run pfcwd start_default with the port in DEVICE_NEIGHBOR)",
+                        missing[0]
+                    ),
+                )
+            } else {
+                (
+                    format!(
+                        "PFC is on ({}) but no PFC_WD entry covers {which} and default_pfcwd_status is not enable",
+                        list(&q.pfc),
+                    ),
+                    "add PFC_WD|<port> {action: drop, detection_time: 200, restoration_time: 200} or set DEVICE_METADATA|localhost.default_pfcwd_status to enable".to_string(),
+                )
+            };
             out.push(
                 PFCWD_OFF,
                 Severity::Warning,
                 self.loc("PORT_QOS_MAP", q.key, Some("pfc_enable")),
-                format!(
-                    "PFC is on ({}) but no PFC_WD entry covers {} and default_pfcwd_status is not enable",
-                    list(&q.pfc),
-                    if missing.len() == q.ports.len() { "these ports".to_string() } else { join(&missing) }
-                ),
-                "add PFC_WD|<port> {action: drop, detection_time: 200, restoration_time: 200} or set DEVICE_METADATA|localhost.default_pfcwd_status to enable",
+                message,
+                fix,
             );
         }
         let covered = match q.fields.get("pfcwd_sw_enable").map(|v| sonic::parse_prio_list(v)) {
@@ -859,27 +1036,59 @@ impl<'a> SwitchView<'a> {
                 }
             }
         }
-        // A switch with lossless buffers but no PFC_MAP entries at all (a buffer-only dump).
-        let meta = self.db.get("DEVICE_METADATA", "localhost");
-        let disabled = meta
-            .and_then(|m| m.get("default_pfcwd_status"))
-            .is_some_and(|s| s == "disable");
-        let any_pfc = self.qos.iter().any(|q| !q.pfc.is_empty());
-        let has_wd = self.db.table("PFC_WD").any(|(k, _)| k != "GLOBAL");
-        let lossless_pg = self.pgs.values().any(|(_, prof)| {
-            self.db
-                .get("BUFFER_PROFILE", prof)
-                .is_some_and(|p| p.contains_key("xoff"))
-        });
-        if disabled && !any_pfc && !has_wd && lossless_pg {
-            out.push(
-                PFCWD_OFF,
-                Severity::Warning,
-                self.loc("DEVICE_METADATA", "localhost", Some("default_pfcwd_status")),
-                "lossless PGs are configured but default_pfcwd_status is disable and no PFC_WD entry exists".into(),
-                "set default_pfcwd_status to enable (pfcwd start_default) or add PFC_WD entries",
-            );
+        // A switch with lossless buffers but no PFC-enabled PORT_QOS_MAP entry at all (a
+        // buffer-only dump): its admin-up ports with a lossless PG (a profile with xoff)
+        // need a PFC_WD entry each, whatever default_pfcwd_status says (as in
+        // lint_watchdog_port).
+        if self.qos.iter().any(|q| !q.pfc.is_empty()) {
+            return;
         }
+        let mut unwatched: Vec<&String> = Vec::new();
+        for ((port, _), (_, prof)) in &self.pgs {
+            let lossless = self
+                .db
+                .get("BUFFER_PROFILE", prof)
+                .is_some_and(|p| p.contains_key("xoff"));
+            if lossless && !self.admin_down(port) && !self.wd_ports.contains(port) && unwatched.last() != Some(&port) {
+                unwatched.push(port);
+            }
+        }
+        if unwatched.is_empty() {
+            return;
+        }
+        let status = self
+            .db
+            .get("DEVICE_METADATA", "localhost")
+            .and_then(|m| m.get("default_pfcwd_status"));
+        let (loc, message, fix) = if status.is_some_and(|s| s == "disable") {
+            (
+                self.loc("DEVICE_METADATA", "localhost", Some("default_pfcwd_status")),
+                format!(
+                    "lossless PGs are configured on {} but default_pfcwd_status is disable and no PFC_WD entry covers them",
+                    join(&unwatched)
+                ),
+                "set default_pfcwd_status to enable (pfcwd start_default) or add PFC_WD entries".to_string(),
+            )
+        } else {
+            let key = self
+                .pgs
+                .iter()
+                .find(|((p, _), _)| p == unwatched[0])
+                .map_or("", |(_, (k, _))| *k);
+            (
+                self.loc("BUFFER_PG", key, Some("profile")),
+                format!(
+                    "lossless PGs are configured on {} but no PFC_WD entry covers them (default_pfcwd_status {}: pfcwd start_default writes a PFC_WD entry for each port it watches)",
+                    join(&unwatched),
+                    status.map_or("absent", String::as_str)
+                ),
+                format!(
+                    "add PFC_WD|{} {{action: drop, detection_time: 200, restoration_time: 200}}",
+                    unwatched[0]
+                ),
+            )
+        };
+        out.push(PFCWD_OFF, Severity::Warning, loc, message, fix);
     }
 
     /// Lossless ports in the traditional model need a cable length, or buffermgrd makes
@@ -1062,7 +1271,10 @@ impl<'a> SwitchView<'a> {
             return;
         }
         let mut no_wred: Vec<String> = Vec::new();
-        let mut seen_keys: BTreeSet<&str> = BTreeSet::new();
+        // WRED bindings grouped by QUEUE key, priority and the buffer profile of the PG
+        // whose PFC trigger the marking must beat: ports of one QUEUE key may sit on
+        // different PG profiles, and one finding names every port of its group.
+        let mut groups: BTreeMap<(&str, u8, Option<&str>), Vec<&String>> = BTreeMap::new();
         for port in &q.ports {
             for &p in &q.pfc {
                 let queue = q.queue_of_tc(p);
@@ -1075,14 +1287,16 @@ impl<'a> SwitchView<'a> {
                     no_wred.push(format!("{port} queue {queue}"));
                     continue;
                 }
-                if !seen_keys.insert(qkey) {
-                    continue;
-                }
-                let Some((wname, w)) = self.resolve("WRED_PROFILE", qf.get("wred_profile")) else {
-                    continue;
-                };
-                self.lint_wred(qkey, wname, w, port, p, q, out);
+                let prof = self.pgs.get(&(port.clone(), q.pg_of_pfc(p))).map(|(_, n)| n.as_str());
+                groups.entry((qkey, p, prof)).or_default().push(port);
             }
+        }
+        for ((qkey, p, _), ports) in groups {
+            let qf = &self.db.tables["QUEUE"][qkey];
+            let Some((wname, w)) = self.resolve("WRED_PROFILE", qf.get("wred_profile")) else {
+                continue;
+            };
+            self.lint_wred(qkey, wname, w, &ports, p, q, out);
         }
         if !no_wred.is_empty() {
             let n = no_wred.len();
@@ -1107,7 +1321,7 @@ impl<'a> SwitchView<'a> {
         qkey: &str,
         wname: &str,
         w: &Fields,
-        port: &str,
+        ports: &[&String],
         prio: u8,
         q: &QosEntry<'_>,
         out: &mut Out<'_>,
@@ -1158,9 +1372,12 @@ impl<'a> SwitchView<'a> {
             );
             return;
         }
-        // PFC trigger of the PG this priority uses on this port.
+        // PFC trigger of the PG this priority uses on these ports (one profile: the
+        // caller groups ports by it).
         let pg = q.pg_of_pfc(prio);
-        let Some((_, prof)) = self.pgs.get(&(port.to_string(), pg)) else {
+        let Some(first) = ports.first() else { return };
+        let port = join(ports);
+        let Some((_, prof)) = self.pgs.get(&((*first).clone(), pg)) else {
             return;
         };
         let Some(pf) = self.db.get("BUFFER_PROFILE", prof) else {
@@ -1547,6 +1764,25 @@ fn lint_nics(inp: &Inputs<'_>, it: &Intent, sws: &[SwitchView<'_>], out: &mut Ou
 
 fn list(v: &[u8]) -> String {
     v.iter().map(u8::to_string).collect::<Vec<_>>().join(",")
+}
+
+/// `0,1,2,3,5,8,9` -> `0-3,5,8-9`.
+fn ranges(v: &[u8]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < v.len() {
+        let mut j = i;
+        while j + 1 < v.len() && v[j].checked_add(1) == Some(v[j + 1]) {
+            j += 1;
+        }
+        parts.push(if j == i {
+            v[i].to_string()
+        } else {
+            format!("{}-{}", v[i], v[j])
+        });
+        i = j + 1;
+    }
+    parts.join(",")
 }
 
 fn csv(v: &[u8]) -> String {

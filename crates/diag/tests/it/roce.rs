@@ -210,23 +210,106 @@ fn seeded_corpus_each_caught_by_its_rule_only() {
             rules_hit.insert(f.rule);
         }
     }
-    // Every rule of the issue is exercised by at least one seeded case.
-    for rule in [
-        "pfc-not-enabled",
-        "dscp-tc-mismatch",
-        "ecn-after-pfc",
-        "headroom-short",
-        "mtu-mismatch",
-        "pfcwd-off",
-        "cnp-class",
-        "lossless-shared",
-        "dangling-ref",
-        "dcqcn-off",
-        "ecn-not-marking",
-        "invalid-value",
-    ] {
-        assert!(rules_hit.contains(rule), "no seeded case for {rule}");
+    // Every rule the linter has is exercised by at least one seeded case.
+    for rule in diag::roce::RULES {
+        assert!(rules_hit.contains(rule.id), "no seeded case for {}", rule.id);
     }
+}
+
+#[test]
+fn lossy_dscp_in_the_rdma_tc_names_map_dscp_tc_and_ports() {
+    let c = data("seeded/21-lossy-dscp-in-rdma-tc");
+    let r = lint(&[c.join("config_db.json"), c.join("mlnx_qos.txt"), c.join("sysfs.txt")]);
+    assert_eq!(r.findings.len(), 1, "{}", r.render_text());
+    let f = &r.findings[0];
+    assert_eq!((f.rule, f.severity), ("lossy-dscp-in-lossless-tc", Severity::Error));
+    assert_eq!(
+        f.location.to_string(),
+        format!("{} DSCP_TO_TC_MAP|AZURE [8]", c.join("config_db.json").display())
+    );
+    for part in [
+        "DSCP 8 maps to TC 3 in DSCP_TO_TC_MAP|AZURE",
+        "lossless (pfc_enable 3) on Ethernet0, Ethernet4",
+        "carries RDMA DSCP 26",
+    ] {
+        assert!(f.message.contains(part), "{part:?} not in {}", f.message);
+    }
+    assert!(f.fix.contains("\"8\": \"0\""), "{}", f.fix);
+    // The same map on a switch whose RDMA DSCP is unknown: a warning, as for pfc-not-enabled.
+    let r = lint(&[c.join("config_db.json")]);
+    let f: Vec<_> = r
+        .findings
+        .iter()
+        .filter(|f| f.rule == "lossy-dscp-in-lossless-tc")
+        .collect();
+    assert_eq!(f.len(), 1, "{}", r.render_text());
+    assert_eq!(f[0].severity, Severity::Warning);
+    // Unlisted DSCPs fall to TC 0; with TC 0 lossless they all leak into it.
+    let mut cfg: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(examples("clean/config_db.json")).unwrap()).unwrap();
+    let m = cfg["DSCP_TO_TC_MAP"]["AZURE"].as_object_mut().unwrap();
+    m.remove("0");
+    m.insert("26".into(), "0".into());
+    m.insert("8".into(), "1".into());
+    let qm = &mut cfg["PORT_QOS_MAP"]["Ethernet0,Ethernet4"];
+    qm["pfc_enable"] = "0,3".into();
+    let r = lint_texts(
+        &[("sw.json".into(), cfg.to_string())],
+        &LintOptions {
+            rdma_dscp: Some(26),
+            cnp_dscp: Some(48),
+        },
+    )
+    .unwrap();
+    let f: Vec<_> = r
+        .findings
+        .iter()
+        .filter(|f| f.rule == "lossy-dscp-in-lossless-tc")
+        .collect();
+    assert_eq!(f.len(), 1, "{}", r.render_text());
+    assert!(
+        f[0].message
+            .starts_with("DSCP 0-7,9-25,27-47,49-63 (61 of them not in the map, which sends them to TC 0) map to TC 0"),
+        "{}",
+        f[0].message
+    );
+}
+
+#[test]
+fn a_port_without_its_own_watchdog_entry_is_flagged_with_the_default_on() {
+    let c = data("seeded/22-port-without-watchdog-entry-default-on");
+    let cfg = std::fs::read_to_string(c.join("config_db.json")).unwrap();
+    assert!(cfg.contains("\"default_pfcwd_status\": \"enable\""));
+    let r = lint(&[c.join("config_db.json"), c.join("mlnx_qos.txt"), c.join("sysfs.txt")]);
+    assert_eq!(r.findings.len(), 1, "{}", r.render_text());
+    let f = &r.findings[0];
+    assert_eq!((f.rule, f.severity), ("pfcwd-off", Severity::Warning));
+    assert!(
+        f.message
+            .starts_with("PFC is on (3) but Ethernet4 has no PFC_WD entry of its own"),
+        "{}",
+        f.message
+    );
+    assert!(f.fix.starts_with("add PFC_WD|Ethernet4 "), "{}", f.fix);
+    // A buffer-only dump (no PORT_QOS_MAP) with the default on: its lossless ports
+    // without an entry are flagged too, at their BUFFER_PG.
+    let dump = std::fs::read_to_string(data(
+        "samples/sonic-buffers-mellanox-sn2700-traditional.redis-dump.json",
+    ))
+    .unwrap()
+    .replace(
+        "\"default_pfcwd_status\": \"disable\"",
+        "\"default_pfcwd_status\": \"enable\"",
+    );
+    let r = lint_texts(&[("sn2700.json".into(), dump)], &LintOptions::default()).unwrap();
+    let wd: Vec<_> = r.findings.iter().filter(|f| f.rule == "pfcwd-off").collect();
+    assert_eq!(wd.len(), 1, "{}", r.render_text());
+    assert_eq!(wd[0].location.table.as_deref(), Some("BUFFER_PG"));
+    assert!(
+        wd[0].message.contains("default_pfcwd_status enable"),
+        "{}",
+        wd[0].message
+    );
 }
 
 #[test]

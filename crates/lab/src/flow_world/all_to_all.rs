@@ -8,9 +8,9 @@
 //! messages per NIC pair: GPU `k`'s own at the start, and the other `g − 1`
 //! GPUs' together when their NVLink hops deliver them (each GPU's NVLink port
 //! sends in the schedule's order, so they arrive at about the same time). The
-//! connections are numbered in the order the per-chunk run opens them (each
-//! pair's first message is the one that needs no NVLink hop, all posted at the
-//! start), so ECMP hashes them to the same paths.
+//! connections are numbered in the order the schedule first names them
+//! (server, destination server, rail), as the per-chunk run opens them before
+//! it starts, so ECMP hashes them to the same paths.
 //!
 //! The NVLink hops run beside the network: a GPU forwards `(g − 1) · servers`
 //! messages through its NVLink port, first in first out. The collective ends
@@ -46,9 +46,11 @@ pub(super) fn run(
     let mut posts: Vec<(u64, flow::ConnId, u64)> = Vec::new();
     let mut k = 0u32;
     let mut tail = 0u64;
+    // connections numbered as the schedule first names them (`Network::open`):
+    // server by server, then destination server, then rail
     for s in 0..nodes {
-        for h in 0..g {
-            for d in (0..nodes).filter(|&d| d != s) {
+        for d in (0..nodes).filter(|&d| d != s) {
+            for h in 0..g {
                 let (a, b) = (nic(w, s, h)?, nic(w, d, h)?);
                 let (data, ack) = route(w, a, b, k)?;
                 k += 1;

@@ -63,8 +63,9 @@ pub(super) fn run(
     };
     // the network edges' latencies per channel, in ring order (node i → i + 1)
     let mut latency: Vec<Vec<u64>> = Vec::with_capacity(g as usize);
-    // ECMP: connections are numbered in the order the per-chunk run first posts
-    // them (channel by channel, node by node), so the hash picks the same paths
+    // ECMP: connections are numbered in the order the schedule first names
+    // them (channel by channel, node by node), as the per-chunk run opens them,
+    // so the hash picks the same paths
     let mut k = 0u32;
     for c in 0..g {
         let mut uses = Vec::new();

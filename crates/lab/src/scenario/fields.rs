@@ -8,7 +8,12 @@ pub const FIELDS: &[(&str, &str, &str)] = &[
     (
         "seed",
         "integer, default 1",
-        "seed for every random draw; same seed, same results",
+        "seed for every random draw and the RoCEv2 switches' ECMP hash seed; same seed, same results",
+    ),
+    (
+        "repeats",
+        "integer 1–16, default 1 (the built-in scenario: 3)",
+        "runs of the comparison at seeds seed, seed+1, …; every headline figure carries its min/median/max over them, and the verdict counts a gap only where the ranges part",
     ),
     (
         "engine",
@@ -129,6 +134,11 @@ pub const FIELDS: &[(&str, &str, &str)] = &[
     ),
     ("advisor.budget", "tight | normal | ample", "budget pressure"),
     ("advisor.sites", "integer", "sites the job must span"),
+    (
+        "advisor.misconfig_risk",
+        "probability 0–1, optional",
+        "the chance that the RoCEv2 fabric runs misconfigured (PFC off or the RDMA DSCP on a lossy class somewhere); weights the misconfigured variants' measured outcome in the verdict; absent: from the lint of your configuration when `compare --roce-config` gives one (1 if it runs lossy as written, else the assumption times the linter's miss rate, 0.1), else assumed from skills and estate (0.05 for a team that runs Ethernet, 0.20 otherwise, halved for a large estate), as the report says",
+    ),
     (
         "prices.*",
         "USD",

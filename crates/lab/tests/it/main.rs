@@ -1,4 +1,6 @@
 //! Integration tests of rdmalab-lab (one binary).
 
+mod calibrated;
 mod flow_agreement;
+mod published;
 mod roce;

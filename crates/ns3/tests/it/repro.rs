@@ -167,6 +167,14 @@ fn incast_16_to_1_lossless_with_pfc_lossy_without() {
     );
     assert!(retx(&without) > 0);
     assert!(last(&without) > last(&with), "losses cost time");
+    // docs/VALIDATION.md §2's table, within 1% (times within 0.01 ms)
+    let near = |got: f64, want: f64| (got / want - 1.0).abs() <= 0.01;
+    let ms = |t: Time| t.0 as f64 / 1e9;
+    assert!(near(pauses as f64, 464.0), "{pauses} pause transitions, documented 464");
+    assert!(near(without.ledger.total_dropped() as f64, 279_166.0));
+    assert!(near(retx(&without) as f64, 295_376.0));
+    assert!((ms(last(&with)) - 1.430).abs() <= 0.01, "{}", last(&with));
+    assert!((ms(last(&without)) - 2.946).abs() <= 0.01, "{}", last(&without));
 }
 
 /// Guo et al. SIGCOMM'16 §5: a deterministic 1/256 drop rate on 4 MB messages
@@ -201,6 +209,12 @@ fn go_back_0_zero_goodput_go_back_n_not() {
     );
     assert_eq!(c0.completed, 0);
     assert!(gn > 0.6, "{gn}");
+    // docs/VALIDATION.md §3's table: goodput within 0.005 of line, counts within 1%
+    assert!(g0 == 0.0 && (gn - 0.738).abs() <= 0.005, "{g0} {gn}");
+    assert_eq!(cn.completed, 22);
+    let near = |got: u64, want: f64| (got as f64 / want - 1.0).abs() <= 0.01;
+    assert!(near(c0.sent, 306.0) && near(c0.retransmitted, 117_397.0), "{c0:?}");
+    assert!(near(cn.sent, 94_313.0) && near(cn.retransmitted, 23_409.0), "{cn:?}");
 }
 
 #[test]
@@ -631,6 +645,15 @@ fn victim_flow_pfc_only_vs_pfc_with_dcqcn() {
     assert_eq!((d_pfc, d_dcqcn), (0, 0));
     assert!(v_dcqcn > 2.0 * v_pfc, "victim {v_pfc:.1} → {v_dcqcn:.1} Gb/s");
     assert!(p_dcqcn < p_pfc, "pauses {p_pfc} → {p_dcqcn}");
+    // docs/VALIDATION.md §2b's table: victim throughput within 0.1 Gb/s (5.4) and
+    // 0.5 Gb/s (53.7), a tenfold gain; pause transitions within 1%
+    assert!(
+        (v_pfc - 5.4).abs() <= 0.1 && (v_dcqcn - 53.7).abs() <= 0.5,
+        "{v_pfc} {v_dcqcn}"
+    );
+    assert!(v_dcqcn / v_pfc >= 9.0, "the doc's tenfold: {:.1}×", v_dcqcn / v_pfc);
+    let near = |got: usize, want: f64| (got as f64 / want - 1.0).abs() <= 0.01;
+    assert!(near(p_pfc, 3112.0) && near(p_dcqcn, 545.0), "{p_pfc} {p_dcqcn}");
 }
 
 /// RoCEv1 in a routed leaf–spine: a flow between leaves is refused with the

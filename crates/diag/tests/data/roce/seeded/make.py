@@ -78,3 +78,7 @@ case("19-flat-form-size-below-xon-plus-xoff", ["error headroom-short"],
      mut(lambda c: c["BUFFER_PROFILE"]["pg_lossless_100000_5m_profile"].update(size="40000")), flat=True)
 case("20-switch-maps-rdma-dscp-to-lossy-tc", ["error pfc-not-enabled", "error dscp-tc-mismatch"],
      mut(lambda c: c["DSCP_TO_TC_MAP"]["AZURE"].update({"26": "1"})))
+case("21-lossy-dscp-in-rdma-tc", ["error lossy-dscp-in-lossless-tc"],
+     mut(lambda c: c["DSCP_TO_TC_MAP"]["AZURE"].update({"8": "3"})))
+case("22-port-without-watchdog-entry-default-on", ["warning pfcwd-off"],
+     mut(lambda c: c["PFC_WD"].pop("Ethernet4")))

@@ -1,0 +1,68 @@
+//! `compare` with NIC latencies from a calibration file: the variants it
+//! reaches take them (probe latency grows by about send + receive), the others
+//! do not, and the results say where they came from.
+
+use lab::results::{Endpoints, NicLatency};
+
+fn small() -> lab::Scenario {
+    let mut s = lab::Scenario::default_rail();
+    s.cluster.servers = 4;
+    s.cluster.gpus_per_server = 2;
+    s.cluster.radix = 16;
+    s.workload.sizes = vec![8 << 20];
+    s.workload.incast = None;
+    s
+}
+
+#[test]
+fn calibrated_endpoints_reach_the_verbs_and_rocev2_variants_only() {
+    let s = small();
+    let plain = lab::compare::run(&s, &mut |_| {}).unwrap();
+    assert_eq!(plain.calibration, None);
+    let e = Endpoints {
+        source: "calibration.toml".into(),
+        infiniband: Some(NicLatency {
+            tx_ps: 993_670,
+            rx_ps: 90_881,
+        }),
+        rocev2: Some(NicLatency {
+            tx_ps: 5_582_890,
+            rx_ps: 257_107,
+        }),
+        applied_to: Vec::new(),
+    };
+    let cal = lab::compare::run_calibrated(&s, None, Some(&e), &mut |_| {}).unwrap();
+    let c = cal.calibration.as_ref().unwrap();
+    assert_eq!(c.source, "calibration.toml");
+    let kinds: Vec<(&str, lab::FabricKind)> = cal.variants.iter().map(|v| (v.id.as_str(), v.kind)).collect();
+    for (id, kind) in kinds {
+        let p = plain.variants.iter().find(|v| v.id == id).unwrap();
+        let v = cal.variants.iter().find(|v| v.id == id).unwrap();
+        let add = match kind {
+            lab::FabricKind::Infiniband => Some(993_670 + 90_881),
+            lab::FabricKind::Rocev2 => Some(5_582_890 + 257_107),
+            _ => None,
+        };
+        assert_eq!(c.applied_to.iter().any(|a| a == id), add.is_some(), "{id}");
+        match (add, &p.latency, &v.latency) {
+            (Some(add), Some(pl), Some(vl)) => {
+                let grew = (vl.p50_us - pl.p50_us) * 1e6;
+                // every probe crosses one sending and one receiving NIC
+                assert!(
+                    (grew - add as f64).abs() < 0.02 * add as f64,
+                    "{id}: p50 grew {grew} ps, NICs add {add}"
+                );
+                assert!(
+                    v.bring_up.contains("NIC latency from the calibration file"),
+                    "{id}: {}",
+                    v.bring_up
+                );
+            }
+            (None, pl, vl) => {
+                assert_eq!(pl, vl, "{id}: not calibrated, unchanged");
+                assert_eq!(p.bring_up, v.bring_up);
+            }
+            (Some(_), pl, vl) => panic!("{id}: probes ran {:?} / {:?}", pl.is_some(), vl.is_some()),
+        }
+    }
+}
