@@ -91,12 +91,28 @@ pub struct WireModel {
     pub store_and_forward: bool,
     /// Fixed latency of the two NICs together (send and receive pipelines), ps.
     pub endpoint_ps: u64,
+    /// The sending NIC's payload ceiling in parts per million of its link's data
+    /// rate (the packet worlds' `hca_payload_ppm` / `payload_ppm`): on the NIC's
+    /// egress a payload byte costs at least `1e6 / ppm` wire bytes, as the packet
+    /// worlds idle the line after each data packet. 0 or 1,000,000: line rate.
+    pub nic_payload_ppm: u32,
 }
 
 impl WireModel {
     /// Wire bytes per payload byte on the data path.
     pub fn data_weight(&self) -> f64 {
         f64::from(self.mtu + self.overhead) / f64::from(self.mtu)
+    }
+
+    /// The cost per payload byte on the sending NIC's egress of a data path
+    /// whose links cost `data_weight`: at least `1e6 / nic_payload_ppm`.
+    pub fn at_nic(&self, data_weight: f64) -> f64 {
+        let ppm = self.nic_payload_ppm;
+        if ppm == 0 || ppm >= 1_000_000 {
+            data_weight
+        } else {
+            data_weight.max(1e6 / f64::from(ppm))
+        }
     }
 
     /// Wire bytes of ACKs per payload byte on the reverse path.
@@ -364,11 +380,12 @@ fn costs_of(
     let mut uses = Vec::with_capacity(data.len() + ack.len());
     let mut latency = m.endpoint_ps;
     let pkt_bits = u64::from(m.mtu + m.overhead) * 8;
+    let nic_weight = m.at_nic(data_weight);
     for (i, &e) in data.iter().enumerate() {
         if let Some(r) = ports.resource(e) {
             uses.push(Use {
                 res: r,
-                weight: data_weight,
+                weight: if i == 0 { nic_weight } else { data_weight },
             });
         }
         if let Some((_, l)) = f.peer(e.node, e.port) {

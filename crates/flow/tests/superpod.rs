@@ -31,6 +31,7 @@ fn rings_on_every_rail_of_a_routed_superpod_run_at_the_nic_bound() {
         switch_latency_ps: 130_000,
         store_and_forward: false,
         endpoint_ps: 0,
+        nic_payload_ppm: 0,
     };
     let mut sim = FlowSim::new();
     let ports = Ports::build(&f, &mut sim);

@@ -119,14 +119,15 @@ pub fn roce_payload_efficiency(mtu: u32) -> f64 {
     f64::from(mtu) / f64::from(mtu + sim::roce::net::ROCEV2_HEADERS)
 }
 
-/// The link-rate bound on a variant's ring all-reduce busbw per NIC, GB/s: the
-/// NIC rate times its fabric's payload share at a 4096-byte MTU.
+/// The bound on a variant's ring all-reduce busbw per NIC, GB/s: the NIC rate
+/// times the smaller of its fabric's payload share at a 4096-byte MTU and the
+/// NIC's payload ceiling ([`crate::endpoints`]).
 pub fn busbw_bound(kind: FabricKind, nic_gbps: u32) -> f64 {
-    let eff = match kind {
-        FabricKind::Infiniband | FabricKind::Ipoib => ib_payload_efficiency(4096),
-        FabricKind::Rocev2 | FabricKind::Rocev1 => roce_payload_efficiency(4096),
+    let (wire, nic) = match kind {
+        FabricKind::Infiniband | FabricKind::Ipoib => (ib_payload_efficiency(4096), crate::endpoints::IB_HCA),
+        FabricKind::Rocev2 | FabricKind::Rocev1 => (roce_payload_efficiency(4096), crate::endpoints::ROCE_NIC),
     };
-    f64::from(nic_gbps) / 8.0 * eff
+    f64::from(nic_gbps) / 8.0 * wire.min(f64::from(nic.payload_ppm) / 1e6)
 }
 
 fn steps(s: &Scenario) -> u64 {
@@ -275,8 +276,10 @@ fn run_one(
     endpoints: Option<&Endpoints>,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<CompareResults, CompareError> {
-    let ib_lat = endpoints.and_then(|e| e.infiniband);
-    let roce_lat = endpoints.and_then(|e| e.rocev2);
+    // the calibration file's NIC latencies where it has them, else the
+    // published NICs' (`crate::endpoints`)
+    let ib_lat = Nic::of(endpoints.and_then(|e| e.infiniband), &crate::endpoints::IB_HCA);
+    let roce_lat = Nic::of(endpoints.and_then(|e| e.rocev2), &crate::endpoints::ROCE_NIC);
     let mut applied = Vec::new();
     let total = steps(s) + if user.is_some() { steps_of(s) } else { 0 };
     let mut driver = Driver {
@@ -287,8 +290,7 @@ fn run_one(
     };
     let ib_fabric = cluster::build(&s.cluster, Tech::InfiniBand)?;
     let eth_fabric = cluster::build(&s.cluster, Tech::Ethernet)?;
-    let mtu = IbConfig::default().mtu;
-    let bound = s.cluster.nic_gbps as f64 / 8.0 * ib_payload_efficiency(mtu);
+    let bound = busbw_bound(FabricKind::Infiniband, s.cluster.nic_gbps);
     let mut variants = Vec::new();
     for v in &s.variants {
         (driver.progress)(Progress {
@@ -298,7 +300,7 @@ fn run_one(
         });
         let prepared = match &v.fabric {
             VariantFabric::Infiniband { engines } => {
-                if ib_lat.is_some() {
+                if ib_lat.calibrated {
                     applied.push(v.id.clone());
                 }
                 prepare_ib(s, v, &ib_fabric, engines, ib_lat)?
@@ -316,7 +318,7 @@ fn run_one(
             } => {
                 let cfg = roce_config(s, v, &eth_fabric, *pfc, *dcqcn, *ecn, lossy_hops)?;
                 let bring_up = roce_bring_up(*pfc, *dcqcn, *ecn, lossy_hops);
-                if roce_lat.is_some() {
+                if roce_lat.calibrated {
                     applied.push(v.id.clone());
                 }
                 prepare_roce(s, v, &eth_fabric, cfg, bring_up, Vec::new(), roce_lat)?
@@ -390,7 +392,7 @@ fn run_one(
             if notes.ecn { "marking" } else { "not marking" },
             if notes.watchdog { "on" } else { "off" }
         );
-        if roce_lat.is_some() {
+        if roce_lat.calibrated {
             applied.push(v.id.clone());
         }
         let prepared = prepare_roce(s, &v, &eth_fabric, cfg, bring_up, findings, roce_lat)?;
@@ -434,6 +436,10 @@ fn run_one(
             applied_to: applied,
             ..e.clone()
         }),
+        nics: vec![
+            crate::results::NicUsed::of("InfiniBand", &crate::endpoints::IB_HCA),
+            crate::results::NicUsed::of("RoCEv2", &crate::endpoints::ROCE_NIC),
+        ],
     };
     results.advice = crate::advisor::advise(&s.advisor, &evidence(&results), &ib_fabric, &s.prices);
     Ok(results)
@@ -507,7 +513,7 @@ fn prepare_ib<'a>(
     v: &Variant,
     f: &'a Fabric,
     engines: &[sm::routing::EngineKind],
-    nic: Option<NicLatency>,
+    nic: Nic,
 ) -> Result<Prepared<'a>, CompareError> {
     let opts = sm::run::RunOptions {
         engines: engines.to_vec(),
@@ -609,28 +615,50 @@ fn ib_world<'a>(
     }))
 }
 
-/// The InfiniBand model's settings: the defaults, with the HCA latencies of a
-/// calibration when there is one.
-fn ib_config(nic: Option<NicLatency>) -> IbConfig {
-    match nic {
-        None => IbConfig::default(),
-        Some(l) => IbConfig {
-            hca_tx_latency_ps: l.tx_ps,
-            hca_rx_latency_ps: l.rx_ps,
-            ..IbConfig::default()
-        },
+/// A variant's NICs: their latencies (a calibration file's, else the published
+/// model's) and payload ceiling.
+#[derive(Clone, Copy, Debug)]
+struct Nic {
+    latency: NicLatency,
+    payload_ppm: u32,
+    /// The latencies came from a calibration file.
+    calibrated: bool,
+}
+
+impl Nic {
+    fn of(calibrated: Option<NicLatency>, model: &crate::endpoints::NicModel) -> Nic {
+        Nic {
+            latency: calibrated.unwrap_or(model.latency),
+            payload_ppm: model.payload_ppm,
+            calibrated: calibrated.is_some(),
+        }
     }
 }
 
-/// What a calibrated variant's bring-up adds (nothing without a calibration).
-fn nic_note(nic: Option<NicLatency>) -> String {
-    nic.map_or(String::new(), |l| {
-        format!(
-            "; NIC latency from the calibration file: send {:.1} ns, receive {:.1} ns",
-            l.tx_ps as f64 / 1e3,
-            l.rx_ps as f64 / 1e3
-        )
-    })
+/// The InfiniBand model's settings: the defaults, with the HCA's latencies and
+/// payload ceiling.
+fn ib_config(nic: Nic) -> IbConfig {
+    IbConfig {
+        hca_tx_latency_ps: nic.latency.tx_ps,
+        hca_rx_latency_ps: nic.latency.rx_ps,
+        hca_payload_ppm: nic.payload_ppm,
+        ..IbConfig::default()
+    }
+}
+
+/// What a variant's bring-up says of its NICs.
+fn nic_note(nic: Nic) -> String {
+    format!(
+        "; NIC latency {}: send {:.1} ns, receive {:.1} ns; payload ceiling {:.1}% of line",
+        if nic.calibrated {
+            "from the calibration file"
+        } else {
+            "as published"
+        },
+        nic.latency.tx_ps as f64 / 1e3,
+        nic.latency.rx_ps as f64 / 1e3,
+        f64::from(nic.payload_ppm) / 1e4
+    )
 }
 
 /// Where each NIC sits, or the variant's error.
@@ -731,9 +759,11 @@ fn prepare_roce<'a>(
     cfg: sim::roce::net::RoceConfig,
     bring_up: String,
     findings: Vec<String>,
-    nic: Option<NicLatency>,
+    nic: Nic,
 ) -> Result<Prepared<'a>, CompareError> {
     let bring_up = bring_up + &nic_note(nic);
+    let mut cfg = cfg;
+    cfg.nic.payload_ppm = nic.payload_ppm;
     let nics = nic_map(v, f)?;
     let load = s.workload.background_tcp_load;
     let tcp_flows = if load > 0.0 {
@@ -759,7 +789,7 @@ fn prepare_roce<'a>(
                 rocev1: cfg.routing.rocev1.is_some(),
             },
             wire: flow::path::WireModel {
-                endpoint_ps: nic.map_or(0, |l| l.tx_ps + l.rx_ps),
+                endpoint_ps: nic.latency.tx_ps + nic.latency.rx_ps,
                 ..crate::flow_world::roce_wire(&cfg)
             },
             nics: nics.clone(),
@@ -778,7 +808,7 @@ fn prepare_roce<'a>(
                 nvl: nvlink(s),
                 tcp_flows: Vec::new(),
                 tcp_cfg: tcp_cfg.clone(),
-                nic_latency: nic,
+                nic_latency: Some(nic.latency),
             })),
         })
     } else {
@@ -789,7 +819,7 @@ fn prepare_roce<'a>(
             nvl: nvlink(s),
             tcp_flows,
             tcp_cfg,
-            nic_latency: nic,
+            nic_latency: Some(nic.latency),
         })
     };
     Ok(Prepared {

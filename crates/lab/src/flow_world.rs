@@ -113,6 +113,7 @@ pub(crate) fn ib_wire(cfg: &sim::IbConfig) -> WireModel {
         switch_latency_ps: cfg.switch_latency_ps,
         store_and_forward: cfg.forwarding == sim::ib::config::Forwarding::StoreAndForward,
         endpoint_ps: cfg.hca_tx_latency_ps + cfg.hca_rx_latency_ps,
+        nic_payload_ppm: cfg.hca_payload_ppm,
     }
 }
 
@@ -129,6 +130,7 @@ pub(crate) fn roce_wire(cfg: &sim::roce::net::RoceConfig) -> WireModel {
         switch_latency_ps: cfg.switch.switch_latency.0,
         store_and_forward: true,
         endpoint_ps: 0,
+        nic_payload_ppm: cfg.nic.payload_ppm,
     }
 }
 

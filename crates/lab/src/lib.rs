@@ -5,6 +5,7 @@ pub mod advisor;
 pub mod cluster;
 pub mod collective;
 pub mod compare;
+pub mod endpoints;
 mod driver;
 pub mod failure;
 pub mod failure_cost;

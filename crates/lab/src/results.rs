@@ -209,9 +209,41 @@ pub struct CompareResults {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure: Option<FailureOutcome>,
     /// NIC latencies taken from a calibration file (`compare --calibration`);
-    /// absent when the model's own endpoints ran.
+    /// absent when the published NICs ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub calibration: Option<Endpoints>,
+    /// The published NIC models the variants ran with ([`crate::endpoints`]):
+    /// their latencies where no calibration gave one, their payload ceiling always.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nics: Vec<NicUsed>,
+}
+
+/// A NIC model as a comparison ran it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NicUsed {
+    /// The fabric whose variants it served.
+    pub fabric: String,
+    /// The model's name.
+    pub name: String,
+    /// One-way small-message latency through the two NICs, ns.
+    pub one_way_ns: f64,
+    /// Payload ceiling, percent of the link's data rate.
+    pub payload_ceiling_pct: f64,
+    /// Where the figures come from.
+    pub source: String,
+}
+
+impl NicUsed {
+    /// `m` as used on `fabric`'s variants.
+    pub fn of(fabric: &str, m: &crate::endpoints::NicModel) -> NicUsed {
+        NicUsed {
+            fabric: fabric.into(),
+            name: m.name.into(),
+            one_way_ns: (m.latency.tx_ps + m.latency.rx_ps) as f64 / 1e3,
+            payload_ceiling_pct: f64::from(m.payload_ppm) / 1e4,
+            source: m.source.into(),
+        }
+    }
 }
 
 /// NIC latencies fitted by `rdmalab calibrate` from the user's perftest runs,

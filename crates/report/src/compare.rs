@@ -46,7 +46,7 @@ pub fn terminal_summary(r: &CompareResults) -> String {
     };
     let _ = writeln!(
         o,
-        "link-rate bound on ring all-reduce busbw, GB/s per NIC: InfiniBand {}, RoCEv2 {} (each fabric's headers at a 4096-byte MTU)",
+        "bound on ring all-reduce busbw, GB/s per NIC: InfiniBand {}, RoCEv2 {} (the smaller of each fabric's payload share at a 4096-byte MTU and the NIC's payload ceiling)",
         opt(bound(lab::FabricKind::Infiniband).or(Some(r.busbw_bound_gbs)), 1),
         opt(bound(lab::FabricKind::Rocev2), 1)
     );
@@ -81,7 +81,7 @@ pub fn terminal_summary(r: &CompareResults) -> String {
     }
     let _ = writeln!(
         o,
-        "\nbusbw: ring all-reduce at the largest size, GB/s per NIC (nccl-tests formula); p50/p99/p99.9: one-way latency of a {}-byte probe through the fabric during the ring (NIC, PCIe and host excluded: not what ib_write_lat reports)",
+        "\nbusbw: ring all-reduce at the largest size, GB/s per NIC (nccl-tests formula); p50/p99/p99.9: one-way latency of a {}-byte probe from post to arrival during the ring, NICs and fabric (the published NICs' latency, or the calibration file's), as ib_write_lat reports it across the same switches",
         r.spec.workload.probe.bytes
     );
     o.push_str(&engine_lines(r));
@@ -394,7 +394,7 @@ pub fn html(r: &CompareResults) -> String {
     blocks.push(Block::Table(Table {
         id: "summary".into(),
         caption: format!(
-            "Per variant (busbw: ring all-reduce at the largest size, GB/s per NIC, against the link-rate bound of the variant's own fabric; p50/p99/p99.9 and jitter: one-way latency of a {}-byte probe through the fabric during the ring, NIC, PCIe and host excluded, so not what ib_write_lat reports)",
+            "Per variant (busbw: ring all-reduce at the largest size, GB/s per NIC, against the link-rate bound of the variant's own fabric; p50/p99/p99.9 and jitter: one-way latency of a {}-byte probe from post to arrival during the ring, NICs and fabric, as ib_write_lat reports it across the same switches)",
             r.spec.workload.probe.bytes
         ),
         header: [
@@ -831,20 +831,37 @@ pub fn engine_lines(r: &CompareResults) -> String {
     o
 }
 
-/// Where the NIC latencies came from when a calibration file gave them (empty
-/// otherwise: the model's own endpoints, which add none).
+/// Where the NIC latencies came from: a calibration file, else the published
+/// NICs of `lab::endpoints`.
 pub fn endpoint_lines(r: &CompareResults) -> String {
-    let Some(c) = &r.calibration else {
-        return String::new();
-    };
     let mut o = String::new();
+    let Some(c) = &r.calibration else {
+        if !r.nics.is_empty() {
+            let each: Vec<String> = r
+                .nics
+                .iter()
+                .map(|m| {
+                    format!(
+                        "{} {:.0} ns one way, payload ceiling {:.1}% of line",
+                        m.fabric, m.one_way_ns, m.payload_ceiling_pct
+                    )
+                })
+                .collect();
+            let _ = writeln!(
+                o,
+                "endpoints: the published NICs (sources in results.json, nics): {}",
+                each.join("; ")
+            );
+        }
+        return o;
+    };
     let one = |name: &str, l: Option<lab::results::NicLatency>| match l {
         Some(l) => format!(
             "{name} NIC send {:.1} ns, receive {:.1} ns",
             l.tx_ps as f64 / 1e3,
             l.rx_ps as f64 / 1e3
         ),
-        None => format!("{name} not in the file (the model's NICs, which add none)"),
+        None => format!("{name} not in the file (the published NIC's)"),
     };
     let _ = writeln!(
         o,

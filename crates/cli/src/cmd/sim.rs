@@ -74,10 +74,21 @@ pub enum SimEngine {
 pub enum PerfTest {
     /// ib_write_bw.
     WriteBw,
+    /// ib_write_lat.
+    WriteLat,
     /// ib_send_lat.
     SendLat,
     /// ib_read_lat.
     ReadLat,
+}
+
+/// `sim perftest --nic`'s values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum PerftestNic {
+    /// The published InfiniBand HCA (`lab::endpoints::IB_HCA`).
+    Published,
+    /// No NIC time and no payload ceiling: the fabric alone.
+    Ideal,
 }
 
 /// Options of `rdmalab sim perftest`.
@@ -109,6 +120,14 @@ pub struct PerftestArgs {
     /// Forward store-and-forward instead of cut-through.
     #[arg(long)]
     store_and_forward: bool,
+    /// Cable the two hosts to each other, without a switch (how NIC vendors
+    /// quote latency).
+    #[arg(long)]
+    back_to_back: bool,
+    /// The HCAs: `published` (the latency and payload ceiling of rdmalab's
+    /// published NIC model, lab::endpoints) or `ideal` (no NIC time, line rate).
+    #[arg(long, value_enum, default_value_t = PerftestNic::Published)]
+    nic: PerftestNic,
     /// Print JSON.
     #[arg(long)]
     json: bool,
@@ -305,17 +324,30 @@ impl PerftestArgs {
             )));
         }
         let mut f = Fabric::new();
-        let sw = f.add_node(fabric::NodeSpec::switch("sw0", fabric::Guid(0x0002_c903_0000_1000), 8))?;
         let mut hosts = Vec::new();
         for h in 0..2u8 {
-            let c = f.add_node(fabric::NodeSpec::ca(
+            hosts.push(f.add_node(fabric::NodeSpec::ca(
                 format!("host{h}"),
                 fabric::Guid(0x0002_c903_0010_0000 + 16 * u64::from(h)),
                 1,
-            ))?;
-            f.connect(sw, h + 1, c, 1, rate, self.cable_m)?;
-            hosts.push(c);
+            ))?);
         }
+        if self.back_to_back {
+            f.connect(hosts[0], 1, hosts[1], 1, rate, self.cable_m)?;
+        } else {
+            let sw = f.add_node(fabric::NodeSpec::switch("sw0", fabric::Guid(0x0002_c903_0000_1000), 8))?;
+            for (h, &c) in hosts.iter().enumerate() {
+                f.connect(sw, h as u8 + 1, c, 1, rate, self.cable_m)?;
+            }
+        }
+        let nic = match self.nic {
+            PerftestNic::Published => lab::endpoints::IB_HCA,
+            PerftestNic::Ideal => lab::endpoints::NicModel {
+                latency: lab::results::NicLatency { tx_ps: 0, rx_ps: 0 },
+                payload_ppm: 0,
+                ..lab::endpoints::IB_HCA
+            },
+        };
         let (tables, _) = run(
             &f,
             &RunOptions {
@@ -331,6 +363,9 @@ impl PerftestArgs {
             } else {
                 sim::Forwarding::CutThrough
             },
+            hca_tx_latency_ps: nic.latency.tx_ps,
+            hca_rx_latency_ps: nic.latency.rx_ps,
+            hca_payload_ppm: nic.payload_ppm,
             ..sim::IbConfig::default()
         };
         let mut s = sim::Sim::new(&f, &tables, ib, sim::EngineConfig::default())?;
@@ -344,6 +379,9 @@ impl PerftestArgs {
                 self.iters,
                 self.tx_depth,
             )?),
+            PerfTest::WriteLat => {
+                Perftest::Latency(sim::workload::perftest::write_lat(&mut s, a, b, self.size, self.iters)?)
+            }
             PerfTest::SendLat => {
                 Perftest::Latency(sim::workload::perftest::send_lat(&mut s, a, b, self.size, self.iters)?)
             }

@@ -5,6 +5,7 @@ mod compare;
 mod exit_codes;
 mod lab_cmds;
 mod partitions;
+mod perftest;
 mod sim_hpcc;
 mod sm_umad;
 mod sweep;

@@ -59,7 +59,7 @@ pub(super) fn run(
                 // one forwarded message alone on the pair: line rate and latency
                 if let Some(&e) = data.first() {
                     let bps = ports.bps(e).max(1) as f64;
-                    let ser = per_pair as f64 * w.wire.data_weight_for(per_pair) * 8e12 / bps;
+                    let ser = per_pair as f64 * w.wire.at_nic(w.wire.data_weight_for(per_pair)) * 8e12 / bps;
                     tail = tail.max(ser.round() as u64 + l);
                 }
                 let conn = sim.open(uses, l, f64::INFINITY).map_err(RunError::Flow)?;

@@ -4,10 +4,13 @@
 use lab::scenario::VariantFabric;
 
 /// The built-in default's ring all-reduce busbw per 400G NIC at 64 MiB, packet
-/// level: InfiniBand 49.5 GB/s and RoCEv2 (PFC + DCQCN) 48.3 GB/s, each within
-/// 0.2 GB/s of the figures docs/VALIDATION.md §12 quotes; both above the
-/// published 46–48 GB/s per 400G NIC (nccl-tests#290), InfiniBand by 3.1–7.6%,
-/// which is why the advisor's bandwidth tolerance (`BUSBW_TOLERANCE`) is 5%.
+/// level, with the published NICs (`lab::endpoints`): InfiniBand 48.1 GB/s and
+/// RoCEv2 (PFC + DCQCN) 47.1 GB/s, each within 0.2 GB/s of the figures
+/// docs/VALIDATION.md §12 quotes. Against the published 46–48 GB/s per 400G NIC
+/// (nccl-tests#290): within 5% of it (the must-show of the calibrated-endpoints
+/// work), InfiniBand at most 1% above its top and RoCEv2 inside it; both under
+/// the NIC's payload ceiling, which no link model alone reaches (49.7 GB/s of
+/// InfiniBand payload on the wire).
 #[test]
 fn ring_busbw_per_400g_nic_against_the_published_nccl_tests_figure() {
     let mut s = lab::Scenario::default_rail();
@@ -21,11 +24,18 @@ fn ring_busbw_per_400g_nic_against_the_published_nccl_tests_figure() {
     assert_eq!(s.variants.len(), 2);
     let r = lab::compare::run(&s, &mut |_| {}).unwrap();
     let busbw: Vec<f64> = r.variants.iter().map(|v| v.large_ring_busbw().unwrap()).collect();
-    for (got, want) in busbw.iter().zip([49.5, 48.3]) {
+    for (got, want) in busbw.iter().zip([48.1, 47.1]) {
         assert!((got - want).abs() < 0.2, "{busbw:?}");
     }
     let (lo, hi) = (46.0, 48.0);
-    let above = (busbw[0] / hi - 1.0, busbw[0] / lo - 1.0);
-    assert!(above.0 > 0.02 && above.1 < 0.08, "{above:?}");
-    assert!(lab::advisor::BUSBW_TOLERANCE >= above.0);
+    for b in &busbw {
+        assert!(*b >= lo * 0.95 && *b <= hi * 1.05, "{b} not within 5% of {lo}–{hi}");
+        assert!(*b <= hi * 1.01, "{b} more than 1% above {hi}");
+    }
+    assert!(busbw[1] >= lo && busbw[1] <= hi, "{busbw:?}");
+    // the NIC's payload ceiling binds, not the wire
+    let ceiling = 400.0 / 8.0 * f64::from(lab::endpoints::PAYLOAD_PPM) / 1e6;
+    let wire = 400.0 / 8.0 * lab::compare::ib_payload_efficiency(4096);
+    assert!(busbw[0] <= ceiling && ceiling < wire, "{busbw:?} {ceiling} {wire}");
+    assert!(busbw[0] / hi - 1.0 <= lab::advisor::BUSBW_TOLERANCE);
 }

@@ -64,6 +64,12 @@ pub struct IbConfig {
     pub hca_tx_latency_ps: u64,
     /// Time from a packet's last byte arriving to the HCA acting on it, ps.
     pub hca_rx_latency_ps: u64,
+    /// The most payload an HCA port sends, in parts per million of its link's data
+    /// rate: the NIC's own ceiling (DMA, PCIe), below the wire's. After a data
+    /// packet the port waits until its payload would have taken this long at that
+    /// rate (a gap on an otherwise full-rate line); ACKs and MADs carry no payload
+    /// and are not held. 0 (and 1,000,000) leave the port at line rate.
+    pub hca_payload_ppm: u32,
     /// The responder ACKs every this many packets, and always on the last packet of
     /// a message (AckReq) — ACK coalescing.
     pub ack_every: u32,
@@ -125,6 +131,7 @@ impl Default for IbConfig {
             hca_buffer_bytes_per_vl: 65_536,
             hca_tx_latency_ps: 0,
             hca_rx_latency_ps: 0,
+            hca_payload_ppm: 0,
             ack_every: 16,
             max_rd_atomic: 16,
             grh: false,

@@ -310,6 +310,9 @@ pub(crate) struct Qp {
     acked: Option<Psn>,
     rx_bytes: u64,
     rx_first: Time,
+    /// When the last packet of an RDMA WRITE last reached this QP as a responder
+    /// (its data in memory, where `ib_write_lat`'s peer polls for it).
+    write_placed: Time,
     /// IB CC: congestion-control table index, when it last changed, and when the
     /// QP may send its next packet.
     ccti: u16,
@@ -497,6 +500,7 @@ impl Hcas {
             since_ack: 0,
             rx_bytes: 0,
             rx_first: Time::ZERO,
+            write_placed: Time::ZERO,
             rresp: VecDeque::new(),
             active: false,
             reading: false,
@@ -763,6 +767,28 @@ impl Hcas {
             .transmit::<M>(&mut cx.core, &mut cx.stats, &cx.ib, gp, p, route);
         // A CA sends only packets it made, which came over no link.
         debug_assert_eq!(pk.in_link, NONE);
+        let ppm = cx.ib.hca_payload_ppm;
+        let payload = if ppm == 0 || ppm >= 1_000_000 {
+            0
+        } else {
+            cx.core.pkts.full(p).payload
+        };
+        let end = if payload == 0 {
+            end
+        } else {
+            // The NIC's payload ceiling: the line idles until this packet's
+            // payload has taken its time at `ppm` of the link's rate.
+            let port = &mut cx.links.ports[gp as usize];
+            let now = cx.core.now;
+            let at_ceiling = Time(port.ser.time(payload).0 * 1_000_000 / u64::from(ppm));
+            let paced = now + at_ceiling;
+            if paced > end {
+                port.busy_until = paced;
+                paced
+            } else {
+                end
+            }
+        };
         self.plan_next::<M>(cx, gp, end);
     }
 
@@ -1181,6 +1207,11 @@ impl Hcas {
         }
     }
 
+    /// See [`crate::Sim::write_placed`].
+    pub(crate) fn write_placed(&self, qp: QpId) -> Time {
+        self.qps.get(qp.0 as usize).map_or(Time::ZERO, |q| q.write_placed)
+    }
+
     fn responder_data(&mut self, cx: &mut Cx, qp: u32, pk: &Packet) {
         self.check_psn(cx, qp, Psn(pk.psn));
         let now = cx.core.now;
@@ -1192,6 +1223,8 @@ impl Hcas {
         if matches!(pk.opcode, Opcode::SendFirst | Opcode::SendOnly) {
             q.rx_bytes = 0;
             q.rx_first = now;
+        } else if matches!(pk.opcode, Opcode::WriteLast | Opcode::WriteOnly) {
+            q.write_placed = now;
         }
         if matches!(
             pk.opcode,

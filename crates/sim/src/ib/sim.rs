@@ -363,6 +363,12 @@ impl Sim {
         self.hca.next_cq_event()
     }
 
+    /// When the last RDMA WRITE into `qp` (as the responder) had all its data
+    /// placed, or time zero if none has.
+    pub fn write_placed(&self, qp: QpId) -> Time {
+        self.hca.write_placed(qp)
+    }
+
     /// Completion notifications not yet taken.
     pub fn cq_pending(&self) -> usize {
         self.hca.cq_pending()

@@ -139,6 +139,38 @@ pub fn send_lat(sim: &mut Sim, a: NodeId, b: NodeId, size: u64, iters: u64) -> R
     })
 }
 
+/// `ib_write_lat`: RDMA WRITEs of `size` bytes from `a` to `b`, one at a time.
+/// Each sample is the one-way time from `a`'s post to its data placed in `b`'s
+/// memory, where perftest's peer polls the buffer's last byte; perftest reports
+/// half its ping-pong's round trip, the same figure on a symmetric pair. Every
+/// iteration starts on an idle fabric.
+pub fn write_lat(sim: &mut Sim, a: NodeId, b: NodeId, size: u64, iters: u64) -> Result<LatReport, WorkloadError> {
+    let (qa, qb) = sim.create_rc_pair(a, b, &QpOptions::default())?;
+    let mut rec = LatencyRecorder::default();
+    for i in 0..iters {
+        let t0 = sim.now();
+        sim.post_write(qa, size, i)?;
+        let mut done = false;
+        while !done {
+            drive(sim)?;
+            while let Some(n) = sim.next_cq_event() {
+                while let Some(c) = sim.poll_cq(n) {
+                    done |= c.op == CqeOp::Write && c.qp == qa;
+                }
+            }
+        }
+        // the ACK comes back after the data landed
+        rec.record((sim.write_placed(qb) - t0).0);
+        settle(sim)?;
+    }
+    Ok(LatReport {
+        test: "RDMA_Write Latency Test".into(),
+        msg_bytes: size,
+        iterations: iters,
+        latency: rec.stats(),
+    })
+}
+
 /// `ib_read_lat`: one RDMA READ of `size` bytes at a time; each sample is the full
 /// post-to-completion time, as perftest reports it.
 pub fn read_lat(sim: &mut Sim, a: NodeId, b: NodeId, size: u64, iters: u64) -> Result<LatReport, WorkloadError> {

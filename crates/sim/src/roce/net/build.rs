@@ -132,6 +132,7 @@ impl PortTables {
                     tail_hint: 0,
                 });
                 pc.push(PortCold {
+                    pace_ppm: 0,
                     bps: 0,
                     link: NONE,
                     ctrl: VecDeque::new(),
@@ -168,10 +169,18 @@ impl PortTables {
                 if every > 0 {
                     p.fate |= Port::LOSSY;
                 }
+                let ppm = cfg.nic.payload_ppm;
+                let paced = fabric.node(node).kind != NodeKind::Switch && ppm > 0 && ppm < 1_000_000;
+                if paced {
+                    p.fate |= Port::PACED;
+                }
                 let c = &mut pc[g as usize];
                 c.bps = bps;
                 c.link = li as u32;
                 c.loss_every = every;
+                if paced {
+                    c.pace_ppm = ppm;
+                }
             }
         }
         PortTables {

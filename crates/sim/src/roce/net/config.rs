@@ -55,6 +55,12 @@ pub struct NicConfig {
     pub nic_rx: NicRxConfig,
     /// NIC PFC stall prevention (`pfc-prevention-tout`).
     pub nic_stall_prevention: Option<Time>,
+    /// The most payload a NIC port sends, in parts per million of its line rate:
+    /// the NIC's own ceiling (DMA, PCIe) below the wire's. After a data frame the
+    /// port idles until the frame's payload would have taken this long at that
+    /// rate; ACKs, CNPs and pause frames are not held. 0 (and 1,000,000) leave
+    /// the NIC at line rate.
+    pub payload_ppm: u32,
     /// HPCC `ACK_HIGH_PRIO`: the NIC's ACK/NAK/CNP queue (always served before
     /// data) is checked against PFC class 0, which is never paused, instead of the
     /// data class (reference §1.1.4). Switches do not prioritise ACKs either way.
@@ -160,6 +166,7 @@ impl Default for NicConfig {
             ack_every: 1,
             nic_rx: NicRxConfig::default(),
             nic_stall_prevention: None,
+            payload_ppm: 0,
             ack_high_prio: true,
         }
     }

@@ -73,7 +73,8 @@ pub(super) struct Port {
     pub(super) owner: u32,
     /// Local port number.
     pub(super) num: u8,
-    /// [`Port::DOWN`], [`Port::LOSSY`], [`Port::UNCABLED`]: 0 on a healthy link (one test per send).
+    /// [`Port::DOWN`], [`Port::LOSSY`], [`Port::UNCABLED`], [`Port::CUT`],
+    /// [`Port::PACED`]: 0 on a healthy line-rate link (one test per send).
     pub(super) fate: u8,
     /// `PortCold::ctrl` holds frames.
     pub(super) has_ctrl: bool,
@@ -95,6 +96,9 @@ impl Port {
     /// The link leads to another part of a run split over threads
     /// ([`RoceSim::run_threads`]): a send goes to `RoceSim::outbox`.
     pub(super) const CUT: u8 = 8;
+    /// A NIC port held to a payload ceiling below its line rate
+    /// (`NicConfig::payload_ppm`, in `PortCold::pace_ppm`).
+    pub(super) const PACED: u8 = 16;
 
     #[inline]
     pub(super) fn down(&self) -> bool {
@@ -117,6 +121,8 @@ pub(super) struct PortCold {
     /// Data packets sent on this link since the start (loss injection).
     pub(super) data_sent: u64,
     pub(super) loss_every: u64,
+    /// A paced NIC port's payload ceiling, parts per million of `bps` (0: none).
+    pub(super) pace_ppm: u32,
     pub(super) bps: u64,
     pub(super) pause_timer_at: Time,
     /// Pauses received here (they stop our transmitter).
@@ -244,13 +250,26 @@ impl RoceSim {
         }
         // One look-up of the port's line for everything a send updates.
         let port = &mut self.links.ports[g];
-        let end = self.now + port.ser.time(u32::from(pk.wire));
+        let mut end = self.now + port.ser.time(u32::from(pk.wire));
         let arrive = end + port.prop;
         port.busy_until = end;
         port.tx_bytes += u64::from(pk.wire);
         self.obs.sent += 1;
         let mut lost = None;
         if port.fate != 0 {
+            if port.fate & Port::PACED != 0 && pk.kind == Kind::Data {
+                // The NIC's payload ceiling: the line idles until this frame's
+                // payload has taken its time at `pace_ppm` of the line rate.
+                let payload = u32::from(pk.wire).saturating_sub(super::ROCEV2_HEADERS);
+                let ppm = u64::from(self.links.pc[g].pace_ppm);
+                let port = &mut self.links.ports[g];
+                let paced = self.now + Time(port.ser.time(payload).0 * 1_000_000 / ppm);
+                if paced > end {
+                    end = paced;
+                    port.busy_until = paced;
+                }
+            }
+            let port = &self.links.ports[g];
             if port.down() {
                 lost = Some(RoceDrop::LinkDown);
             } else if port.fate & Port::LOSSY != 0 && pk.kind == Kind::Data {
