@@ -194,7 +194,7 @@ pub(crate) struct RoceWorld<'a> {
     /// One TCP connection per NIC (empty: no background TCP).
     pub tcp_flows: Vec<sim::roce::tcp::TcpFlowSpec>,
     pub tcp_cfg: sim::roce::tcp::TcpConfig,
-    /// NIC latencies from a calibration (`None`: the model's NICs, which add none).
+    /// The NICs' latencies (a calibration's or the published NIC's; `None`: none).
     pub nic_latency: Option<crate::results::NicLatency>,
 }
 

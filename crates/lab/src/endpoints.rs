@@ -6,7 +6,7 @@
 //!
 //! | quantity | InfiniBand HCA | RoCE NIC | source |
 //! |---|---|---|---|
-//! | one-way small-message latency through both NICs | 600 ns | 800 ns | NVIDIA ConnectX-6 VPI user manual, "Introduction": "sub-600ns latency" (InfiniBand); ConnectX-6 EN product brief: "sub 0.8usec latency" (Ethernet); UCX `ib_iface.c` models 600 ns for EDR/HDR/NDR and adds 200 ns on RoCE (flow-level-and-calibration.md §B6) |
+//! | one-way small-message latency through both NICs | 600 ns | 800 ns | NVIDIA ConnectX-6 EN user manual, "Introduction": the VPI cards' "sub-600ns latency" (InfiniBand); ConnectX-6 EN 200GbE product brief: "sub 0.8usec latency" (Ethernet); UCX `ib_iface.c` models 600 ns for EDR/HDR/NDR and adds 200 ns on RoCE (flow-level-and-calibration.md §B6) |
 //! | payload ceiling | 96.6% of the link's data rate | the same | `ib_write_bw` on 100 Gb/s EDR: 96.6 Gb/s (NVIDIA developer forum, 2023; §B6), inside the ≥ 90% pass criterion of NVIDIA's ngc_multinode_perf (§B6) |
 //!
 //! The vendors quote an upper bound ("sub-"), measured back to back; the model
@@ -39,11 +39,12 @@ pub struct NicModel {
 /// The InfiniBand HCA of every verbs variant.
 pub const IB_HCA: NicModel = NicModel {
     name: "ConnectX-class InfiniBand HCA",
-    // NVIDIA ConnectX-6 VPI user manual, "Introduction": "sub-600ns latency";
+    // NVIDIA ConnectX-6 EN user manual, "Introduction": ConnectX-6 VPI cards'
+    // "sub-600ns latency";
     // UCX ib_iface.c: 600 ns for EDR/HDR/NDR (flow-level-and-calibration.md §B6)
     latency: NicLatency { tx_ps: 600_000, rx_ps: 0 },
     payload_ppm: PAYLOAD_PPM,
-    source: "600 ns one way: NVIDIA ConnectX-6 VPI user manual (\"sub-600ns latency\") and UCX's latency model for EDR/HDR/NDR; payload ceiling 96.6% of line: ib_write_bw 96.6 Gb/s on 100 Gb/s EDR (NVIDIA developer forum)",
+    source: "600 ns one way: NVIDIA ConnectX-6 user manual, of the VPI cards (\"sub-600ns latency\"), and UCX's latency model for EDR/HDR/NDR; payload ceiling 96.6% of line: ib_write_bw 96.6 Gb/s on 100 Gb/s EDR (NVIDIA developer forum)",
 };
 
 /// The RoCE NIC of every RoCEv2 variant.

@@ -39,7 +39,7 @@ pub struct CompareCmd {
     #[arg(long, value_enum)]
     engine: Option<EngineArg>,
     /// A calibration file from `rdmalab calibrate`: its fitted NIC send and
-    /// receive latencies replace the model's (which add none) on the InfiniBand
+    /// receive latencies replace the published NICs' on the InfiniBand
     /// verbs and RoCEv2 variants; the report names the file.
     #[arg(long, value_name = "FILE")]
     calibration: Option<PathBuf>,
