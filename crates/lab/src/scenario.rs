@@ -125,6 +125,17 @@ pub struct Cluster {
     /// non-blocking; fewer oversubscribe the leaves).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub leaf_uplinks: Option<u32>,
+    /// The InfiniBand switches aggregate (SHARP streaming aggregation: Quantum
+    /// HDR or newer, with the Aggregation Manager running): InfiniBand variants
+    /// may run `all-reduce-sharp`, and the advisor's bandwidth row takes the
+    /// InfiniBand side's all-reduce with SHARP (`crate::sharp`). Ethernet
+    /// switches have no SHARP.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub sharp: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 fn default_host_leaf() -> f64 {
@@ -142,6 +153,11 @@ pub struct Gpu {
     pub nvlink_gbytes: f64,
     /// Latency of one NVLink transfer, nanoseconds.
     pub nvlink_latency_ns: u64,
+    /// The NVSwitch reduces and multicasts (NVLink SHARP, third-generation
+    /// NVSwitch: H100/H200 HGX): the SHARP all-reduce may reduce inside each
+    /// server with NVLS (`crate::sharp::InServer`).
+    #[serde(skip_serializing_if = "is_false")]
+    pub nvls: bool,
 }
 
 impl Default for Gpu {
@@ -150,6 +166,7 @@ impl Default for Gpu {
         Gpu {
             nvlink_gbytes: 450.0,
             nvlink_latency_ns: 1_000,
+            nvls: false,
         }
     }
 }
@@ -401,6 +418,7 @@ impl Scenario {
                 leaf_spine_m: 20.0,
                 scalable_units: None,
                 leaf_uplinks: None,
+                sharp: false,
             },
             gpu: Gpu::default(),
             workload: Workload {
@@ -617,6 +635,40 @@ impl Scenario {
                 return bad(
                     &format!("variants[{i}].fabric.engines"),
                     "is empty; list at least one of minhop, updn, ftree, dfsssp".into(),
+                );
+            }
+        }
+        // in-network reduction: the hardware, a fabric that has it, an engine that runs it
+        let has_ib = self
+            .variants
+            .iter()
+            .any(|v| matches!(v.fabric, VariantFabric::Infiniband { .. }));
+        if c.sharp && !has_ib {
+            return bad(
+                "cluster.sharp",
+                "no InfiniBand variant to use it: SHARP aggregates in InfiniBand switches (Quantum HDR or newer); Ethernet switches have no in-network reduction".into(),
+            );
+        }
+        if w.collectives.contains(&Collective::AllReduceSharp) {
+            if !c.sharp {
+                return bad(
+                    "workload.collectives",
+                    "all-reduce-sharp needs switches that aggregate: set cluster.sharp = true if the InfiniBand switches run SHARP (Quantum HDR or newer, the Aggregation Manager up)".into(),
+                );
+            }
+            let nics = c.servers * c.gpus_per_server;
+            let flow = match self.engine {
+                Engine::Flow => true,
+                Engine::Auto => nics > AUTO_PACKET_MAX_ENDPOINTS,
+                Engine::Packet => false,
+            };
+            if !flow {
+                return bad(
+                    "engine",
+                    format!(
+                        "all-reduce-sharp runs at flow level only (the switches reduce, so it has no packet-level schedule); {nics} NICs under engine = \"{}\" run packet by packet: set engine = \"flow\"",
+                        if self.engine == Engine::Auto { "auto" } else { "packet" }
+                    ),
                 );
             }
         }
