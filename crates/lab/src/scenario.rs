@@ -921,6 +921,47 @@ mod tests {
         );
     }
 
+    /// SHARP asked of a scenario that cannot have it is refused naming the
+    /// field: the collective without `cluster.sharp`, `cluster.sharp` with only
+    /// Ethernet variants, and the collective at packet level.
+    #[test]
+    fn sharp_without_the_hardware_or_the_engine_names_the_field() {
+        let ex = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/lab/superpod-4su-1024-sharp.toml");
+        let text = std::fs::read_to_string(&ex).unwrap();
+        let s = Scenario::from_toml(&text, "x.toml").unwrap();
+        assert!(s.cluster.sharp && s.gpu.nvls);
+        assert!(s.workload.collectives.contains(&Collective::AllReduceSharp));
+        // round trip keeps both fields
+        assert_eq!(Scenario::from_toml(&s.to_toml(), "y.toml").unwrap(), s);
+        let cases = [
+            (
+                text.replace("sharp = true\n", ""),
+                "x.toml: field `workload.collectives`: all-reduce-sharp needs switches that aggregate: set cluster.sharp = true",
+            ),
+            (
+                text.replace(
+                    "kind = \"infiniband\"\nengines = [\"ftree\", \"updn\"]",
+                    "kind = \"rocev2\"\npfc = true",
+                ),
+                "x.toml: field `cluster.sharp`: no InfiniBand variant to use it: SHARP aggregates in InfiniBand switches (Quantum HDR or newer); Ethernet switches have no in-network reduction",
+            ),
+            (
+                text.replace("engine = \"flow\"", "engine = \"packet\""),
+                "x.toml: field `engine`: all-reduce-sharp runs at flow level only (the switches reduce, so it has no packet-level schedule); 1024 NICs under engine = \"packet\" run packet by packet: set engine = \"flow\"",
+            ),
+        ];
+        for (t, want) in cases {
+            let e = Scenario::from_toml(&t, "x.toml").unwrap_err().to_string();
+            assert!(e.starts_with(want), "{e}");
+        }
+        // auto past 256 NICs runs the flow engine
+        let auto = text.replace("engine = \"flow\"", "engine = \"auto\"");
+        Scenario::from_toml(&auto, "x.toml").unwrap();
+        // the built-in default has neither field, so its TOML is unchanged
+        let d = Scenario::default_rail().to_toml();
+        assert!(!d.contains("sharp") && !d.contains("nvls"), "{d}");
+    }
+
     #[test]
     fn scalable_units_build_a_superpod_and_bad_values_name_the_field() {
         let base = Scenario::default_rail().to_toml();
