@@ -132,6 +132,16 @@ pub struct Evidence {
     pub p99_range: Option<(f64, f64)>,
     /// The link-rate bound for that busbw, GB/s per NIC.
     pub busbw_bound_gbs: f64,
+    /// The all-reduce with SHARP in-network reduction at the largest size,
+    /// nccl-tests' busbw per NIC (median over the seeds): set only for an
+    /// InfiniBand variant whose scenario says the switches have SHARP
+    /// (`cluster.sharp`) and that ran `all-reduce-sharp`. The bandwidth row then
+    /// takes it for the InfiniBand side.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sharp_busbw_gbs: Option<f64>,
+    /// Its range over the seeds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sharp_busbw_range: Option<(f64, f64)>,
     /// Small-message latency percentiles during the collective, microseconds.
     pub p50_us: Option<f64>,
     pub p99_us: Option<f64>,
@@ -550,7 +560,14 @@ fn decide(
     let mut table = Vec::new();
     // Bandwidth
     let perf_w = if answers.budget == Budget::Tight { 1 } else { 2 };
-    let ibb = ib.and_then(quiet_busbw);
+    // InfiniBand with SHARP where the scenario's switches have it: its all-reduce
+    // against RoCEv2's ring (Ethernet switches do not aggregate)
+    let ib_sharp = ib.and_then(|e| e.sharp_busbw_gbs);
+    let ibb = ib_sharp.or(ib.and_then(quiet_busbw));
+    let ib_range = match ib_sharp {
+        Some(_) => ib.and_then(|e| e.sharp_busbw_range),
+        None => ib.and_then(|e| e.busbw_range),
+    };
     let rb = expect(roce.and_then(quiet_busbw), mean(&mis, |e| e.busbw_gbs), p);
     let tcp_note = match roce.and_then(|e| e.tcp.as_ref().map(|t| (t, e.busbw_gbs))) {
         Some((t, loaded)) => format!(
@@ -564,7 +581,10 @@ fn decide(
         aspect: "Mechanism and bandwidth".into(),
         infiniband: "RDMA designed in from the physical layer; credit flow control; SM-computed routes".into(),
         rocev2: "IB transport in UDP/IP (port 4791); routed, ECMP-spread; needs PFC/ECN for losslessness".into(),
-        metric: "ring all-reduce busbw per NIC at the largest size, GB/s (nccl-tests busbw: algbw × 2(n−1)/n, per NIC), at equal load".into(),
+        metric: match ib_sharp {
+            None => "ring all-reduce busbw per NIC at the largest size, GB/s (nccl-tests busbw: algbw × 2(n−1)/n, per NIC), at equal load".into(),
+            Some(_) => "all-reduce busbw per NIC at the largest size, GB/s (nccl-tests busbw: algbw × 2(n−1)/n, per NIC), at equal load: InfiniBand with SHARP in-network reduction (the scenario's cluster.sharp), RoCEv2 by ring (Ethernet switches have no SHARP)".into(),
+        },
         infiniband_value: ibb,
         rocev2_value: rb,
         threshold: format!(
@@ -574,16 +594,23 @@ fn decide(
         threshold_source: "the model's busbw against published nccl-tests per-NIC figures (docs/VALIDATION.md §12)".into(),
         basis: Basis::Measured,
         evidence: format!(
-            "InfiniBand {} GB/s{} of a {} GB/s bound; RoCEv2 {} GB/s{}{tcp_note} of a {} GB/s bound ({})",
+            "InfiniBand {}{} GB/s{} of a {} GB/s bound; RoCEv2 {} GB/s{}{tcp_note} of a {} GB/s bound ({})",
+            match ib_sharp {
+                Some(_) => format!(
+                    "with SHARP (cluster.sharp = true; its ring all-reduce {} GB/s, and the SHARP figure, nccl-tests' formula, can exceed the ring's link-rate bound because each NIC sends its shard once) ",
+                    f1(ib.and_then(quiet_busbw))
+                ),
+                None => String::new(),
+            },
             f1(ibb),
-            range_note(ib.and_then(|e| e.busbw_range), 1),
+            range_note(ib_range, 1),
             f1(ib.map(|e| e.busbw_bound_gbs)),
             f1(rb),
             range_note(roce.and_then(|e| e.busbw_range), 1),
             f1(roce.map(|e| e.busbw_bound_gbs)),
             mis_note("bandwidth"),
         ),
-        favours: if parted(ib.and_then(|e| e.busbw_range), roce.and_then(|e| e.busbw_range)) {
+        favours: if parted(ib_range, roce.and_then(|e| e.busbw_range)) {
             higher_wins(ibb, rb, BUSBW_TOLERANCE)
         } else {
             Favours::Neither

@@ -33,6 +33,13 @@ pub enum Collective {
     /// All-to-all with PXN: data for (node j, gpu h) goes over NVLink to GPU h of
     /// the sender's node, then over rail h.
     AllToAll,
+    /// All-reduce with in-network aggregation (NCCL's CollNet over SHARP, with
+    /// NVLink SHARP inside the server where the scenario's GPUs have it): each
+    /// server reduces inside over NVLink, NIC `r` sends its shard up rail `r`'s
+    /// aggregation tree of switches once and receives the result once
+    /// ([`crate::sharp`]). InfiniBand switches only; flow level only (the
+    /// switches, not the ranks, reduce, so there is no point-to-point schedule).
+    AllReduceSharp,
 }
 
 impl Collective {
@@ -45,11 +52,13 @@ impl Collective {
         Collective::AllToAll,
     ];
 
-    /// nccl-tests' bus-bandwidth factor for `n` ranks.
+    /// nccl-tests' bus-bandwidth factor for `n` ranks (nccl-tests keeps the
+    /// all-reduce factor for CollNet and NVLS, so their busbw can exceed the
+    /// wire's: nccl-tests#212, #312).
     pub fn busbw_factor(self, n: u32) -> f64 {
         let n = f64::from(n);
         match self {
-            Collective::AllReduceRing | Collective::AllReduceTree => 2.0 * (n - 1.0) / n,
+            Collective::AllReduceRing | Collective::AllReduceTree | Collective::AllReduceSharp => 2.0 * (n - 1.0) / n,
             Collective::AllGather | Collective::ReduceScatter | Collective::AllToAll => (n - 1.0) / n,
         }
     }
@@ -62,6 +71,7 @@ impl Collective {
             Collective::AllGather => "all_gather",
             Collective::ReduceScatter => "reduce_scatter",
             Collective::AllToAll => "alltoall",
+            Collective::AllReduceSharp => "all_reduce (SHARP)",
         }
     }
 
@@ -73,6 +83,7 @@ impl Collective {
             Collective::AllGather => "all-gather",
             Collective::ReduceScatter => "reduce-scatter",
             Collective::AllToAll => "all-to-all",
+            Collective::AllReduceSharp => "all-reduce-sharp",
         }
     }
 }
@@ -144,6 +155,9 @@ pub enum ScheduleError {
     TooFewRanks { nodes: u32, gpus: u32 },
     #[error("message size {size} B is too small to split over {parts} chunks")]
     TooSmall { size: u64, parts: u64 },
+    /// The collective reduces in the switches: it has no point-to-point schedule.
+    #[error("{op} reduces in the switches and has no point-to-point schedule; it runs at flow level only")]
+    InNetwork { op: &'static str },
 }
 
 /// A collective to run: what [`Schedule::build`] takes, so a world that models the
@@ -181,6 +195,8 @@ impl CollectiveSpec {
             Collective::AllReduceRing | Collective::ReduceScatter | Collective::AllGather => n * u64::from(gpus),
             Collective::AllReduceTree => u64::from(gpus) * tree_pipeline(size / u64::from(gpus)),
             Collective::AllToAll => n,
+            // one shard per rail
+            Collective::AllReduceSharp => u64::from(gpus),
         };
         if size < parts {
             return Err(ScheduleError::TooSmall { size, parts });
@@ -206,7 +222,7 @@ impl CollectiveSpec {
         let steps = match self.op {
             Collective::AllReduceRing => 2 * (n - 1),
             Collective::ReduceScatter | Collective::AllGather => n - 1,
-            Collective::AllReduceTree | Collective::AllToAll => return None,
+            Collective::AllReduceTree | Collective::AllToAll | Collective::AllReduceSharp => return None,
         };
         Some((steps, self.size_bytes / u64::from(self.gpus) / n))
     }
@@ -250,6 +266,7 @@ impl Schedule {
             Collective::ReduceScatter | Collective::AllGather => s.ring(size_bytes, n - 1)?,
             Collective::AllReduceTree => s.tree(size_bytes)?,
             Collective::AllToAll => s.all_to_all(size_bytes)?,
+            Collective::AllReduceSharp => return Err(ScheduleError::InNetwork { op: op.id() }),
         }
         Ok(s)
     }

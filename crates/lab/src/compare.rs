@@ -15,6 +15,9 @@ pub fn evidence(r: &CompareResults) -> Vec<Evidence> {
         .iter()
         .map(|v| {
             let bw = spread(&v.id, crate::results::RING_BUSBW);
+            // the SHARP all-reduce decides only where the scenario's switches have SHARP
+            let sharp = r.spec.cluster.sharp && v.kind == crate::advisor::FabricKind::Infiniband;
+            let sharp_bw = spread(&v.id, crate::results::SHARP_BUSBW).filter(|_| sharp);
             let p99 = spread(&v.id, crate::results::PROBE_P99);
             Evidence {
                 busbw_range: bw.map(|s| (s.min, s.max)),
@@ -27,6 +30,11 @@ pub fn evidence(r: &CompareResults) -> Vec<Evidence> {
                 refused: v.refused.clone(),
                 busbw_gbs: bw.map(|s| s.median).or(v.large_ring_busbw()),
                 busbw_bound_gbs: v.busbw_bound_gbs,
+                sharp_busbw_gbs: sharp_bw
+                    .map(|s| s.median)
+                    .or(v.large_busbw(crate::collective::Collective::AllReduceSharp))
+                    .filter(|_| sharp),
+                sharp_busbw_range: sharp_bw.map(|s| (s.min, s.max)),
                 p50_us: v.latency.as_ref().map(|l| l.p50_us),
                 p99_us: p99.map(|s| s.median).or(v.latency.as_ref().map(|l| l.p99_us)),
                 p999_us: v.latency.as_ref().map(|l| l.p999_us),
@@ -554,6 +562,7 @@ fn prepare_ib<'a>(
                 // credits: no end-to-end congestion control reacts to queues
                 cc: None,
                 handover: None,
+                nvls: s.gpu.nvls,
             })
         } else {
             ib_world(s, v, f, tables, None, cfg)?
@@ -810,6 +819,7 @@ fn prepare_roce<'a>(
                 tcp_cfg: tcp_cfg.clone(),
                 nic_latency: Some(nic.latency),
             })),
+            nvls: false,
         })
     } else {
         Box::new(RoceWorld {

@@ -38,6 +38,8 @@ pub(crate) struct WorldStats {
     pub(crate) tcp: Option<TcpStats>,
     /// Why a flow-level world ran this job at packet level instead.
     pub(crate) handed_over: Option<crate::results::HandedOver>,
+    /// How the SHARP all-reduce ran (algorithm, trees), for the findings.
+    pub(crate) sharp: Option<String>,
 }
 
 /// What the background TCP of one run did.
@@ -175,6 +177,7 @@ impl World for IbWorld<'_> {
                 series,
                 tcp: None,
                 handed_over: None,
+                sharp: None,
             },
         ))
     }
@@ -243,6 +246,7 @@ impl World for RoceWorld<'_> {
                 series,
                 tcp,
                 handed_over: None,
+                sharp: None,
             },
         ))
     }
@@ -317,6 +321,20 @@ impl Driver<'_, '_> {
             effort.wall_ms += wall.elapsed().as_secs_f64() * 1e3;
         };
         for &op in &s.workload.collectives {
+            // in-network reduction needs InfiniBand switches and verbs (NCCL's
+            // CollNet plugin): the other variants say why they skip it
+            if op == Collective::AllReduceSharp && kind != FabricKind::Infiniband {
+                findings.push(format!(
+                    "note: {} not run: {}",
+                    op.id(),
+                    match kind {
+                        FabricKind::Ipoib => "SHARP serves NCCL's verbs traffic (the CollNet plugin), not TCP over IPoIB",
+                        _ => "Ethernet switches have no in-network reduction (SHARP is an InfiniBand switch feature, Quantum HDR or newer)",
+                    }
+                ));
+                *done += s.workload.sizes.len() as u64;
+                continue;
+            }
             let mut rows = Vec::new();
             for &size in &s.workload.sizes {
                 progress(Progress {
@@ -346,6 +364,11 @@ impl Driver<'_, '_> {
                 };
                 add(&w, wall, &mut counters, &mut effort);
                 handed_over.extend(w.handed_over.clone());
+                if let Some(n) = &w.sharp
+                    && !findings.contains(n)
+                {
+                    findings.push(n.clone());
+                }
                 if let Some(t) = &w.tcp {
                     tcp_total.get_or_insert_with(TcpStats::default).add(t);
                 }
@@ -358,6 +381,10 @@ impl Driver<'_, '_> {
                 let (algbw, busbw) = nccl_bandwidth(op, size, nranks, run.time_ps);
                 let nic = if run.time_ps == 0 {
                     0.0
+                } else if op == Collective::AllReduceSharp {
+                    // nccl-tests' busbw per NIC, comparable with a ring's: the
+                    // NIC itself carries only algbw ÷ NICs each way
+                    busbw / f64::from(g)
                 } else {
                     run.max_nic_bytes as f64 / (run.time_ps as f64 * 1e-12) / 1e9
                 };

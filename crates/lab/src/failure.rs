@@ -351,6 +351,7 @@ fn time_ps(
         per_chunk: false,
         cc: None,
         handover: None,
+        nvls: false,
     };
     match w.run(&Job::Collective(spec, None), false)?.0 {
         JobOut::Schedule(r) => Ok(r.time_ps),

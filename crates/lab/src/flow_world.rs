@@ -21,6 +21,7 @@ use crate::collective::{Collective, HopCost};
 
 mod all_to_all;
 mod ring;
+pub(crate) mod sharp;
 use crate::driver::{Job, JobOut, World, WorldStats};
 use crate::runner::{Class, Delivered, NetCounters, NetStep, Network, NicMap, RunError};
 
@@ -88,6 +89,9 @@ pub(crate) struct FlowWorld<'a> {
     pub cc: Option<String>,
     /// The packet world a job is handed to.
     pub handover: Option<Box<dyn World + 'a>>,
+    /// The servers' NVSwitches reduce (NVLink SHARP): the SHARP all-reduce may
+    /// use NVLS inside each server (`crate::sharp::InServer`).
+    pub nvls: bool,
 }
 
 /// Switch egress ports that were the saturated bottleneck of two or more
@@ -194,6 +198,22 @@ impl FlowWorld<'_> {
 impl World for FlowWorld<'_> {
     fn run(&mut self, job: &Job<'_>, background: bool) -> Result<(JobOut, WorldStats), RunError> {
         let mut queued = Vec::new();
+        // SHARP as one flow per rail's aggregation tree (it has no per-chunk
+        // form); credits, no end-to-end congestion control to hand over to
+        if let Job::Collective(spec, _) = job
+            && spec.op == Collective::AllReduceSharp
+        {
+            let (r, net) = sharp::run_full(self, spec, &mut queued)?;
+            let note = sharp::describe(&r, self.fabric);
+            return Ok((
+                JobOut::Schedule(r.run),
+                WorldStats {
+                    net,
+                    sharp: Some(note),
+                    ..WorldStats::default()
+                },
+            ));
+        }
         let (out, net) = self.run_flows(job, &mut queued)?;
         if let (Some(cc), false) = (&self.cc, queued.is_empty())
             && let Some(packet) = self.handover.as_mut()
@@ -467,6 +487,7 @@ mod tests {
             leaf_spine_m: 20.0,
             scalable_units: None,
             leaf_uplinks: None,
+            sharp: false,
         }
     }
 
@@ -494,6 +515,7 @@ mod tests {
             per_chunk: false,
             cc: None,
             handover: None,
+            nvls: false,
         };
         let (JobOut::Schedule(fr), _) = fw.run(&Job::Collective(spec, None), false).unwrap() else {
             panic!()
@@ -591,6 +613,7 @@ mod tests {
                 per_chunk: false,
                 cc: None,
                 handover: None,
+                nvls: false,
             };
             let (JobOut::Schedule(fr), _) = fw.run(&Job::Collective(spec, None), false).unwrap() else {
                 panic!()
@@ -727,6 +750,7 @@ mod ring_tests {
                 leaf_spine_m: 20.0,
                 scalable_units: sus,
                 leaf_uplinks: uplinks,
+                sharp: false,
             };
             let f = cluster::build(&c, Tech::InfiniBand).unwrap();
             let o = sm::run::RunOptions {
@@ -755,6 +779,7 @@ mod ring_tests {
                             per_chunk,
                             cc: None,
                             handover: None,
+                            nvls: false,
                         };
                         let (JobOut::Schedule(r), _) = fw.run(&Job::Collective(spec, None), false).unwrap() else {
                             panic!()
@@ -897,6 +922,7 @@ mod interference_tests {
             leaf_spine_m: 20.0,
             scalable_units: Some(2),
             leaf_uplinks: None,
+            sharp: false,
         };
         let f = crate::cluster::build(&c, crate::tco::Tech::Ethernet).unwrap();
         let nics = NicMap::from_fabric(&f).unwrap();

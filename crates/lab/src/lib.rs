@@ -14,6 +14,7 @@ pub mod results;
 pub mod roce_variant;
 pub mod runner;
 pub mod scenario;
+pub mod sharp;
 pub mod tco;
 pub mod train;
 

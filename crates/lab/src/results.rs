@@ -18,7 +18,9 @@ pub struct SizeRow {
     /// GB/s, nccl-tests' per-rank figure.
     pub busbw: f64,
     /// What the busiest NIC sent, per second of the collective, GB/s (for ring
-    /// collectives this is busbw ÷ NICs per server).
+    /// collectives this is busbw ÷ NICs per server). For the SHARP all-reduce it
+    /// is nccl-tests' busbw ÷ NICs per server, the figure a ring would need per
+    /// NIC to match it; the NIC itself sends algbw ÷ NICs per server.
     pub busbw_per_nic: f64,
 }
 
@@ -329,6 +331,9 @@ pub struct VariantSpread {
 /// probe p99, which the advisor reads.
 pub const RING_BUSBW: &str = "ring all-reduce busbw at the largest size, GB/s per NIC";
 pub const PROBE_P99: &str = "small-message probe p99, µs";
+/// The figure name of the SHARP all-reduce's busbw (nccl-tests' busbw ÷ NICs per
+/// server), which the advisor reads when the scenario's switches have SHARP.
+pub const SHARP_BUSBW: &str = "all_reduce (SHARP) busbw at the largest size, GB/s per NIC";
 
 impl VariantResult {
     /// The figures whose spread over seeds the results carry: each collective's
@@ -340,6 +345,8 @@ impl VariantResult {
             if let Some(r) = c.rows.last() {
                 let name = if c.op == Collective::AllReduceRing {
                     RING_BUSBW.to_string()
+                } else if c.op == Collective::AllReduceSharp {
+                    SHARP_BUSBW.to_string()
                 } else {
                     format!("{} busbw at the largest size, GB/s per NIC", c.op.name())
                 };
@@ -359,9 +366,14 @@ impl VariantResult {
 
     /// Ring all-reduce busbw per NIC at the largest size, if it ran.
     pub fn large_ring_busbw(&self) -> Option<f64> {
+        self.large_busbw(Collective::AllReduceRing)
+    }
+
+    /// `op`'s busbw per NIC at the largest size, if it ran.
+    pub fn large_busbw(&self, op: Collective) -> Option<f64> {
         self.collectives
             .iter()
-            .find(|c| c.op == Collective::AllReduceRing)
+            .find(|c| c.op == op)
             .and_then(|c| c.rows.last())
             .map(|r| r.busbw_per_nic)
     }

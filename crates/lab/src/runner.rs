@@ -113,6 +113,10 @@ pub enum RunError {
     /// The collective's per-chunk schedule could not be built.
     #[error("build the collective's schedule")]
     Schedule(#[source] crate::collective::ScheduleError),
+    /// The SHARP all-reduce found no aggregation tree, or runs on a fabric
+    /// without in-network reduction.
+    #[error("in-network reduction")]
+    Sharp(#[source] crate::sharp::SharpError),
     /// Nothing was in flight and transfers were left.
     #[error("the run went idle with {0} transfers never completed")]
     Stalled(usize),
@@ -140,6 +144,7 @@ impl RunError {
             | RunError::Deadlock(_)
             | RunError::Stalled(_)
             | RunError::Schedule(_)
+            | RunError::Sharp(_)
             | RunError::FlowPath(_) => false,
         }
     }
@@ -952,6 +957,7 @@ mod tests {
             leaf_spine_m: 20.0,
             scalable_units: None,
             leaf_uplinks: None,
+            sharp: false,
         };
         let f = cluster::build(&c, Tech::InfiniBand).unwrap();
         let o = sm::run::RunOptions {
@@ -1073,6 +1079,7 @@ mod tests {
             leaf_spine_m: 20.0,
             scalable_units: None,
             leaf_uplinks: None,
+            sharp: false,
         };
         let f = cluster::build(&c, Tech::Ethernet).unwrap();
         let mut sim = sim::roce::net::RoceSim::new(&f, sim::roce::net::RoceConfig::default(), &[]).unwrap();
@@ -1098,6 +1105,7 @@ mod tests {
             leaf_spine_m: 20.0,
             scalable_units: None,
             leaf_uplinks: None,
+            sharp: false,
         };
         cluster::build(&c, Tech::Ethernet).unwrap()
     }
@@ -1177,6 +1185,7 @@ mod tests {
             leaf_spine_m: 20.0,
             scalable_units: None,
             leaf_uplinks: None,
+            sharp: false,
         };
         let f = cluster::build(&c, Tech::Ethernet).unwrap();
         let nics: Vec<NodeId> = f.nodes_of(NodeKind::Ca).collect();

@@ -125,6 +125,17 @@ pub struct Cluster {
     /// non-blocking; fewer oversubscribe the leaves).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub leaf_uplinks: Option<u32>,
+    /// The InfiniBand switches aggregate (SHARP streaming aggregation: Quantum
+    /// HDR or newer, with the Aggregation Manager running): InfiniBand variants
+    /// may run `all-reduce-sharp`, and the advisor's bandwidth row takes the
+    /// InfiniBand side's all-reduce with SHARP (`crate::sharp`). Ethernet
+    /// switches have no SHARP.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub sharp: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 fn default_host_leaf() -> f64 {
@@ -142,6 +153,11 @@ pub struct Gpu {
     pub nvlink_gbytes: f64,
     /// Latency of one NVLink transfer, nanoseconds.
     pub nvlink_latency_ns: u64,
+    /// The NVSwitch reduces and multicasts (NVLink SHARP, third-generation
+    /// NVSwitch: H100/H200 HGX): the SHARP all-reduce may reduce inside each
+    /// server with NVLS (`crate::sharp::InServer`).
+    #[serde(skip_serializing_if = "is_false")]
+    pub nvls: bool,
 }
 
 impl Default for Gpu {
@@ -150,6 +166,7 @@ impl Default for Gpu {
         Gpu {
             nvlink_gbytes: 450.0,
             nvlink_latency_ns: 1_000,
+            nvls: false,
         }
     }
 }
@@ -401,6 +418,7 @@ impl Scenario {
                 leaf_spine_m: 20.0,
                 scalable_units: None,
                 leaf_uplinks: None,
+                sharp: false,
             },
             gpu: Gpu::default(),
             workload: Workload {
@@ -617,6 +635,40 @@ impl Scenario {
                 return bad(
                     &format!("variants[{i}].fabric.engines"),
                     "is empty; list at least one of minhop, updn, ftree, dfsssp".into(),
+                );
+            }
+        }
+        // in-network reduction: the hardware, a fabric that has it, an engine that runs it
+        let has_ib = self
+            .variants
+            .iter()
+            .any(|v| matches!(v.fabric, VariantFabric::Infiniband { .. }));
+        if c.sharp && !has_ib {
+            return bad(
+                "cluster.sharp",
+                "no InfiniBand variant to use it: SHARP aggregates in InfiniBand switches (Quantum HDR or newer); Ethernet switches have no in-network reduction".into(),
+            );
+        }
+        if w.collectives.contains(&Collective::AllReduceSharp) {
+            if !c.sharp {
+                return bad(
+                    "workload.collectives",
+                    "all-reduce-sharp needs switches that aggregate: set cluster.sharp = true if the InfiniBand switches run SHARP (Quantum HDR or newer, the Aggregation Manager up)".into(),
+                );
+            }
+            let nics = c.servers * c.gpus_per_server;
+            let flow = match self.engine {
+                Engine::Flow => true,
+                Engine::Auto => nics > AUTO_PACKET_MAX_ENDPOINTS,
+                Engine::Packet => false,
+            };
+            if !flow {
+                return bad(
+                    "engine",
+                    format!(
+                        "all-reduce-sharp runs at flow level only (the switches reduce, so it has no packet-level schedule); {nics} NICs under engine = \"{}\" run packet by packet: set engine = \"flow\"",
+                        if self.engine == Engine::Auto { "auto" } else { "packet" }
+                    ),
                 );
             }
         }
@@ -867,6 +919,47 @@ mod tests {
             e.contains("y.toml") && e.contains("advisor.misconfig_risk") && e.contains("probability"),
             "{e}"
         );
+    }
+
+    /// SHARP asked of a scenario that cannot have it is refused naming the
+    /// field: the collective without `cluster.sharp`, `cluster.sharp` with only
+    /// Ethernet variants, and the collective at packet level.
+    #[test]
+    fn sharp_without_the_hardware_or_the_engine_names_the_field() {
+        let ex = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/lab/superpod-4su-1024-sharp.toml");
+        let text = std::fs::read_to_string(&ex).unwrap();
+        let s = Scenario::from_toml(&text, "x.toml").unwrap();
+        assert!(s.cluster.sharp && s.gpu.nvls);
+        assert!(s.workload.collectives.contains(&Collective::AllReduceSharp));
+        // round trip keeps both fields
+        assert_eq!(Scenario::from_toml(&s.to_toml(), "y.toml").unwrap(), s);
+        let cases = [
+            (
+                text.replace("sharp = true\n", ""),
+                "x.toml: field `workload.collectives`: all-reduce-sharp needs switches that aggregate: set cluster.sharp = true",
+            ),
+            (
+                text.replace(
+                    "kind = \"infiniband\"\nengines = [\"ftree\", \"updn\"]",
+                    "kind = \"rocev2\"\npfc = true",
+                ),
+                "x.toml: field `cluster.sharp`: no InfiniBand variant to use it: SHARP aggregates in InfiniBand switches (Quantum HDR or newer); Ethernet switches have no in-network reduction",
+            ),
+            (
+                text.replace("engine = \"flow\"", "engine = \"packet\""),
+                "x.toml: field `engine`: all-reduce-sharp runs at flow level only (the switches reduce, so it has no packet-level schedule); 1024 NICs under engine = \"packet\" run packet by packet: set engine = \"flow\"",
+            ),
+        ];
+        for (t, want) in cases {
+            let e = Scenario::from_toml(&t, "x.toml").unwrap_err().to_string();
+            assert!(e.starts_with(want), "{e}");
+        }
+        // auto past 256 NICs runs the flow engine
+        let auto = text.replace("engine = \"flow\"", "engine = \"auto\"");
+        Scenario::from_toml(&auto, "x.toml").unwrap();
+        // the built-in default has neither field, so its TOML is unchanged
+        let d = Scenario::default_rail().to_toml();
+        assert!(!d.contains("sharp") && !d.contains("nvls"), "{d}");
     }
 
     #[test]

@@ -250,6 +250,13 @@ pub fn nccl_table(v: &VariantResult, op: Collective) -> String {
         return o;
     };
     let _ = writeln!(o, "# {} — {}", v.label, op.name());
+    if op == Collective::AllReduceSharp {
+        // the switches reduce: the NIC carries its shard once each way
+        let _ = writeln!(
+            o,
+            "# busbw by nccl-tests' formula, algbw × 2(n−1)/n (each NIC sends its shard once, so it exceeds the wire); NIC GB/s: busbw ÷ NICs per server, what a ring's NIC would carry for the same time"
+        );
+    }
     let _ = writeln!(
         o,
         "#{:>12} {:>12} {:>10} {:>10} {:>12}",

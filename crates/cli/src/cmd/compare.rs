@@ -69,6 +69,12 @@ impl CompareCmd {
                 EngineArg::Flow => lab::scenario::Engine::Flow,
                 EngineArg::Auto => lab::scenario::Engine::Auto,
             };
+            // the engine decides what the scenario can run (all-reduce-sharp: flow only)
+            let name = self
+                .scenario
+                .as_ref()
+                .map_or("the built-in scenario".to_string(), |p| p.display().to_string());
+            scenario.validate(&format!("{name} with --engine"))?;
         }
         let endpoints = match &self.calibration {
             None => None,

@@ -129,3 +129,79 @@ fn failure_cuts_a_spine_link_on_every_variant() {
     assert_eq!(o.status.code(), Some(2));
     assert!(err(&o).contains("all-reduce-ring"), "{}", err(&o));
 }
+
+/// `rdmalab compare` on the SHARP example: InfiniBand runs the all-reduce with
+/// SHARP (its table and the advisor's row say so), RoCEv2 skips it saying why.
+/// SHARP on a scenario with no InfiniBand variant, or at packet level through
+/// `--engine`, is bad input (exit 2) naming the field.
+#[test]
+fn compare_runs_sharp_on_infiniband_only_and_refuses_it_by_field() {
+    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/lab/superpod-4su-1024-sharp.toml");
+    let dir = tempfile::tempdir().unwrap();
+    let o = rdmalab(
+        &[
+            "compare",
+            p.to_str().unwrap(),
+            "--tables",
+            "-o",
+            dir.path().to_str().unwrap(),
+        ],
+        None,
+    );
+    assert!(o.status.success(), "{}", err(&o));
+    let text = out(&o);
+    for want in [
+        "# InfiniBand NDR (SM, ftree) with SHARP — all_reduce (SHARP)",
+        "Mechanism and bandwidth (weight 2): InfiniBand with SHARP (cluster.sharp = true",
+    ] {
+        assert!(text.contains(want), "{want}\n{text}");
+    }
+    // the report's per-variant detail says how SHARP ran and why RoCEv2 skipped it
+    let html = std::fs::read_to_string(dir.path().join("report.html")).unwrap();
+    for want in [
+        "finding: note: all-reduce-sharp ran as NCCL&#x27;s NVLS",
+        "finding: note: all-reduce-sharp not run: Ethernet switches have no in-network reduction",
+    ] {
+        assert!(
+            html.contains(want) || html.contains(&want.replace("&#x27;", "'")),
+            "{want}"
+        );
+    }
+    let src = std::fs::read_to_string(&p).unwrap();
+    let roce = dir.path().join("roce.toml");
+    std::fs::write(
+        &roce,
+        src.replace(
+            "kind = \"infiniband\"\nengines = [\"ftree\", \"updn\"]",
+            "kind = \"rocev2\"\npfc = true",
+        ),
+    )
+    .unwrap();
+    let o = rdmalab(
+        &["compare", roce.to_str().unwrap(), "-o", dir.path().to_str().unwrap()],
+        None,
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", err(&o));
+    assert!(
+        err(&o).contains("field `cluster.sharp`: no InfiniBand variant to use it"),
+        "{}",
+        err(&o)
+    );
+    let o = rdmalab(
+        &[
+            "compare",
+            p.to_str().unwrap(),
+            "--engine",
+            "packet",
+            "-o",
+            dir.path().to_str().unwrap(),
+        ],
+        None,
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", err(&o));
+    assert!(
+        err(&o).contains("with --engine: field `engine`: all-reduce-sharp runs at flow level only"),
+        "{}",
+        err(&o)
+    );
+}

@@ -53,6 +53,11 @@ pub const FIELDS: &[(&str, &str, &str)] = &[
         "uplinks per leaf of a scalable-unit fabric; default one per server port (non-blocking), fewer oversubscribe the leaves",
     ),
     (
+        "cluster.sharp",
+        "bool, default false",
+        "the InfiniBand switches run SHARP streaming aggregation (Quantum HDR or newer, Aggregation Manager up): InfiniBand variants may run all-reduce-sharp and the advisor's bandwidth row takes InfiniBand's all-reduce with SHARP; needs an InfiniBand variant (Ethernet switches have no SHARP)",
+    ),
+    (
         "gpu.nvlink_gbytes",
         "GB/s, default 450",
         "per-GPU NVLink bandwidth in one direction (H100: 450)",
@@ -63,9 +68,14 @@ pub const FIELDS: &[(&str, &str, &str)] = &[
         "latency of one NVLink transfer",
     ),
     (
+        "gpu.nvls",
+        "bool, default false",
+        "the NVSwitch reduces (NVLink SHARP, H100/H200 HGX): all-reduce-sharp reduces inside each server with NVLS where that is faster than an all-to-all over NVLink",
+    ),
+    (
         "workload.collectives",
         "list",
-        "all-reduce-ring, all-reduce-tree, all-gather, reduce-scatter, all-to-all",
+        "all-reduce-ring, all-reduce-tree, all-gather, reduce-scatter, all-to-all, all-reduce-sharp (in-network reduction on InfiniBand switches: needs cluster.sharp and engine = \"flow\"; RoCE and IPoIB variants skip it, saying why)",
     ),
     (
         "workload.sizes",

@@ -4,3 +4,4 @@ mod calibrated;
 mod flow_agreement;
 mod published;
 mod roce;
+mod sharp;
