@@ -86,8 +86,14 @@ pub(crate) fn run_full(
         let mut slowest = u64::MAX;
         for &e in t.up.iter().chain(&t.down) {
             if let Some(res) = ports.resource(e) {
-                // its own direction's data, the other direction's ACKs
-                uses.push(Use { res, weight: dw + aw });
+                // its own direction's data, the other direction's ACKs; a NIC's
+                // egress at no more than its payload ceiling
+                let data = if f.node(e.node).kind == fabric::NodeKind::Ca {
+                    w.wire.at_nic(dw)
+                } else {
+                    dw
+                };
+                uses.push(Use { res, weight: data + aw });
             }
             slowest = slowest.min(ports.bps(e));
         }
