@@ -39,3 +39,31 @@ fn ring_busbw_per_400g_nic_against_the_published_nccl_tests_figure() {
     assert!(busbw[0] <= ceiling && ceiling < wire, "{busbw:?} {ceiling} {wire}");
     assert!(busbw[0] / hi - 1.0 <= lab::advisor::BUSBW_TOLERANCE);
 }
+
+/// perftest between two NICs under one switch of the comparison's fabrics, with
+/// the published NICs (docs/VALIDATION.md §12b): one-way latency of a 2-byte
+/// message and `ib_write_bw`'s payload rate at 64 KiB. Taking off what the
+/// model's switch and cables add (its 130 ns cut-through InfiniBand switch, its
+/// 600 ns store-and-forward Ethernet switch and a frame's serialization, a 2 m
+/// cable each way), what is left is within 10% of the NICs' published one-way
+/// latency; the payload rate is the published 96.6% of line within 10%.
+#[test]
+fn perftest_on_both_fabrics_with_the_published_nics() {
+    let (ib_pub, roce_pub) = lab::endpoints::PUBLISHED_ONE_WAY_NS;
+    let ib = lab::compare::perftest(lab::compare::PerfFabric::Infiniband, 400, 2, 65_536, 200, 128).unwrap();
+    let roce = lab::compare::perftest(lab::compare::PerfFabric::Rocev2, 400, 2, 65_536, 200, 128).unwrap();
+    // the figures docs/VALIDATION.md §12b quotes
+    assert!((ib.latency_ns - 750.6).abs() < 0.5 && (roce.latency_ns - 1422.6).abs() < 0.5, "{ib:?} {roce:?}");
+    assert!((ib.bw_gbps - 385.3).abs() < 0.2 && (roce.bw_gbps - 384.3).abs() < 0.2, "{ib:?} {roce:?}");
+    // cables: 2 m each at 5 ns/m, two of them
+    let cables = 20.0;
+    let ib_nic = ib.latency_ns - 130.0 - cables;
+    // a 2-byte RoCEv2 frame (62 bytes of headers, padded to Ethernet's 64-byte minimum) stored once at 400 Gb/s
+    let roce_nic = roce.latency_ns - 600.0 - cables - 64.0 * 8.0 / 400.0;
+    assert!((ib_nic / ib_pub - 1.0).abs() <= 0.10, "{ib_nic}");
+    assert!((roce_nic / roce_pub - 1.0).abs() <= 0.10, "{roce_nic}");
+    let ceiling = 400.0 * f64::from(lab::endpoints::PAYLOAD_PPM) / 1e6;
+    for bw in [ib.bw_gbps, roce.bw_gbps] {
+        assert!((bw / ceiling - 1.0).abs() <= 0.10, "{bw} against {ceiling}");
+    }
+}
