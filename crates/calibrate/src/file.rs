@@ -120,6 +120,10 @@ pub enum Name {
     /// endpoint: what a SEND costs the receiver beyond a WRITE: receive WQE,
     /// CQE, poll (ns).
     RxLatency,
+    /// endpoint: one switch's port-to-port latency, from the same latency test
+    /// through one switch and back to back (flow-level-and-calibration.md B8
+    /// step 3) (ns).
+    SwitchLatency,
     /// latency tool: intercept of the line over sizes up to the inline limit (ns).
     InlineLatency,
     /// latency tool: slope of that line (ns per byte).
@@ -149,7 +153,12 @@ impl Name {
     /// The one unit this parameter is recorded in.
     pub fn unit(self) -> Unit {
         match self {
-            Name::TxLatency | Name::RxLatency | Name::InlineLatency | Name::Latency | Name::MessageCost => Unit::Ns,
+            Name::TxLatency
+            | Name::RxLatency
+            | Name::SwitchLatency
+            | Name::InlineLatency
+            | Name::Latency
+            | Name::MessageCost => Unit::Ns,
             Name::InlineNsPerByte => Unit::NsPerByte,
             Name::Alpha => Unit::Us,
             Name::Bandwidth
@@ -166,6 +175,7 @@ impl Name {
         match self {
             Name::TxLatency => "tx_latency",
             Name::RxLatency => "rx_latency",
+            Name::SwitchLatency => "switch_latency",
             Name::InlineLatency => "inline_latency",
             Name::InlineNsPerByte => "inline_ns_per_byte",
             Name::Latency => "latency",
@@ -182,7 +192,7 @@ impl Name {
 
     fn kind(self) -> ScopeKind {
         match self {
-            Name::TxLatency | Name::RxLatency => ScopeKind::Endpoint,
+            Name::TxLatency | Name::RxLatency | Name::SwitchLatency => ScopeKind::Endpoint,
             Name::InlineLatency | Name::InlineNsPerByte | Name::Latency | Name::Bandwidth => ScopeKind::Lat,
             Name::MessageCost | Name::PeakBandwidth => ScopeKind::Bw,
             _ => ScopeKind::Collective,
@@ -301,6 +311,11 @@ impl Calibration {
         self.parameters
             .iter()
             .find(|p| p.fabric == fabric && p.scope == scope && p.name == name)
+    }
+
+    /// One switch's latency on `fabric`, ns, when a one-hop run gave it.
+    pub fn switch_latency(&self, fabric: Fabric) -> Option<f64> {
+        Some(self.get(fabric, Scope::Endpoint, Name::SwitchLatency)?.value)
     }
 
     /// The endpoint latencies of `fabric`, when both were fitted.

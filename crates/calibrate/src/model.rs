@@ -41,6 +41,13 @@ pub struct Options {
     pub nccl_min_bytes: u64,
     /// The fabric of nccl-tests files that do not say theirs.
     pub fabric: Option<Fabric>,
+    /// Latency runs (their paths, as given) measured through one switch; each
+    /// pairs with the back-to-back run of the same test and fabric to give the
+    /// switch's latency (flow-level-and-calibration.md B8 step 3).
+    pub one_hop: Vec<String>,
+    /// What the one-hop path adds besides the switch, ns: its second cable
+    /// (about 5 ns per metre), taken off the difference.
+    pub one_hop_extra_ns: f64,
 }
 
 impl Default for Options {
@@ -49,6 +56,8 @@ impl Default for Options {
             path_ns: 0.0,
             nccl_min_bytes: 1 << 20,
             fabric: None,
+            one_hop: Vec::new(),
+            one_hop_extra_ns: 0.0,
         }
     }
 }
@@ -707,12 +716,45 @@ pub fn calibrate(inputs: &[Input], opts: &Options) -> Result<Calibrated, FitErro
         return Err(FitError::Empty);
     }
     let mut by: BTreeMap<(Fabric, Scope), &Input> = BTreeMap::new();
+    let mut hop: BTreeMap<(Fabric, Tool), &PerftestRun> = BTreeMap::new();
     let mut sources = Vec::new();
     for i in inputs {
         let fabric = i
             .fabric()
             .or(opts.fabric)
             .ok_or_else(|| FitError::NoFabric { path: i.path().into() })?;
+        if opts.one_hop.iter().any(|p| p == i.path()) {
+            let run = match i {
+                Input::Perftest(r) if matches!(r.tool, Tool::WriteLat | Tool::SendLat) => r,
+                _ => {
+                    return Err(FitError::Model {
+                        path: i.path().into(),
+                        what: format!(
+                            "{} given as a one-hop run: only ib_write_lat and ib_send_lat give a switch's latency",
+                            i.test()
+                        ),
+                    });
+                }
+            };
+            if let Some(prev) = hop.insert((fabric, run.tool), run) {
+                return Err(FitError::Duplicate {
+                    test: format!("{} through one switch", i.test()),
+                    fabric,
+                    first: prev.path.clone(),
+                    second: run.path.clone(),
+                });
+            }
+            let mut notes = i.notes().to_vec();
+            notes.push("through one switch (--one-hop): pairs with the back-to-back run for the switch's latency".into());
+            sources.push(Source {
+                path: i.path().into(),
+                test: i.test().into(),
+                fabric,
+                rows: i.rows() as u32,
+                notes,
+            });
+            continue;
+        }
         let scope = match i {
             Input::Perftest(r) => Scope::of_tool(r.tool),
             Input::Nccl(r) => Scope::of_collective(r.collective),
@@ -841,6 +883,62 @@ pub fn calibrate(inputs: &[Input], opts: &Options) -> Result<Calibrated, FitErro
                     ),
                 );
             }
+        }
+        // the switch: the same test through one switch against back to back
+        for tool in [Tool::WriteLat, Tool::SendLat] {
+            let Some(run) = hop.get(&(fabric, tool)) else {
+                continue;
+            };
+            let Some((b2b, b2b_path)) = fixed.get(&tool) else {
+                return Err(FitError::Model {
+                    path: run.path.clone(),
+                    what: format!(
+                        "a one-hop {} needs the back-to-back {} of the same hosts on {fabric} to give the switch's latency",
+                        tool.name(),
+                        tool.name()
+                    ),
+                });
+            };
+            let Table::Lat { rows: hop_rows } = &run.table else {
+                continue;
+            };
+            // fitted alone: its curve is not the endpoint's
+            let h = fit_latency(
+                &mut Out {
+                    fabric,
+                    params: &mut Vec::new(),
+                    rows: &mut Vec::new(),
+                },
+                run,
+                hop_rows,
+            )?;
+            let sw = h.fixed_ns - b2b.fixed_ns - opts.one_hop_extra_ns;
+            if sw < 0.0 {
+                return Err(FitError::Model {
+                    path: run.path.clone(),
+                    what: format!(
+                        "its fixed latency ({:.1} ns) is not above the back-to-back run's ({:.1} ns) plus --one-hop-extra-ns ({} ns): a switch cannot take negative time",
+                        h.fixed_ns, b2b.fixed_ns, opts.one_hop_extra_ns
+                    ),
+                });
+            }
+            eo.param(
+                Scope::Endpoint,
+                Name::SwitchLatency,
+                sw,
+                vec![b2b_path.clone(), run.path.clone()],
+                h.residual.max(b2b.residual),
+                h.rows,
+                Vec::new(),
+                format!(
+                    "{}'s fixed one-way latency through one switch ({:.1} ns) minus back to back ({:.1} ns) minus the one-hop path's other additions ({} ns, --one-hop-extra-ns): one switch's port-to-port latency (flow-level-and-calibration.md B8 step 3), applied to every switch of the fabric",
+                    tool.name(),
+                    h.fixed_ns,
+                    b2b.fixed_ns,
+                    opts.one_hop_extra_ns
+                ),
+            );
+            break;
         }
         for c in Collective::ALL {
             if let Some(Input::Nccl(run)) = by.get(&(fabric, Scope::of_collective(c))) {

@@ -286,8 +286,16 @@ fn run_one(
 ) -> Result<CompareResults, CompareError> {
     // the calibration file's NIC latencies where it has them, else the
     // published NICs' (`crate::endpoints`)
-    let ib_lat = Nic::of(endpoints.and_then(|e| e.infiniband), &crate::endpoints::IB_HCA);
-    let roce_lat = Nic::of(endpoints.and_then(|e| e.rocev2), &crate::endpoints::ROCE_NIC);
+    let ib_lat = Nic::of(
+        endpoints.and_then(|e| e.infiniband),
+        endpoints.and_then(|e| e.infiniband_switch_ps),
+        &crate::endpoints::IB_HCA,
+    );
+    let roce_lat = Nic::of(
+        endpoints.and_then(|e| e.rocev2),
+        endpoints.and_then(|e| e.rocev2_switch_ps),
+        &crate::endpoints::ROCE_NIC,
+    );
     let mut applied = Vec::new();
     let total = steps(s) + if user.is_some() { steps_of(s) } else { 0 };
     let mut driver = Driver {
@@ -308,7 +316,7 @@ fn run_one(
         });
         let prepared = match &v.fabric {
             VariantFabric::Infiniband { engines } => {
-                if ib_lat.calibrated {
+                if ib_lat.calibrated || ib_lat.switch_ps.is_some() {
                     applied.push(v.id.clone());
                 }
                 prepare_ib(s, v, &ib_fabric, engines, ib_lat)?
@@ -326,7 +334,7 @@ fn run_one(
             } => {
                 let cfg = roce_config(s, v, &eth_fabric, *pfc, *dcqcn, *ecn, lossy_hops)?;
                 let bring_up = roce_bring_up(*pfc, *dcqcn, *ecn, lossy_hops);
-                if roce_lat.calibrated {
+                if roce_lat.calibrated || roce_lat.switch_ps.is_some() {
                     applied.push(v.id.clone());
                 }
                 prepare_roce(s, v, &eth_fabric, cfg, bring_up, Vec::new(), roce_lat)?
@@ -400,7 +408,7 @@ fn run_one(
             if notes.ecn { "marking" } else { "not marking" },
             if notes.watchdog { "on" } else { "off" }
         );
-        if roce_lat.calibrated {
+        if roce_lat.calibrated || roce_lat.switch_ps.is_some() {
             applied.push(v.id.clone());
         }
         let prepared = prepare_roce(s, &v, &eth_fabric, cfg, bring_up, findings, roce_lat)?;
@@ -630,16 +638,19 @@ fn ib_world<'a>(
 struct Nic {
     latency: NicLatency,
     payload_ppm: u32,
-    /// The latencies came from a calibration file.
+    /// The NIC latencies came from a calibration file.
     calibrated: bool,
+    /// One switch's latency from a calibration file, ps (else the model's).
+    switch_ps: Option<u64>,
 }
 
 impl Nic {
-    fn of(calibrated: Option<NicLatency>, model: &crate::endpoints::NicModel) -> Nic {
+    fn of(calibrated: Option<NicLatency>, switch_ps: Option<u64>, model: &crate::endpoints::NicModel) -> Nic {
         Nic {
             latency: calibrated.unwrap_or(model.latency),
             payload_ppm: model.payload_ppm,
             calibrated: calibrated.is_some(),
+            switch_ps,
         }
     }
 }
@@ -651,6 +662,7 @@ fn ib_config(nic: Nic) -> IbConfig {
         hca_tx_latency_ps: nic.latency.tx_ps,
         hca_rx_latency_ps: nic.latency.rx_ps,
         hca_payload_ppm: nic.payload_ppm,
+        switch_latency_ps: nic.switch_ps.unwrap_or(IbConfig::default().switch_latency_ps),
         ..IbConfig::default()
     }
 }
@@ -667,7 +679,9 @@ fn nic_note(nic: Nic) -> String {
         nic.latency.tx_ps as f64 / 1e3,
         nic.latency.rx_ps as f64 / 1e3,
         f64::from(nic.payload_ppm) / 1e4
-    )
+    ) + &nic.switch_ps.map_or(String::new(), |ps| {
+        format!("; switch latency from the calibration file: {:.1} ns", ps as f64 / 1e3)
+    })
 }
 
 /// Where each NIC sits, or the variant's error.
@@ -773,6 +787,9 @@ fn prepare_roce<'a>(
     let bring_up = bring_up + &nic_note(nic);
     let mut cfg = cfg;
     cfg.nic.payload_ppm = nic.payload_ppm;
+    if let Some(ps) = nic.switch_ps {
+        cfg.switch.switch_latency = sim::Time(ps);
+    }
     let nics = nic_map(v, f)?;
     let load = s.workload.background_tcp_load;
     let tcp_flows = if load > 0.0 {
@@ -1031,7 +1048,7 @@ pub fn perftest(
     };
     match (fabric, &v.fabric) {
         (PerfFabric::Infiniband, VariantFabric::Infiniband { engines }) => {
-            let nic = Nic::of(None, &crate::endpoints::IB_HCA);
+            let nic = Nic::of(None, None, &crate::endpoints::IB_HCA);
             let opts = sm::run::RunOptions {
                 engines: engines.to_vec(),
                 ..Default::default()
@@ -1042,7 +1059,7 @@ pub fn perftest(
             run(&mut crate::runner::IbNet::new(&mut sim)).map_err(err)
         }
         (PerfFabric::Rocev2, VariantFabric::Rocev2 { pfc, dcqcn, ecn, lossy_hops }) => {
-            let nic = Nic::of(None, &crate::endpoints::ROCE_NIC);
+            let nic = Nic::of(None, None, &crate::endpoints::ROCE_NIC);
             let mut cfg = roce_config(&s, &v, &f, *pfc, *dcqcn, *ecn, lossy_hops)?;
             cfg.nic.payload_ppm = nic.payload_ppm;
             let mut sim = sim::roce::net::RoceSim::new(&f, cfg, &[]).map_err(|e| err(RunError::Roce(e)))?;

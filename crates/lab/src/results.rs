@@ -261,6 +261,14 @@ pub struct Endpoints {
     pub infiniband: Option<NicLatency>,
     /// RoCE's, likewise.
     pub rocev2: Option<NicLatency>,
+    /// One InfiniBand switch's latency, ps, when the file has it (a one-hop
+    /// against a back-to-back latency run): every switch of the verbs variants.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub infiniband_switch_ps: Option<u64>,
+    /// One Ethernet switch's latency, ps, likewise: every switch of the RoCEv2
+    /// variants.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rocev2_switch_ps: Option<u64>,
     /// The variants that ran with them (filled by the comparison).
     #[serde(default)]
     pub applied_to: Vec<String>,

@@ -870,12 +870,17 @@ pub fn endpoint_lines(r: &CompareResults) -> String {
         ),
         None => format!("{name} not in the file (the published NIC's)"),
     };
+    let sw = |name: &str, ps: Option<u64>| {
+        ps.map_or(String::new(), |ps| format!("; {name} switch {:.1} ns", ps as f64 / 1e3))
+    };
     let _ = writeln!(
         o,
-        "endpoints: from the calibration file {}: {}; {}; applied to {}",
+        "endpoints: from the calibration file {}: {}; {}{}{}; applied to {}",
         c.source,
         one("InfiniBand", c.infiniband),
         one("RoCEv2", c.rocev2),
+        sw("InfiniBand", c.infiniband_switch_ps),
+        sw("Ethernet", c.rocev2_switch_ps),
         if c.applied_to.is_empty() {
             "no variant".to_string()
         } else {

@@ -5,7 +5,7 @@
 
 use calibrate::{Calibration, Fabric, Name, Scope};
 
-use crate::all;
+use crate::{all, fixture, inputs};
 
 fn value(c: &Calibration, f: Fabric, s: Scope, n: Name) -> f64 {
     c.get(f, s, n).unwrap_or_else(|| panic!("{f} {s:?} {n:?}")).value
@@ -289,4 +289,44 @@ fn the_figures_quoted_in_the_calibration_doc() {
     // the negative intercept the all-reduce on 512 MiB-8 GiB gave (α then 0)
     let m = &c.calibration.get(Ib, Scope::AllReducePerf, Name::Alpha).unwrap().method;
     assert!(m.contains("negative (-11.0 µs)"), "{m}");
+}
+
+/// A one-hop `ib_write_lat` against the back-to-back one gives the switch's
+/// latency (flow-level-and-calibration.md B8 step 3): the fixture adds 150 ns of
+/// switch and 10 ns of a second cable, and `one_hop_extra_ns` takes the cable off.
+/// The fit lands within the fixtures' ±1.5% latency noise of 150 ns; the
+/// calibration file carries it and reads back; a one-hop run without its
+/// back-to-back partner, or of a bandwidth test, is refused naming the file.
+#[test]
+fn a_one_hop_latency_run_gives_the_switch_latency() {
+    let b2b = "ib-edr/ib_write_lat.txt";
+    let hop = "ib-edr/one-hop/ib_write_lat.txt";
+    let opts = calibrate::Options {
+        one_hop: vec![fixture(hop)],
+        one_hop_extra_ns: 10.0,
+        ..calibrate::Options::default()
+    };
+    let cal = calibrate::calibrate(&inputs(&[b2b, hop]), &opts).unwrap();
+    let sw = cal.calibration.switch_latency(calibrate::Fabric::Infiniband).unwrap();
+    assert!((sw - 150.0).abs() < 0.03 * 1160.0, "{sw}");
+    // the fit itself, as docs/CALIBRATION.md quotes it
+    assert!((sw - 159.9).abs() < 0.5, "{sw}");
+    let back = calibrate::Calibration::from_toml("c.toml", &cal.calibration.to_toml()).unwrap();
+    assert_eq!(back.switch_latency(calibrate::Fabric::Infiniband), Some(sw));
+    // the endpoint parameters are the back-to-back run's alone
+    let plain = calibrate::calibrate(&inputs(&[b2b]), &calibrate::Options::default()).unwrap();
+    assert_eq!(
+        plain.calibration.endpoint(calibrate::Fabric::Infiniband).map(|e| e.tx_ns),
+        cal.calibration.endpoint(calibrate::Fabric::Infiniband).map(|e| e.tx_ns)
+    );
+    // alone, or a bandwidth test, it is refused by file
+    let e = calibrate::calibrate(&inputs(&[hop]), &opts).unwrap_err().to_string();
+    assert!(e.contains(&fixture(hop)) && e.contains("back-to-back"), "{e}");
+    let bw = "ib-edr/ib_write_bw.txt";
+    let o = calibrate::Options {
+        one_hop: vec![fixture(bw)],
+        ..calibrate::Options::default()
+    };
+    let e = calibrate::calibrate(&inputs(&[b2b, bw]), &o).unwrap_err().to_string();
+    assert!(e.contains(&fixture(bw)) && e.contains("only ib_write_lat and ib_send_lat"), "{e}");
 }

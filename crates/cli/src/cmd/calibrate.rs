@@ -39,6 +39,16 @@ pub struct CalibrateCmd {
     /// on a short cable.
     #[arg(long, default_value_t = 0.0, value_name = "NS")]
     path_ns: f64,
+    /// An ib_write_lat or ib_send_lat output measured through one switch (the
+    /// other FILEs: back to back): the pair gives the switch's port-to-port
+    /// latency, which `compare --calibration` applies to every switch of that
+    /// fabric. Repeat for each fabric.
+    #[arg(long, value_name = "FILE")]
+    one_hop: Vec<PathBuf>,
+    /// What the one-hop path adds besides the switch (its second cable, about
+    /// 5 ns per metre), ns.
+    #[arg(long, default_value_t = 0.0, value_name = "NS")]
+    one_hop_extra_ns: f64,
     /// nccl-tests rows below this size are left out of the α–β fits (NCCL's
     /// small-message protocols follow another line).
     #[arg(long, default_value_t = 1 << 20, value_name = "BYTES")]
@@ -67,8 +77,14 @@ impl CalibrateCmd {
                 self.path_ns
             )));
         }
-        let mut inputs = Vec::with_capacity(self.files.len());
-        for p in &self.files {
+        if !(self.one_hop_extra_ns.is_finite() && self.one_hop_extra_ns >= 0.0) {
+            return Err(CliError::bad_input(format!(
+                "--one-hop-extra-ns {} is not a time: give nanoseconds, 0 or more",
+                self.one_hop_extra_ns
+            )));
+        }
+        let mut inputs = Vec::with_capacity(self.files.len() + self.one_hop.len());
+        for p in self.files.iter().chain(&self.one_hop) {
             let text = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
             inputs.push(calibrate::parse(&p.display().to_string(), &text)?);
         }
@@ -81,6 +97,8 @@ impl CalibrateCmd {
                     FabricArg::Infiniband => calibrate::Fabric::Infiniband,
                     FabricArg::Roce => calibrate::Fabric::Roce,
                 }),
+                one_hop: self.one_hop.iter().map(|p| p.display().to_string()).collect(),
+                one_hop_extra_ns: self.one_hop_extra_ns,
             },
         )?;
         write_file(&self.out, &cal.calibration.to_toml(), self.force)?;

@@ -30,6 +30,8 @@ fn calibrated_endpoints_reach_the_verbs_and_rocev2_variants_only() {
             tx_ps: 5_582_890,
             rx_ps: 257_107,
         }),
+        infiniband_switch_ps: None,
+        rocev2_switch_ps: None,
         applied_to: Vec::new(),
     };
     let cal = lab::compare::run_calibrated(&s, None, Some(&e), &mut |_| {}).unwrap();
@@ -71,6 +73,43 @@ fn calibrated_endpoints_reach_the_verbs_and_rocev2_variants_only() {
                 assert_eq!(p.bring_up, v.bring_up);
             }
             (Some(_), pl, vl) => panic!("{id}: probes ran {:?} / {:?}", pl.is_some(), vl.is_some()),
+        }
+    }
+}
+
+/// A calibration file's switch latencies (a one-hop against a back-to-back
+/// latency run) replace the model's on every switch of their fabric: a probe
+/// across one switch moves by the difference, the NICs stay the published ones,
+/// and the bring-up says so.
+#[test]
+fn calibrated_switch_latency_replaces_the_models_on_its_fabric() {
+    let s = small();
+    let plain = lab::compare::run(&s, &mut |_| {}).unwrap();
+    let e = Endpoints {
+        source: "calibration.toml".into(),
+        infiniband: None,
+        rocev2: None,
+        infiniband_switch_ps: Some(330_000),
+        rocev2_switch_ps: Some(1_000_000),
+        applied_to: Vec::new(),
+    };
+    let cal = lab::compare::run_calibrated(&s, None, Some(&e), &mut |_| {}).unwrap();
+    for v in &cal.variants {
+        let p = plain.variants.iter().find(|x| x.id == v.id).unwrap();
+        // the model's switches: InfiniBand 130 ns, Ethernet 600 ns
+        let moved = match v.kind {
+            lab::FabricKind::Infiniband => 200_000.0,
+            lab::FabricKind::Rocev2 => 400_000.0,
+            _ => 0.0,
+        };
+        match (&p.latency, &v.latency) {
+            (Some(pl), Some(vl)) if moved > 0.0 => {
+                let grew = (vl.p50_us - pl.p50_us) * 1e6;
+                assert!((grew - moved).abs() < 0.02 * moved, "{}: {grew} against {moved}", v.id);
+                assert!(v.bring_up.contains("switch latency from the calibration file"), "{}", v.bring_up);
+                assert!(v.bring_up.contains("NIC latency as published"), "{}", v.bring_up);
+            }
+            (pl, vl) => assert_eq!(pl, vl, "{}", v.id),
         }
     }
 }
