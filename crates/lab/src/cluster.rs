@@ -37,7 +37,25 @@ pub fn link_rate(tech: Tech, gbps: u32) -> Result<LinkRate, GenError> {
 /// Build the cluster's rail-optimized fabric for `tech`: scalable units as the
 /// DGX SuperPOD reference architecture cables them when `scalable_units` is set,
 /// else one leaf per rail.
+/// The switch a scenario names: by node name, or (a fabric read from a file,
+/// whose nodes ibnetdiscover names by GUID) by its NodeDescription when one
+/// switch alone has it.
+pub fn switch_named(f: &Fabric, name: &str) -> Option<fabric::NodeId> {
+    let sw = |id: &fabric::NodeId| f.node(*id).kind == fabric::NodeKind::Switch;
+    if let Some(id) = f.by_name(name).filter(sw) {
+        return Some(id);
+    }
+    let mut by_desc = f.nodes_of(fabric::NodeKind::Switch).filter(|&id| f.node(id).desc == name);
+    match (by_desc.next(), by_desc.next()) {
+        (Some(id), None) => Some(id),
+        _ => None,
+    }
+}
+
 pub fn build(c: &Cluster, tech: Tech) -> Result<Fabric, GenError> {
+    if let Some(f) = &c.imported {
+        return crate::import::retype(f, tech);
+    }
     if let Some(sus) = c.scalable_units {
         return superpod(&SuperPodParams {
             sus,

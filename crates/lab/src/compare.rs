@@ -715,7 +715,7 @@ fn roce_config(
     let lossy: Vec<NodeId> = lossy_hops
         .iter()
         .map(|h| {
-            f.by_name(h)
+            crate::cluster::switch_named(f, h)
                 .ok_or_else(|| bad(format!("lossy_hops names {h:?}, which is not a switch of this cluster")))
         })
         .collect::<Result<_, _>>()?;

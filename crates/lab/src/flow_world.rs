@@ -488,6 +488,9 @@ mod tests {
             scalable_units: None,
             leaf_uplinks: None,
             sharp: false,
+            topology: None,
+            mapping: None,
+            imported: None,
         }
     }
 
@@ -751,6 +754,9 @@ mod ring_tests {
                 scalable_units: sus,
                 leaf_uplinks: uplinks,
                 sharp: false,
+                topology: None,
+                mapping: None,
+                imported: None,
             };
             let f = cluster::build(&c, Tech::InfiniBand).unwrap();
             let o = sm::run::RunOptions {
@@ -923,6 +929,9 @@ mod interference_tests {
             scalable_units: Some(2),
             leaf_uplinks: None,
             sharp: false,
+            topology: None,
+            mapping: None,
+            imported: None,
         };
         let f = crate::cluster::build(&c, crate::tco::Tech::Ethernet).unwrap();
         let nics = NicMap::from_fabric(&f).unwrap();

@@ -10,6 +10,7 @@ mod driver;
 pub mod failure;
 pub mod failure_cost;
 pub mod flow_world;
+pub mod import;
 pub mod results;
 pub mod roce_variant;
 pub mod runner;

@@ -37,6 +37,11 @@ impl NicMap {
         if nic.is_empty() {
             return Err(TopologyError::NoServers.into());
         }
+        // each server's adapters in rail order, as their NodeDescriptions number
+        // them (`gpu07 mlx5_3`: rail 3); the generators add them in that order
+        for v in &mut nic {
+            v.sort_by_key(|&id| crate::import::rail_of(&f.node(id).desc).unwrap_or(u32::MAX));
+        }
         if let Some(s) = nic.iter().position(|v| v.len() != nic[0].len()) {
             return Err(TopologyError::UnevenNics {
                 first: nic[0].len(),
@@ -958,6 +963,9 @@ mod tests {
             scalable_units: None,
             leaf_uplinks: None,
             sharp: false,
+            topology: None,
+            mapping: None,
+            imported: None,
         };
         let f = cluster::build(&c, Tech::InfiniBand).unwrap();
         let o = sm::run::RunOptions {
@@ -1080,6 +1088,9 @@ mod tests {
             scalable_units: None,
             leaf_uplinks: None,
             sharp: false,
+            topology: None,
+            mapping: None,
+            imported: None,
         };
         let f = cluster::build(&c, Tech::Ethernet).unwrap();
         let mut sim = sim::roce::net::RoceSim::new(&f, sim::roce::net::RoceConfig::default(), &[]).unwrap();
@@ -1106,6 +1117,9 @@ mod tests {
             scalable_units: None,
             leaf_uplinks: None,
             sharp: false,
+            topology: None,
+            mapping: None,
+            imported: None,
         };
         cluster::build(&c, Tech::Ethernet).unwrap()
     }
@@ -1186,6 +1200,9 @@ mod tests {
             scalable_units: None,
             leaf_uplinks: None,
             sharp: false,
+            topology: None,
+            mapping: None,
+            imported: None,
         };
         let f = cluster::build(&c, Tech::Ethernet).unwrap();
         let nics: Vec<NodeId> = f.nodes_of(NodeKind::Ca).collect();

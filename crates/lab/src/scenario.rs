@@ -132,6 +132,19 @@ pub struct Cluster {
     /// switches have no SHARP.
     #[serde(default, skip_serializing_if = "is_false")]
     pub sharp: bool,
+    /// A fabric file to compare instead of a generated one (ibnetdiscover,
+    /// ibsim net, HPCC or rdmalab JSON; relative to the scenario file): built
+    /// both ways from its nodes and cables (`crate::import`). The numbers above
+    /// must then describe it; scalable units do not apply.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topology: Option<String>,
+    /// Which server and rail each adapter of `topology` is (`NODE SERVER RAIL`
+    /// per line), where the adapters' NodeDescriptions do not say it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mapping: Option<String>,
+    /// The fabric read from `topology` when the scenario loaded.
+    #[serde(skip)]
+    pub imported: Option<std::sync::Arc<fabric::Fabric>>,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -419,6 +432,9 @@ impl Scenario {
                 scalable_units: None,
                 leaf_uplinks: None,
                 sharp: false,
+                topology: None,
+                mapping: None,
+                imported: None,
             },
             gpu: Gpu::default(),
             workload: Workload {
@@ -504,10 +520,19 @@ impl Scenario {
 
     /// Parse TOML; `path` names the source in errors.
     pub fn from_toml(text: &str, path: &str) -> Result<Scenario, ScenarioError> {
-        let s: Scenario = toml::from_str(text).map_err(|e| ScenarioError::Parse {
+        let mut s: Scenario = toml::from_str(text).map_err(|e| ScenarioError::Parse {
             path: path.into(),
             message: e.to_string().trim_end().to_string(),
         })?;
+        if let Some(t) = s.cluster.topology.clone() {
+            let base = Path::new(path).parent().filter(|b| !b.as_os_str().is_empty());
+            let f = crate::import::read(base, &t, s.cluster.mapping.as_deref()).map_err(|e| ScenarioError::Invalid {
+                path: path.into(),
+                field: e.field.into(),
+                reason: e.reason,
+            })?;
+            s.cluster.imported = Some(f);
+        }
         s.validate(path)?;
         Ok(s)
     }
@@ -545,6 +570,34 @@ impl Scenario {
             return bad("repeats", format!("{} is outside 1..={MAX_REPEATS}", self.repeats));
         }
         let c = &self.cluster;
+        if c.mapping.is_some() && c.topology.is_none() {
+            return bad("cluster.mapping", "maps the adapters of cluster.topology, which is not given".into());
+        }
+        if let Some(f) = &c.imported {
+            let (servers, per, gbps, radix) = crate::import::shape(f);
+            let topo = c.topology.as_deref().unwrap_or("the topology");
+            for (field, written, found) in [
+                ("cluster.servers", c.servers, servers),
+                ("cluster.gpus_per_server", c.gpus_per_server, per),
+                ("cluster.nic_gbps", c.nic_gbps, gbps),
+            ] {
+                if written != found {
+                    return bad(field, format!("{written}, but {topo} has {found}: write {found}"));
+                }
+            }
+            if c.radix < radix {
+                return bad(
+                    "cluster.radix",
+                    format!("{}, but {topo}'s largest switch has {radix} ports: write at least {radix}", c.radix),
+                );
+            }
+            if c.scalable_units.is_some() || c.leaf_uplinks.is_some() {
+                return bad(
+                    "cluster.scalable_units",
+                    format!("shapes a generated fabric; {topo} is used as it is"),
+                );
+            }
+        }
         if c.servers < 2 {
             return bad(
                 "cluster.servers",
@@ -691,7 +744,7 @@ impl Scenario {
                 }
             })?;
             for (i, h) in names {
-                if f.by_name(h).is_none_or(|n| f.node(n).kind != fabric::NodeKind::Switch) {
+                if crate::cluster::switch_named(&f, h).is_none() {
                     let leaves: Vec<&str> = f
                         .nodes
                         .iter()

@@ -544,6 +544,9 @@ mod flow_tests {
             scalable_units: Some(servers.div_ceil(32)),
             leaf_uplinks: None,
             sharp: true,
+            topology: None,
+            mapping: None,
+            imported: None,
         }
     }
 

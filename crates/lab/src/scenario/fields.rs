@@ -58,6 +58,16 @@ pub const FIELDS: &[(&str, &str, &str)] = &[
         "the InfiniBand switches run SHARP streaming aggregation (Quantum HDR or newer, Aggregation Manager up): InfiniBand variants may run all-reduce-sharp and the advisor's bandwidth row takes InfiniBand's all-reduce with SHARP; needs an InfiniBand variant (Ethernet switches have no SHARP)",
     ),
     (
+        "cluster.topology",
+        "path, optional",
+        "a fabric file to compare instead of a generated one (ibnetdiscover, ibsim net, HPCC or rdmalab JSON), relative to the scenario file: built both ways from its nodes and cables; servers and rails from the adapters' NodeDescriptions (`HOST mlx5_RAIL`) or cluster.mapping; servers, gpus_per_server and nic_gbps must describe it, radix at least its largest switch",
+    ),
+    (
+        "cluster.mapping",
+        "path, optional",
+        "`NODE SERVER RAIL` per line (an adapter of cluster.topology by node name, node GUID or port GUID; `#` comments): each adapter's server and rail, where the NodeDescriptions do not give them",
+    ),
+    (
         "gpu.nvlink_gbytes",
         "GB/s, default 450",
         "per-GPU NVLink bandwidth in one direction (H100: 450)",

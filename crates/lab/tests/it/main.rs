@@ -2,6 +2,7 @@
 
 mod calibrated;
 mod flow_agreement;
+mod imported;
 mod published;
 mod roce;
 mod sharp;

@@ -19,6 +19,9 @@ fn pod(gpus: u32, gbps: u32) -> Cluster {
         scalable_units: Some(servers.div_ceil(32)),
         leaf_uplinks: None,
         sharp: true,
+        topology: None,
+        mapping: None,
+        imported: None,
     }
 }
 
