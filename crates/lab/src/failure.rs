@@ -485,6 +485,27 @@ fn roce_cfg(s: &Scenario) -> sim::roce::net::RoceConfig {
     }
 }
 
+/// Whether every NIC of `f` still reaches every other over its cables.
+fn connected(f: &Fabric) -> bool {
+    let Some(start) = f.nodes_of(NodeKind::Ca).next() else {
+        return true;
+    };
+    let mut seen = vec![false; f.nodes.len()];
+    let mut stack = vec![start];
+    seen[start.idx()] = true;
+    while let Some(n) = stack.pop() {
+        for p in f.node(n).port_nums() {
+            if let Some((e, _)) = f.peer(n, p)
+                && !seen[e.node.idx()]
+            {
+                seen[e.node.idx()] = true;
+                stack.push(e.node);
+            }
+        }
+    }
+    f.nodes_of(NodeKind::Ca).all(|c| seen[c.idx()])
+}
+
 /// `f` without every cable of switch `n`.
 fn without_switch(f: &Fabric, n: NodeId) -> Result<Fabric, FailureError> {
     let mut g = f.clone();
@@ -879,14 +900,27 @@ impl Ctx<'_> {
                 } else {
                     let mut g = f.clone();
                     g.disconnect(l)?;
-                    let d = net.time_ps(&g, self.nvl, self.spec)? as f64 / 1e6;
-                    out.degraded_us = Some(d);
+                    // a link whose loss splits the fabric leaves some connections no path
+                    let split = !connected(&g);
+                    let d = if split {
+                        None
+                    } else {
+                        Some(net.time_ps(&g, self.nvl, self.spec)? as f64 / 1e6)
+                    };
+                    out.degraded_us = d;
+                    let d = d.unwrap_or(healthy);
                     if let Fault::Flap(plan) = &o.fault {
                         out.flaps = if net.is_ib() {
                             recovery::ib_flap_stalls(plan, self.sm)
                         } else {
                             recovery::eth_flap_stalls(plan, &o.eth)
                         };
+                        if split {
+                            for fl in &mut out.flaps {
+                                fl.stall_s = plan.down_s;
+                                fl.why = "the fabric without the link is split: no path until it returns".into();
+                            }
+                        }
                         let total: f64 = out.flaps.iter().map(|s| s.stall_s).sum();
                         let worst = out.flaps.iter().map(|s| s.stall_s).fold(0.0, f64::max);
                         out.recovery = format!(
@@ -915,7 +949,13 @@ impl Ctx<'_> {
                         if net.is_ib() {
                             out.recovery_wall_s = Some(ib_wall);
                         }
-                        if !crossing.is_empty() {
+                        if split && !crossing.is_empty() {
+                            out.recovery
+                                .push_str("; the fabric without the link is split: some GPUs are cut off");
+                            out.restart = true;
+                            out.nccl_timed_out = true;
+                            out.stall_s = self.nccl;
+                        } else if !crossing.is_empty() {
                             out.stall_s = rec_s;
                             out.nccl_timed_out = rec_s > self.nccl;
                             out.with_failure_us = o.at * healthy + rec_s * 1e6 + (1.0 - o.at) * d;
@@ -949,6 +989,13 @@ impl Ctx<'_> {
                         "; {} NICs had this switch as their only link: their GPUs are cut off",
                         cut_nics.len()
                     ));
+                    out.degraded_us = None;
+                    out.restart = true;
+                    out.nccl_timed_out = true;
+                    out.stall_s = self.nccl;
+                } else if !connected(&without_switch(f, n)?) {
+                    out.recovery
+                        .push_str("; the fabric without the switch is split: some GPUs are cut off");
                     out.degraded_us = None;
                     out.restart = true;
                     out.nccl_timed_out = true;
@@ -1018,6 +1065,163 @@ pub fn spine_links_used(s: &Scenario, size: u64) -> Result<usize, FailureError> 
         .flat_map(|e| spine_links(&ib, &e.path).collect::<Vec<_>>())
         .collect();
     Ok(used.len())
+}
+
+/// One variant's failure figures in a comparison.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct VariantRecovery {
+    pub id: String,
+    /// From a switch-to-switch link going down to the fabric routed around it, s.
+    pub recovery_s: f64,
+    /// How, in words.
+    pub how: String,
+    /// Connections of the ring all-reduce at the largest size through the link.
+    pub connections_through_link: usize,
+    /// GPU-hours the job loses to that link failure: its stall on every GPU, or a
+    /// restart if the stall outlasts NCCL's timeout.
+    pub gpu_hours_per_link_failure: f64,
+    /// The failure model ([`FailureModel`], Llama 3's network interruption rate)
+    /// with this recovery as the fabric's repair time: GPU-hours one job-killing
+    /// interruption costs, interruptions a month, and the expected loss a month.
+    pub gpu_hours_per_interruption: f64,
+    pub interruptions_per_month: f64,
+    pub lost_gpu_hours_per_month: f64,
+    pub usd_per_month: f64,
+}
+
+/// What a comparison reports about failures: every figure deterministic (the
+/// InfiniBand recovery is the SMPs our SM sent times the measured cost per SMP,
+/// never a wall time), so the same seed gives the same bytes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RecoveryStudy {
+    /// The link cut on InfiniBand (the ring's busiest link between switches, or
+    /// the first one when the ring stays inside leaves); the Ethernet build loses
+    /// the same cable.
+    pub link: String,
+    /// The SM's recovery from it.
+    pub smps: u64,
+    pub lft_blocks_sent: u64,
+    /// The measured wall time per SMP it is priced at, s.
+    pub per_smp_s: f64,
+    /// The Ethernet timers (FRR's defaults).
+    pub eth: EthTimers,
+    pub nccl_timeout_s: f64,
+    pub variants: Vec<VariantRecovery>,
+}
+
+/// The failure figures of a comparison: a link between switches goes down; per
+/// variant, the fabric's recovery (our SM's sweep, deterministic; BFD's
+/// detection), what the job loses to it, and the failure model's monthly loss with
+/// that recovery. `None` when the fabric has no link between switches.
+pub fn compare_recovery(
+    s: &Scenario,
+    variants: &[(String, crate::advisor::FabricKind)],
+) -> Result<Option<RecoveryStudy>, FailureError> {
+    use crate::advisor::FabricKind;
+    let size = s.workload.sizes.last().copied().unwrap_or(1 << 20);
+    let spec = CollectiveSpec::new(
+        Collective::AllReduceRing,
+        s.cluster.servers,
+        s.cluster.gpus_per_server,
+        size,
+    )?;
+    let ib = crate::cluster::build(&s.cluster, Tech::InfiniBand)?;
+    let engines = ib_engines(s);
+    let ib_net = Net::Ib(engines.clone());
+    let ib_edges = ring_edges(&ib, &ib_net.routing(&ib)?, &NicMap::from_fabric(&ib)?, &spec)?;
+    let link = match busiest(&ib, &ib_edges, Collective::AllReduceRing) {
+        Ok(l) => l,
+        Err(FailureError::NothingToCut(_)) => {
+            let first = (0..ib.links.len() as u32)
+                .map(LinkId)
+                .find(|&l| is_switch(&ib, ib.link(l).a.node) && is_switch(&ib, ib.link(l).b.node));
+            match first {
+                Some(l) => l,
+                None => return Ok(None),
+            }
+        }
+        Err(e) => return Err(e),
+    };
+    let k = ib.link(link).clone();
+    let name = link_name(&ib, link);
+    let (_, sm) = recovery::sm_recoveries(
+        &ib,
+        None,
+        &engines,
+        &[(format!("link {name} down"), Change::Unlink(vec![(k.a.node, k.a.port)]))],
+    );
+    let ib_rec = &sm[0];
+    let (sw, port) = (ib.node(k.a.node).name.clone(), k.a.port);
+    let eth_timers = EthTimers::default();
+    let (eth_s, eth_how) = eth_timers.recovery();
+    let nccl = NcclTimeout::default().seconds();
+    let gpus = u64::from(s.cluster.servers * s.cluster.gpus_per_server);
+    let model = FailureModel::default();
+    let restart_loss = model.restart_s + model.lost_work_s(gpus);
+    let ib_through = ib_edges
+        .iter()
+        .filter(|e| spine_links(&ib, &e.path).any(|x| x == link))
+        .count();
+    let mut eth_through = None;
+    let mut out = Vec::new();
+    for (id, kind) in variants {
+        let (rec, how, through) = match kind {
+            FabricKind::Infiniband | FabricKind::Ipoib => (
+                ib_rec.model_s,
+                format!(
+                    "our SM's sweep: {} SMPs × {:.2} µs",
+                    ib_rec.smps,
+                    recovery::SM_WALL_PER_SMP_S * 1e6
+                ),
+                ib_through,
+            ),
+            FabricKind::Rocev2 => {
+                let through = match eth_through {
+                    Some(t) => t,
+                    None => {
+                        let eth = crate::cluster::build(&s.cluster, Tech::Ethernet)?;
+                        let net = Net::Eth(Box::new(roce_cfg(s)));
+                        let l = find_link(&eth, &sw, port)?;
+                        let edges = ring_edges(&eth, &net.routing(&eth)?, &NicMap::from_fabric(&eth)?, &spec)?;
+                        let t = edges
+                            .iter()
+                            .filter(|e| spine_links(&eth, &e.path).any(|x| x == l))
+                            .count();
+                        eth_through = Some(t);
+                        t
+                    }
+                };
+                (eth_s, eth_how.clone(), through)
+            }
+            // one layer-2 domain: no BFD/BGP recovery to model
+            FabricKind::Rocev1 => continue,
+        };
+        let stall = if through > 0 { rec } else { 0.0 };
+        let lost_s = if stall > nccl { nccl + restart_loss } else { stall };
+        let c = model
+            .cost_with_reroute(rec, gpus, s.prices.gpu_hour)
+            .expect("a cluster has GPUs");
+        out.push(VariantRecovery {
+            id: id.clone(),
+            recovery_s: rec,
+            how,
+            connections_through_link: through,
+            gpu_hours_per_link_failure: lost_s * gpus as f64 / 3600.0,
+            gpu_hours_per_interruption: c.lost_s_per_interruption * gpus as f64 / 3600.0,
+            interruptions_per_month: c.interruptions_per_month,
+            lost_gpu_hours_per_month: c.lost_gpu_hours_per_month,
+            usd_per_month: c.usd_per_month,
+        });
+    }
+    Ok(Some(RecoveryStudy {
+        link: name,
+        smps: ib_rec.smps,
+        lft_blocks_sent: ib_rec.lft_blocks_sent,
+        per_smp_s: recovery::SM_WALL_PER_SMP_S,
+        eth: eth_timers,
+        nccl_timeout_s: nccl,
+        variants: out,
+    }))
 }
 
 #[cfg(test)]
