@@ -109,7 +109,10 @@ fn failure_cuts_a_spine_link_on_every_variant() {
     assert_eq!(j["fault"]["kind"], "link-down");
     let sm = &j["sm"][0];
     let model = sm["model_s"].as_f64().unwrap();
-    assert_eq!(model, sm["smps"].as_f64().unwrap() * lab::failure::recovery::SM_WALL_PER_SMP_S);
+    assert_eq!(
+        model,
+        sm["smps"].as_f64().unwrap() * lab::failure::recovery::SM_WALL_PER_SMP_S
+    );
     let vs = j["variants"].as_array().unwrap();
     assert_eq!(vs.len(), 3, "{vs:?}");
     for v in vs {
@@ -126,8 +129,14 @@ fn failure_cuts_a_spine_link_on_every_variant() {
     for (args, want) in [
         (&["--fault", "switch"][..], "switch spine"),
         (&["--fault", "flap", "--flaps", "2", "--dampening"][..], "flap 2: link"),
-        (&["--fault", "degrade", "--degraded-gbps", "200", "--ber", "1e-7"][..], "trained at 2xNDR"),
-        (&["--fault", "nic-storm", "--no-pfcwd"][..], "NIC's stall prevention stops them (8000 ms)"),
+        (
+            &["--fault", "degrade", "--degraded-gbps", "200", "--ber", "1e-7"][..],
+            "trained at 2xNDR",
+        ),
+        (
+            &["--fault", "nic-storm", "--no-pfcwd"][..],
+            "NIC's stall prevention stops them (8000 ms)",
+        ),
     ] {
         let mut a = vec!["failure", p, "--size", "16777216"];
         a.extend_from_slice(args);
@@ -138,11 +147,26 @@ fn failure_cuts_a_spine_link_on_every_variant() {
     for (args, want) in [
         (&["--link", "spine9:1"][..], "spine9/1: no switch of that name"),
         (&["--op", "all-reduce"][..], "all-reduce-ring"),
-        (&["--fault", "meltdown"][..], "--fault \"meltdown\": expected one of link, switch, flap, degrade, nic-storm"),
-        (&["--fault", "switch", "--switch", "spine99"][..], "switch spine99: no switch of that name"),
-        (&["--fault", "nic-storm", "--nic", "gpu999-mlx5_0"][..], "nic gpu999-mlx5_0: no NIC of that name"),
-        (&["--fault", "degrade", "--degraded-gbps", "300"][..], "--degraded-gbps: an InfiniBand 4xNDR link cannot train at 300 Gb/s"),
-        (&["--fault", "link", "--ber", "1e-6"][..], "--ber does not apply to --fault link"),
+        (
+            &["--fault", "meltdown"][..],
+            "--fault \"meltdown\": expected one of link, switch, flap, degrade, nic-storm",
+        ),
+        (
+            &["--fault", "switch", "--switch", "spine99"][..],
+            "switch spine99: no switch of that name",
+        ),
+        (
+            &["--fault", "nic-storm", "--nic", "gpu999-mlx5_0"][..],
+            "nic gpu999-mlx5_0: no NIC of that name",
+        ),
+        (
+            &["--fault", "degrade", "--degraded-gbps", "300"][..],
+            "--degraded-gbps: an InfiniBand 4xNDR link cannot train at 300 Gb/s",
+        ),
+        (
+            &["--fault", "link", "--ber", "1e-6"][..],
+            "--ber does not apply to --fault link",
+        ),
     ] {
         let mut a = vec!["failure", p, "--size", "16777216"];
         a.extend_from_slice(args);

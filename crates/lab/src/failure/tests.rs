@@ -436,3 +436,107 @@ fn compare_recovery_is_deterministic_and_follows_the_sm_and_the_timers() {
         a.smps
     );
 }
+
+fn close(a: f64, b: f64, rel: f64) -> bool {
+    (a - b).abs() <= rel * b.abs()
+}
+
+/// The figures docs/VALIDATION.md §13 quotes for the 1,024-GPU SuperPOD (ring
+/// all-reduce of 256 MiB, fault at half way), each within the stated tolerance:
+/// SMP counts exactly, times within 1%.
+#[test]
+fn figures_quoted_in_validation_13_at_1024_gpus() {
+    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/lab/superpod-4su-1024.toml");
+    let mut s = crate::ScenarioFile::load(&p).unwrap().comparison(&p).unwrap();
+    s.variants.retain(|v| v.id == "ib" || v.id == "roce-tuned");
+    let go = |fault: Fault, eth: EthTimers| {
+        let mut o = opts(fault);
+        o.size = 256 << 20;
+        o.eth = eth;
+        run(&s, &o).unwrap()
+    };
+    let plain = EthTimers::default();
+    let r = go(Fault::LinkDown, plain);
+    assert_eq!((r.sm[0].smps, r.sm[0].lft_blocks_sent), (8_754, 322));
+    assert!(close(r.sm[0].model_s, 6.55e-3, 0.01), "{:?}", r.sm[0]);
+    assert!(close(var(&r, "ib").healthy_us, 2131.7, 0.01));
+    assert!(close(var(&r, "roce-tuned").gpu_hours_lost, 0.256, 0.01));
+    let r = go(Fault::SwitchDown { switch: None }, plain);
+    assert_eq!(r.link, "switch spine00 (64 links)");
+    assert_eq!((r.sm[0].smps, r.sm[0].lft_blocks_sent), (9_099, 799));
+    assert_eq!(var(&r, "ib").connections_through_link, 32);
+    let flap = Fault::Flap(FlapPlan {
+        flaps: 5,
+        period_s: 2.0,
+        down_s: 1.0,
+    });
+    let r = go(flap.clone(), plain);
+    assert!(close(var(&r, "ib").stall_s, 0.0328, 0.01), "{}", var(&r, "ib").stall_s);
+    assert!(close(var(&r, "roce-tuned").stall_s, 4.5, 1e-9));
+    assert!(close(var(&r, "roce-tuned").gpu_hours_lost, 1.280, 0.01));
+    let damp = EthTimers {
+        dampening: Some(Dampening::default()),
+        ..plain
+    };
+    let r = go(flap, damp);
+    assert!(close(var(&r, "roce-tuned").stall_s, 2.7, 1e-9));
+    let r = go(
+        Fault::Degraded {
+            gbps: Some(100),
+            ber: None,
+            llr: true,
+        },
+        plain,
+    );
+    assert!(close(var(&r, "ib").degraded_us.unwrap(), 5398.1, 0.01));
+    assert!(close(var(&r, "roce-tuned").degraded_us.unwrap(), 5445.4, 0.01));
+    let r = go(
+        Fault::Degraded {
+            gbps: None,
+            ber: Some(1e-6),
+            llr: true,
+        },
+        plain,
+    );
+    assert!(var(&r, "ib").recovery.contains("99.90% of the rate left"));
+    let roce = var(&r, "roce-tuned");
+    assert!(
+        roce.recovery.contains("(14 packets in flight): 67.86%"),
+        "{}",
+        roce.recovery
+    );
+    assert!(close(roce.degraded_us.unwrap(), 2200.6, 0.01));
+    let r = go(
+        Fault::NicStorm {
+            nic: None,
+            watchdog_ms: Some(200.0),
+            nic_prevention_ms: Some(8000.0),
+        },
+        plain,
+    );
+    for v in &r.variants {
+        assert!(v.restart && close(v.gpu_hours_lost, 710.0, 0.01), "{v:?}");
+    }
+    assert!(close(var(&r, "ib").recovery_s.unwrap(), 1.879, 0.01));
+}
+
+/// The default comparison's failure figures (128 GPUs, docs/VALIDATION.md §13).
+#[test]
+fn figures_quoted_for_the_default_comparison() {
+    use crate::advisor::FabricKind;
+    let s = Scenario::default_rail();
+    let kinds = vec![
+        ("ib".to_string(), FabricKind::Infiniband),
+        ("roce-tuned".to_string(), FabricKind::Rocev2),
+    ];
+    let r = compare_recovery(&s, &kinds).unwrap().unwrap();
+    assert_eq!(r.link, "rail0/17 — spine0/1");
+    assert_eq!((r.smps, r.lft_blocks_sent), (1_346, 16));
+    assert!(close(r.variants[0].recovery_s, 1.01e-3, 0.01));
+    for v in &r.variants {
+        assert_eq!(v.connections_through_link, 0);
+        assert!(close(v.gpu_hours_per_interruption, 239.1, 0.01), "{v:?}");
+        assert!(close(v.lost_gpu_hours_per_month, 44.2, 0.01), "{v:?}");
+        assert!(close(v.usd_per_month, 123.0, 0.01), "{v:?}");
+    }
+}
