@@ -246,6 +246,11 @@ pub struct Link {
     pub length_m: f64,
     /// One-way propagation delay in picoseconds (default: 5 ns per metre).
     pub delay_ps: u64,
+    /// Share of `rate` left for traffic after the link's own error recovery (1.0
+    /// when healthy): a fault study lowers it for a link with bit errors. Read by
+    /// the flow engine, which scales the link's capacity by it; the packet
+    /// worlds do not model bit errors and ignore it.
+    pub efficiency: f64,
 }
 
 impl Link {
@@ -415,6 +420,7 @@ impl Fabric {
             rate,
             length_m,
             delay_ps,
+            efficiency: 1.0,
         });
         self.nodes[a.idx()].ports[pa as usize].link = Some(id);
         self.nodes[b.idx()].ports[pb as usize].link = Some(id);

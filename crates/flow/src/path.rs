@@ -154,7 +154,8 @@ const NONE: u32 = u32::MAX;
 
 impl Ports {
     /// Add a resource to `sim` for every cabled port of `f`, at its link's data
-    /// rate in wire bytes per picosecond.
+    /// rate in wire bytes per picosecond, scaled by the link's `efficiency` (the
+    /// share its error recovery leaves; 1.0 when healthy).
     pub fn build(f: &Fabric, sim: &mut FlowSim) -> Ports {
         let mut base = Vec::with_capacity(f.nodes.len() + 1);
         let mut n = 0u32;
@@ -168,9 +169,10 @@ impl Ports {
         for (i, node) in f.nodes.iter().enumerate() {
             for p in 0..node.ports.len() {
                 if let Some((_, l)) = f.peer(NodeId(i as u32), p as u8) {
-                    let rate = f.link(l).rate.data_bps();
+                    let lk = f.link(l);
+                    let rate = lk.rate.data_bps();
                     let g = (base[i] + p as u32) as usize;
-                    res[g] = sim.add_resource(rate as f64 / 8e12);
+                    res[g] = sim.add_resource(rate as f64 * lk.efficiency / 8e12);
                     bps[g] = rate;
                 }
             }

@@ -183,6 +183,13 @@ pub fn run_calibrated(
 ) -> Result<CompareResults, CompareError> {
     let mut r = run_seeds(s, user, endpoints, progress)?;
     r.failure = Some(failure_outcome(s)?);
+    let kinds: Vec<(String, FabricKind)> = r
+        .variants
+        .iter()
+        .filter(|v| v.refused.is_none())
+        .map(|v| (v.id.clone(), v.kind))
+        .collect();
+    r.recovery = crate::failure::compare_recovery(s, &kinds).map_err(CompareError::Failure)?;
     Ok(r)
 }
 
@@ -448,6 +455,7 @@ fn run_one(
         seeds: Vec::new(),
         spread: Vec::new(),
         failure: None,
+        recovery: None,
         calibration: endpoints.map(|e| Endpoints {
             applied_to: applied,
             ..e.clone()

@@ -1,94 +1,63 @@
-//! A spine link cut in the middle of a job's collective, on every variant the
-//! flow engine runs: how long the traffic through it stalls, how much longer the
-//! collective takes, whether NCCL would have timed out, and the GPU-hours lost.
+//! A fault in the middle of a job's collective, on every variant the flow engine
+//! runs: how long the traffic it touches stalls, how much longer the collective
+//! takes, whether NCCL times out and the job restarts, and the GPU-hours lost.
 //!
-//! - **InfiniBand** recovers through the Subnet Manager: the switches at both ends
-//!   see the port go down, the SM learns it (Trap 128, or the next light sweep's
-//!   PortStateChange), sweeps and programs the LFT blocks that changed
-//!   (failures-isolation-sweeps.md §2.1). The stall is **our SM's own
-//!   trap-to-new-tables time at this fabric's size**: the SM brings the fabric up
-//!   over in-process SMA agents, the link is unlinked, and the SM's poll (light
-//!   sweep, heavy sweep, changed blocks) is timed on this machine. Until then the
-//!   flows through the link have no path.
-//! - **Ethernet** recovers through BFD and BGP: with BFD the peers declare the
-//!   session down after `multiplier × interval` (RFC 5880 §6.8.4; FRR bfdd's
-//!   defaults 3 × 300 ms = 900 ms), BGP withdraws the routes through the link and
-//!   the ECMP groups drop it; without BFD, after the BGP hold time (FRR's
-//!   `datacenter` profile: 9 s; RFC 4271 suggests 90 s) (§2.4). A link whose loss
-//!   of signal the switches see repairs locally faster (SONiC removes next hops on
-//!   port-down before BGP reacts), which `local_repair_ms` models when given.
+//! Faults ([`Fault`]):
+//! - **link down**: a switch-to-switch link is cut.
+//! - **switch down**: every link of a switch. A spine is routed around; a leaf
+//!   that carries NICs cuts their GPUs off (in a rail-optimised cluster each NIC
+//!   has one leaf: DGX SuperPOD RA, failures-isolation-sweeps.md §5), and the job
+//!   restarts.
+//! - **flapping link**: down and up again N times; every transition is a trap and
+//!   a sweep on InfiniBand, a BFD session down (and, with dampening, a penalty) on
+//!   Ethernet ([`recovery::ib_flap_stalls`], [`recovery::eth_flap_stalls`]).
+//! - **degraded link**: trained at a lower rate (4x → 1x, 400G → 200G) and/or with
+//!   bit errors, recovered by LLR on InfiniBand and by RC's go-back-N on RoCE
+//!   ([`recovery::error_efficiency`]); the flow engine runs it as a link of lower
+//!   capacity: the job slows, nothing stalls.
+//! - **NIC storm**: a NIC's receive pipeline sticks. On RoCE it pauses its switch
+//!   without end and the pauses spread until the PFC watchdog drops the queue; on
+//!   InfiniBand (no PFC) it withholds credits and the backpressure spreads until
+//!   the switch port's head-of-queue lifetime stalls the VL ([`recovery::nic_containment`]).
+//!   Its rank can receive nothing, so the job's collective cannot finish: NCCL
+//!   times out and the job restarts on both fabrics; what differs is how long the
+//!   rest of the fabric was blocked.
+//!
+//! Recovery:
+//! - **InfiniBand** recovers through our Subnet Manager: the SM is brought up over
+//!   in-process SMA agents, each change is made, and the SM's poll (light sweep,
+//!   heavy sweep, changed LFT blocks) runs. The stall is the deterministic
+//!   [`recovery::SM_WALL_PER_SMP_S`] × the SMPs that poll sent; the poll's wall
+//!   time on this machine is reported beside it.
+//! - **Ethernet** recovers through BFD and BGP (FRR's 3 × 300 ms; without BFD the
+//!   hold time) ([`EthTimers`]).
 //! - **NCCL** waits `4.096 µs × 2^NCCL_IB_TIMEOUT` per retry, `NCCL_IB_RETRY_CNT + 1`
-//!   times (defaults 20 and 7: about 34 s; §2.5) before the QP errors out and the job
-//!   restarts; a stall shorter than that is felt as lost time only.
+//!   times (defaults 20 and 7: about 34 s; §2.5) before the QP errors out; a job
+//!   that restarts loses its GPUs for that wait, the restart and half a checkpoint
+//!   interval ([`crate::failure_cost`]).
 //!
 //! The collective runs at flow level on the healthy fabric and again on the
-//! fabric without the link (the SM's new routes; the ECMP groups without it). Cut
-//! at a fraction `at` of its healthy time, a collective whose flows cross the link
+//! faulted one (the SM's new routes; the ECMP groups without the link). Hit at a
+//! fraction `at` of its healthy time, a collective whose flows the fault touches
 //! takes `at · healthy + stall + (1 − at) · degraded`: ring and tree collectives
 //! advance in lock step, so one stalled edge stalls them all. The figures are this
-//! model's, not a packet-level replay of the failure.
+//! model's, not a packet-level replay.
 
-use std::time::Instant;
+pub mod recovery;
 
-use fabric::{Fabric, LinkId, NodeKind};
+use fabric::{Endpoint, Fabric, LinkId, LinkRate, NodeId, NodeKind};
 use serde::{Deserialize, Serialize};
+
+use recovery::Change;
+pub use recovery::{Dampening, EthTimers, FlapPlan, FlapStall, SmRecovery};
 
 use crate::collective::{Collective, CollectiveSpec, HopCost};
 use crate::driver::{Job, JobOut, World};
+use crate::failure_cost::FailureModel;
 use crate::flow_world::{FlowRouting, FlowWorld};
 use crate::runner::{NicMap, RunError};
 use crate::scenario::{Scenario, VariantFabric};
 use crate::tco::Tech;
-
-/// Ethernet's failure detection and route repair.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-pub struct EthTimers {
-    /// BFD transmit/receive interval, ms (FRR bfdd default 300); `None`: no BFD.
-    pub bfd_interval_ms: Option<f64>,
-    /// BFD detect multiplier (FRR default 3).
-    pub bfd_multiplier: u32,
-    /// BGP hold time, s, when BFD is off (FRR `datacenter` profile: 9).
-    pub bgp_hold_s: f64,
-    /// Local repair on loss of signal, ms, when the switches see the port go down
-    /// and drop it from their ECMP groups before BGP reacts; `None`: not modelled
-    /// (no cited figure for it).
-    pub local_repair_ms: Option<f64>,
-}
-
-impl Default for EthTimers {
-    /// FRR's defaults (bfdd `BFD_DEF_*`: 300 ms × 3; `frr defaults datacenter`:
-    /// hold 9 s), failures-isolation-sweeps.md §2.4.
-    fn default() -> Self {
-        EthTimers {
-            bfd_interval_ms: Some(300.0),
-            bfd_multiplier: 3,
-            bgp_hold_s: 9.0,
-            local_repair_ms: None,
-        }
-    }
-}
-
-impl EthTimers {
-    /// Seconds from the cut to the ECMP groups without the link, and how.
-    pub fn recovery(&self) -> (f64, String) {
-        if let Some(ms) = self.local_repair_ms {
-            return (ms / 1e3, format!("local repair on loss of signal, {ms} ms"));
-        }
-        match self.bfd_interval_ms {
-            Some(iv) => (
-                iv * f64::from(self.bfd_multiplier) / 1e3,
-                format!(
-                    "BFD detection {} × {iv} ms, then BGP withdrawal and ECMP repair",
-                    self.bfd_multiplier
-                ),
-            ),
-            None => (
-                self.bgp_hold_s,
-                format!("no BFD: the BGP hold time, {} s", self.bgp_hold_s),
-            ),
-        }
-    }
-}
 
 /// NCCL's InfiniBand/RoCE transport timeout.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -116,66 +85,114 @@ impl NcclTimeout {
     }
 }
 
-/// What to cut and when.
+/// The fault to inject.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Fault {
+    /// A switch-to-switch link goes down.
+    LinkDown,
+    /// Every link of a switch goes down (`None`: the spine at the far end of the
+    /// link the collective loads most).
+    SwitchDown { switch: Option<String> },
+    /// The link goes down and up again.
+    Flap(FlapPlan),
+    /// The link runs at `gbps` (`None`: its own rate) and/or with post-FEC bit
+    /// error ratio `ber`; `llr`: InfiniBand's link-level retransmission is on
+    /// (where the cable allows it).
+    Degraded {
+        gbps: Option<u32>,
+        ber: Option<f64>,
+        llr: bool,
+    },
+    /// A NIC's receive pipeline sticks (`None`: the fabric's first NIC);
+    /// RoCE's PFC watchdog detection and NIC stall prevention, ms (`None`: off).
+    NicStorm {
+        nic: Option<String>,
+        watchdog_ms: Option<f64>,
+        nic_prevention_ms: Option<f64>,
+    },
+}
+
+impl Fault {
+    /// The names `--fault` takes, in [`Fault::name`]'s order.
+    pub const KINDS: [&'static str; 5] = ["link", "switch", "flap", "degrade", "nic-storm"];
+
+    /// Its `--fault` name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Fault::LinkDown => "link",
+            Fault::SwitchDown { .. } => "switch",
+            Fault::Flap(_) => "flap",
+            Fault::Degraded { .. } => "degrade",
+            Fault::NicStorm { .. } => "nic-storm",
+        }
+    }
+
+    /// Whether it acts on one switch-to-switch link.
+    fn on_a_link(&self) -> bool {
+        matches!(self, Fault::LinkDown | Fault::Flap(_) | Fault::Degraded { .. })
+    }
+}
+
+/// What to break and when.
 #[derive(Clone, Debug, PartialEq)]
 pub struct FailureOptions {
-    /// The collective the job is in when the link fails, and its size.
+    /// The collective the job is in when the fault hits, and its size.
     pub op: Collective,
     pub size: u64,
     /// When, as a fraction of the collective's healthy time.
     pub at: f64,
-    /// The link: a switch and port of the InfiniBand build (the Ethernet build
-    /// names its switches alike), cut on every variant; `None`: on each variant,
-    /// the switch-to-switch link its routing puts most of the collective's
-    /// connections on.
+    /// The link (for link faults): a switch and port of the InfiniBand build (the
+    /// Ethernet build names its switches alike), on every variant; `None`: on each
+    /// variant, the switch-to-switch link its routing puts most of the
+    /// collective's connections on.
     pub link: Option<(String, u8)>,
+    pub fault: Fault,
     pub eth: EthTimers,
     pub nccl: NcclTimeout,
 }
 
-/// Our SM's recovery, measured.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct SmRecovery {
-    /// Wall time from the cut to new tables programmed (the SM's poll: light
-    /// sweep, heavy sweep, changed LFT blocks), s, on this machine.
-    pub seconds: f64,
-    /// SMPs the recovery sent.
-    pub smps: u64,
-    /// LFT blocks that changed and were sent.
-    pub lft_blocks_sent: u64,
-    /// Whether the subnet came back up.
-    pub subnet_up: bool,
-    /// Wall time of the first bring-up of the same fabric, s (for scale).
-    pub bring_up_seconds: f64,
-}
-
-/// One variant's experience of the cut.
+/// One variant's experience of the fault.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct VariantFailure {
     pub id: String,
     pub label: String,
-    /// The link cut on this variant.
+    /// What failed on this variant (a link, a switch, a NIC).
     pub link: String,
-    /// Connections of the collective whose data crossed the link.
+    /// Connections of the collective (ring edges, channel by channel) the fault
+    /// touched.
     pub connections_through_link: usize,
     /// How the fabric recovers, in words.
     pub recovery: String,
-    /// How long the traffic through the link had no path, s (0 if none crossed it).
+    /// From the fault to the fabric repaired (or the fault contained), s; `None`:
+    /// never (or nothing to repair: a degraded link stays up).
+    pub recovery_s: Option<f64>,
+    /// InfiniBand: the same recovery's wall time on this machine, s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recovery_wall_s: Option<f64>,
+    /// How long the traffic the fault touched had no path, s (summed over the
+    /// flaps of a flapping link; 0 if none was touched).
     pub stall_s: f64,
-    /// The collective on the healthy fabric, on the fabric without the link, and
-    /// with the cut at `at`, µs.
+    /// Each down of a flapping link.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flaps: Vec<FlapStall>,
+    /// The collective on the healthy fabric, on the faulted one (`None`: no path
+    /// left), and with the fault at `at`, µs.
     pub healthy_us: f64,
-    pub degraded_us: f64,
+    pub degraded_us: Option<f64>,
     pub with_failure_us: f64,
     /// `with_failure / healthy`.
     pub slowdown: f64,
-    /// Whether the stall outlasts NCCL's timeout (the job would restart).
+    /// Whether a stall outlasts NCCL's timeout.
     pub nccl_timed_out: bool,
-    /// GPU-hours lost to the cut: the job's GPUs idle for the extra time.
+    /// Whether the job restarts (NCCL timed out, or ranks were cut off).
+    pub restart: bool,
+    /// GPU-hours lost: the job's GPUs idle for the extra time, or, when it
+    /// restarts, for NCCL's wait, the restart and half a checkpoint interval.
     pub gpu_hours_lost: f64,
 }
 
-/// The cut on every variant.
+/// The fault on every variant.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct FailureReport {
     pub scenario: String,
@@ -183,14 +200,20 @@ pub struct FailureReport {
     pub collective: Collective,
     pub size: u64,
     pub at: f64,
-    /// The link cut on InfiniBand, as "switch/port — switch/port" (each variant
-    /// names its own: the same one when a link is given, else its busiest).
+    pub fault: Fault,
+    /// What failed on InfiniBand ("link a/1 — b/2", "switch spine0", "NIC x").
     pub link: String,
-    pub sm: SmRecovery,
+    /// Our SM's recovery from each change on InfiniBand (empty for a fault the SM
+    /// does not see: a degraded link, a stuck NIC).
+    pub sm: Vec<SmRecovery>,
+    /// The SM's bring-up of the same fabric, wall time, s (for scale).
+    pub sm_bring_up_wall_s: f64,
     pub nccl_timeout_s: f64,
+    /// Restart and half a checkpoint interval, s (the failure model at this size).
+    pub restart_loss_s: f64,
     pub eth: EthTimers,
     pub variants: Vec<VariantFailure>,
-    /// Variants the flow engine does not run (lossy, IPoIB, RoCEv1), with why.
+    /// Variants the fault study does not run, with why.
     pub not_run: Vec<(String, String)>,
 }
 
@@ -200,6 +223,18 @@ pub enum FailureError {
     /// The link named is not a cabled switch port.
     #[error("link {switch}/{port}: {why}")]
     NoLink { switch: String, port: u8, why: String },
+    /// The switch named is not one.
+    #[error("switch {name}: {why}")]
+    NoSwitch { name: String, why: String },
+    /// The NIC named is not one.
+    #[error("nic {name}: {why}")]
+    NoNic { name: String, why: String },
+    /// An option that does not fit the fault or the fabric.
+    #[error("{field}: {why}")]
+    BadOption { field: &'static str, why: String },
+    /// The fault applies to none of the scenario's variants.
+    #[error("fault {fault}: {why}")]
+    NotApplicable { fault: &'static str, why: String },
     /// No leaf-to-spine link carries the collective (it stays inside leaves).
     #[error("no switch-to-switch link carries the {0}; give a link to cut")]
     NothingToCut(String),
@@ -216,6 +251,27 @@ pub enum FailureError {
     Schedule(#[from] crate::collective::ScheduleError),
     #[error(transparent)]
     Run(#[from] RunError),
+}
+
+impl FailureError {
+    /// An error in what the user asked for (exit code 2), not in the model.
+    pub fn is_input(&self) -> bool {
+        matches!(
+            self,
+            FailureError::NoLink { .. }
+                | FailureError::NoSwitch { .. }
+                | FailureError::NoNic { .. }
+                | FailureError::BadOption { .. }
+                | FailureError::NotApplicable { .. }
+                | FailureError::NothingToCut(_)
+                | FailureError::At(_)
+                | FailureError::Schedule(_)
+        )
+    }
+}
+
+fn is_switch(f: &Fabric, n: NodeId) -> bool {
+    f.node(n).kind == NodeKind::Switch
 }
 
 /// The link at `switch`/`port` of `f`.
@@ -241,11 +297,41 @@ fn find_link(f: &Fabric, switch: &str, port: u8) -> Result<LinkId, FailureError>
     let l = node.ports[port as usize]
         .link
         .ok_or_else(|| no("the port has no cable".into()))?;
-    let other = f.link(l).other(fabric::Endpoint { node: n, port });
-    if f.node(other.node).kind != NodeKind::Switch {
+    let other = f.link(l).other(Endpoint { node: n, port });
+    if !is_switch(f, other.node) {
         return Err(no("the port is cabled to a NIC; cut a switch-to-switch link".into()));
     }
     Ok(l)
+}
+
+/// The switch named `name` of `f`.
+fn find_switch(f: &Fabric, name: &str) -> Result<NodeId, FailureError> {
+    let no = |why: String| FailureError::NoSwitch {
+        name: name.to_string(),
+        why,
+    };
+    let n = f
+        .by_name(name)
+        .ok_or_else(|| no("no switch of that name in the cluster".into()))?;
+    if !is_switch(f, n) {
+        return Err(no(format!("{name} is a {:?}, not a switch", f.node(n).kind)));
+    }
+    Ok(n)
+}
+
+/// The NIC named `name` of `f`.
+fn find_nic(f: &Fabric, name: &str) -> Result<NodeId, FailureError> {
+    let no = |why: String| FailureError::NoNic {
+        name: name.to_string(),
+        why,
+    };
+    let n = f
+        .by_name(name)
+        .ok_or_else(|| no("no NIC of that name in the cluster".into()))?;
+    if f.node(n).kind != NodeKind::Ca {
+        return Err(no(format!("{name} is a {:?}, not a NIC", f.node(n).kind)));
+    }
+    Ok(n)
 }
 
 fn link_name(f: &Fabric, l: LinkId) -> String {
@@ -259,31 +345,39 @@ fn link_name(f: &Fabric, l: LinkId) -> String {
     )
 }
 
-/// The data path of every connection of the ring collective `spec` (ring edges,
-/// channel by channel, numbered as the flow engine numbers them), under `routing`.
-fn ring_paths(
+/// A ring edge: its two NICs and its data path (egress ports, the NIC's first).
+struct Edge {
+    src: NodeId,
+    dst: NodeId,
+    path: Vec<Endpoint>,
+}
+
+/// Every connection of the ring collective `spec` (ring edges, channel by
+/// channel, numbered as the flow engine numbers them), under `routing`.
+fn ring_edges(
     f: &Fabric,
     routing: &FlowRouting,
     nics: &NicMap,
     spec: &CollectiveSpec,
-) -> Result<Vec<Vec<fabric::Endpoint>>, FailureError> {
+) -> Result<Vec<Edge>, FailureError> {
     let mut out = Vec::with_capacity((spec.gpus * spec.nodes) as usize);
     for c in 0..spec.gpus {
         for node in 0..spec.nodes {
-            let x = nics.nic[node as usize][c as usize];
-            let y = nics.nic[((node + 1) % spec.nodes) as usize][c as usize];
-            out.push(routing.paths(f, x, y, out.len() as u32)?.0);
+            let src = nics.nic[node as usize][c as usize];
+            let dst = nics.nic[((node + 1) % spec.nodes) as usize][c as usize];
+            let path = routing.paths(f, src, dst, out.len() as u32)?.0;
+            out.push(Edge { src, dst, path });
         }
     }
     Ok(out)
 }
 
 /// The switch-to-switch links `path` crosses.
-fn spine_links<'a>(f: &'a Fabric, path: &'a [fabric::Endpoint]) -> impl Iterator<Item = LinkId> + 'a {
+fn spine_links<'a>(f: &'a Fabric, path: &'a [Endpoint]) -> impl Iterator<Item = LinkId> + 'a {
     path.iter().filter_map(move |e| {
         let l = f.node(e.node).ports[e.port as usize].link?;
         let lk = f.link(l);
-        (f.node(lk.a.node).kind == NodeKind::Switch && f.node(lk.b.node).kind == NodeKind::Switch).then_some(l)
+        (is_switch(f, lk.a.node) && is_switch(f, lk.b.node)).then_some(l)
     })
 }
 
@@ -299,26 +393,11 @@ fn ib_engines(s: &Scenario) -> Vec<sm::routing::EngineKind> {
         .unwrap_or_else(|| vec![sm::routing::EngineKind::Ftree, sm::routing::EngineKind::UpDn])
 }
 
-/// The connections (ring edges, channel by channel, as the flow engine numbers
-/// them) of `spec` whose data path crosses `link`, under `routing`.
-fn crossing(
-    f: &Fabric,
-    routing: &FlowRouting,
-    nics: &NicMap,
-    spec: &CollectiveSpec,
-    link: LinkId,
-) -> Result<usize, FailureError> {
-    Ok(ring_paths(f, routing, nics, spec)?
-        .iter()
-        .filter(|p| spine_links(f, p).any(|l| l == link))
-        .count())
-}
-
-/// The leaf-to-spine link carrying the most connections of `spec` on `f`.
-fn busiest(f: &Fabric, routing: &FlowRouting, nics: &NicMap, spec: &CollectiveSpec) -> Result<LinkId, FailureError> {
+/// The switch-to-switch link carrying the most connections of `edges`.
+fn busiest(f: &Fabric, edges: &[Edge], op: Collective) -> Result<LinkId, FailureError> {
     let mut uses = vec![0usize; f.links.len()];
-    for p in ring_paths(f, routing, nics, spec)? {
-        for l in spine_links(f, &p) {
+    for e in edges {
+        for l in spine_links(f, &e.path) {
             uses[l.idx()] += 1;
         }
     }
@@ -326,75 +405,647 @@ fn busiest(f: &Fabric, routing: &FlowRouting, nics: &NicMap, spec: &CollectiveSp
         .iter()
         .enumerate()
         .max_by_key(|(i, u)| (**u, std::cmp::Reverse(*i)))
-        .ok_or_else(|| FailureError::NothingToCut(spec.op.name().into()))?;
+        .ok_or_else(|| FailureError::NothingToCut(op.name().into()))?;
     if m == 0 {
-        return Err(FailureError::NothingToCut(spec.op.name().into()));
+        return Err(FailureError::NothingToCut(op.name().into()));
     }
     Ok(LinkId(i as u32))
 }
 
-/// The collective's time at flow level on `f` with `routing`, ps.
-fn time_ps(
-    f: &Fabric,
-    routing: FlowRouting,
-    wire: flow::path::WireModel,
-    nvl: HopCost,
-    spec: CollectiveSpec,
-) -> Result<u64, FailureError> {
-    let nics = NicMap::from_fabric(f)?;
-    let mut w = FlowWorld {
-        fabric: f,
-        routing,
-        wire,
-        nics,
-        nvl,
-        per_chunk: false,
-        cc: None,
-        handover: None,
-        nvls: false,
-    };
-    match w.run(&Job::Collective(spec, None), false)?.0 {
-        JobOut::Schedule(r) => Ok(r.time_ps),
-        JobOut::Messages(t) => Ok(t),
+/// How a variant's network is built and routed.
+enum Net {
+    Ib(Vec<sm::routing::EngineKind>),
+    Eth(Box<sim::roce::net::RoceConfig>),
+}
+
+impl Net {
+    fn routing(&self, f: &Fabric) -> Result<FlowRouting, FailureError> {
+        match self {
+            Net::Ib(engines) => {
+                let opts = sm::run::RunOptions {
+                    engines: engines.clone(),
+                    validate: false,
+                    ..Default::default()
+                };
+                Ok(FlowRouting::Ib(sm::run::run(f, &opts)?.0))
+            }
+            Net::Eth(cfg) => Ok(FlowRouting::Eth {
+                table: ethcp::EcmpTable::build(f, cfg.routing.ecmp_convergence.as_ps()),
+                hash: cfg.routing.hash,
+                rocev1: false,
+            }),
+        }
+    }
+
+    fn wire(&self) -> flow::path::WireModel {
+        match self {
+            Net::Ib(_) => crate::flow_world::ib_wire(&sim::IbConfig::default()),
+            Net::Eth(cfg) => crate::flow_world::roce_wire(cfg),
+        }
+    }
+
+    fn is_ib(&self) -> bool {
+        matches!(self, Net::Ib(_))
+    }
+
+    /// The collective's time at flow level on `f`, ps.
+    fn time_ps(&self, f: &Fabric, nvl: HopCost, spec: CollectiveSpec) -> Result<u64, FailureError> {
+        let mut w = FlowWorld {
+            fabric: f,
+            routing: self.routing(f)?,
+            wire: self.wire(),
+            nics: NicMap::from_fabric(f)?,
+            nvl,
+            per_chunk: false,
+            cc: None,
+            handover: None,
+            nvls: false,
+        };
+        match w.run(&Job::Collective(spec, None), false)?.0 {
+            JobOut::Schedule(r) => Ok(r.time_ps),
+            JobOut::Messages(t) => Ok(t),
+        }
     }
 }
 
-/// Our SM's recovery from cutting `link` of `f`, measured on in-process agents.
-fn sm_recovery(f: &Fabric, link: LinkId, engines: &[sm::routing::EngineKind]) -> SmRecovery {
-    let host = f.nodes_of(NodeKind::Ca).next().expect("a cluster has NICs");
-    let mut tr = sm::sma::InProcess::new(f.clone(), (host, 1));
-    let mut mgr = sm::sweep::SubnetManager::new(
-        sm::sweep::SweepOptions {
-            engines: engines.to_vec(),
-            validate: false,
+/// The RoCEv2 configuration the flow engine runs the variant with.
+fn roce_cfg(s: &Scenario) -> sim::roce::net::RoceConfig {
+    sim::roce::net::RoceConfig {
+        nic: sim::roce::net::NicConfig {
+            mtu: 4096,
             ..Default::default()
         },
-        1,
-    );
-    let t0 = Instant::now();
-    let up = mgr.heavy_sweep(&mut tr);
-    let bring_up_seconds = t0.elapsed().as_secs_f64();
-    debug_assert!(up.subnet_up, "{:?}", up.issues);
-    let k = f.link(link);
-    tr.unlink(k.a.node, k.a.port);
-    let t1 = Instant::now();
-    let r = mgr.poll(&mut tr);
-    let seconds = t1.elapsed().as_secs_f64();
-    match r {
-        Some(r) => SmRecovery {
-            seconds,
-            smps: r.smps_sent,
-            lft_blocks_sent: r.lft_blocks_sent,
-            subnet_up: r.subnet_up,
-            bring_up_seconds,
+        routing: sim::roce::net::RoutingConfig {
+            hash: ethcp::HashConfig {
+                seed: s.seed as u32,
+                ..sim::roce::net::RoutingConfig::default().hash
+            },
+            ..Default::default()
         },
-        None => SmRecovery {
-            seconds,
-            smps: 0,
-            lft_blocks_sent: 0,
-            subnet_up: false,
-            bring_up_seconds,
-        },
+        ..Default::default()
+    }
+}
+
+/// Whether every NIC of `f` still reaches every other over its cables.
+fn connected(f: &Fabric) -> bool {
+    let Some(start) = f.nodes_of(NodeKind::Ca).next() else {
+        return true;
+    };
+    let mut seen = vec![false; f.nodes.len()];
+    let mut stack = vec![start];
+    seen[start.idx()] = true;
+    while let Some(n) = stack.pop() {
+        for p in f.node(n).port_nums() {
+            if let Some((e, _)) = f.peer(n, p)
+                && !seen[e.node.idx()]
+            {
+                seen[e.node.idx()] = true;
+                stack.push(e.node);
+            }
+        }
+    }
+    f.nodes_of(NodeKind::Ca).all(|c| seen[c.idx()])
+}
+
+/// `f` without every cable of switch `n`.
+fn without_switch(f: &Fabric, n: NodeId) -> Result<Fabric, FailureError> {
+    let mut g = f.clone();
+    for p in 1..g.node(n).ports.len() {
+        if let Some(l) = g.node(n).ports[p].link {
+            g.disconnect(l)?;
+        }
+    }
+    Ok(g)
+}
+
+/// The rate `gbps` in `old`'s technology: InfiniBand at the same lane speed and
+/// fewer lanes (a 4x port trained 2x or 1x), else another speed at the same width;
+/// Ethernet at that speed.
+fn degraded_rate(old: LinkRate, gbps: u32) -> Result<LinkRate, FailureError> {
+    let bad = |why: String| FailureError::BadOption {
+        field: "--degraded-gbps",
+        why,
+    };
+    if u64::from(gbps) * 1_000_000_000 >= old.data_bps() {
+        return Err(bad(format!("{gbps} Gb/s is not below the link's {old}")));
+    }
+    match old {
+        LinkRate::Ib { speed, width } => {
+            let want = u64::from(gbps) * 1_000_000_000;
+            let same_speed = fabric::IbWidth::ALL
+                .iter()
+                .find(|w| speed.lane_bps() * u64::from(w.lanes()) == want);
+            if let Some(&w) = same_speed {
+                return Ok(LinkRate::ib(speed, w));
+            }
+            fabric::IbSpeed::ALL
+                .iter()
+                .find(|s| s.lane_bps() * u64::from(width.lanes()) == want)
+                .map(|&s| LinkRate::ib(s, width))
+                .ok_or_else(|| {
+                    let opts: Vec<String> = fabric::IbWidth::ALL
+                        .iter()
+                        .map(|w| speed.lane_bps() * u64::from(w.lanes()))
+                        .filter(|&b| b < old.data_bps())
+                        .map(|b| (b / 1_000_000_000).to_string())
+                        .collect();
+                    bad(format!(
+                        "an InfiniBand {old} link cannot train at {gbps} Gb/s; fewer lanes give {}",
+                        opts.join(", ")
+                    ))
+                })
+        }
+        LinkRate::Eth { .. } => u16::try_from(gbps)
+            .ok()
+            .and_then(|g| fabric::EthSpeed::from_gbps(g).ok())
+            .map(|g| LinkRate::Eth { gbps: g })
+            .ok_or_else(|| bad(format!("{gbps} Gb/s is not an Ethernet speed"))),
+    }
+}
+
+/// Packets in flight on one RC connection across `path` at the link rate: the
+/// window go-back-N resends after a loss (bandwidth × round trip, where the round
+/// trip is both NICs' latency plus, per hop both ways, the switch latency, the
+/// cable delay and one packet's serialisation).
+fn gbn_window(f: &Fabric, wire: &flow::path::WireModel, path: &[Endpoint], bps: u64) -> f64 {
+    let pkt = f64::from(wire.mtu + wire.overhead);
+    let ser_ps = pkt * 8.0 / bps as f64 * 1e12;
+    let one_way: f64 = path
+        .iter()
+        .filter_map(|e| f.node(e.node).ports[e.port as usize].link)
+        .map(|l| f.link(l).delay_ps as f64 + wire.switch_latency_ps as f64 + ser_ps)
+        .sum();
+    let rtt_ps = 2.0 * one_way + wire.endpoint_ps as f64;
+    (bps as f64 / 8.0 * rtt_ps / 1e12 / pkt).ceil()
+}
+
+/// Check the options against the fault.
+fn check(o: &FailureOptions) -> Result<(), FailureError> {
+    if !(o.at > 0.0 && o.at < 1.0) {
+        return Err(FailureError::At(o.at));
+    }
+    let bad = |field, why: &str| {
+        Err(FailureError::BadOption {
+            field,
+            why: why.to_string(),
+        })
+    };
+    if o.link.is_some() && !o.fault.on_a_link() {
+        return bad("--link", "names a link; this fault is not on a link (--switch, --nic)");
+    }
+    match &o.fault {
+        Fault::Flap(p) => {
+            if p.flaps == 0 {
+                return bad("--flaps", "expected at least one flap");
+            }
+            if !(p.period_s.is_finite() && p.period_s > 0.0) {
+                return bad("--flap-period-s", "expected a positive number of seconds");
+            }
+            if !(p.down_s > 0.0 && p.down_s < p.period_s) {
+                return bad("--flap-down-s", "expected a positive time shorter than the period");
+            }
+        }
+        Fault::Degraded { gbps, ber, .. } => {
+            if gbps.is_none() && ber.is_none() {
+                return bad("--fault degrade", "give --degraded-gbps and/or --ber");
+            }
+            if let Some(b) = ber
+                && !(*b > 0.0 && *b < 1e-2)
+            {
+                return bad("--ber", "expected a post-FEC bit error ratio between 0 and 1e-2");
+            }
+        }
+        Fault::NicStorm {
+            watchdog_ms,
+            nic_prevention_ms,
+            ..
+        } => {
+            for (field, v) in [("--pfcwd-ms", watchdog_ms), ("--nic-prevention-ms", nic_prevention_ms)] {
+                if let Some(v) = v
+                    && !(v.is_finite() && *v > 0.0)
+                {
+                    return bad(field, "expected a positive number of milliseconds");
+                }
+            }
+        }
+        Fault::LinkDown | Fault::SwitchDown { .. } => {}
+    }
+    Ok(())
+}
+
+/// What the fault is on each fabric, resolved on the InfiniBand build.
+enum Target {
+    Link(Option<(String, u8)>),
+    Switch(String),
+    Nic(String),
+}
+
+/// Inject `o.fault` during `o.op` on every variant of `s` the flow engine runs.
+pub fn run(s: &Scenario, o: &FailureOptions) -> Result<FailureReport, FailureError> {
+    check(o)?;
+    let spec = CollectiveSpec::new(o.op, s.cluster.servers, s.cluster.gpus_per_server, o.size)?;
+    let nvl = HopCost {
+        bytes_per_s: s.gpu.nvlink_gbytes * 1e9,
+        latency_ps: s.gpu.nvlink_latency_ns * 1000,
+    };
+    let ib = crate::cluster::build(&s.cluster, Tech::InfiniBand)?;
+    let eth = crate::cluster::build(&s.cluster, Tech::Ethernet)?;
+    let engines = ib_engines(s);
+    let ib_net = Net::Ib(engines.clone());
+    let ib_nics = NicMap::from_fabric(&ib)?;
+    let ib_edges = ring_edges(&ib, &ib_net.routing(&ib)?, &ib_nics, &spec)?;
+    // what breaks, named on the InfiniBand build; the SM's changes for it
+    let (target, ib_what, avoid, changes) = match &o.fault {
+        Fault::LinkDown | Fault::Flap(_) | Fault::Degraded { .. } => {
+            let l = match &o.link {
+                Some((sw, p)) => find_link(&ib, sw, *p)?,
+                None => busiest(&ib, &ib_edges, o.op)?,
+            };
+            let k = ib.link(l).clone();
+            let name = link_name(&ib, l);
+            let down = || Change::Unlink(vec![(k.a.node, k.a.port)]);
+            let up = || Change::Relink(vec![(k.a.node, k.a.port, k.b.node, k.b.port, k.rate)]);
+            let changes = match &o.fault {
+                Fault::LinkDown => vec![(format!("link {name} down"), down())],
+                Fault::Flap(p) => (0..p.flaps)
+                    .flat_map(|i| {
+                        [
+                            (format!("flap {}: link {name} down", i + 1), down()),
+                            (format!("flap {}: link {name} up", i + 1), up()),
+                        ]
+                    })
+                    .collect(),
+                _ => Vec::new(),
+            };
+            let named = o.link.clone();
+            (Target::Link(named), format!("link {name}"), None, changes)
+        }
+        Fault::SwitchDown { switch } => {
+            let n = match switch {
+                Some(name) => find_switch(&ib, name)?,
+                None => {
+                    // the end of the busiest link with no NIC on it (the spine)
+                    let k = ib.link(busiest(&ib, &ib_edges, o.op)?);
+                    let has_nic = |n: NodeId| {
+                        ib.node(n).ports.iter().flat_map(|p| p.link).any(|l| {
+                            let lk = ib.link(l);
+                            !is_switch(&ib, lk.a.node) || !is_switch(&ib, lk.b.node)
+                        })
+                    };
+                    if has_nic(k.b.node) { k.a.node } else { k.b.node }
+                }
+            };
+            let name = ib.node(n).name.clone();
+            let ports: Vec<(NodeId, u8)> = (1..ib.node(n).ports.len())
+                .filter(|&p| ib.node(n).ports[p].link.is_some())
+                .map(|p| (n, p as u8))
+                .collect();
+            (
+                Target::Switch(name.clone()),
+                format!("switch {name} ({} links)", ports.len()),
+                Some(n),
+                vec![(format!("switch {name} down"), Change::Unlink(ports))],
+            )
+        }
+        Fault::NicStorm { nic, .. } => {
+            let n = match nic {
+                Some(name) => find_nic(&ib, name)?,
+                None => ib_nics.nic[0][0],
+            };
+            let name = ib.node(n).name.clone();
+            (Target::Nic(name.clone()), format!("NIC {name}"), None, Vec::new())
+        }
+    };
+    let (bring_up, sm) = if changes.is_empty() {
+        (0.0, Vec::new())
+    } else {
+        recovery::sm_recoveries(&ib, avoid, &engines, &changes)
+    };
+    let gpus = s.cluster.servers * s.cluster.gpus_per_server;
+    let model = FailureModel::default();
+    let restart_loss_s = model.restart_s + model.lost_work_s(u64::from(gpus));
+    let nccl = o.nccl.seconds();
+    let ctx = Ctx {
+        o,
+        spec,
+        nvl,
+        gpus,
+        nccl,
+        restart_loss_s,
+        sm: &sm,
+    };
+    let mut variants = Vec::new();
+    let mut not_run = Vec::new();
+    for v in &s.variants {
+        let (f, net) = match &v.fabric {
+            VariantFabric::Infiniband { .. } => (&ib, Net::Ib(engines.clone())),
+            VariantFabric::Rocev2 { pfc, lossy_hops, .. } if *pfc && lossy_hops.is_empty() => {
+                (&eth, Net::Eth(Box::new(roce_cfg(s))))
+            }
+            VariantFabric::Rocev2 { .. } => {
+                not_run.push((
+                    v.id.clone(),
+                    "lossy or PFC-off RoCEv2 runs at packet level only".to_string(),
+                ));
+                continue;
+            }
+            VariantFabric::Ipoib => {
+                not_run.push((v.id.clone(), "IPoIB runs at packet level only".to_string()));
+                continue;
+            }
+            VariantFabric::Rocev1 => {
+                not_run.push((
+                    v.id.clone(),
+                    "RoCEv1 cannot cross the routed spine this fault is on".to_string(),
+                ));
+                continue;
+            }
+        };
+        let mut out = ctx.variant(f, &net, &target)?;
+        out.id = v.id.clone();
+        out.label = v.label.clone();
+        variants.push(out);
+    }
+    if variants.is_empty() {
+        return Err(FailureError::NotApplicable {
+            fault: o.fault.name(),
+            why: "the scenario has no InfiniBand or lossless RoCEv2 variant for the flow engine to run".into(),
+        });
+    }
+    Ok(FailureReport {
+        scenario: s.name.clone(),
+        gpus,
+        collective: o.op,
+        size: o.size,
+        at: o.at,
+        fault: o.fault.clone(),
+        link: ib_what,
+        sm,
+        sm_bring_up_wall_s: bring_up,
+        nccl_timeout_s: nccl,
+        restart_loss_s,
+        eth: o.eth,
+        variants,
+        not_run,
+    })
+}
+
+/// What every variant's run shares.
+struct Ctx<'a> {
+    o: &'a FailureOptions,
+    spec: CollectiveSpec,
+    nvl: HopCost,
+    gpus: u32,
+    nccl: f64,
+    restart_loss_s: f64,
+    sm: &'a [SmRecovery],
+}
+
+/// The SM's figures for the first change (a link or switch down).
+fn sm_first(sm: &[SmRecovery]) -> (f64, f64, String) {
+    sm.first().map_or((0.0, 0.0, String::new()), |r| {
+        (
+            r.model_s,
+            r.wall_s,
+            format!(
+                "our SM: trap/light sweep, heavy sweep, {} changed LFT blocks ({} SMPs × {:.2} µs)",
+                r.lft_blocks_sent,
+                r.smps,
+                recovery::SM_WALL_PER_SMP_S * 1e6
+            ),
+        )
+    })
+}
+
+impl Ctx<'_> {
+    fn variant(&self, f: &Fabric, net: &Net, target: &Target) -> Result<VariantFailure, FailureError> {
+        let o = self.o;
+        let nics = NicMap::from_fabric(f)?;
+        let routing = net.routing(f)?;
+        let edges = ring_edges(f, &routing, &nics, &self.spec)?;
+        let healthy = net.time_ps(f, self.nvl, self.spec)? as f64 / 1e6;
+        let mut out = VariantFailure {
+            id: String::new(),
+            label: String::new(),
+            link: String::new(),
+            connections_through_link: 0,
+            recovery: String::new(),
+            recovery_s: None,
+            recovery_wall_s: None,
+            stall_s: 0.0,
+            flaps: Vec::new(),
+            healthy_us: healthy,
+            degraded_us: Some(healthy),
+            with_failure_us: healthy,
+            slowdown: 1.0,
+            nccl_timed_out: false,
+            restart: false,
+            gpu_hours_lost: 0.0,
+        };
+        let (ib_s, ib_wall, ib_how) = sm_first(self.sm);
+        let (eth_s, eth_how) = o.eth.recovery();
+        let (rec_s, rec_how) = if net.is_ib() { (ib_s, ib_how) } else { (eth_s, eth_how) };
+        match (&o.fault, target) {
+            (Fault::LinkDown | Fault::Flap(_) | Fault::Degraded { .. }, Target::Link(named)) => {
+                let l = match named {
+                    Some((sw, p)) => find_link(f, sw, *p)?,
+                    None => busiest(f, &edges, o.op)?,
+                };
+                out.link = link_name(f, l);
+                let crossing: Vec<&Edge> = edges
+                    .iter()
+                    .filter(|e| spine_links(f, &e.path).any(|x| x == l))
+                    .collect();
+                out.connections_through_link = crossing.len();
+                if let Fault::Degraded { gbps, ber, llr } = &o.fault {
+                    let mut g = f.clone();
+                    let old = g.links[l.idx()].rate;
+                    if let Some(gb) = gbps {
+                        g.links[l.idx()].rate = degraded_rate(old, *gb)?;
+                    }
+                    let mut how = match gbps {
+                        Some(_) => format!("trained at {} instead of {old}", g.links[l.idx()].rate),
+                        None => String::new(),
+                    };
+                    if let Some(b) = ber {
+                        let lk = g.link(l);
+                        let with_llr = *llr && net.is_ib() && lk.length_m <= recovery::LLR_MAX_CABLE_M;
+                        let wire = net.wire();
+                        let bps = lk.rate.data_bps();
+                        let window = crossing
+                            .iter()
+                            .map(|e| gbn_window(f, &wire, &e.path, bps))
+                            .fold(1.0, f64::max);
+                        let eff = recovery::error_efficiency(*b, with_llr, wire.mtu + wire.overhead, window);
+                        g.links[l.idx()].efficiency = eff;
+                        if !how.is_empty() {
+                            how.push_str("; ");
+                        }
+                        how.push_str(&if with_llr {
+                            format!(
+                                "bit errors {b:e} after FEC, resent by LLR in {}-byte cells: {:.2}% of the rate left",
+                                recovery::LLR_CELL_BYTES,
+                                eff * 100.0
+                            )
+                        } else {
+                            format!(
+                                "bit errors {b:e} after FEC, a bad packet dropped and resent by RC go-back-N ({window:.0} packets in flight): {:.2}% of the rate left",
+                                eff * 100.0
+                            )
+                        });
+                    }
+                    let d = net.time_ps(&g, self.nvl, self.spec)? as f64 / 1e6;
+                    out.recovery = format!("{how}; no stall, the link stays up");
+                    out.degraded_us = Some(d);
+                    out.with_failure_us = o.at * healthy + (1.0 - o.at) * d;
+                } else {
+                    let mut g = f.clone();
+                    g.disconnect(l)?;
+                    // a link whose loss splits the fabric leaves some connections no path
+                    let split = !connected(&g);
+                    let d = if split {
+                        None
+                    } else {
+                        Some(net.time_ps(&g, self.nvl, self.spec)? as f64 / 1e6)
+                    };
+                    out.degraded_us = d;
+                    let d = d.unwrap_or(healthy);
+                    if let Fault::Flap(plan) = &o.fault {
+                        out.flaps = if net.is_ib() {
+                            recovery::ib_flap_stalls(plan, self.sm)
+                        } else {
+                            recovery::eth_flap_stalls(plan, &o.eth)
+                        };
+                        if split {
+                            for fl in &mut out.flaps {
+                                fl.stall_s = plan.down_s;
+                                fl.why = "the fabric without the link is split: no path until it returns".into();
+                            }
+                        }
+                        let total: f64 = out.flaps.iter().map(|s| s.stall_s).sum();
+                        let worst = out.flaps.iter().map(|s| s.stall_s).fold(0.0, f64::max);
+                        out.recovery = format!(
+                            "{} flaps every {} s, down {} s each; {}",
+                            plan.flaps,
+                            plan.period_s,
+                            plan.down_s,
+                            if net.is_ib() {
+                                "each transition a Trap 128 and a sweep of our SM"
+                            } else {
+                                "each down past BFD's detection a session down and a withdrawal"
+                            }
+                        );
+                        out.recovery_s = Some(worst);
+                        if net.is_ib() {
+                            out.recovery_wall_s = Some(self.sm.iter().step_by(2).map(|r| r.wall_s).fold(0.0, f64::max));
+                        }
+                        if !crossing.is_empty() {
+                            out.stall_s = total;
+                            out.nccl_timed_out = worst > self.nccl;
+                            out.with_failure_us = healthy + total * 1e6;
+                        }
+                    } else {
+                        out.recovery = rec_how;
+                        out.recovery_s = Some(rec_s);
+                        if net.is_ib() {
+                            out.recovery_wall_s = Some(ib_wall);
+                        }
+                        if split && !crossing.is_empty() {
+                            out.recovery
+                                .push_str("; the fabric without the link is split: some GPUs are cut off");
+                            out.restart = true;
+                            out.nccl_timed_out = true;
+                            out.stall_s = self.nccl;
+                        } else if !crossing.is_empty() {
+                            out.stall_s = rec_s;
+                            out.nccl_timed_out = rec_s > self.nccl;
+                            out.with_failure_us = o.at * healthy + rec_s * 1e6 + (1.0 - o.at) * d;
+                        }
+                    }
+                }
+            }
+            (Fault::SwitchDown { .. }, Target::Switch(name)) => {
+                let n = find_switch(f, name)?;
+                let links = f.node(n).ports.iter().filter(|p| p.link.is_some()).count();
+                out.link = format!("switch {name} ({links} links)");
+                out.connections_through_link = edges.iter().filter(|e| e.path.iter().any(|x| x.node == n)).count();
+                let cut_nics: Vec<NodeId> = f
+                    .node(n)
+                    .ports
+                    .iter()
+                    .filter_map(|p| p.link)
+                    .map(|l| f.link(l))
+                    .flat_map(|lk| [lk.a.node, lk.b.node])
+                    .filter(|&x| !is_switch(f, x))
+                    .collect();
+                out.recovery_s = Some(rec_s);
+                if net.is_ib() {
+                    out.recovery_wall_s = Some(ib_wall);
+                    out.recovery = rec_how;
+                } else {
+                    out.recovery = format!("{rec_how}, on every session of the switch at once");
+                }
+                if !cut_nics.is_empty() {
+                    out.recovery.push_str(&format!(
+                        "; {} NICs had this switch as their only link: their GPUs are cut off",
+                        cut_nics.len()
+                    ));
+                    out.degraded_us = None;
+                    out.restart = true;
+                    out.nccl_timed_out = true;
+                    out.stall_s = self.nccl;
+                } else if !connected(&without_switch(f, n)?) {
+                    out.recovery
+                        .push_str("; the fabric without the switch is split: some GPUs are cut off");
+                    out.degraded_us = None;
+                    out.restart = true;
+                    out.nccl_timed_out = true;
+                    out.stall_s = self.nccl;
+                } else {
+                    let g = without_switch(f, n)?;
+                    let d = net.time_ps(&g, self.nvl, self.spec)? as f64 / 1e6;
+                    out.degraded_us = Some(d);
+                    if out.connections_through_link > 0 {
+                        out.stall_s = rec_s;
+                        out.nccl_timed_out = rec_s > self.nccl;
+                        out.with_failure_us = o.at * healthy + rec_s * 1e6 + (1.0 - o.at) * d;
+                    }
+                }
+            }
+            (
+                Fault::NicStorm {
+                    watchdog_ms,
+                    nic_prevention_ms,
+                    ..
+                },
+                Target::Nic(name),
+            ) => {
+                let n = find_nic(f, name)?;
+                out.link = format!("NIC {name}");
+                out.connections_through_link = edges.iter().filter(|e| e.src == n || e.dst == n).count();
+                let (contained, how) = recovery::nic_containment(net.is_ib(), *watchdog_ms, *nic_prevention_ms);
+                out.recovery = format!("{how}; the NIC's rank receives nothing, so the job's collective cannot finish");
+                out.recovery_s = contained;
+                out.degraded_us = None;
+                out.restart = true;
+                out.nccl_timed_out = true;
+                out.stall_s = self.nccl;
+            }
+            _ => unreachable!("the target is resolved from the same fault"),
+        }
+        if out.nccl_timed_out {
+            out.restart = true;
+        }
+        let g = f64::from(self.gpus);
+        if out.restart {
+            let lost = self.nccl + self.restart_loss_s;
+            out.with_failure_us = healthy + lost * 1e6;
+            out.gpu_hours_lost = lost / 3600.0 * g;
+        } else {
+            out.gpu_hours_lost = (out.with_failure_us - healthy) / 1e6 / 3600.0 * g;
+        }
+        out.slowdown = out.with_failure_us / healthy;
+        Ok(out)
     }
 }
 
@@ -408,290 +1059,171 @@ pub fn spine_links_used(s: &Scenario, size: u64) -> Result<usize, FailureError> 
         size,
     )?;
     let ib = crate::cluster::build(&s.cluster, Tech::InfiniBand)?;
-    let opts = sm::run::RunOptions {
-        engines: ib_engines(s),
-        validate: false,
-        ..Default::default()
-    };
-    let routing = FlowRouting::Ib(sm::run::run(&ib, &opts)?.0);
+    let routing = Net::Ib(ib_engines(s)).routing(&ib)?;
     let nics = NicMap::from_fabric(&ib)?;
-    let used: std::collections::BTreeSet<LinkId> = ring_paths(&ib, &routing, &nics, &spec)?
+    let used: std::collections::BTreeSet<LinkId> = ring_edges(&ib, &routing, &nics, &spec)?
         .iter()
-        .flat_map(|p| spine_links(&ib, p).collect::<Vec<_>>())
+        .flat_map(|e| spine_links(&ib, &e.path).collect::<Vec<_>>())
         .collect();
     Ok(used.len())
 }
 
-/// Cut a spine link during `o.op` on every variant of `s` the flow engine runs.
-pub fn run(s: &Scenario, o: &FailureOptions) -> Result<FailureReport, FailureError> {
-    if !(o.at > 0.0 && o.at < 1.0) {
-        return Err(FailureError::At(o.at));
-    }
-    let spec = CollectiveSpec::new(o.op, s.cluster.servers, s.cluster.gpus_per_server, o.size)?;
-    let nvl = HopCost {
-        bytes_per_s: s.gpu.nvlink_gbytes * 1e9,
-        latency_ps: s.gpu.nvlink_latency_ns * 1000,
-    };
+/// One variant's failure figures in a comparison.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct VariantRecovery {
+    pub id: String,
+    /// From a switch-to-switch link going down to the fabric routed around it, s.
+    pub recovery_s: f64,
+    /// How, in words.
+    pub how: String,
+    /// Connections of the ring all-reduce at the largest size through the link.
+    pub connections_through_link: usize,
+    /// GPU-hours the job loses to that link failure: its stall on every GPU, or a
+    /// restart if the stall outlasts NCCL's timeout.
+    pub gpu_hours_per_link_failure: f64,
+    /// The failure model ([`FailureModel`], Llama 3's network interruption rate)
+    /// with this recovery as the fabric's repair time: GPU-hours one job-killing
+    /// interruption costs, interruptions a month, and the expected loss a month.
+    pub gpu_hours_per_interruption: f64,
+    pub interruptions_per_month: f64,
+    pub lost_gpu_hours_per_month: f64,
+    pub usd_per_month: f64,
+}
+
+/// What a comparison reports about failures: every figure deterministic (the
+/// InfiniBand recovery is the SMPs our SM sent times the measured cost per SMP,
+/// never a wall time), so the same seed gives the same bytes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RecoveryStudy {
+    /// The link cut on InfiniBand (the ring's busiest link between switches, or
+    /// the first one when the ring stays inside leaves); the Ethernet build loses
+    /// the same cable.
+    pub link: String,
+    /// The SM's recovery from it.
+    pub smps: u64,
+    pub lft_blocks_sent: u64,
+    /// The measured wall time per SMP it is priced at, s.
+    pub per_smp_s: f64,
+    /// The Ethernet timers (FRR's defaults).
+    pub eth: EthTimers,
+    pub nccl_timeout_s: f64,
+    pub variants: Vec<VariantRecovery>,
+}
+
+/// The failure figures of a comparison: a link between switches goes down; per
+/// variant, the fabric's recovery (our SM's sweep, deterministic; BFD's
+/// detection), what the job loses to it, and the failure model's monthly loss with
+/// that recovery. `None` when the fabric has no link between switches.
+pub fn compare_recovery(
+    s: &Scenario,
+    variants: &[(String, crate::advisor::FabricKind)],
+) -> Result<Option<RecoveryStudy>, FailureError> {
+    use crate::advisor::FabricKind;
+    let size = s.workload.sizes.last().copied().unwrap_or(1 << 20);
+    let spec = CollectiveSpec::new(
+        Collective::AllReduceRing,
+        s.cluster.servers,
+        s.cluster.gpus_per_server,
+        size,
+    )?;
     let ib = crate::cluster::build(&s.cluster, Tech::InfiniBand)?;
-    let eth = crate::cluster::build(&s.cluster, Tech::Ethernet)?;
     let engines = ib_engines(s);
-    let route = |f: &Fabric| -> Result<sm::RoutingTables, FailureError> {
-        let opts = sm::run::RunOptions {
-            engines: engines.clone(),
-            validate: false,
-            ..Default::default()
+    let ib_net = Net::Ib(engines.clone());
+    let ib_edges = ring_edges(&ib, &ib_net.routing(&ib)?, &NicMap::from_fabric(&ib)?, &spec)?;
+    let link = match busiest(&ib, &ib_edges, Collective::AllReduceRing) {
+        Ok(l) => l,
+        Err(FailureError::NothingToCut(_)) => {
+            let first = (0..ib.links.len() as u32)
+                .map(LinkId)
+                .find(|&l| is_switch(&ib, ib.link(l).a.node) && is_switch(&ib, ib.link(l).b.node));
+            match first {
+                Some(l) => l,
+                None => return Ok(None),
+            }
+        }
+        Err(e) => return Err(e),
+    };
+    let k = ib.link(link).clone();
+    let name = link_name(&ib, link);
+    let (_, sm) = recovery::sm_recoveries(
+        &ib,
+        None,
+        &engines,
+        &[(format!("link {name} down"), Change::Unlink(vec![(k.a.node, k.a.port)]))],
+    );
+    let ib_rec = &sm[0];
+    let (sw, port) = (ib.node(k.a.node).name.clone(), k.a.port);
+    let eth_timers = EthTimers::default();
+    let (eth_s, eth_how) = eth_timers.recovery();
+    let nccl = NcclTimeout::default().seconds();
+    let gpus = u64::from(s.cluster.servers * s.cluster.gpus_per_server);
+    let model = FailureModel::default();
+    let restart_loss = model.restart_s + model.lost_work_s(gpus);
+    let ib_through = ib_edges
+        .iter()
+        .filter(|e| spine_links(&ib, &e.path).any(|x| x == link))
+        .count();
+    let mut eth_through = None;
+    let mut out = Vec::new();
+    for (id, kind) in variants {
+        let (rec, how, through) = match kind {
+            FabricKind::Infiniband | FabricKind::Ipoib => (
+                ib_rec.model_s,
+                format!(
+                    "our SM's sweep: {} SMPs × {:.2} µs",
+                    ib_rec.smps,
+                    recovery::SM_WALL_PER_SMP_S * 1e6
+                ),
+                ib_through,
+            ),
+            FabricKind::Rocev2 => {
+                let through = match eth_through {
+                    Some(t) => t,
+                    None => {
+                        let eth = crate::cluster::build(&s.cluster, Tech::Ethernet)?;
+                        let net = Net::Eth(Box::new(roce_cfg(s)));
+                        let l = find_link(&eth, &sw, port)?;
+                        let edges = ring_edges(&eth, &net.routing(&eth)?, &NicMap::from_fabric(&eth)?, &spec)?;
+                        let t = edges
+                            .iter()
+                            .filter(|e| spine_links(&eth, &e.path).any(|x| x == l))
+                            .count();
+                        eth_through = Some(t);
+                        t
+                    }
+                };
+                (eth_s, eth_how.clone(), through)
+            }
+            // one layer-2 domain: no BFD/BGP recovery to model
+            FabricKind::Rocev1 => continue,
         };
-        Ok(sm::run::run(f, &opts)?.0)
-    };
-    let ib_tables = route(&ib)?;
-    let ib_nics = NicMap::from_fabric(&ib)?;
-    let ib_link = match &o.link {
-        Some((sw, p)) => find_link(&ib, sw, *p)?,
-        None => busiest(&ib, &FlowRouting::Ib(ib_tables.clone()), &ib_nics, &spec)?,
-    };
-    let cut = {
-        let k = ib.link(ib_link);
-        (ib.node(k.a.node).name.clone(), k.a.port)
-    };
-    let sm = sm_recovery(&ib, ib_link, &engines);
-    let nccl = o.nccl.seconds();
-    let gpus = s.cluster.servers * s.cluster.gpus_per_server;
-    let outcome = |id: &str, label: &str, through: usize, recovery: String, stall: f64, healthy: u64, degraded: u64| {
-        let (h, d) = (healthy as f64 / 1e6, degraded as f64 / 1e6);
-        let stall = if through == 0 { 0.0 } else { stall };
-        let with = if through == 0 {
-            h
-        } else {
-            o.at * h + stall * 1e6 + (1.0 - o.at) * d
-        };
-        VariantFailure {
-            id: id.into(),
-            label: label.into(),
-            link: String::new(),
+        let stall = if through > 0 { rec } else { 0.0 };
+        let lost_s = if stall > nccl { nccl + restart_loss } else { stall };
+        let c = model
+            .cost_with_reroute(rec, gpus, s.prices.gpu_hour)
+            .expect("a cluster has GPUs");
+        out.push(VariantRecovery {
+            id: id.clone(),
+            recovery_s: rec,
+            how,
             connections_through_link: through,
-            recovery,
-            stall_s: stall,
-            healthy_us: h,
-            degraded_us: d,
-            with_failure_us: with,
-            slowdown: with / h,
-            nccl_timed_out: stall > nccl,
-            gpu_hours_lost: (with - h) / 1e6 / 3600.0 * f64::from(gpus),
-        }
-    };
-    let mut variants = Vec::new();
-    let mut not_run = Vec::new();
-    for v in &s.variants {
-        match &v.fabric {
-            VariantFabric::Infiniband { .. } => {
-                let healthy = time_ps(
-                    &ib,
-                    FlowRouting::Ib(ib_tables.clone()),
-                    crate::flow_world::ib_wire(&sim::IbConfig::default()),
-                    nvl,
-                    spec,
-                )?;
-                let mut cut_f = ib.clone();
-                cut_f.disconnect(ib_link)?;
-                let t = route(&cut_f)?;
-                let degraded = time_ps(
-                    &cut_f,
-                    FlowRouting::Ib(t),
-                    crate::flow_world::ib_wire(&sim::IbConfig::default()),
-                    nvl,
-                    spec,
-                )?;
-                let through = crossing(&ib, &FlowRouting::Ib(ib_tables.clone()), &ib_nics, &spec, ib_link)?;
-                let mut out = outcome(
-                    &v.id,
-                    &v.label,
-                    through,
-                    format!(
-                        "our SM: trap/light sweep, heavy sweep, {} changed LFT blocks ({} SMPs), measured",
-                        sm.lft_blocks_sent, sm.smps
-                    ),
-                    sm.seconds,
-                    healthy,
-                    degraded,
-                );
-                out.link = link_name(&ib, ib_link);
-                variants.push(out);
-            }
-            VariantFabric::Rocev2 { pfc, lossy_hops, .. } if *pfc && lossy_hops.is_empty() => {
-                let cfg = sim::roce::net::RoceConfig {
-                    nic: sim::roce::net::NicConfig {
-                        mtu: 4096,
-                        ..Default::default()
-                    },
-                    routing: sim::roce::net::RoutingConfig {
-                        hash: ethcp::HashConfig {
-                            seed: s.seed as u32,
-                            ..sim::roce::net::RoutingConfig::default().hash
-                        },
-                        ..Default::default()
-                    },
-                    ..Default::default()
-                };
-                let routing = |f: &Fabric| FlowRouting::Eth {
-                    table: ethcp::EcmpTable::build(f, cfg.routing.ecmp_convergence.as_ps()),
-                    hash: cfg.routing.hash,
-                    rocev1: false,
-                };
-                let nics = NicMap::from_fabric(&eth)?;
-                // the same physical link when one is named; else the spine link
-                // this variant's ECMP puts most of the collective on
-                let eth_link = match &o.link {
-                    Some(_) => find_link(&eth, &cut.0, cut.1)?,
-                    None => busiest(&eth, &routing(&eth), &nics, &spec)?,
-                };
-                let healthy = time_ps(&eth, routing(&eth), crate::flow_world::roce_wire(&cfg), nvl, spec)?;
-                let mut cut_f = eth.clone();
-                cut_f.disconnect(eth_link)?;
-                let degraded = time_ps(&cut_f, routing(&cut_f), crate::flow_world::roce_wire(&cfg), nvl, spec)?;
-                let through = crossing(&eth, &routing(&eth), &nics, &spec, eth_link)?;
-                let (stall, how) = o.eth.recovery();
-                let mut out = outcome(&v.id, &v.label, through, how, stall, healthy, degraded);
-                out.link = link_name(&eth, eth_link);
-                variants.push(out);
-            }
-            VariantFabric::Rocev2 { .. } => not_run.push((
-                v.id.clone(),
-                "lossy or PFC-off RoCEv2 runs at packet level only".to_string(),
-            )),
-            VariantFabric::Ipoib => not_run.push((v.id.clone(), "IPoIB runs at packet level only".to_string())),
-            VariantFabric::Rocev1 => not_run.push((
-                v.id.clone(),
-                "RoCEv1 cannot cross the routed spine this cut is on".to_string(),
-            )),
-        }
+            gpu_hours_per_link_failure: lost_s * gpus as f64 / 3600.0,
+            gpu_hours_per_interruption: c.lost_s_per_interruption * gpus as f64 / 3600.0,
+            interruptions_per_month: c.interruptions_per_month,
+            lost_gpu_hours_per_month: c.lost_gpu_hours_per_month,
+            usd_per_month: c.usd_per_month,
+        });
     }
-    Ok(FailureReport {
-        scenario: s.name.clone(),
-        gpus,
-        collective: o.op,
-        size: o.size,
-        at: o.at,
-        link: link_name(&ib, ib_link),
-        sm,
+    Ok(Some(RecoveryStudy {
+        link: name,
+        smps: ib_rec.smps,
+        lft_blocks_sent: ib_rec.lft_blocks_sent,
+        per_smp_s: recovery::SM_WALL_PER_SMP_S,
+        eth: eth_timers,
         nccl_timeout_s: nccl,
-        eth: o.eth,
-        variants,
-        not_run,
-    })
+        variants: out,
+    }))
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The recovery times follow their sources: Ethernet's the configured BFD
-    /// timers (FRR's 300 ms × 3 = 0.9 s by default) or the BGP hold time without
-    /// BFD (9 s); NCCL's timeout the IBA formula at NCCL's defaults (about 34 s).
-    #[test]
-    fn ethernet_recovery_follows_the_timers_and_nccl_waits_34_s() {
-        let (t, how) = EthTimers::default().recovery();
-        assert!((t - 0.9).abs() < 1e-12 && how.contains("BFD"), "{t} {how}");
-        let no_bfd = EthTimers {
-            bfd_interval_ms: None,
-            ..EthTimers::default()
-        };
-        assert_eq!(no_bfd.recovery().0, 9.0);
-        let fast = EthTimers {
-            bfd_interval_ms: Some(50.0),
-            ..EthTimers::default()
-        };
-        assert!((fast.recovery().0 - 0.15).abs() < 1e-12);
-        let s = NcclTimeout::default().seconds();
-        assert!((s - 34.36).abs() < 0.01, "{s}");
-        assert!(
-            (NcclTimeout {
-                ib_timeout: 14,
-                retry_cnt: 7
-            }
-            .seconds()
-                - 0.537)
-                .abs()
-                < 0.001
-        );
-    }
-
-    fn small() -> Scenario {
-        let mut s = Scenario::default_rail();
-        s.cluster.servers = 8;
-        s.cluster.gpus_per_server = 2;
-        s.cluster.scalable_units = Some(2);
-        s
-    }
-
-    fn opts() -> FailureOptions {
-        FailureOptions {
-            op: Collective::AllReduceRing,
-            size: 16 << 20,
-            at: 0.5,
-            link: None,
-            eth: EthTimers::default(),
-            nccl: NcclTimeout::default(),
-        }
-    }
-
-    /// A spine link cut on two scalable units: InfiniBand stalls for exactly the
-    /// SM recovery this run measured (the same code, not a constant), Ethernet for
-    /// its BFD timers, and only a BGP hold time past NCCL's timeout makes NCCL
-    /// give up; the collective's time with the cut follows the stated model.
-    #[test]
-    fn the_cut_stalls_each_fabric_for_its_own_recovery() {
-        let s = small();
-        let r = run(&s, &opts()).unwrap();
-        assert!(
-            r.sm.subnet_up && r.sm.smps > 0 && r.sm.lft_blocks_sent > 0,
-            "{:?}",
-            r.sm
-        );
-        let ib = r.variants.iter().find(|v| v.id == "ib").unwrap();
-        assert!(ib.connections_through_link > 0);
-        assert_eq!(ib.stall_s, r.sm.seconds);
-        for v in r.variants.iter().filter(|v| v.id != "ib") {
-            assert!(v.connections_through_link > 0, "{v:?}");
-            assert!((v.stall_s - 0.9).abs() < 1e-12, "{v:?}");
-            let want = 0.5 * v.healthy_us + v.stall_s * 1e6 + 0.5 * v.degraded_us;
-            assert!((v.with_failure_us - want).abs() < 1e-6);
-            assert!(!v.nccl_timed_out);
-            // 16 GPUs idle for the extra time
-            assert!((v.gpu_hours_lost - (v.with_failure_us - v.healthy_us) / 1e6 / 3600.0 * 16.0).abs() < 1e-12);
-        }
-        let ids: Vec<&str> = r.not_run.iter().map(|(id, _)| id.as_str()).collect();
-        assert_eq!(ids, ["roce-misconfig", "roce-lossy", "ipoib", "rocev1"]);
-        // without BFD a 60 s hold time outlasts NCCL's 34 s
-        let mut o = opts();
-        o.eth = EthTimers {
-            bfd_interval_ms: None,
-            bgp_hold_s: 60.0,
-            ..EthTimers::default()
-        };
-        let r = run(&s, &o).unwrap();
-        for v in r.variants.iter().filter(|v| v.id != "ib") {
-            assert_eq!(v.stall_s, 60.0);
-            assert!(v.nccl_timed_out);
-        }
-        assert!(!r.variants.iter().find(|v| v.id == "ib").unwrap().nccl_timed_out);
-    }
-
-    /// A link that does not exist, or is not switch-to-switch, is refused by name.
-    #[test]
-    fn a_link_that_is_not_a_spine_link_is_refused_by_name() {
-        let s = small();
-        for (sw, port, why) in [
-            ("nosuch", 1, "no switch of that name"),
-            ("spine0", 200, "has ports"),
-            ("su0-rail0", 1, "cabled to a NIC"),
-        ] {
-            let mut o = opts();
-            o.link = Some((sw.into(), port));
-            let e = run(&s, &o).unwrap_err().to_string();
-            assert!(e.contains(&format!("{sw}/{port}")) && e.contains(why), "{e}");
-        }
-        let mut o = opts();
-        o.at = 1.5;
-        assert!(run(&s, &o).unwrap_err().to_string().contains("at 1.5"));
-    }
-}
+mod tests;

@@ -118,19 +118,36 @@ pub struct FailureCost {
 }
 
 impl FailureModel {
+    /// Young's checkpoint interval for a `gpus`-GPU job's all-cause MTBF, seconds.
+    pub fn checkpoint_interval_s(&self, gpus: u64) -> f64 {
+        let mtbf_s = 86_400.0 / (self.all_per_gpu_day * gpus as f64);
+        (2.0 * self.checkpoint_cost_s * mtbf_s).sqrt()
+    }
+
+    /// Work a restart from the last checkpoint loses on average: half an interval.
+    pub fn lost_work_s(&self, gpus: u64) -> f64 {
+        self.checkpoint_interval_s(gpus) / 2.0
+    }
+
     /// Expected lost GPU-hours of a `gpus`-GPU job on `tech`, priced at `gpu_hour`
-    /// USD. `None` for no GPUs.
+    /// USD, with the cited repair time of each fabric ([`IB_REROUTE_S`],
+    /// [`ETH_REROUTE_S`]). `None` for no GPUs.
     pub fn cost(&self, tech: Tech, gpus: u64, gpu_hour: f64) -> Option<FailureCost> {
-        if gpus == 0 {
-            return None;
-        }
-        let g = gpus as f64;
-        let mtbf_s = 86_400.0 / (self.all_per_gpu_day * g);
-        let interval = (2.0 * self.checkpoint_cost_s * mtbf_s).sqrt();
         let reroute_s = match tech {
             Tech::InfiniBand => IB_REROUTE_S,
             Tech::Ethernet => ETH_REROUTE_S,
         };
+        self.cost_with_reroute(reroute_s, gpus, gpu_hour)
+    }
+
+    /// [`FailureModel::cost`] with the fabric's repair time given (a comparison
+    /// passes the recovery it derived for each variant). `None` for no GPUs.
+    pub fn cost_with_reroute(&self, reroute_s: f64, gpus: u64, gpu_hour: f64) -> Option<FailureCost> {
+        if gpus == 0 {
+            return None;
+        }
+        let g = gpus as f64;
+        let interval = self.checkpoint_interval_s(gpus);
         let lost_work_s = interval / 2.0;
         let per = self.detection_s + reroute_s + self.restart_s + lost_work_s;
         let n = self.network_per_gpu_day * g * DAYS_PER_MONTH;

@@ -210,6 +210,11 @@ pub struct CompareResults {
     /// size ([`crate::failure`]), and how to study it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure: Option<FailureOutcome>,
+    /// Per variant, the recovery from a link failure between switches, the
+    /// GPU-hours it and a job-killing interruption cost, and the monthly loss
+    /// ([`crate::failure::compare_recovery`]; deterministic).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recovery: Option<crate::failure::RecoveryStudy>,
     /// NIC latencies taken from a calibration file (`compare --calibration`);
     /// absent when the published NICs ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]

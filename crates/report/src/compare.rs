@@ -146,7 +146,8 @@ pub fn spread_text(r: &CompareResults) -> String {
     o
 }
 
-/// The spine link failure, per variant (empty when none was studied).
+/// The spine link failure, per variant (empty when none was studied), and each
+/// variant's recovery and failure cost.
 pub fn failure_text(r: &CompareResults) -> String {
     use lab::results::FailureOutcome;
     let mut o = String::new();
@@ -159,6 +160,42 @@ pub fn failure_text(r: &CompareResults) -> String {
             let _ = writeln!(o, "\nspine link failure: {how}");
         }
     }
+    let Some(rs) = &r.recovery else { return o };
+    let w = label_width(r);
+    let _ = writeln!(
+        o,
+        "failures: link {} down (our SM: {} SMPs, {} LFT blocks changed; Ethernet: FRR's BFD 3 × 300 ms); interruptions: Llama 3's network rate, NCCL's {:.1} s timeout, a restart from the last checkpoint",
+        rs.link, rs.smps, rs.lft_blocks_sent, rs.nccl_timeout_s
+    );
+    let _ = writeln!(
+        o,
+        "{:<w$} {:>11} {:>6} {:>13} {:>15} {:>11} {:>12} {:>9}",
+        "variant", "recovery ms", "conns", "GPU-h/link", "GPU-h/interrupt", "interr/mo", "GPU-h/month", "$/month"
+    );
+    for v in &rs.variants {
+        let label = r
+            .variants
+            .iter()
+            .find(|x| x.id == v.id)
+            .map_or(v.id.as_str(), |x| x.label.as_str());
+        let _ = writeln!(
+            o,
+            "{:<w$} {:>11.2} {:>6} {:>13.4} {:>15.1} {:>11.3} {:>12.1} {:>9.0}",
+            label,
+            v.recovery_s * 1e3,
+            v.connections_through_link,
+            v.gpu_hours_per_link_failure,
+            v.gpu_hours_per_interruption,
+            v.interruptions_per_month,
+            v.lost_gpu_hours_per_month,
+            v.usd_per_month
+        );
+    }
+    let _ = writeln!(
+        o,
+        "recovery: the link's fault to new routes (InfiniBand: our SM's sweep, SMPs × {:.2} µs measured per SMP, no SMP wire time; OpenSM over ibsim took 247 ms at 648 CAs); GPU-h/link: the ring all-reduce's connections through it stall that long on every GPU; GPU-h/interrupt: a failure that kills the job (NCCL's timeout, repair, restart, half a checkpoint interval); `rdmalab failure --fault …` studies other faults",
+        rs.per_smp_s * 1e6
+    );
     o
 }
 

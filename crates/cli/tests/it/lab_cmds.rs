@@ -96,38 +96,84 @@ fn advise_rejects_a_price_table_with_a_typo() {
 }
 
 /// `rdmalab failure`: a spine link cut during a ring all-reduce on 512 GPUs; the
-/// InfiniBand stall is the SM recovery the run measured, Ethernet's the BFD
-/// default; a link that is not a spine link is refused by name (exit 2).
+/// InfiniBand stall is the SM recovery modelled from the SMPs it sent, Ethernet's
+/// the BFD default; every fault kind runs; bad input is refused by name (exit 2).
 #[test]
 fn failure_cuts_a_spine_link_on_every_variant() {
     let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/lab/superpod-2su-512.toml");
-    let o = rdmalab(&["failure", p.to_str().unwrap(), "--size", "16777216", "--json"], None);
+    let p = p.to_str().unwrap();
+    let o = rdmalab(&["failure", p, "--size", "16777216", "--json"], None);
     assert!(o.status.success(), "{}", err(&o));
     let j: serde_json::Value = serde_json::from_str(&out(&o)).unwrap();
     assert_eq!(j["gpus"], 512);
-    let sm = j["sm"]["seconds"].as_f64().unwrap();
+    assert_eq!(j["fault"]["kind"], "link-down");
+    let sm = &j["sm"][0];
+    let model = sm["model_s"].as_f64().unwrap();
+    assert_eq!(
+        model,
+        sm["smps"].as_f64().unwrap() * lab::failure::recovery::SM_WALL_PER_SMP_S
+    );
     let vs = j["variants"].as_array().unwrap();
     assert_eq!(vs.len(), 3, "{vs:?}");
     for v in vs {
         let stall = v["stall_s"].as_f64().unwrap();
         if v["id"] == "ib" {
-            assert_eq!(stall, sm);
+            assert_eq!(stall, model);
+            assert_eq!(v["recovery_wall_s"], sm["wall_s"]);
         } else {
             assert!((stall - 0.9).abs() < 1e-12, "{v}");
         }
         assert!(v["slowdown"].as_f64().unwrap() > 1.0, "{v}");
         assert_eq!(v["nccl_timed_out"], false);
     }
-    let o = rdmalab(&["failure", p.to_str().unwrap(), "--link", "spine9:1"], None);
-    assert_eq!(o.status.code(), Some(2), "{}", err(&o));
-    assert!(
-        err(&o).contains("spine9/1") && err(&o).contains("no switch of that name"),
-        "{}",
-        err(&o)
-    );
-    let o = rdmalab(&["failure", p.to_str().unwrap(), "--op", "all-reduce"], None);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(err(&o).contains("all-reduce-ring"), "{}", err(&o));
+    for (args, want) in [
+        (&["--fault", "switch"][..], "switch spine"),
+        (&["--fault", "flap", "--flaps", "2", "--dampening"][..], "flap 2: link"),
+        (
+            &["--fault", "degrade", "--degraded-gbps", "200", "--ber", "1e-7"][..],
+            "trained at 2xNDR",
+        ),
+        (
+            &["--fault", "nic-storm", "--no-pfcwd"][..],
+            "NIC's stall prevention stops them (8000 ms)",
+        ),
+    ] {
+        let mut a = vec!["failure", p, "--size", "16777216"];
+        a.extend_from_slice(args);
+        let o = rdmalab(&a, None);
+        assert!(o.status.success(), "{args:?}: {}", err(&o));
+        assert!(out(&o).contains(want), "{args:?}: {}", out(&o));
+    }
+    for (args, want) in [
+        (&["--link", "spine9:1"][..], "spine9/1: no switch of that name"),
+        (&["--op", "all-reduce"][..], "all-reduce-ring"),
+        (
+            &["--fault", "meltdown"][..],
+            "--fault \"meltdown\": expected one of link, switch, flap, degrade, nic-storm",
+        ),
+        (
+            &["--fault", "switch", "--switch", "spine99"][..],
+            "switch spine99: no switch of that name",
+        ),
+        (
+            &["--fault", "nic-storm", "--nic", "gpu999-mlx5_0"][..],
+            "nic gpu999-mlx5_0: no NIC of that name",
+        ),
+        (
+            &["--fault", "degrade", "--degraded-gbps", "300"][..],
+            "--degraded-gbps: an InfiniBand 4xNDR link cannot train at 300 Gb/s",
+        ),
+        (
+            &["--fault", "link", "--ber", "1e-6"][..],
+            "--ber does not apply to --fault link",
+        ),
+    ] {
+        let mut a = vec!["failure", p, "--size", "16777216"];
+        a.extend_from_slice(args);
+        let o = rdmalab(&a, None);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", err(&o));
+        assert!(err(&o).contains(want), "{args:?}: {}", err(&o));
+    }
 }
 
 /// `rdmalab compare` on the SHARP example: InfiniBand runs the all-reduce with
