@@ -1,8 +1,9 @@
 //! A training job on a fabric: its network operations priced by the flow engine
 //! on the fabric's own routes, in place of `workload`'s contention-free network.
 //!
-//! Ranks are placed packed: rank `r` is GPU `r mod g` of server `r / g` and uses
-//! that GPU's rail NIC (`g` GPUs and NICs per server). A rank's coordinates follow
+//! Ranks are placed on the servers the job gets ([`Placement`]: packed, scattered
+//! over the units, or in the gaps churn leaves): rank `r` is GPU `r mod g` of the
+//! job's server `r / g` and uses that GPU's rail NIC (`g` GPUs and NICs per server). A rank's coordinates follow
 //! the job's rank order (Megatron `tp-cp-dp-pp`, Llama 3 `tp-cp-pp-dp`; expert
 //! parallelism is carved out of `dp × cp` and is not a separate digit). An
 //! operation on the network is run for **every group of its kind at once** — all
@@ -107,16 +108,33 @@ impl<'a> FabricNetwork<'a> {
         pricing: Pricing,
         seed: u64,
     ) -> Result<Self, PlaceError> {
+        let servers = fabric.hosts.len();
+        Self::placed(fabric, tables, job, pricing, seed, &(0..servers).collect::<Vec<_>>())
+    }
+
+    /// Place `job` on `servers` of `fabric` (indices, in rank order: the job's
+    /// server `k` is `servers[k]`).
+    pub fn placed(
+        fabric: &'a Fabric,
+        tables: &'a sm::RoutingTables,
+        job: &'a Job,
+        pricing: Pricing,
+        seed: u64,
+        servers: &[usize],
+    ) -> Result<Self, PlaceError> {
         let nics = NicMap::from_fabric(fabric).map_err(PlaceError::Rails)?;
         let g = nics.nic.first().map_or(0, Vec::len);
-        if (job.gpus as usize) > nics.nic.len() * g {
+        let usable = servers.iter().filter(|&&s| s < nics.nic.len()).count();
+        if (job.gpus as usize) > usable * g {
             return Err(PlaceError::TooLarge {
                 gpus: job.gpus,
-                servers: nics.nic.len(),
+                servers: usable,
                 nics: g,
             });
         }
-        let nic_of_rank = (0..job.gpus as usize).map(|r| nics.nic[r / g][r % g]).collect();
+        let nic_of_rank = (0..job.gpus as usize)
+            .map(|r| nics.nic[servers[r / g]][r % g])
+            .collect();
         let nic_gbs = fabric.links.first().map_or(50.0, |l| l.rate.data_bps() as f64 / 8e9);
         Ok(FabricNetwork {
             fabric,
@@ -369,6 +387,103 @@ pub struct TrainCluster {
     pub radix: u32,
     /// NIC and port speed, Gb/s.
     pub nic_gbps: u32,
+    /// Which servers the job gets.
+    pub placement: Placement,
+}
+
+/// A placement in words: its kind and the servers and units it took.
+fn describe_placement(p: Placement, servers: &[usize], per_su: usize) -> String {
+    let units: std::collections::BTreeSet<usize> = servers.iter().map(|s| s / per_su.max(1)).collect();
+    let runs = servers.windows(2).filter(|w| w[1] != w[0] + 1).count() + usize::from(!servers.is_empty());
+    format!(
+        "{}: {} servers in {} unit(s), {} contiguous run(s)",
+        p.name(),
+        servers.len(),
+        units.len(),
+        runs
+    )
+}
+
+/// Rounds of arrivals (first fit, until the job would no longer fit) and
+/// departures (each running job with probability 1/2) before a fragmented
+/// placement takes its servers: enough for the first-fit gaps to spread over
+/// the cluster. A model of churn, not a measured trace.
+const CHURN_ROUNDS: usize = 8;
+
+/// Which of the cluster's servers a job gets.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Placement {
+    /// The first servers, unit by unit: the job's rings stay on as few leaves as
+    /// they can.
+    #[default]
+    Packed,
+    /// Round robin over the scalable units (server 0 of every unit, then server
+    /// 1, …): every data-parallel ring crosses the spines.
+    Scattered,
+    /// The free servers a busy cluster leaves: over [`CHURN_ROUNDS`] rounds,
+    /// earlier jobs of 1, 2, 4 or 8 servers (drawn from the run's seed) take
+    /// servers first fit until the job would no longer fit, then each finishes
+    /// with probability 1/2; the job takes the free servers in order, wherever
+    /// the gaps are.
+    Fragmented,
+}
+
+impl Placement {
+    /// The servers (indices into the fabric's servers, in rank order) a job of
+    /// `need` servers gets on `total` servers in units of `per_su`.
+    pub fn servers(self, total: usize, per_su: usize, need: usize, seed: u64) -> Vec<usize> {
+        let need = need.min(total);
+        match self {
+            Placement::Packed => (0..need).collect(),
+            Placement::Scattered => {
+                let units = total.div_ceil(per_su.max(1));
+                (0..per_su.max(1))
+                    .flat_map(|i| (0..units).map(move |u| u * per_su + i))
+                    .filter(|&s| s < total)
+                    .take(need)
+                    .collect()
+            }
+            Placement::Fragmented => {
+                use rand::{Rng, SeedableRng};
+                let mut rng = rand_pcg::Pcg64::seed_from_u64(seed ^ 0x706c_6163_656d_656e);
+                let mut busy = vec![false; total];
+                let mut jobs: Vec<Vec<usize>> = Vec::new();
+                for _ in 0..CHURN_ROUNDS {
+                    loop {
+                        let size = [1usize, 2, 4, 8][rng.random_range(0..4)];
+                        let free: Vec<usize> = (0..total).filter(|&s| !busy[s]).collect();
+                        if free.len() < need + size {
+                            break;
+                        }
+                        let got: Vec<usize> = free.into_iter().take(size).collect();
+                        for &s in &got {
+                            busy[s] = true;
+                        }
+                        jobs.push(got);
+                    }
+                    jobs.retain(|j| {
+                        let done = rng.random_bool(0.5);
+                        if done {
+                            for &s in j {
+                                busy[s] = false;
+                            }
+                        }
+                        !done
+                    });
+                }
+                (0..total).filter(|&s| !busy[s]).take(need).collect()
+            }
+        }
+    }
+
+    /// As the reports name it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Placement::Packed => "packed",
+            Placement::Scattered => "scattered over the units",
+            Placement::Fragmented => "fragmented after churn",
+        }
+    }
 }
 
 impl Default for TrainCluster {
@@ -380,6 +495,7 @@ impl Default for TrainCluster {
             leaf_uplinks: None,
             radix: 64,
             nic_gbps: 400,
+            placement: Placement::Packed,
         }
     }
 }
@@ -436,6 +552,8 @@ pub struct TrainRun {
     pub cluster: String,
     /// Servers in the cluster.
     pub servers: u32,
+    /// Which servers the job got (`Placement`), in words.
+    pub placement: String,
     /// Switches in the cluster.
     pub switches: u32,
     /// The engine that priced the network operations.
@@ -613,7 +731,13 @@ pub fn run_job(
     let built = Built::new(cluster, (sus, per_su))?;
     let (f, tables, route_s) = (&built.fabric, &built.tables, built.route_s);
     let it = Iteration::of(&job);
-    let fab = FabricNetwork::new(f, tables, &job, pricing, seed)?;
+    let placed = cluster.placement.servers(
+        (built.sus * built.per_su) as usize,
+        built.per_su as usize,
+        job.gpus.div_ceil(g) as usize,
+        seed,
+    );
+    let fab = FabricNetwork::placed(f, tables, &job, pricing, seed, &placed)?;
     fab.price(&it)?;
     let (eff, source) = match efficiency {
         Some(e) => (e, "given".to_string()),
@@ -655,6 +779,7 @@ pub fn run_job(
             p.ep
         ),
         cluster: built.describe(cluster),
+        placement: describe_placement(cluster.placement, &placed, built.per_su as usize),
         servers: built.sus * built.per_su,
         switches: f.count(fabric::NodeKind::Switch) as u32,
         engine: engine_name(pricing),
@@ -755,7 +880,13 @@ pub fn run_aicb(
     };
     let built = Built::new(cluster, Built::units(cluster, gpus))?;
     let (f, tables, route_s) = (&built.fabric, &built.tables, built.route_s);
-    let fab = FabricNetwork::new(f, tables, &job, pricing, seed).map_err(TrainError::Place)?;
+    let placed = cluster.placement.servers(
+        (built.sus * built.per_su) as usize,
+        built.per_su as usize,
+        gpus.div_ceil(cluster.gpus_per_server.max(1)) as usize,
+        seed,
+    );
+    let fab = FabricNetwork::placed(f, tables, &job, pricing, seed, &placed).map_err(TrainError::Place)?;
     fab.price_ops(&ops).map_err(TrainError::Place)?;
     let ideal_net = fab.ideal;
     let priced: Vec<OpPrice> = ops
@@ -819,6 +950,7 @@ pub fn run_aicb(
         gpus,
         parallel: format!("tp {} · pp {} · dp {dp} · ep {} · ga {m}", p.tp, p.pp, p.ep),
         cluster: built.describe(cluster),
+        placement: describe_placement(cluster.placement, &placed, built.per_su as usize),
         servers: built.sus * built.per_su,
         switches: f.count(fabric::NodeKind::Switch) as u32,
         engine: engine_name(pricing),
@@ -909,6 +1041,55 @@ mod tests {
             "iteration {tc} s on the oversubscribed pod, {tb} s non-blocking"
         );
         assert!(fab.contention_free().iter().all(|l| !l.is_empty()));
+    }
+
+    /// Packed takes the first servers, scattered one per unit in turn,
+    /// fragmented the gaps churn leaves: distinct servers, as many as asked,
+    /// the same for a seed, spread over more runs than packed, and other gaps
+    /// for other seeds.
+    #[test]
+    fn placements_take_the_servers_they_say() {
+        assert_eq!(Placement::Packed.servers(32, 8, 4, 1), vec![0, 1, 2, 3]);
+        assert_eq!(Placement::Scattered.servers(32, 8, 6, 1), vec![0, 8, 16, 24, 1, 9]);
+        let (mut seen, mut broken) = (std::collections::BTreeSet::new(), 0);
+        for seed in 1..=8 {
+            let f = Placement::Fragmented.servers(32, 8, 16, seed);
+            assert_eq!(f, Placement::Fragmented.servers(32, 8, 16, seed));
+            assert_eq!(f.len(), 16);
+            assert!(f.windows(2).all(|w| w[0] < w[1]) && f[15] < 32, "{f:?}");
+            broken += usize::from(f.windows(2).any(|w| w[1] != w[0] + 1));
+            seen.insert(f);
+        }
+        // most seeds leave the job in pieces, and in different pieces
+        assert!(broken >= 6, "{broken} of 8: {seen:?}");
+        assert!(seen.len() >= 4, "{seen:?}");
+        // never more than the cluster
+        assert_eq!(Placement::Scattered.servers(4, 8, 9, 1).len(), 4);
+    }
+
+    /// On oversubscribed leaves (2 uplinks for 8 servers) a job placed over
+    /// every unit sends its data-parallel rings over the spines and waits for
+    /// them; packed, its rings stay on two units' leaves.
+    #[test]
+    fn a_scattered_job_pays_for_the_spines_a_packed_one_does_not_cross() {
+        let spec = small_job("llama3");
+        let run = |placement| {
+            let cluster = TrainCluster {
+                sus: Some(4),
+                servers_per_su: 8,
+                leaf_uplinks: Some(2),
+                placement,
+                ..TrainCluster::default()
+            };
+            run_job(&spec, &cluster, Pricing::Flow, None, 1).unwrap()
+        };
+        let packed = run(Placement::Packed);
+        let scattered = run(Placement::Scattered);
+        assert!(packed.placement.starts_with("packed: "), "{}", packed.placement);
+        assert!(scattered.placement.contains("in 4 unit(s)"), "{}", scattered.placement);
+        let slower = scattered.fabric.total_s / packed.fabric.total_s - 1.0;
+        assert!(slower > 0.10, "{slower}");
+        assert!((packed.fabric.total_s / packed.ideal.total_s - 1.0) < 0.01);
     }
 
     #[test]

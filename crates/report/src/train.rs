@@ -39,6 +39,7 @@ pub fn text(r: &TrainRun) -> String {
         "cluster: {} ({} servers, {} switches), routed by the SM (ftree) in {:.2} s\n",
         r.cluster, r.servers, r.switches, r.route_s
     );
+    s += &format!("placement: {}\n", r.placement);
     if r.efficiency.is_nan() {
         s += &format!("compute: {}\n\n", r.efficiency_source);
     } else {

@@ -20,6 +20,17 @@ enum EngineArg {
     Packet,
 }
 
+/// `--placement`'s values.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum PlacementArg {
+    /// The first servers, unit by unit.
+    Packed,
+    /// Round robin over the scalable units.
+    Scattered,
+    /// The gaps earlier jobs leave (drawn from --seed).
+    Fragmented,
+}
+
 /// One training iteration of a job on a cluster: compute, pipeline bubble and
 /// every network operation priced on the fabric.
 #[derive(Debug, Args)]
@@ -47,7 +58,12 @@ pub struct TrainCmd {
     /// on a published run (the report names it).
     #[arg(long)]
     efficiency: Option<f64>,
-    /// Seed of the packet simulator.
+    /// Which servers the job gets: packed (the first), scattered over the
+    /// scalable units, or fragmented (the gaps earlier jobs leave; drawn from
+    /// --seed). Matters on a cluster larger than the job (--sus).
+    #[arg(long, value_enum, default_value_t = PlacementArg::Packed)]
+    placement: PlacementArg,
+    /// Seed of the packet simulator and of a fragmented placement's churn.
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// Print JSON instead of the table.
@@ -75,6 +91,11 @@ impl TrainCmd {
             servers_per_su: self.servers_per_su,
             leaf_uplinks: self.leaf_uplinks,
             nic_gbps: self.nic_gbps,
+            placement: match self.placement {
+                PlacementArg::Packed => lab::train::Placement::Packed,
+                PlacementArg::Scattered => lab::train::Placement::Scattered,
+                PlacementArg::Fragmented => lab::train::Placement::Fragmented,
+            },
             ..TrainCluster::default()
         };
         let pricing = match self.engine {
