@@ -1090,6 +1090,23 @@ mod tests {
         let slower = scattered.fabric.total_s / packed.fabric.total_s - 1.0;
         assert!(slower > 0.10, "{slower}");
         assert!((packed.fabric.total_s / packed.ideal.total_s - 1.0) < 0.01);
+        // the figures docs/TRAINING.md quotes (over the contention-free network,
+        // within 0.05 points; examples/train/small-128.toml is this job)
+        let over = |r: &TrainRun| (r.fabric.total_s / r.ideal.total_s - 1.0) * 100.0;
+        assert!((over(&packed) - 0.19).abs() < 0.05, "{}", over(&packed));
+        assert!((over(&scattered) - 18.89).abs() < 0.05, "{}", over(&scattered));
+        for seed in 1..=4 {
+            let cluster = TrainCluster {
+                sus: Some(4),
+                servers_per_su: 8,
+                leaf_uplinks: Some(2),
+                placement: Placement::Fragmented,
+                ..TrainCluster::default()
+            };
+            let r = run_job(&spec, &cluster, Pricing::Flow, None, seed).unwrap();
+            assert!((0.14..=0.39).contains(&over(&r)), "seed {seed}: {}", over(&r));
+            assert!(r.placement.contains("in 3 unit(s)"), "{}", r.placement);
+        }
     }
 
     #[test]
