@@ -47,6 +47,9 @@ pub enum PlaceError {
     /// The fabric's servers and NICs do not form rails.
     #[error("the fabric's servers do not form rails")]
     Rails(#[source] crate::runner::RunError),
+    /// Packet pricing asked for on Ethernet, which `train` prices at flow level only.
+    #[error("--engine packet prices InfiniBand only; RoCEv2 iterations run at flow level (--engine flow)")]
+    PacketEthernet,
     /// An operation could not be run on the fabric.
     #[error("price {op} on the fabric")]
     Run {
@@ -73,7 +76,7 @@ pub enum Pricing {
 /// the fabric; the [`Network`] trait then reads the prices.
 pub struct FabricNetwork<'a> {
     fabric: &'a Fabric,
-    tables: &'a sm::RoutingTables,
+    routing: Route<'a>,
     job: &'a Job,
     nic_of_rank: Vec<NodeId>,
     wire: WireModel,
@@ -83,6 +86,44 @@ pub struct FabricNetwork<'a> {
     cache: RefCell<BTreeMap<(u8, u8, u64), f64>>,
     fallback: RefCell<Vec<String>>,
     effort: RefCell<PriceEffort>,
+}
+
+/// The wire model of RoCEv2 as `compare` runs its tuned variant, with the
+/// ideal NICs `train` gives InfiniBand too: Ethernet, IPv4, UDP, BTH, ICRC and
+/// FCS per 4096-byte packet, an ACK per packet (the RoCE world's default),
+/// store-and-forward switches of 600 ns (`compare`'s Ethernet switch).
+fn roce_wire() -> WireModel {
+    WireModel {
+        mtu: 4096,
+        overhead: sim::roce::net::ROCEV2_HEADERS,
+        ack_bytes: sim::roce::net::ACK_BYTES,
+        ack_every: sim::roce::net::NicConfig::default().ack_every,
+        switch_latency_ps: 600_000,
+        store_and_forward: true,
+        endpoint_ps: 0,
+        nic_payload_ppm: 0,
+    }
+}
+
+/// How a priced fabric forwards.
+#[derive(Clone, Copy)]
+pub enum Route<'a> {
+    /// InfiniBand: the SM's tables.
+    Ib(&'a sm::RoutingTables),
+    /// RoCEv2: the Ethernet control plane's ECMP groups, each connection hashed
+    /// by its QP's UDP source port as the packet world hashes it.
+    Eth(&'a ethcp::EcmpTable, ethcp::HashConfig),
+}
+
+/// The fabric a training job runs on.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TrainFabric {
+    /// InfiniBand, routed by the SM (ftree).
+    #[default]
+    Infiniband,
+    /// RoCEv2 on the same units (L3 with ECMP over shortest paths, per-QP
+    /// hash), lossless: at flow level the rates of PFC with DCQCN at steady state.
+    Rocev2,
 }
 
 /// What pricing cost: operations run on the fabric and the engines' work.
@@ -109,19 +150,22 @@ impl<'a> FabricNetwork<'a> {
         seed: u64,
     ) -> Result<Self, PlaceError> {
         let servers = fabric.hosts.len();
-        Self::placed(fabric, tables, job, pricing, seed, &(0..servers).collect::<Vec<_>>())
+        Self::placed(fabric, Route::Ib(tables), job, pricing, seed, &(0..servers).collect::<Vec<_>>())
     }
 
     /// Place `job` on `servers` of `fabric` (indices, in rank order: the job's
     /// server `k` is `servers[k]`).
     pub fn placed(
         fabric: &'a Fabric,
-        tables: &'a sm::RoutingTables,
+        routing: Route<'a>,
         job: &'a Job,
         pricing: Pricing,
         seed: u64,
         servers: &[usize],
     ) -> Result<Self, PlaceError> {
+        if let (Route::Eth(..), Pricing::Packet) = (routing, pricing) {
+            return Err(PlaceError::PacketEthernet);
+        }
         let nics = NicMap::from_fabric(fabric).map_err(PlaceError::Rails)?;
         let g = nics.nic.first().map_or(0, Vec::len);
         let usable = servers.iter().filter(|&&s| s < nics.nic.len()).count();
@@ -138,10 +182,13 @@ impl<'a> FabricNetwork<'a> {
         let nic_gbs = fabric.links.first().map_or(50.0, |l| l.rate.data_bps() as f64 / 8e9);
         Ok(FabricNetwork {
             fabric,
-            tables,
+            routing,
             job,
             nic_of_rank,
-            wire: crate::flow_world::ib_wire(&sim::IbConfig::default()),
+            wire: match routing {
+                Route::Ib(_) => crate::flow_world::ib_wire(&sim::IbConfig::default()),
+                Route::Eth(..) => roce_wire(),
+            },
             // what is not on the fabric crosses it at the NICs' rate
             ideal: IdealNetwork::new(&job.gpu, nic_gbs),
             pricing,
@@ -307,10 +354,22 @@ impl<'a> FabricNetwork<'a> {
                     let c = match conns.get(&(na, nb)) {
                         Some(&c) => c,
                         None => {
-                            let data =
-                                flow::path::ib_route(self.fabric, self.tables, na, nb).map_err(RunError::FlowPath)?;
-                            let ack =
-                                flow::path::ib_route(self.fabric, self.tables, nb, na).map_err(RunError::FlowPath)?;
+                            let (data, ack) = match self.routing {
+                                Route::Ib(t) => (
+                                    flow::path::ib_route(self.fabric, t, na, nb),
+                                    flow::path::ib_route(self.fabric, t, nb, na),
+                                ),
+                                Route::Eth(table, hash) => {
+                                    let r = flow::path::EthRouting {
+                                        table,
+                                        hash,
+                                        rocev1: false,
+                                    };
+                                    let k = conns.len() as u32;
+                                    (r.route(self.fabric, na, nb, k), r.route(self.fabric, nb, na, k))
+                                }
+                            };
+                            let (data, ack) = (data.map_err(RunError::FlowPath)?, ack.map_err(RunError::FlowPath)?);
                             let c = flow::path::open(&mut sim, self.fabric, &ports, &self.wire, &data, &ack)
                                 .map_err(RunError::Flow)?;
                             conns.insert((na, nb), c);
@@ -331,9 +390,12 @@ impl<'a> FabricNetwork<'a> {
                 (last, sim.counters().events)
             }
             Pricing::Packet => {
+                let Route::Ib(tables) = self.routing else {
+                    unreachable!("refused when placed: no packet pricing on Ethernet");
+                };
                 let mut sim = sim::Sim::new(
                     self.fabric,
-                    self.tables,
+                    tables,
                     sim::IbConfig::default(),
                     sim::EngineConfig {
                         seed: self.seed,
@@ -389,6 +451,10 @@ pub struct TrainCluster {
     pub nic_gbps: u32,
     /// Which servers the job gets.
     pub placement: Placement,
+    /// InfiniBand or RoCEv2.
+    pub fabric: TrainFabric,
+    /// The Ethernet switches' ECMP hash seed (RoCEv2).
+    pub hash_seed: u32,
 }
 
 /// A placement in words: its kind and the servers and units it took.
@@ -496,6 +562,8 @@ impl Default for TrainCluster {
             radix: 64,
             nic_gbps: 400,
             placement: Placement::Packed,
+            fabric: TrainFabric::Infiniband,
+            hash_seed: 1,
         }
     }
 }
@@ -554,6 +622,8 @@ pub struct TrainRun {
     pub servers: u32,
     /// Which servers the job got (`Placement`), in words.
     pub placement: String,
+    /// What routed the fabric, in words.
+    pub routed_by: String,
     /// Switches in the cluster.
     pub switches: u32,
     /// The engine that priced the network operations.
@@ -639,13 +709,26 @@ pub fn published_efficiency() -> (f64, String) {
 /// A scalable-unit cluster for `gpus` GPUs, built and routed by our SM.
 struct Built {
     fabric: Fabric,
-    tables: sm::RoutingTables,
+    routing: BuiltRouting,
     sus: u32,
     per_su: u32,
     route_s: f64,
 }
 
+/// What a built cluster forwards by.
+enum BuiltRouting {
+    Ib(sm::RoutingTables),
+    Eth(ethcp::EcmpTable, ethcp::HashConfig),
+}
+
 impl Built {
+    fn route(&self) -> Route<'_> {
+        match &self.routing {
+            BuiltRouting::Ib(t) => Route::Ib(t),
+            BuiltRouting::Eth(t, h) => Route::Eth(t, *h),
+        }
+    }
+
     /// Units and servers per unit for `gpus` GPUs: `cluster.sus`, else as few as
     /// hold them (at least two servers).
     fn units(cluster: &TrainCluster, gpus: u32) -> (u32, u32) {
@@ -661,8 +744,11 @@ impl Built {
     /// not regular).
     fn new(cluster: &TrainCluster, (sus, per_su): (u32, u32)) -> Result<Built, TrainError> {
         let g = cluster.gpus_per_server.max(1);
-        let rate =
-            crate::cluster::link_rate(crate::tco::Tech::InfiniBand, cluster.nic_gbps).map_err(TrainError::Cluster)?;
+        let tech = match cluster.fabric {
+            TrainFabric::Infiniband => crate::tco::Tech::InfiniBand,
+            TrainFabric::Rocev2 => crate::tco::Tech::Ethernet,
+        };
+        let rate = crate::cluster::link_rate(tech, cluster.nic_gbps).map_err(TrainError::Cluster)?;
         let fabric = fabric::generate::superpod(&fabric::generate::SuperPodParams {
             sus,
             servers_per_su: per_su,
@@ -674,15 +760,30 @@ impl Built {
         })
         .map_err(TrainError::Cluster)?;
         let routed = std::time::Instant::now();
-        let o = sm::run::RunOptions {
-            engines: vec![sm::routing::EngineKind::Ftree, sm::routing::EngineKind::UpDn],
-            validate: false,
-            ..Default::default()
+        let routing = match cluster.fabric {
+            TrainFabric::Infiniband => {
+                let o = sm::run::RunOptions {
+                    engines: vec![sm::routing::EngineKind::Ftree, sm::routing::EngineKind::UpDn],
+                    validate: false,
+                    ..Default::default()
+                };
+                BuiltRouting::Ib(sm::run::run(&fabric, &o).map_err(TrainError::Route)?.0)
+            }
+            TrainFabric::Rocev2 => {
+                let rc = sim::roce::net::RoutingConfig::default();
+                BuiltRouting::Eth(
+                    ethcp::EcmpTable::build(&fabric, rc.ecmp_convergence.as_ps()),
+                    // the switches' hash seed follows the run's, as compare's does
+                    ethcp::HashConfig {
+                        seed: cluster.hash_seed,
+                        ..rc.hash
+                    },
+                )
+            }
         };
-        let (tables, _) = sm::run::run(&fabric, &o).map_err(TrainError::Route)?;
         Ok(Built {
             fabric,
-            tables,
+            routing,
             sus,
             per_su,
             route_s: routed.elapsed().as_secs_f64(),
@@ -692,10 +793,14 @@ impl Built {
     /// The cluster in words, as the report prints it.
     fn describe(&self, cluster: &TrainCluster) -> String {
         format!(
-            "{} unit(s) × {} servers × {} GPUs, InfiniBand {} Gb/s, radix {}{}",
+            "{} unit(s) × {} servers × {} GPUs, {} {} Gb/s, radix {}{}",
             self.sus,
             self.per_su,
             cluster.gpus_per_server.max(1),
+            match cluster.fabric {
+                TrainFabric::Infiniband => "InfiniBand",
+                TrainFabric::Rocev2 => "RoCEv2 (ECMP, lossless)",
+            },
             cluster.nic_gbps,
             cluster.radix,
             cluster
@@ -729,7 +834,7 @@ pub fn run_job(
         source,
     })?;
     let built = Built::new(cluster, (sus, per_su))?;
-    let (f, tables, route_s) = (&built.fabric, &built.tables, built.route_s);
+    let (f, route_s) = (&built.fabric, built.route_s);
     let it = Iteration::of(&job);
     let placed = cluster.placement.servers(
         (built.sus * built.per_su) as usize,
@@ -737,7 +842,7 @@ pub fn run_job(
         job.gpus.div_ceil(g) as usize,
         seed,
     );
-    let fab = FabricNetwork::placed(f, tables, &job, pricing, seed, &placed)?;
+    let fab = FabricNetwork::placed(f, built.route(), &job, pricing, seed, &placed)?;
     fab.price(&it)?;
     let (eff, source) = match efficiency {
         Some(e) => (e, "given".to_string()),
@@ -780,6 +885,10 @@ pub fn run_job(
         ),
         cluster: built.describe(cluster),
         placement: describe_placement(cluster.placement, &placed, built.per_su as usize),
+        routed_by: match built.routing {
+            BuiltRouting::Ib(_) => "the SM (ftree)".into(),
+            BuiltRouting::Eth(_, h) => format!("ECMP over shortest paths, a per-QP hash of seed {}", h.seed),
+        },
         servers: built.sus * built.per_su,
         switches: f.count(fabric::NodeKind::Switch) as u32,
         engine: engine_name(pricing),
@@ -879,14 +988,14 @@ pub fn run_aicb(
         router_skew: 1.0,
     };
     let built = Built::new(cluster, Built::units(cluster, gpus))?;
-    let (f, tables, route_s) = (&built.fabric, &built.tables, built.route_s);
+    let (f, route_s) = (&built.fabric, built.route_s);
     let placed = cluster.placement.servers(
         (built.sus * built.per_su) as usize,
         built.per_su as usize,
         gpus.div_ceil(cluster.gpus_per_server.max(1)) as usize,
         seed,
     );
-    let fab = FabricNetwork::placed(f, tables, &job, pricing, seed, &placed).map_err(TrainError::Place)?;
+    let fab = FabricNetwork::placed(f, built.route(), &job, pricing, seed, &placed).map_err(TrainError::Place)?;
     fab.price_ops(&ops).map_err(TrainError::Place)?;
     let ideal_net = fab.ideal;
     let priced: Vec<OpPrice> = ops
@@ -951,6 +1060,10 @@ pub fn run_aicb(
         parallel: format!("tp {} · pp {} · dp {dp} · ep {} · ga {m}", p.tp, p.pp, p.ep),
         cluster: built.describe(cluster),
         placement: describe_placement(cluster.placement, &placed, built.per_su as usize),
+        routed_by: match built.routing {
+            BuiltRouting::Ib(_) => "the SM (ftree)".into(),
+            BuiltRouting::Eth(_, h) => format!("ECMP over shortest paths, a per-QP hash of seed {}", h.seed),
+        },
         servers: built.sus * built.per_su,
         switches: f.count(fabric::NodeKind::Switch) as u32,
         engine: engine_name(pricing),
@@ -1107,6 +1220,45 @@ mod tests {
             assert!((0.14..=0.39).contains(&over(&r)), "seed {seed}: {}", over(&r));
             assert!(r.placement.contains("in 3 unit(s)"), "{}", r.placement);
         }
+    }
+
+    /// RoCEv2 iterations at flow level: on one unit, where every ring stays on
+    /// its rail's leaf, within 1% of InfiniBand (headers, ACKs and the switches'
+    /// store-and-forward latency); across four units, where the data-parallel
+    /// rings cross the spines, ECMP's per-QP hash collides flows that the SM's
+    /// ftree routes apart, and the iteration loses over 10%. Packet pricing on
+    /// Ethernet is refused by name.
+    #[test]
+    fn rocev2_iterations_meet_infiniband_on_a_leaf_and_lose_to_ecmp_across_units() {
+        let spec = small_job("llama3");
+        let run = |fabric, sus| {
+            let cluster = TrainCluster {
+                sus,
+                servers_per_su: if sus.is_some() { 8 } else { 32 },
+                fabric,
+                ..TrainCluster::default()
+            };
+            run_job(&spec, &cluster, Pricing::Flow, None, 1).unwrap()
+        };
+        let over = |r: &TrainRun| (r.fabric.total_s / r.ideal.total_s - 1.0) * 100.0;
+        let (ib1, roce1) = (run(TrainFabric::Infiniband, None), run(TrainFabric::Rocev2, None));
+        let (ib4, roce4) = (
+            run(TrainFabric::Infiniband, Some(4)),
+            run(TrainFabric::Rocev2, Some(4)),
+        );
+        assert!((roce1.fabric.total_s / ib1.fabric.total_s - 1.0).abs() < 0.01);
+        assert!(roce4.fabric.total_s / ib4.fabric.total_s - 1.0 > 0.10);
+        // the figures docs/TRAINING.md quotes, within 0.05 points
+        for (got, want) in [(over(&ib1), 0.19), (over(&roce1), 0.77), (over(&ib4), 0.19), (over(&roce4), 16.21)] {
+            assert!((got - want).abs() < 0.05, "{got} against {want}");
+        }
+        assert!(roce4.routed_by.starts_with("ECMP"), "{}", roce4.routed_by);
+        let cluster = TrainCluster {
+            fabric: TrainFabric::Rocev2,
+            ..TrainCluster::default()
+        };
+        let e = run_job(&spec, &cluster, Pricing::Packet, None, 1).unwrap_err().to_string();
+        assert!(e.contains("RoCEv2 iterations run at flow level"), "{e}");
     }
 
     #[test]

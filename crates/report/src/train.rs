@@ -36,8 +36,8 @@ pub fn text(r: &TrainRun) -> String {
     s += &format!("rdmalab train: {} ({}, {} GPUs)\n", r.job, r.model, r.gpus);
     s += &format!("parallelism: {}\n", r.parallel);
     s += &format!(
-        "cluster: {} ({} servers, {} switches), routed by the SM (ftree) in {:.2} s\n",
-        r.cluster, r.servers, r.switches, r.route_s
+        "cluster: {} ({} servers, {} switches), routed by {} in {:.2} s\n",
+        r.cluster, r.servers, r.switches, r.routed_by, r.route_s
     );
     s += &format!("placement: {}\n", r.placement);
     if r.efficiency.is_nan() {

@@ -20,6 +20,15 @@ enum EngineArg {
     Packet,
 }
 
+/// `--fabric`'s values.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum FabricArg {
+    /// InfiniBand NDR-class, the SM's ftree routes.
+    Infiniband,
+    /// RoCEv2, ECMP per QP, lossless.
+    Rocev2,
+}
+
 /// `--placement`'s values.
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum PlacementArg {
@@ -63,7 +72,12 @@ pub struct TrainCmd {
     /// --seed). Matters on a cluster larger than the job (--sus).
     #[arg(long, value_enum, default_value_t = PlacementArg::Packed)]
     placement: PlacementArg,
-    /// Seed of the packet simulator and of a fragmented placement's churn.
+    /// The fabric: InfiniBand routed by our SM, or RoCEv2 (L3 with ECMP, the
+    /// switches' hash seeded by --seed; flow level only).
+    #[arg(long, value_enum, default_value_t = FabricArg::Infiniband)]
+    fabric: FabricArg,
+    /// Seed of the packet simulator, of a fragmented placement's churn and of the
+    /// Ethernet switches' ECMP hash.
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// Print JSON instead of the table.
@@ -96,6 +110,11 @@ impl TrainCmd {
                 PlacementArg::Scattered => lab::train::Placement::Scattered,
                 PlacementArg::Fragmented => lab::train::Placement::Fragmented,
             },
+            fabric: match self.fabric {
+                FabricArg::Infiniband => lab::train::TrainFabric::Infiniband,
+                FabricArg::Rocev2 => lab::train::TrainFabric::Rocev2,
+            },
+            hash_seed: self.seed as u32,
             ..TrainCluster::default()
         };
         let pricing = match self.engine {
