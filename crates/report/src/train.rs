@@ -40,6 +40,9 @@ pub fn text(r: &TrainRun) -> String {
         r.cluster, r.servers, r.switches, r.routed_by, r.route_s
     );
     s += &format!("placement: {}\n", r.placement);
+    if !r.beside.is_empty() {
+        s += &format!("sharing: {}\n", r.beside);
+    }
     if r.efficiency.is_nan() {
         s += &format!("compute: {}\n\n", r.efficiency_source);
     } else {

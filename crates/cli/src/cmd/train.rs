@@ -48,6 +48,11 @@ pub struct TrainCmd {
     /// (docs/TRAINING.md; examples/train/); or a SimAI/AICB workload file (its
     /// first word a parallelism policy such as HYBRID_TRANSFORMER_FWD_IN_BCKWD).
     job: PathBuf,
+    /// More jobs on the same cluster at once (model jobs only): they take their
+    /// servers in turn by --placement, and each job's operations are priced
+    /// beside the others' busiest one (flow level).
+    #[arg(value_name = "MORE_JOBS")]
+    more: Vec<PathBuf>,
     /// Scalable units of the cluster (default: as few as hold the job).
     #[arg(long)]
     sus: Option<u32>,
@@ -122,6 +127,11 @@ impl TrainCmd {
             EngineArg::Packet => Pricing::Packet,
         };
         if aicb {
+            if !self.more.is_empty() {
+                return Err(CliError::bad_input(format!(
+                    "{path}: a workload file runs alone; several jobs at once are model jobs (TOML)"
+                )));
+            }
             if self.efficiency.is_some() {
                 return Err(CliError::bad_input(format!(
                     "{path}: a workload file gives its compute times; --efficiency applies to model jobs only"
@@ -143,17 +153,36 @@ impl TrainCmd {
             std::io::stdout().write_all(out.as_bytes())?;
             return Ok(());
         }
-        let spec = workload::job::JobSpec::from_toml(&text).map_err(|e| CliError::bad_input(format!("{path}: {e}")))?;
-        let run = match lab::train::run_job(&spec, &cluster, pricing, self.efficiency, self.seed) {
+        let mut specs = vec![workload::job::JobSpec::from_toml(&text).map_err(|e| CliError::bad_input(format!("{path}: {e}")))?];
+        let mut paths = vec![path];
+        for p in &self.more {
+            let name = p.display().to_string();
+            let t = std::fs::read_to_string(p).with_context(|| format!("read the job file {name}"))?;
+            specs.push(workload::job::JobSpec::from_toml(&t).map_err(|e| CliError::bad_input(format!("{name}: {e}")))?);
+            paths.push(name);
+        }
+        let runs = match lab::train::run_jobs(&specs, &cluster, pricing, self.efficiency, self.seed) {
             Ok(r) => r,
-            // the job's error names its field
-            Err(TrainError::Job { source, .. }) => return Err(CliError::bad_input(format!("{path}: {source}"))),
+            // the job's error names its field (and the job, by name)
+            Err(TrainError::Job { source, .. }) => {
+                let which = paths
+                    .iter()
+                    .zip(&specs)
+                    .find(|(_, s)| source.to_string().contains(&format!("job {}:", s.name)))
+                    .map_or(paths[0].as_str(), |(p, _)| p.as_str());
+                return Err(CliError::bad_input(format!("{which}: {source}")));
+            }
+            Err(e @ TrainError::Jobs(_)) => return Err(CliError::bad_input(e.to_string())),
             Err(e) => return Err(e.into()),
         };
         let out = if self.json {
-            report::json(&run)?
+            if runs.len() == 1 {
+                report::json(&runs[0])?
+            } else {
+                report::json(&runs)?
+            }
         } else {
-            report::train::text(&run)
+            runs.iter().map(report::train::text).collect::<Vec<_>>().join("\n")
         };
         std::io::stdout().write_all(out.as_bytes())?;
         Ok(())
