@@ -745,7 +745,9 @@ pub fn calibrate(inputs: &[Input], opts: &Options) -> Result<Calibrated, FitErro
                 });
             }
             let mut notes = i.notes().to_vec();
-            notes.push("through one switch (--one-hop): pairs with the back-to-back run for the switch's latency".into());
+            notes.push(
+                "through one switch (--one-hop): pairs with the back-to-back run for the switch's latency".into(),
+            );
             sources.push(Source {
                 path: i.path().into(),
                 test: i.test().into(),

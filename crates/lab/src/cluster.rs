@@ -45,7 +45,9 @@ pub fn switch_named(f: &Fabric, name: &str) -> Option<fabric::NodeId> {
     if let Some(id) = f.by_name(name).filter(sw) {
         return Some(id);
     }
-    let mut by_desc = f.nodes_of(fabric::NodeKind::Switch).filter(|&id| f.node(id).desc == name);
+    let mut by_desc = f
+        .nodes_of(fabric::NodeKind::Switch)
+        .filter(|&id| f.node(id).desc == name);
     match (by_desc.next(), by_desc.next()) {
         (Some(id), None) => Some(id),
         _ => None,

@@ -1035,9 +1035,12 @@ pub fn perftest(
         .iter()
         .find(|v| match (fabric, &v.fabric) {
             (PerfFabric::Infiniband, VariantFabric::Infiniband { .. }) => true,
-            (PerfFabric::Rocev2, VariantFabric::Rocev2 { pfc, dcqcn, lossy_hops, .. }) => {
-                *pfc && dcqcn.is_some() && lossy_hops.is_empty()
-            }
+            (
+                PerfFabric::Rocev2,
+                VariantFabric::Rocev2 {
+                    pfc, dcqcn, lossy_hops, ..
+                },
+            ) => *pfc && dcqcn.is_some() && lossy_hops.is_empty(),
             _ => false,
         })
         .cloned()
@@ -1049,7 +1052,9 @@ pub fn perftest(
     let f = cluster::build(&s.cluster, tech)?;
     let nics = nic_map(&v, &f)?;
     let (a, b) = (nics.nic[0][0], nics.nic[1][0]);
-    let run = |net: &mut dyn crate::runner::Network| -> Result<PerfResult, RunError> { measure(net, a, b, lat_bytes, bw_bytes, iters, depth) };
+    let run = |net: &mut dyn crate::runner::Network| -> Result<PerfResult, RunError> {
+        measure(net, a, b, lat_bytes, bw_bytes, iters, depth)
+    };
     let err = |source| CompareError::Run {
         variant: v.id.clone(),
         source,
@@ -1066,7 +1071,15 @@ pub fn perftest(
                 .map_err(|e| err(RunError::Sim(e)))?;
             run(&mut crate::runner::IbNet::new(&mut sim)).map_err(err)
         }
-        (PerfFabric::Rocev2, VariantFabric::Rocev2 { pfc, dcqcn, ecn, lossy_hops }) => {
+        (
+            PerfFabric::Rocev2,
+            VariantFabric::Rocev2 {
+                pfc,
+                dcqcn,
+                ecn,
+                lossy_hops,
+            },
+        ) => {
             let nic = Nic::of(None, None, &crate::endpoints::ROCE_NIC);
             let mut cfg = roce_config(&s, &v, &f, *pfc, *dcqcn, *ecn, lossy_hops)?;
             cfg.nic.payload_ppm = nic.payload_ppm;

@@ -42,7 +42,10 @@ pub const IB_HCA: NicModel = NicModel {
     // NVIDIA ConnectX-6 EN user manual, "Introduction": ConnectX-6 VPI cards'
     // "sub-600ns latency";
     // UCX ib_iface.c: 600 ns for EDR/HDR/NDR (flow-level-and-calibration.md §B6)
-    latency: NicLatency { tx_ps: 600_000, rx_ps: 0 },
+    latency: NicLatency {
+        tx_ps: 600_000,
+        rx_ps: 0,
+    },
     payload_ppm: PAYLOAD_PPM,
     source: "600 ns one way: NVIDIA ConnectX-6 user manual, of the VPI cards (\"sub-600ns latency\"), and UCX's latency model for EDR/HDR/NDR; payload ceiling 96.6% of line: ib_write_bw 96.6 Gb/s on 100 Gb/s EDR (NVIDIA developer forum)",
 };
@@ -52,7 +55,10 @@ pub const ROCE_NIC: NicModel = NicModel {
     name: "ConnectX-class RoCE NIC",
     // ConnectX-6 EN product brief: "sub 0.8usec latency"; UCX ib_iface.c adds
     // 200 ns on RoCE to its 600 ns InfiniBand figure (§B6)
-    latency: NicLatency { tx_ps: 800_000, rx_ps: 0 },
+    latency: NicLatency {
+        tx_ps: 800_000,
+        rx_ps: 0,
+    },
     payload_ppm: PAYLOAD_PPM,
     source: "800 ns one way: NVIDIA ConnectX-6 EN product brief (\"sub 0.8usec latency\") and UCX's +200 ns for RoCE; payload ceiling as the InfiniBand HCA's (the same ConnectX silicon)",
 };

@@ -39,12 +39,11 @@ pub struct ImportError {
 pub fn read(base: Option<&Path>, topology: &str, mapping: Option<&str>) -> Result<Arc<Fabric>, ImportError> {
     let at = |p: &str| base.map_or_else(|| Path::new(p).to_path_buf(), |b| b.join(p));
     let tpath = at(topology);
-    let (mut f, _) = fabric::format::read_file(&tpath, None, &fabric::format::ReadOptions::default()).map_err(|e| {
-        ImportError {
+    let (mut f, _) =
+        fabric::format::read_file(&tpath, None, &fabric::format::ReadOptions::default()).map_err(|e| ImportError {
             field: "cluster.topology",
             reason: e.to_string(),
-        }
-    })?;
+        })?;
     match mapping {
         Some(m) => {
             let mpath = at(m);
@@ -52,7 +51,12 @@ pub fn read(base: Option<&Path>, topology: &str, mapping: Option<&str>) -> Resul
                 field: "cluster.mapping",
                 reason: format!("cannot read {}: {e}", mpath.display()),
             })?;
-            apply_mapping(&mut f, &mpath.display().to_string(), &tpath.display().to_string(), &text)?;
+            apply_mapping(
+                &mut f,
+                &mpath.display().to_string(),
+                &tpath.display().to_string(),
+                &text,
+            )?;
         }
         None => fabric::format::infer_hosts(&mut f),
     }
@@ -105,7 +109,9 @@ pub fn apply_mapping(f: &mut Fabric, file: &str, topology: &str, text: &str) -> 
             .ok_or_else(|| {
                 let what = match f.by_name(node) {
                     Some(x) => format!("{node} is a {:?} of {topology}, not a channel adapter", f.node(x).kind),
-                    None => format!("{node} names no channel adapter of {topology} (by node name, node GUID or port GUID)"),
+                    None => {
+                        format!("{node} names no channel adapter of {topology} (by node name, node GUID or port GUID)")
+                    }
                 };
                 err(line, what)
             })?;
@@ -164,7 +170,10 @@ fn check_servers(f: &Fabric, mapped: bool) -> Result<(), ImportError> {
         let h = n.host.expect("checked above").0;
         let rail = rail_of(&n.desc).ok_or_else(|| ImportError {
             field,
-            reason: format!("the adapter {}'s NodeDescription {:?} gives no rail number", n.name, n.desc),
+            reason: format!(
+                "the adapter {}'s NodeDescription {:?} gives no rail number",
+                n.name, n.desc
+            ),
         })?;
         if !rails.entry(h).or_default().insert(rail) {
             return Err(ImportError {
@@ -173,7 +182,11 @@ fn check_servers(f: &Fabric, mapped: bool) -> Result<(), ImportError> {
             });
         }
     }
-    let first: Vec<u32> = rails.values().next().map(|r| r.iter().copied().collect()).unwrap_or_default();
+    let first: Vec<u32> = rails
+        .values()
+        .next()
+        .map(|r| r.iter().copied().collect())
+        .unwrap_or_default();
     let want: Vec<u32> = (0..first.len() as u32).collect();
     for (h, r) in &rails {
         let got: Vec<u32> = r.iter().copied().collect();
@@ -208,7 +221,10 @@ pub fn shape(f: &Fabric) -> (u32, u32, u32, u32) {
     let per = f.nodes_of(NodeKind::Ca).count() as u32 / servers.max(1);
     let nic = f
         .nodes_of(NodeKind::Ca)
-        .find_map(|id| f.peer(id, 1).map(|(_, l)| (f.link(l).rate.data_bps() / 1_000_000_000) as u32))
+        .find_map(|id| {
+            f.peer(id, 1)
+                .map(|(_, l)| (f.link(l).rate.data_bps() / 1_000_000_000) as u32)
+        })
         .unwrap_or(0);
     let radix = f
         .nodes_of(NodeKind::Switch)

@@ -526,11 +526,12 @@ impl Scenario {
         })?;
         if let Some(t) = s.cluster.topology.clone() {
             let base = Path::new(path).parent().filter(|b| !b.as_os_str().is_empty());
-            let f = crate::import::read(base, &t, s.cluster.mapping.as_deref()).map_err(|e| ScenarioError::Invalid {
-                path: path.into(),
-                field: e.field.into(),
-                reason: e.reason,
-            })?;
+            let f =
+                crate::import::read(base, &t, s.cluster.mapping.as_deref()).map_err(|e| ScenarioError::Invalid {
+                    path: path.into(),
+                    field: e.field.into(),
+                    reason: e.reason,
+                })?;
             s.cluster.imported = Some(f);
         }
         s.validate(path)?;
@@ -571,7 +572,10 @@ impl Scenario {
         }
         let c = &self.cluster;
         if c.mapping.is_some() && c.topology.is_none() {
-            return bad("cluster.mapping", "maps the adapters of cluster.topology, which is not given".into());
+            return bad(
+                "cluster.mapping",
+                "maps the adapters of cluster.topology, which is not given".into(),
+            );
         }
         if let Some(f) = &c.imported {
             let (servers, per, gbps, radix) = crate::import::shape(f);
@@ -588,7 +592,10 @@ impl Scenario {
             if c.radix < radix {
                 return bad(
                     "cluster.radix",
-                    format!("{}, but {topo}'s largest switch has {radix} ports: write at least {radix}", c.radix),
+                    format!(
+                        "{}, but {topo}'s largest switch has {radix} ports: write at least {radix}",
+                        c.radix
+                    ),
                 );
             }
             if c.scalable_units.is_some() || c.leaf_uplinks.is_some() {

@@ -88,8 +88,11 @@ pub struct FabricNetwork<'a> {
     effort: RefCell<PriceEffort>,
     /// Other jobs' messages that run beside each of this job's operations
     /// (flow pricing; see [`run_jobs`]).
-    background: Vec<(NodeId, NodeId, u64)>,
+    background: Vec<Message>,
 }
+
+/// A message between two NICs: (from, to, bytes).
+pub type Message = (NodeId, NodeId, u64);
 
 /// The wire model of RoCEv2 as `compare` runs its tuned variant, with the
 /// ideal NICs `train` gives InfiniBand too: Ethernet, IPv4, UDP, BTH, ICRC and
@@ -153,7 +156,14 @@ impl<'a> FabricNetwork<'a> {
         seed: u64,
     ) -> Result<Self, PlaceError> {
         let servers = fabric.hosts.len();
-        Self::placed(fabric, Route::Ib(tables), job, pricing, seed, &(0..servers).collect::<Vec<_>>())
+        Self::placed(
+            fabric,
+            Route::Ib(tables),
+            job,
+            pricing,
+            seed,
+            &(0..servers).collect::<Vec<_>>(),
+        )
     }
 
     /// Place `job` on `servers` of `fabric` (indices, in rank order: the job's
@@ -240,7 +250,7 @@ impl<'a> FabricNetwork<'a> {
 
     /// The network operation of `it` that moves the most bytes over the fabric,
     /// by label, with its messages (what this job puts beside another's).
-    pub fn busiest(&self, it: &workload::iteration::Iteration) -> (String, Vec<(NodeId, NodeId, u64)>) {
+    pub fn busiest(&self, it: &workload::iteration::Iteration) -> (String, Vec<Message>) {
         let mut best = (String::new(), Vec::new(), 0u64);
         for op in &it.ops {
             let Some(groups) = self.on_fabric(op) else { continue };
@@ -904,12 +914,9 @@ pub fn run_jobs(
     }
     let built = Built::new(cluster, (sus, per_su))?;
     let total = (built.sus * built.per_su) as usize;
-    let order = cluster.placement.servers(
-        total,
-        built.per_su as usize,
-        need.iter().sum::<u32>() as usize,
-        seed,
-    );
+    let order = cluster
+        .placement
+        .servers(total, built.per_su as usize, need.iter().sum::<u32>() as usize, seed);
     let mut placed: Vec<Vec<usize>> = Vec::with_capacity(jobs.len());
     let mut at = 0;
     for &n in &need {
@@ -919,12 +926,18 @@ pub fn run_jobs(
     let its: Vec<Iteration> = jobs.iter().map(Iteration::of).collect();
     let mut fabs = Vec::with_capacity(jobs.len());
     for (job, servers) in jobs.iter().zip(&placed) {
-        fabs.push(FabricNetwork::placed(&built.fabric, built.route(), job, pricing, seed, servers)?);
+        fabs.push(FabricNetwork::placed(
+            &built.fabric,
+            built.route(),
+            job,
+            pricing,
+            seed,
+            servers,
+        )?);
     }
     let mut beside = vec![String::new(); jobs.len()];
     if jobs.len() > 1 {
-        let busiest: Vec<(String, Vec<(NodeId, NodeId, u64)>)> =
-            fabs.iter().zip(&its).map(|(f, it)| f.busiest(it)).collect();
+        let busiest: Vec<(String, Vec<Message>)> = fabs.iter().zip(&its).map(|(f, it)| f.busiest(it)).collect();
         for (i, fab) in fabs.iter_mut().enumerate() {
             let mut others = Vec::new();
             for (j, (label, msgs)) in busiest.iter().enumerate() {
@@ -1362,14 +1375,16 @@ mod tests {
         };
         let over = |r: &TrainRun| (r.fabric.total_s / r.ideal.total_s - 1.0) * 100.0;
         let (ib1, roce1) = (run(TrainFabric::Infiniband, None), run(TrainFabric::Rocev2, None));
-        let (ib4, roce4) = (
-            run(TrainFabric::Infiniband, Some(4)),
-            run(TrainFabric::Rocev2, Some(4)),
-        );
+        let (ib4, roce4) = (run(TrainFabric::Infiniband, Some(4)), run(TrainFabric::Rocev2, Some(4)));
         assert!((roce1.fabric.total_s / ib1.fabric.total_s - 1.0).abs() < 0.01);
         assert!(roce4.fabric.total_s / ib4.fabric.total_s - 1.0 > 0.10);
         // the figures docs/TRAINING.md quotes, within 0.05 points
-        for (got, want) in [(over(&ib1), 0.19), (over(&roce1), 0.77), (over(&ib4), 0.19), (over(&roce4), 16.21)] {
+        for (got, want) in [
+            (over(&ib1), 0.19),
+            (over(&roce1), 0.77),
+            (over(&ib4), 0.19),
+            (over(&roce4), 16.21),
+        ] {
             assert!((got - want).abs() < 0.05, "{got} against {want}");
         }
         assert!(roce4.routed_by.starts_with("ECMP"), "{}", roce4.routed_by);
@@ -1377,7 +1392,9 @@ mod tests {
             fabric: TrainFabric::Rocev2,
             ..TrainCluster::default()
         };
-        let e = run_job(&spec, &cluster, Pricing::Packet, None, 1).unwrap_err().to_string();
+        let e = run_job(&spec, &cluster, Pricing::Packet, None, 1)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("RoCEv2 iterations run at flow level"), "{e}");
     }
 
@@ -1413,7 +1430,10 @@ mod tests {
         assert_ne!(scattered[0].placement, String::new());
         let three = [spec.clone(), spec.clone(), spec.clone()];
         let e = run_jobs(&three, &cluster(Placement::Packed), Pricing::Flow, None, 1).unwrap_err();
-        assert!(e.to_string().contains("need 48 servers together; the cluster has 32"), "{e}");
+        assert!(
+            e.to_string().contains("need 48 servers together; the cluster has 32"),
+            "{e}"
+        );
         let e = run_jobs(&two, &cluster(Placement::Packed), Pricing::Packet, None, 1).unwrap_err();
         assert!(e.to_string().contains("flow level only"), "{e}");
     }

@@ -316,7 +316,10 @@ fn a_one_hop_latency_run_gives_the_switch_latency() {
     // the endpoint parameters are the back-to-back run's alone
     let plain = calibrate::calibrate(&inputs(&[b2b]), &calibrate::Options::default()).unwrap();
     assert_eq!(
-        plain.calibration.endpoint(calibrate::Fabric::Infiniband).map(|e| e.tx_ns),
+        plain
+            .calibration
+            .endpoint(calibrate::Fabric::Infiniband)
+            .map(|e| e.tx_ns),
         cal.calibration.endpoint(calibrate::Fabric::Infiniband).map(|e| e.tx_ns)
     );
     // alone, or a bandwidth test, it is refused by file
@@ -328,5 +331,8 @@ fn a_one_hop_latency_run_gives_the_switch_latency() {
         ..calibrate::Options::default()
     };
     let e = calibrate::calibrate(&inputs(&[b2b, bw]), &o).unwrap_err().to_string();
-    assert!(e.contains(&fixture(bw)) && e.contains("only ib_write_lat and ib_send_lat"), "{e}");
+    assert!(
+        e.contains(&fixture(bw)) && e.contains("only ib_write_lat and ib_send_lat"),
+        "{e}"
+    );
 }

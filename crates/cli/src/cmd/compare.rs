@@ -168,7 +168,8 @@ fn endpoints(path: &std::path::Path) -> Result<lab::results::Endpoints, CliError
             .map(|ns| (ns * 1e3).round() as u64),
         applied_to: Vec::new(),
     };
-    if e.infiniband.is_none() && e.rocev2.is_none() && e.infiniband_switch_ps.is_none() && e.rocev2_switch_ps.is_none() {
+    if e.infiniband.is_none() && e.rocev2.is_none() && e.infiniband_switch_ps.is_none() && e.rocev2_switch_ps.is_none()
+    {
         return Err(CliError::bad_input(format!(
             "{} has no endpoint parameters (tx_latency and rx_latency, or switch_latency) for either fabric: calibrate from ib_write_lat and ib_send_lat (and a one-hop run with --one-hop)",
             path.display()

@@ -153,7 +153,8 @@ impl TrainCmd {
             std::io::stdout().write_all(out.as_bytes())?;
             return Ok(());
         }
-        let mut specs = vec![workload::job::JobSpec::from_toml(&text).map_err(|e| CliError::bad_input(format!("{path}: {e}")))?];
+        let mut specs =
+            vec![workload::job::JobSpec::from_toml(&text).map_err(|e| CliError::bad_input(format!("{path}: {e}")))?];
         let mut paths = vec![path];
         for p in &self.more {
             let name = p.display().to_string();

@@ -53,11 +53,7 @@ fn calibrated_endpoints_reach_the_verbs_and_rocev2_variants_only() {
             (Some(add), Some(pl), Some(vl)) => {
                 let grew = (vl.p50_us - pl.p50_us) * 1e6;
                 // every probe crosses one sending and one receiving NIC
-                assert!(
-                    p.bring_up.contains("NIC latency as published"),
-                    "{id}: {}",
-                    p.bring_up
-                );
+                assert!(p.bring_up.contains("NIC latency as published"), "{id}: {}", p.bring_up);
                 assert!(
                     (grew - add as f64).abs() < 0.02 * add as f64,
                     "{id}: p50 grew {grew} ps, NICs add {add}"
@@ -106,7 +102,11 @@ fn calibrated_switch_latency_replaces_the_models_on_its_fabric() {
             (Some(pl), Some(vl)) if moved > 0.0 => {
                 let grew = (vl.p50_us - pl.p50_us) * 1e6;
                 assert!((grew - moved).abs() < 0.02 * moved, "{}: {grew} against {moved}", v.id);
-                assert!(v.bring_up.contains("switch latency from the calibration file"), "{}", v.bring_up);
+                assert!(
+                    v.bring_up.contains("switch latency from the calibration file"),
+                    "{}",
+                    v.bring_up
+                );
                 assert!(v.bring_up.contains("NIC latency as published"), "{}", v.bring_up);
             }
             (pl, vl) => assert_eq!(pl, vl, "{}", v.id),

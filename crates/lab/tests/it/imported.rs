@@ -26,9 +26,11 @@ fn write_case(dir: &Path, extra: &str) -> std::path::PathBuf {
     let f = lab::cluster::build(&s.cluster, lab::tco::Tech::InfiniBand).unwrap();
     let text = fabric::format::write(&f, fabric::format::Format::Ibnetdiscover).unwrap();
     std::fs::write(dir.join("pod.ibnetdiscover"), text).unwrap();
-    let toml = s
-        .to_toml()
-        .replacen("[cluster]\n", &format!("[cluster]\ntopology = \"pod.ibnetdiscover\"\n{extra}"), 1);
+    let toml = s.to_toml().replacen(
+        "[cluster]\n",
+        &format!("[cluster]\ntopology = \"pod.ibnetdiscover\"\n{extra}"),
+        1,
+    );
     let p = dir.join("scenario.toml");
     std::fs::write(&p, toml).unwrap();
     p
@@ -37,9 +39,13 @@ fn write_case(dir: &Path, extra: &str) -> std::path::PathBuf {
 /// The written fabric as the scenario loader reads it (ibnetdiscover names the
 /// nodes by GUID).
 fn read_back(dir: &Path) -> fabric::Fabric {
-    fabric::format::read_file(&dir.join("pod.ibnetdiscover"), None, &fabric::format::ReadOptions::default())
-        .unwrap()
-        .0
+    fabric::format::read_file(
+        &dir.join("pod.ibnetdiscover"),
+        None,
+        &fabric::format::ReadOptions::default(),
+    )
+    .unwrap()
+    .0
 }
 
 fn invalid(e: ScenarioError) -> (String, String) {
@@ -103,7 +109,10 @@ fn bad_topologies_and_mappings_are_refused_by_file_line_or_field() {
     let d = dir.path();
     write_case(d, "");
     let f = read_back(d);
-    let cas: Vec<String> = f.nodes_of(fabric::NodeKind::Ca).map(|id| f.node(id).name.clone()).collect();
+    let cas: Vec<String> = f
+        .nodes_of(fabric::NodeKind::Ca)
+        .map(|id| f.node(id).name.clone())
+        .collect();
     let all = |skip: usize| -> String {
         cas.iter()
             .enumerate()
@@ -118,29 +127,56 @@ fn bad_topologies_and_mappings_are_refused_by_file_line_or_field() {
     };
     let (field, why) = case(&format!("{}nosuch s9 0\n", all(usize::MAX)));
     assert_eq!(field, "cluster.mapping");
-    assert!(why.contains("map.txt:9:") && why.contains("nosuch names no channel adapter"), "{why}");
-    let sw = f.nodes_of(fabric::NodeKind::Switch).next().map(|id| f.node(id).name.clone()).unwrap();
+    assert!(
+        why.contains("map.txt:9:") && why.contains("nosuch names no channel adapter"),
+        "{why}"
+    );
+    let sw = f
+        .nodes_of(fabric::NodeKind::Switch)
+        .next()
+        .map(|id| f.node(id).name.clone())
+        .unwrap();
     let (_, why) = case(&format!("{}{sw} s9 0\n", all(usize::MAX)));
-    assert!(why.contains("map.txt:9:") && why.contains("not a channel adapter"), "{why}");
+    assert!(
+        why.contains("map.txt:9:") && why.contains("not a channel adapter"),
+        "{why}"
+    );
     let (_, why) = case(&format!("{} s0\n", cas[0]));
     assert!(why.contains("map.txt:1:") && why.contains("NODE SERVER RAIL"), "{why}");
     let (_, why) = case(&format!("{}{} s0 0\n", all(usize::MAX), cas[0]));
-    assert!(why.contains("map.txt:9:") && why.contains("mapped twice (first on line 1)"), "{why}");
+    assert!(
+        why.contains("map.txt:9:") && why.contains("mapped twice (first on line 1)"),
+        "{why}"
+    );
     let (_, why) = case(&all(3));
     assert!(why.contains(&cas[3]) && why.contains("on no line"), "{why}");
     // the [cluster] numbers must describe the file
     let p = write_case(d, "");
-    let text = std::fs::read_to_string(&p).unwrap().replace("servers = 4", "servers = 5");
+    let text = std::fs::read_to_string(&p)
+        .unwrap()
+        .replace("servers = 4", "servers = 5");
     std::fs::write(&p, text).unwrap();
     let (field, why) = invalid(Scenario::load(&p).unwrap_err());
     assert_eq!(field, "cluster.servers");
     assert!(why.contains("pod.ibnetdiscover has 4: write 4"), "{why}");
     // a file that is not there, and a mapping without a topology
     let p = d.join("s.toml");
-    std::fs::write(&p, small().to_toml().replacen("[cluster]\n", "[cluster]\ntopology = \"gone.net\"\n", 1)).unwrap();
+    std::fs::write(
+        &p,
+        small()
+            .to_toml()
+            .replacen("[cluster]\n", "[cluster]\ntopology = \"gone.net\"\n", 1),
+    )
+    .unwrap();
     let (field, _) = invalid(Scenario::load(&p).unwrap_err());
     assert_eq!(field, "cluster.topology");
-    std::fs::write(&p, small().to_toml().replacen("[cluster]\n", "[cluster]\nmapping = \"map.txt\"\n", 1)).unwrap();
+    std::fs::write(
+        &p,
+        small()
+            .to_toml()
+            .replacen("[cluster]\n", "[cluster]\nmapping = \"map.txt\"\n", 1),
+    )
+    .unwrap();
     let (field, _) = invalid(Scenario::load(&p).unwrap_err());
     assert_eq!(field, "cluster.mapping");
 }

@@ -53,8 +53,14 @@ fn perftest_on_both_fabrics_with_the_published_nics() {
     let ib = lab::compare::perftest(lab::compare::PerfFabric::Infiniband, 400, 2, 65_536, 200, 128).unwrap();
     let roce = lab::compare::perftest(lab::compare::PerfFabric::Rocev2, 400, 2, 65_536, 200, 128).unwrap();
     // the figures docs/VALIDATION.md §12b quotes
-    assert!((ib.latency_ns - 750.6).abs() < 0.5 && (roce.latency_ns - 1422.6).abs() < 0.5, "{ib:?} {roce:?}");
-    assert!((ib.bw_gbps - 385.3).abs() < 0.2 && (roce.bw_gbps - 384.3).abs() < 0.2, "{ib:?} {roce:?}");
+    assert!(
+        (ib.latency_ns - 750.6).abs() < 0.5 && (roce.latency_ns - 1422.6).abs() < 0.5,
+        "{ib:?} {roce:?}"
+    );
+    assert!(
+        (ib.bw_gbps - 385.3).abs() < 0.2 && (roce.bw_gbps - 384.3).abs() < 0.2,
+        "{ib:?} {roce:?}"
+    );
     // cables: 2 m each at 5 ns/m, two of them
     let cables = 20.0;
     let ib_nic = ib.latency_ns - 130.0 - cables;
