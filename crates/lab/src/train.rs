@@ -14,9 +14,11 @@
 //! - all-to-all: each member sending `S/n` to every other member;
 //! - send/recv (pipeline): each stage sending `S` to the next stage.
 //!
-//! Operations inside an NVLink domain, and the groups this placement does not
-//! form (expert and expert-data-parallel), are priced as `workload`'s ideal
-//! network prices them; [`FabricNetwork::contention_free`] lists which were.
+//! Expert-parallel groups are `ep` consecutive ranks of the `dp × cp` ones and
+//! expert-data-parallel groups every `ep`-th, as `workload::parallel` lays them
+//! out; their all-to-all and gradient reductions cross the fabric like the rest.
+//! Operations inside an NVLink domain are priced as `workload`'s ideal network
+//! prices them; [`FabricNetwork::contention_free`] lists which were.
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -326,7 +328,27 @@ impl<'a> FabricNetwork<'a> {
                     }
                 }
             }
-            Group::Ep | Group::ExpertDp => return None,
+            Group::Ep | Group::ExpertDp => {
+                // expert parallelism is carved out of the dp × cp ranks (index
+                // c + cp·d): an EP group is `ep` consecutive ones, an expert
+                // data-parallel group every `ep`-th (`workload::parallel::Group`)
+                let e = par.ep.max(1);
+                let n = cc * dd;
+                for t in 0..tt {
+                    for p in 0..pp {
+                        let at = |k: u32| self.rank(t, k % cc, k / cc, p);
+                        if group == Group::Ep {
+                            for g0 in (0..n).step_by(e as usize) {
+                                out.push((g0..(g0 + e).min(n)).map(at).collect());
+                            }
+                        } else {
+                            for j in 0..e.min(n) {
+                                out.push((j..n).step_by(e as usize).map(at).collect());
+                            }
+                        }
+                    }
+                }
+            }
         }
         Some(out)
     }

@@ -282,3 +282,50 @@ fn the_default_efficiency_is_the_published_fit() {
     assert!((e - 0.616).abs() < 0.001, "{e}");
     assert!(source.contains("llama3.1-70b-64"), "{source}");
 }
+
+/// A Mixtral-style job (TP 2, EP 8 over 256 GPUs): its expert-parallel
+/// all-to-all and expert-data-parallel reductions run on the fabric, in groups
+/// laid out as `workload::parallel` carves them from the dp × cp ranks. On
+/// InfiniBand's ftree every operation stays within 1% of the contention-free
+/// network; on RoCEv2's per-QP ECMP across two units the all-to-all takes over
+/// twice as long (docs/TRAINING.md quotes 1.007 and 2.189).
+#[test]
+fn expert_parallel_operations_cross_the_fabric_in_their_groups() {
+    let spec = JobSpec::from_toml(
+        "name = \"mixtral-256\"\nmodel = \"mixtral-8x7b\"\ngpu = \"h100\"\ngpus = 256\nseq_len = 4096\nglobal_batch = 256\n\
+         [parallel]\ntp = 2\npp = 1\nep = 8\nsharding = \"zero-1\"\norder = \"megatron\"\n",
+    )
+    .unwrap();
+    let run = |fabric| {
+        let cluster = TrainCluster {
+            sus: Some(2),
+            servers_per_su: 16,
+            fabric,
+            ..TrainCluster::default()
+        };
+        run_job(&spec, &cluster, Pricing::Flow, None, 1).unwrap()
+    };
+    let ratio = |r: &TrainRun, label: &str| {
+        let op = r.ops.iter().find(|o| o.op.label == label).unwrap();
+        assert!(op.on_fabric, "{label} priced off the fabric");
+        op.fabric_s / op.ideal_s
+    };
+    let (ib, roce) = (run(TrainFabric::Infiniband), run(TrainFabric::Rocev2));
+    for label in ["ep", "expert-dp-grads", "dp-grads"] {
+        assert!((ratio(&ib, label) - 1.0).abs() < 0.01, "{label}: {}", ratio(&ib, label));
+    }
+    assert!((ratio(&ib, "ep") - 1.007).abs() < 0.001, "{}", ratio(&ib, "ep"));
+    assert!((ratio(&roce, "ep") - 2.189).abs() < 0.001, "{}", ratio(&roce, "ep"));
+    // the groups themselves: 128 EP groups of 8 consecutive dp ranks (tp 2 apart),
+    // 16 expert-dp groups of 16, every 8th
+    let (sus, per_su) = Built::units(&TrainCluster::default(), 256);
+    let job = spec.check(sus * per_su * 8).unwrap();
+    let (f, t) = routed(2, 16, None);
+    let fab = FabricNetwork::new(&f, &t, &job, Pricing::Flow, 1).unwrap();
+    let ep = fab.groups(workload::parallel::Group::Ep).unwrap();
+    assert_eq!((ep.len(), ep[0].len()), (32, 8));
+    assert_eq!(ep[0], vec![0, 2, 4, 6, 8, 10, 12, 14]);
+    let edp = fab.groups(workload::parallel::Group::ExpertDp).unwrap();
+    assert_eq!((edp.len(), edp[0].len()), (16, 16));
+    assert_eq!(&edp[0][..3], &[0, 16, 32]);
+}
