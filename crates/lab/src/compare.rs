@@ -700,6 +700,40 @@ fn nic_map(v: &Variant, f: &Fabric) -> Result<NicMap, CompareError> {
     })
 }
 
+/// The RoCE world's settings of the default scenario's RoCEv2 variant with
+/// these PFC and DCQCN settings, on `f` at `nic_gbps`, seeded by `seed`: what
+/// `train` runs a RoCEv2 iteration with at packet level.
+pub(crate) fn roce_variant_config(
+    f: &Fabric,
+    nic_gbps: u32,
+    seed: u64,
+    pfc: bool,
+    dcqcn: bool,
+) -> Result<sim::roce::net::RoceConfig, CompareError> {
+    let mut s = Scenario::default_rail();
+    s.cluster.nic_gbps = nic_gbps;
+    s.seed = seed;
+    let v = Variant {
+        id: "train".into(),
+        label: "train".into(),
+        fabric: VariantFabric::Rocev2 {
+            pfc,
+            dcqcn: dcqcn.then_some(sim::roce::dcqcn::Profile::NvidiaCx),
+            ecn: dcqcn,
+            lossy_hops: Vec::new(),
+        },
+    };
+    roce_config(
+        &s,
+        &v,
+        f,
+        pfc,
+        dcqcn.then_some(sim::roce::dcqcn::Profile::NvidiaCx),
+        dcqcn,
+        &[],
+    )
+}
+
 /// The RoCE world's settings for a scenario variant.
 fn roce_config(
     s: &Scenario,

@@ -49,9 +49,9 @@ pub enum PlaceError {
     /// The fabric's servers and NICs do not form rails.
     #[error("the fabric's servers do not form rails")]
     Rails(#[source] crate::runner::RunError),
-    /// Packet pricing asked for on Ethernet, which `train` prices at flow level only.
-    #[error("--engine packet prices InfiniBand only; RoCEv2 iterations run at flow level (--engine flow)")]
-    PacketEthernet,
+    /// The flow engine cannot price this fabric (it drops).
+    #[error("the flow engine does not model {0}; price it with --engine packet")]
+    FlowRefused(String),
     /// An operation could not be run on the fabric.
     #[error("price {op} on the fabric")]
     Run {
@@ -119,8 +119,9 @@ pub enum Route<'a> {
     /// InfiniBand: the SM's tables.
     Ib(&'a sm::RoutingTables),
     /// RoCEv2: the Ethernet control plane's ECMP groups, each connection hashed
-    /// by its QP's UDP source port as the packet world hashes it.
-    Eth(&'a ethcp::EcmpTable, ethcp::HashConfig),
+    /// by its QP's UDP source port as the packet world hashes it, and the RoCE
+    /// world's settings for packet pricing.
+    Eth(&'a ethcp::EcmpTable, ethcp::HashConfig, &'a sim::roce::net::RoceConfig),
 }
 
 /// The fabric a training job runs on.
@@ -130,8 +131,21 @@ pub enum TrainFabric {
     #[default]
     Infiniband,
     /// RoCEv2 on the same units (L3 with ECMP over shortest paths, per-QP
-    /// hash), lossless: at flow level the rates of PFC with DCQCN at steady state.
+    /// hash) as `compare`'s tuned variant: PFC, ECN and DCQCN (NVIDIA's
+    /// firmware profile); at flow level the steady state's max-min rates.
     Rocev2,
+    /// The same with PFC and no DCQCN or ECN (`compare`'s PFC-only variant).
+    Rocev2PfcOnly,
+    /// The same without PFC (`compare`'s lossy variant): drops and go-back-N,
+    /// packet level only.
+    Rocev2Lossy,
+}
+
+impl TrainFabric {
+    /// An Ethernet build.
+    pub fn is_ethernet(self) -> bool {
+        self != TrainFabric::Infiniband
+    }
 }
 
 /// What pricing cost: operations run on the fabric and the engines' work.
@@ -178,8 +192,10 @@ impl<'a> FabricNetwork<'a> {
         seed: u64,
         servers: &[usize],
     ) -> Result<Self, PlaceError> {
-        if let (Route::Eth(..), Pricing::Packet) = (routing, pricing) {
-            return Err(PlaceError::PacketEthernet);
+        if let (Route::Eth(_, _, cfg), Pricing::Flow) = (routing, pricing)
+            && let Some(why) = crate::flow_world::FlowWorld::refusal(cfg, false)
+        {
+            return Err(PlaceError::FlowRefused(why));
         }
         let nics = NicMap::from_fabric(fabric).map_err(PlaceError::Rails)?;
         let g = nics.nic.first().map_or(0, Vec::len);
@@ -416,7 +432,7 @@ impl<'a> FabricNetwork<'a> {
                                     flow::path::ib_route(self.fabric, t, na, nb),
                                     flow::path::ib_route(self.fabric, t, nb, na),
                                 ),
-                                Route::Eth(table, hash) => {
+                                Route::Eth(table, hash, _) => {
                                     let r = flow::path::EthRouting {
                                         table,
                                         hash,
@@ -448,9 +464,18 @@ impl<'a> FabricNetwork<'a> {
                 sim.check().map_err(RunError::Flow)?;
                 (last, sim.counters().events)
             }
+            Pricing::Packet if matches!(self.routing, Route::Eth(..)) => {
+                let Route::Eth(_, _, cfg) = self.routing else {
+                    unreachable!("matched above");
+                };
+                let mut sim = sim::roce::net::RoceSim::new(self.fabric, cfg.clone(), &[])?;
+                let mut net = crate::runner::RoceNet::new(&mut sim, self.fabric);
+                let t = run_messages(&mut net, &msgs)?;
+                (t, net.counters()?.events)
+            }
             Pricing::Packet => {
                 let Route::Ib(tables) = self.routing else {
-                    unreachable!("refused when placed: no packet pricing on Ethernet");
+                    unreachable!("Ethernet is priced above");
                 };
                 let mut sim = sim::Sim::new(
                     self.fabric,
@@ -691,14 +716,14 @@ struct Built {
 /// What a built cluster forwards by.
 enum BuiltRouting {
     Ib(sm::RoutingTables),
-    Eth(ethcp::EcmpTable, ethcp::HashConfig),
+    Eth(ethcp::EcmpTable, ethcp::HashConfig, Box<sim::roce::net::RoceConfig>),
 }
 
 impl Built {
     fn route(&self) -> Route<'_> {
         match &self.routing {
             BuiltRouting::Ib(t) => Route::Ib(t),
-            BuiltRouting::Eth(t, h) => Route::Eth(t, *h),
+            BuiltRouting::Eth(t, h, c) => Route::Eth(t, *h, c),
         }
     }
 
@@ -717,9 +742,10 @@ impl Built {
     /// not regular).
     fn new(cluster: &TrainCluster, (sus, per_su): (u32, u32)) -> Result<Built, TrainError> {
         let g = cluster.gpus_per_server.max(1);
-        let tech = match cluster.fabric {
-            TrainFabric::Infiniband => crate::tco::Tech::InfiniBand,
-            TrainFabric::Rocev2 => crate::tco::Tech::Ethernet,
+        let tech = if cluster.fabric.is_ethernet() {
+            crate::tco::Tech::Ethernet
+        } else {
+            crate::tco::Tech::InfiniBand
         };
         let rate = crate::cluster::link_rate(tech, cluster.nic_gbps).map_err(TrainError::Cluster)?;
         let fabric = fabric::generate::superpod(&fabric::generate::SuperPodParams {
@@ -742,15 +768,26 @@ impl Built {
                 };
                 BuiltRouting::Ib(sm::run::run(&fabric, &o).map_err(TrainError::Route)?.0)
             }
-            TrainFabric::Rocev2 => {
-                let rc = sim::roce::net::RoutingConfig::default();
+            f @ (TrainFabric::Rocev2 | TrainFabric::Rocev2PfcOnly | TrainFabric::Rocev2Lossy) => {
+                // compare's variant settings; the switches' hash seed follows the
+                // run's, as compare's does
+                let (pfc, dcqcn) = match f {
+                    TrainFabric::Rocev2 => (true, true),
+                    TrainFabric::Rocev2PfcOnly => (true, false),
+                    _ => (false, true),
+                };
+                let cfg = crate::compare::roce_variant_config(
+                    &fabric,
+                    cluster.nic_gbps,
+                    u64::from(cluster.hash_seed),
+                    pfc,
+                    dcqcn,
+                )
+                .map_err(|e| TrainError::Jobs(e.to_string()))?;
                 BuiltRouting::Eth(
-                    ethcp::EcmpTable::build(&fabric, rc.ecmp_convergence.as_ps()),
-                    // the switches' hash seed follows the run's, as compare's does
-                    ethcp::HashConfig {
-                        seed: cluster.hash_seed,
-                        ..rc.hash
-                    },
+                    ethcp::EcmpTable::build(&fabric, cfg.routing.ecmp_convergence.as_ps()),
+                    cfg.routing.hash,
+                    Box::new(cfg),
                 )
             }
         };
@@ -772,7 +809,9 @@ impl Built {
             cluster.gpus_per_server.max(1),
             match cluster.fabric {
                 TrainFabric::Infiniband => "InfiniBand",
-                TrainFabric::Rocev2 => "RoCEv2 (ECMP, lossless)",
+                TrainFabric::Rocev2 => "RoCEv2 (ECMP; PFC, ECN, DCQCN)",
+                TrainFabric::Rocev2PfcOnly => "RoCEv2 (ECMP; PFC only)",
+                TrainFabric::Rocev2Lossy => "RoCEv2 (ECMP; no PFC, lossy)",
             },
             cluster.nic_gbps,
             cluster.radix,
@@ -949,7 +988,7 @@ fn train_run(
         placement: describe_placement(cluster.placement, placed, built.per_su as usize),
         routed_by: match &built.routing {
             BuiltRouting::Ib(_) => "the SM (ftree)".into(),
-            BuiltRouting::Eth(_, h) => format!("ECMP over shortest paths, a per-QP hash of seed {}", h.seed),
+            BuiltRouting::Eth(_, h, _) => format!("ECMP over shortest paths, a per-QP hash of seed {}", h.seed),
         },
         beside: String::new(),
         servers: built.sus * built.per_su,

@@ -25,8 +25,12 @@ enum EngineArg {
 pub enum FabricArg {
     /// InfiniBand NDR-class, the SM's ftree routes.
     Infiniband,
-    /// RoCEv2, ECMP per QP, lossless.
+    /// RoCEv2, ECMP per QP, PFC + ECN + DCQCN (compare's tuned variant).
     Rocev2,
+    /// RoCEv2 with PFC only.
+    Rocev2PfcOnly,
+    /// RoCEv2 without PFC (lossy; --engine packet).
+    Rocev2Lossy,
 }
 
 /// `--placement`'s values.
@@ -78,7 +82,8 @@ pub struct TrainCmd {
     #[arg(long, value_enum, default_value_t = PlacementArg::Packed)]
     placement: PlacementArg,
     /// The fabric: InfiniBand routed by our SM, or RoCEv2 (L3 with ECMP, the
-    /// switches' hash seeded by --seed; flow level only).
+    /// switches' hash seeded by --seed) tuned, with PFC only, or lossy (packet
+    /// level only).
     #[arg(long, value_enum, default_value_t = FabricArg::Infiniband)]
     fabric: FabricArg,
     /// Seed of the packet simulator, of a fragmented placement's churn and of the
@@ -118,6 +123,8 @@ impl TrainCmd {
             fabric: match self.fabric {
                 FabricArg::Infiniband => lab::train::TrainFabric::Infiniband,
                 FabricArg::Rocev2 => lab::train::TrainFabric::Rocev2,
+                FabricArg::Rocev2PfcOnly => lab::train::TrainFabric::Rocev2PfcOnly,
+                FabricArg::Rocev2Lossy => lab::train::TrainFabric::Rocev2Lossy,
             },
             hash_seed: self.seed as u32,
             ..TrainCluster::default()

@@ -156,7 +156,7 @@ pub fn run_aicb(
         placement: describe_placement(cluster.placement, &placed, built.per_su as usize),
         routed_by: match built.routing {
             BuiltRouting::Ib(_) => "the SM (ftree)".into(),
-            BuiltRouting::Eth(_, h) => format!("ECMP over shortest paths, a per-QP hash of seed {}", h.seed),
+            BuiltRouting::Eth(_, h, _) => format!("ECMP over shortest paths, a per-QP hash of seed {}", h.seed),
         },
         beside: String::new(),
         servers: built.sus * built.per_su,
