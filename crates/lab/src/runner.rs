@@ -953,20 +953,7 @@ mod tests {
     use sim::{EngineConfig, IbConfig};
 
     fn small() -> (Fabric, sm::RoutingTables) {
-        let c = Cluster {
-            servers: 4,
-            gpus_per_server: 2,
-            nic_gbps: 400,
-            radix: 16,
-            host_leaf_m: 2.0,
-            leaf_spine_m: 20.0,
-            scalable_units: None,
-            leaf_uplinks: None,
-            sharp: false,
-            topology: None,
-            mapping: None,
-            imported: None,
-        };
+        let c = Cluster::rail(4, 2, 400, 16);
         let f = cluster::build(&c, Tech::InfiniBand).unwrap();
         let o = sm::run::RunOptions {
             engines: vec![sm::routing::EngineKind::Ftree, sm::routing::EngineKind::UpDn],
@@ -1078,20 +1065,7 @@ mod tests {
 
     #[test]
     fn a_refused_roce_message_keeps_its_cause_and_is_not_a_model_fault() {
-        let c = Cluster {
-            servers: 2,
-            gpus_per_server: 1,
-            nic_gbps: 100,
-            radix: 8,
-            host_leaf_m: 2.0,
-            leaf_spine_m: 20.0,
-            scalable_units: None,
-            leaf_uplinks: None,
-            sharp: false,
-            topology: None,
-            mapping: None,
-            imported: None,
-        };
+        let c = Cluster::rail(2, 1, 100, 8);
         let f = cluster::build(&c, Tech::Ethernet).unwrap();
         let mut sim = sim::roce::net::RoceSim::new(&f, sim::roce::net::RoceConfig::default(), &[]).unwrap();
         let nic = f.nodes_of(NodeKind::Ca).next().unwrap();
@@ -1107,20 +1081,7 @@ mod tests {
     }
 
     fn roce_pair() -> Fabric {
-        let c = Cluster {
-            servers: 4,
-            gpus_per_server: 2,
-            nic_gbps: 400,
-            radix: 16,
-            host_leaf_m: 2.0,
-            leaf_spine_m: 20.0,
-            scalable_units: None,
-            leaf_uplinks: None,
-            sharp: false,
-            topology: None,
-            mapping: None,
-            imported: None,
-        };
+        let c = Cluster::rail(4, 2, 400, 16);
         cluster::build(&c, Tech::Ethernet).unwrap()
     }
 
@@ -1190,20 +1151,7 @@ mod tests {
     #[test]
     fn pause_storms_a_watchdog_detects_are_counted() {
         use sim::roce::pfc::{WdAction, WdConfig};
-        let c = Cluster {
-            servers: 3,
-            gpus_per_server: 1,
-            nic_gbps: 100,
-            radix: 8,
-            host_leaf_m: 2.0,
-            leaf_spine_m: 20.0,
-            scalable_units: None,
-            leaf_uplinks: None,
-            sharp: false,
-            topology: None,
-            mapping: None,
-            imported: None,
-        };
+        let c = Cluster::rail(3, 1, 100, 8);
         let f = cluster::build(&c, Tech::Ethernet).unwrap();
         let nics: Vec<NodeId> = f.nodes_of(NodeKind::Ca).collect();
         let run = |watchdog: Option<WdConfig>| {

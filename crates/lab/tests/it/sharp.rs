@@ -10,18 +10,9 @@ use lab::sharp::{AllReduceRun, all_reduce_at_flow_level, single_server_algbw};
 fn pod(gpus: u32, gbps: u32) -> Cluster {
     let servers = gpus / 8;
     Cluster {
-        servers,
-        gpus_per_server: 8,
-        nic_gbps: gbps,
-        radix: 64,
-        host_leaf_m: 2.0,
-        leaf_spine_m: 20.0,
         scalable_units: Some(servers.div_ceil(32)),
-        leaf_uplinks: None,
         sharp: true,
-        topology: None,
-        mapping: None,
-        imported: None,
+        ..Cluster::rail(servers, 8, gbps, 64)
     }
 }
 
