@@ -4,6 +4,7 @@ use crate::results::CompareResults;
 
 mod evidence;
 pub use evidence::evidence;
+pub mod training;
 
 use fabric::{Fabric, NodeId, NodeKind};
 use sim::IbConfig;
@@ -163,7 +164,7 @@ fn failure_outcome(s: &Scenario) -> Result<crate::results::FailureOutcome, Compa
     }
     Ok(FailureOutcome::Study(format!(
         "the ring all-reduce crosses links between switches: `rdmalab failure {}` cuts the busiest one on every variant (docs/VALIDATION.md §13)",
-        if s.name == crate::scenario::Scenario::default_rail().name {
+        if s.name == crate::scenario::Scenario::default_training().name {
             ""
         } else {
             "SCENARIO.toml"
@@ -224,6 +225,7 @@ fn run_seeds(
                 .collect(),
         })
         .collect();
+    results.training_spread = training::spread(&runs);
     let ib_fabric = cluster::build(&s.cluster, Tech::InfiniBand)?;
     results.advice = crate::advisor::advise(&s.advisor, &evidence(&results), &ib_fabric, &s.prices);
     Ok(results)
@@ -409,6 +411,8 @@ fn run_one(
             crate::results::NicUsed::of("InfiniBand", &crate::endpoints::IB_HCA),
             crate::results::NicUsed::of("RoCEv2", &crate::endpoints::ROCE_NIC),
         ],
+        training: training::run(s, &ib_fabric, &eth_fabric, ib_lat, roce_lat)?,
+        training_spread: Vec::new(),
     };
     results.advice = crate::advisor::advise(&s.advisor, &evidence(&results), &ib_fabric, &s.prices);
     Ok(results)

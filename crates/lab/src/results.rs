@@ -223,6 +223,24 @@ pub struct CompareResults {
     /// their latencies where no calibration gave one, their payload ceiling always.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub nics: Vec<NicUsed>,
+    /// The scenario's training jobs on every variant ([`crate::compare::training`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub training: Option<crate::compare::training::TrainingResults>,
+    /// Each (variant, job)'s iteration time over the seeds (`repeats` > 1).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub training_spread: Vec<TrainingSpread>,
+}
+
+/// One job's iteration on one variant over the seeds.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TrainingSpread {
+    pub variant: String,
+    pub job: String,
+    /// Iteration time, s.
+    pub iteration: Spread,
+    /// The leaves' uplink imbalance (most loaded over mean) of the job's
+    /// busiest operation with 1 QP per connection.
+    pub uplink_imbalance: Spread,
 }
 
 /// A NIC model as a comparison ran it.

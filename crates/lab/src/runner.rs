@@ -219,6 +219,10 @@ pub enum Class {
     Bulk,
     /// Latency probes: same NICs and links, but not queued behind bulk messages.
     Probe,
+    /// A further QP of the bulk data on the same NIC pair (a collective
+    /// library's QPs per connection: each its own UDP source port on RoCEv2,
+    /// so its own ECMP draw).
+    Lane(u16),
 }
 
 /// A packet-level network that carries messages between NICs: the InfiniBand

@@ -41,6 +41,65 @@ pub struct Scenario {
     /// Which engine runs the variants: `packet` (default), `flow`, or `auto`.
     #[serde(default, skip_serializing_if = "Engine::is_packet")]
     pub engine: Engine,
+    /// Training jobs run on every variant at once, one iteration each
+    /// (`crate::compare::training`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub training: Option<Training>,
+}
+
+/// Training jobs that share the cluster: each is a model × parallelism × GPU
+/// type (`workload::job::JobSpec`, as `rdmalab train` reads it), placed on the
+/// cluster's servers in turn, and one iteration of each is priced on every
+/// variant's fabric beside the others.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Training {
+    /// Which servers the jobs get: `packed`, `scattered` over the units, or
+    /// `fragmented` by the churn of earlier jobs (drawn from the seed).
+    #[serde(default = "fragmented")]
+    pub placement: crate::train::Placement,
+    /// QPs per connection (NCCL's `NCCL_IB_QPS_PER_CONNECTION`; its default is 1).
+    #[serde(default = "one_qp")]
+    pub qps_per_connection: u32,
+    /// The QP count the ECMP study sets beside `qps_per_connection`.
+    #[serde(default = "more_qps")]
+    pub more_qps: u32,
+    /// Largest message the packet level runs of an operation, bytes: the
+    /// packet level's slowdown over flows at this size scales the flow
+    /// engine's full-size answer (`crate::train::Pricing::Hybrid`).
+    #[serde(default = "packet_cap")]
+    pub packet_cap_bytes: u64,
+    /// Operations whose largest message is at most this run at full size at
+    /// packet level, bytes (an expert all-to-all's bursts and drops need their
+    /// real size; a data-parallel ring's gigabytes do not fit).
+    #[serde(default = "packet_full")]
+    pub packet_full_bytes: u64,
+    /// Kernel efficiency (fraction of the GPU's dense BF16 peak); default: the
+    /// fit on a published run (`crate::train::published_efficiency`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub efficiency: Option<f64>,
+    /// The jobs, in the order they take their servers.
+    pub jobs: Vec<workload::job::JobSpec>,
+}
+
+fn fragmented() -> crate::train::Placement {
+    crate::train::Placement::Fragmented
+}
+
+fn one_qp() -> u32 {
+    1
+}
+
+fn more_qps() -> u32 {
+    4
+}
+
+fn packet_cap() -> u64 {
+    2 << 20
+}
+
+fn packet_full() -> u64 {
+    16 << 20
 }
 
 /// The engine a scenario asks for.
@@ -538,7 +597,62 @@ impl Scenario {
             advisor: Answers::default(),
             prices: PriceTable::default(),
             engine: Engine::Packet,
+            training: None,
         }
+    }
+
+    /// The built-in default of `rdmalab compare`: two DGX SuperPOD-style
+    /// scalable units (64 servers × 8 GPUs, 512 GPUs, radix-64 switches at
+    /// 400G, non-blocking), every variant of [`Scenario::default_rail`], and
+    /// two training jobs that take their servers after churn (a dense
+    /// Llama 3 70B and a Mixtral 8x7B with expert parallelism, 192 GPUs each),
+    /// whose data-parallel rings, pipeline sends and expert all-to-all cross
+    /// the spines and meet in ECMP. Four seeds: placement, hot experts and the
+    /// Ethernet switches' hash differ with each. The ring all-reduce at 1 MiB
+    /// (latency regime) and the incast keep the benchmark tables (the jobs'
+    /// expert all-to-all stands for the collective one); the flow engine runs
+    /// what it models past 256 NICs (`engine = "auto"`).
+    pub fn default_training() -> Scenario {
+        let mut s = Scenario::default_rail();
+        s.name = "superpod-2su-512-two-jobs".into();
+        s.repeats = 4;
+        s.engine = Engine::Auto;
+        s.cluster.servers = 64;
+        s.cluster.scalable_units = Some(2);
+        s.workload.collectives = vec![Collective::AllReduceRing];
+        s.workload.sizes = vec![1 << 20];
+        for v in &mut s.variants {
+            if let VariantFabric::Rocev2 { lossy_hops, .. } = &mut v.fabric
+                && !lossy_hops.is_empty()
+            {
+                *lossy_hops = vec!["spine0".into()];
+            }
+        }
+        let job = |text: &str| {
+            workload::job::JobSpec::from_toml(text).unwrap_or_else(|e| panic!("built-in job: {e}"))
+        };
+        s.training = Some(Training {
+            placement: crate::train::Placement::Fragmented,
+            qps_per_connection: 1,
+            more_qps: 4,
+            packet_cap_bytes: 1 << 20,
+            packet_full_bytes: 16 << 20,
+            efficiency: None,
+            jobs: vec![
+                // Llama 3 70B with TP 8 inside the server, PP 4 and DP 6 over
+                // the fabric, Llama 3's rank order (training-workloads.md §6.6)
+                job("name = \"llama3-70b\"\nmodel = \"llama3-70b\"\ngpu = \"h100\"\ngpus = 192\nseq_len = 8192\nglobal_batch = 96\n\
+                     [parallel]\ntp = 8\npp = 4\nsharding = \"zero-1\"\norder = \"llama3\"\n"),
+                // Mixtral 8x7B with EP 8 over four servers' GPUs (TP 2): its
+                // all-to-all leaves the rails for the spines. Router skew 1.25:
+                // Switch Transformer's training capacity factor, the most an
+                // expert takes over the mean before tokens drop (Fedus et al.,
+                // JMLR 2022, §2.1 and Table 1)
+                job("name = \"mixtral-8x7b\"\nmodel = \"mixtral-8x7b\"\ngpu = \"h100\"\ngpus = 192\nseq_len = 4096\nglobal_batch = 192\nrouter_skew = 1.25\n\
+                     [parallel]\ntp = 2\npp = 1\nep = 8\nsharding = \"zero-1\"\norder = \"megatron\"\n"),
+            ],
+        });
+        s
     }
 
     /// Parse TOML; `path` names the source in errors.
@@ -574,6 +688,75 @@ impl Scenario {
     /// As TOML (what `rdmalab scenario show` prints).
     pub fn to_toml(&self) -> String {
         toml::to_string_pretty(self).unwrap_or_else(|e| format!("# cannot render scenario: {e}\n"))
+    }
+
+    /// Check the training jobs against the cluster: each job on its own (a
+    /// preset that exists, parallel sizes that divide its GPUs, TP inside a
+    /// server), and all of them together within the cluster's servers.
+    fn validate_training(&self, t: &Training, path: &str) -> Result<(), ScenarioError> {
+        let bad = |field: String, reason: String| {
+            Err(ScenarioError::Invalid {
+                path: path.into(),
+                field,
+                reason,
+            })
+        };
+        if t.jobs.is_empty() {
+            return bad("training.jobs".into(), "is empty; give at least one [[training.jobs]]".into());
+        }
+        for (field, v) in [
+            ("training.qps_per_connection", t.qps_per_connection),
+            ("training.more_qps", t.more_qps),
+        ] {
+            if !(1..=64).contains(&v) {
+                return bad(field.into(), format!("{v} is outside 1..=64"));
+            }
+        }
+        if t.packet_cap_bytes < 4096 {
+            return bad(
+                "training.packet_cap_bytes".into(),
+                format!("{} bytes; expected at least one 4096-byte packet", t.packet_cap_bytes),
+            );
+        }
+        if let Some(e) = t.efficiency
+            && !(e > 0.0 && e <= 1.0)
+        {
+            return bad("training.efficiency".into(), format!("{e} is not a fraction in (0, 1]"));
+        }
+        let g = self.cluster.gpus_per_server;
+        let gpus = self.cluster.servers * g;
+        let mut servers = 0;
+        for (i, j) in t.jobs.iter().enumerate() {
+            let at = |f: &str| format!("training.jobs[{i}].{f}");
+            if t.jobs[..i].iter().any(|o| o.name == j.name) {
+                return bad(at("name"), format!("{:?} names an earlier job too", j.name));
+            }
+            let job = match j.check(gpus) {
+                Ok(job) => job,
+                Err(e) => return bad(at(&e.field()), e.to_string()),
+            };
+            let tp = job.parallel.tp;
+            if tp > g || !g.is_multiple_of(tp) {
+                return bad(
+                    at("parallel.tp"),
+                    format!(
+                        "job {}: tp {tp} does not fit a server of {g} GPUs (cluster.gpus_per_server): a TP group must sit in one server's NVLink domain",
+                        j.name
+                    ),
+                );
+            }
+            servers += j.gpus.div_ceil(g);
+        }
+        if servers > self.cluster.servers {
+            return bad(
+                "training.jobs".into(),
+                format!(
+                    "the jobs need {servers} servers together ({g} GPUs each); the cluster has {}",
+                    self.cluster.servers
+                ),
+            );
+        }
+        Ok(())
     }
 
     /// Check values serde cannot.
@@ -679,6 +862,9 @@ impl Scenario {
                 "gpu.nvlink_gbytes",
                 format!("{} is not a positive bandwidth", self.gpu.nvlink_gbytes),
             );
+        }
+        if let Some(t) = &self.training {
+            self.validate_training(t, path)?;
         }
         let w = &self.workload;
         if w.collectives.is_empty() {

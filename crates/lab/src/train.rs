@@ -71,6 +71,83 @@ pub enum Pricing {
     /// The InfiniBand packet simulator, packet by packet (slow; for checking the
     /// flow engine on jobs small enough to run both).
     Packet,
+    /// Flows at the operation's full size, times the packet level's slowdown
+    /// over flows on the same messages cut to at most `cap` bytes each: what
+    /// the flow engine does not model (drops and go-back-N, PFC pauses,
+    /// DCQCN's rate control) measured packet by packet on the operation's own
+    /// traffic pattern, at a size the packet level runs in about a second.
+    Hybrid {
+        /// Largest message the packet level runs of an operation it scales, bytes.
+        cap: u64,
+        /// Operations whose largest message is at most this run at full size
+        /// at packet level, bytes (no scaling, no flow answer).
+        full: u64,
+    },
+}
+
+/// What one operation's run on the fabric found, beside its time.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct OpDetail {
+    /// The packet level's time over the flow engine's on the capped messages
+    /// (hybrid pricing).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub packet_factor: Option<f64>,
+    /// The largest message the packet level ran, bytes (hybrid pricing).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub packet_bytes: Option<u64>,
+    /// Packets dropped at packet level.
+    pub drops: u64,
+    /// Packets retransmitted at packet level.
+    pub retransmissions: u64,
+    /// PFC pause time at packet level, summed over ports and priorities, µs.
+    pub pause_us: f64,
+    /// Congestion notification packets at packet level.
+    pub cnps: u64,
+    /// The switch egress port busiest with the operation (and what ran beside
+    /// it) at flow level, `switch/port`: where it queued.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hottest_port: Option<String>,
+    /// That port's busy time, bytes carried over its rate, seconds.
+    pub hottest_busy_s: f64,
+    /// The leaves' uplinks: the most loaded one's bytes over the mean of every
+    /// uplink of a leaf that sends up (1 = even; ECMP collisions raise it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub uplink_imbalance: Option<f64>,
+}
+
+/// What a flow run found.
+struct FlowRun {
+    /// The last of this job's messages done, ps.
+    last_ps: u64,
+    events: u64,
+    hottest: Option<(String, f64)>,
+    imbalance: Option<f64>,
+}
+
+/// The member of group `g` (of `n`) that receives the most of a skewed
+/// all-to-all: a splitmix64 draw from the seed and the group.
+fn hot_member(seed: u64, g: u64, n: usize) -> usize {
+    let mut z = seed ^ g.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0x686f_745f_6578_7074;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^= z >> 31;
+    (z % n.max(1) as u64) as usize
+}
+
+/// Split each message over `k` QPs (lane 0..k), as a collective library
+/// stripes a connection's data over its QPs.
+fn lanes(msgs: &[Message], k: u32) -> Vec<(NodeId, NodeId, u64, u16)> {
+    let k = u64::from(k.max(1));
+    let mut out = Vec::with_capacity(msgs.len() * k as usize);
+    for &(a, b, n) in msgs {
+        for q in 0..k {
+            let part = n / k + u64::from(q < n % k);
+            if part > 0 {
+                out.push((a, b, part, q as u16));
+            }
+        }
+    }
+    out
 }
 
 /// `workload`'s network, priced on a fabric by the flow engine or the packet
@@ -91,6 +168,15 @@ pub struct FabricNetwork<'a> {
     /// Other jobs' messages that run beside each of this job's operations
     /// (flow pricing; see [`run_jobs`]).
     background: Vec<Message>,
+    /// QPs per connection: each message striped over this many.
+    qps: u32,
+    /// The InfiniBand packet world's settings.
+    ib_cfg: sim::IbConfig,
+    /// The RoCE NICs' send and receive latencies, ps, for the packet world
+    /// (which has no such setting of its own; `crate::runner::NicDelay`).
+    roce_nic: Option<(u64, u64)>,
+    /// What each operation's run found, by the price cache's key.
+    details: RefCell<BTreeMap<(u8, u8, u64), OpDetail>>,
 }
 
 /// A message between two NICs: (from, to, bytes).
@@ -228,9 +314,44 @@ impl<'a> FabricNetwork<'a> {
             fallback: RefCell::new(Vec::new()),
             effort: RefCell::new(PriceEffort::default()),
             background: Vec::new(),
+            qps: 1,
+            ib_cfg: sim::IbConfig::default(),
+            roce_nic: None,
+            details: RefCell::new(BTreeMap::new()),
         })
     }
 
+    /// Stripe every connection's data over `qps` QPs (NCCL's
+    /// `NCCL_IB_QPS_PER_CONNECTION`): on RoCEv2 each QP hashes onto its own
+    /// ECMP path.
+    pub fn with_qps(mut self, qps: u32) -> Self {
+        self.qps = qps.max(1);
+        self
+    }
+
+    /// Price with these endpoints: the InfiniBand packet world's settings, the
+    /// RoCE NICs' send and receive latencies (ps) and the flow engine's wire
+    /// model (`compare`'s published NICs).
+    pub fn with_endpoints(mut self, ib_cfg: sim::IbConfig, roce_nic: Option<(u64, u64)>, wire: WireModel) -> Self {
+        self.ib_cfg = ib_cfg;
+        self.roce_nic = roce_nic;
+        self.wire = wire;
+        self
+    }
+
+    /// Run other jobs' messages beside each operation.
+    pub fn beside(&mut self, msgs: &[Message]) {
+        self.background.extend_from_slice(msgs);
+    }
+
+    /// What the run of the operation `op` found (`None` if it did not cross
+    /// the fabric).
+    pub fn detail(&self, op: &CommOp) -> Option<OpDetail> {
+        self.details
+            .borrow()
+            .get(&(op.group as u8, op.kind as u8, op.bytes))
+            .cloned()
+    }
     /// Operations priced without contention (inside NVLink, or a group this
     /// placement does not form), by label.
     pub fn contention_free(&self) -> Vec<String> {
@@ -379,7 +500,7 @@ impl<'a> FabricNetwork<'a> {
                 out.push((na, nb, bytes));
             }
         };
-        for m in groups {
+        for (gi, m) in groups.iter().enumerate() {
             let n = m.len();
             match op.kind {
                 CommKind::AllReduce | CommKind::ReduceScatter | CommKind::AllGather | CommKind::Broadcast => {
@@ -388,11 +509,27 @@ impl<'a> FabricNetwork<'a> {
                     }
                 }
                 CommKind::AllToAll => {
+                    // `op.bytes` is the busiest rank's (the mean times the
+                    // router skew): with a skew, one member of each group (drawn
+                    // from the seed: the rank holding that step's popular
+                    // experts) receives that from every other, and the rest
+                    // receive the mean
                     let each = (op.bytes / n.max(1) as u64).max(1);
+                    let skew = self.job.router_skew;
+                    let hot = if skew > 1.0 {
+                        Some(m[hot_member(self.seed, gi as u64, n)])
+                    } else {
+                        None
+                    };
+                    let cold = if hot.is_some() {
+                        ((each as f64 / skew) as u64).max(1)
+                    } else {
+                        each
+                    };
                     for &a in m {
                         for &b in m {
                             if a != b {
-                                push(a, b, each);
+                                push(a, b, if Some(b) == hot { each } else { cold });
                             }
                         }
                     }
@@ -409,95 +546,249 @@ impl<'a> FabricNetwork<'a> {
 
     /// Run every group's share of `op` at once; seconds to the last completion.
     fn run(&self, op: &CommOp, groups: &[Vec<u32>]) -> Result<f64, crate::runner::RunError> {
-        use crate::runner::{IbNet, Network as _, RunError, run_messages};
         let wall = std::time::Instant::now();
-        let msgs = self.messages(op, groups);
+        let msgs = lanes(&self.messages(op, groups), self.qps);
+        let bg = lanes(&self.background, self.qps);
+        let mut detail = OpDetail::default();
         let (ps, events) = match self.pricing {
             Pricing::Flow => {
-                let mut sim = FlowSim::new();
-                let ports = Ports::build(self.fabric, &mut sim);
-                let mut conns = BTreeMap::new();
-                // this job's messages (tag 0), then what runs beside them (tag 1),
-                // each pair on its own connection
-                let all = msgs
-                    .iter()
-                    .map(|&(a, b, n)| (a, b, n, 0u64))
-                    .chain(self.background.iter().map(|&(a, b, n)| (a, b, n, 1u64)));
-                for (na, nb, bytes, tag) in all {
-                    let c = match conns.get(&(na, nb, tag)) {
-                        Some(&c) => c,
-                        None => {
-                            let (data, ack) = match self.routing {
-                                Route::Ib(t) => (
-                                    flow::path::ib_route(self.fabric, t, na, nb),
-                                    flow::path::ib_route(self.fabric, t, nb, na),
-                                ),
-                                Route::Eth(table, hash, _) => {
-                                    let r = flow::path::EthRouting {
-                                        table,
-                                        hash,
-                                        rocev1: false,
-                                    };
-                                    let k = conns.len() as u32;
-                                    (r.route(self.fabric, na, nb, k), r.route(self.fabric, nb, na, k))
-                                }
-                            };
-                            let (data, ack) = (data.map_err(RunError::FlowPath)?, ack.map_err(RunError::FlowPath)?);
-                            let c = flow::path::open(&mut sim, self.fabric, &ports, &self.wire, &data, &ack)
-                                .map_err(RunError::Flow)?;
-                            conns.insert((na, nb, tag), c);
-                            c
-                        }
-                    };
-                    sim.post(c, bytes, tag).map_err(RunError::Flow)?;
-                }
-                let mut last = 0u64;
-                loop {
-                    match sim.advance(u64::MAX).map_err(RunError::Flow)? {
-                        Step::Delivered(d) => {
-                            last = last.max(d.iter().filter(|x| x.tag == 0).map(|x| x.done_ps).max().unwrap_or(0))
-                        }
-                        Step::Idle => break,
-                        Step::Reached => {}
-                    }
-                }
-                sim.check().map_err(RunError::Flow)?;
-                (last, sim.counters().events)
-            }
-            Pricing::Packet if matches!(self.routing, Route::Eth(..)) => {
-                let Route::Eth(_, _, cfg) = self.routing else {
-                    unreachable!("matched above");
-                };
-                let mut sim = sim::roce::net::RoceSim::new(self.fabric, cfg.clone(), &[])?;
-                let mut net = crate::runner::RoceNet::new(&mut sim, self.fabric);
-                let t = run_messages(&mut net, &msgs)?;
-                (t, net.counters()?.events)
+                let r = self.flow(&msgs, &bg)?;
+                detail.hottest_port = r.hottest.as_ref().map(|h| h.0.clone());
+                detail.hottest_busy_s = r.hottest.map_or(0.0, |h| h.1);
+                detail.uplink_imbalance = r.imbalance;
+                (r.last_ps as f64, r.events)
             }
             Pricing::Packet => {
-                let Route::Ib(tables) = self.routing else {
-                    unreachable!("Ethernet is priced above");
+                let (t, c) = self.packet(&msgs, &[])?;
+                detail.drops = c.drops;
+                detail.retransmissions = c.retransmissions;
+                detail.pause_us = c.pause_us;
+                detail.cnps = c.cnps;
+                (t as f64, c.events)
+            }
+            Pricing::Hybrid { cap, full: whole } => {
+                let full = self.flow(&msgs, &bg)?;
+                // every message of the operation scaled alike, the largest to
+                // `cap`, so the pattern keeps its shape (a skewed all-to-all's
+                // hot receiver stays hot); what runs beside it scaled alike too,
+                // none beyond `cap`
+                let largest = msgs.iter().map(|m| m.2).max().unwrap_or(0);
+                let scale = if largest > whole.max(cap) {
+                    cap as f64 / largest as f64
+                } else {
+                    1.0
                 };
+                let cut = |m: &[(NodeId, NodeId, u64, u16)]| -> Vec<(NodeId, NodeId, u64, u16)> {
+                    m.iter()
+                        .map(|&(a, b, n, q)| (a, b, ((n as f64 * scale) as u64).clamp(1, largest.max(1)), q))
+                        .collect()
+                };
+                let (cm, cb) = (cut(&msgs), cut(&bg));
+                let small = self.flow(&cm, &cb)?;
+                let (t, c) = self.packet(&cm, &cb)?;
+                let factor = if small.last_ps == 0 {
+                    1.0
+                } else {
+                    t as f64 / small.last_ps as f64
+                };
+                detail = OpDetail {
+                    packet_factor: Some(factor),
+                    packet_bytes: cm.iter().map(|m| m.2).max(),
+                    drops: c.drops,
+                    retransmissions: c.retransmissions,
+                    pause_us: c.pause_us,
+                    cnps: c.cnps,
+                    hottest_port: full.hottest.as_ref().map(|h| h.0.clone()),
+                    hottest_busy_s: full.hottest.map_or(0.0, |h| h.1),
+                    uplink_imbalance: full.imbalance,
+                };
+                (full.last_ps as f64 * factor, full.events + small.events + c.events)
+            }
+        };
+        self.details
+            .borrow_mut()
+            .insert((op.group as u8, op.kind as u8, op.bytes), detail);
+        let mut e = self.effort.borrow_mut();
+        e.ops_run += 1;
+        e.messages += msgs.len() as u64;
+        e.events += events;
+        e.wall_s += wall.elapsed().as_secs_f64();
+        Ok(ps / 1e12)
+    }
+
+    /// This job's messages (tag 0) and what runs beside them (tag 1) as
+    /// max-min fair flows, each (pair, lane) on its own connection.
+    fn flow(
+        &self,
+        msgs: &[(NodeId, NodeId, u64, u16)],
+        bg: &[(NodeId, NodeId, u64, u16)],
+    ) -> Result<FlowRun, crate::runner::RunError> {
+        use crate::runner::RunError;
+        let mut sim = FlowSim::new();
+        let ports = Ports::build(self.fabric, &mut sim);
+        let mut conns = BTreeMap::new();
+        let all = msgs
+            .iter()
+            .map(|&(a, b, n, q)| (a, b, n, q, 0u64))
+            .chain(bg.iter().map(|&(a, b, n, q)| (a, b, n, q, 1u64)));
+        for (na, nb, bytes, q, tag) in all {
+            let c = match conns.get(&(na, nb, q, tag)) {
+                Some(&c) => c,
+                None => {
+                    let (data, ack) = match self.routing {
+                        Route::Ib(t) => (
+                            flow::path::ib_route(self.fabric, t, na, nb),
+                            flow::path::ib_route(self.fabric, t, nb, na),
+                        ),
+                        Route::Eth(table, hash, _) => {
+                            let r = flow::path::EthRouting {
+                                table,
+                                hash,
+                                rocev1: false,
+                            };
+                            let k = conns.len() as u32;
+                            (r.route(self.fabric, na, nb, k), r.route(self.fabric, nb, na, k))
+                        }
+                    };
+                    let (data, ack) = (data.map_err(RunError::FlowPath)?, ack.map_err(RunError::FlowPath)?);
+                    let c = flow::path::open(&mut sim, self.fabric, &ports, &self.wire, &data, &ack)
+                        .map_err(RunError::Flow)?;
+                    conns.insert((na, nb, q, tag), c);
+                    c
+                }
+            };
+            sim.post(c, bytes, tag).map_err(RunError::Flow)?;
+        }
+        let mut last = 0u64;
+        loop {
+            match sim.advance(u64::MAX).map_err(RunError::Flow)? {
+                Step::Delivered(d) => {
+                    last = last.max(d.iter().filter(|x| x.tag == 0).map(|x| x.done_ps).max().unwrap_or(0))
+                }
+                Step::Idle => break,
+                Step::Reached => {}
+            }
+        }
+        sim.check().map_err(RunError::Flow)?;
+        let events = sim.counters().events;
+        let (hottest, imbalance) = self.port_loads(&ports, sim.carried());
+        Ok(FlowRun {
+            last_ps: last,
+            events,
+            hottest,
+            imbalance,
+        })
+    }
+
+    /// The busiest switch egress port (name, seconds busy) and the leaves'
+    /// uplink imbalance from the bytes each port carried.
+    fn port_loads(&self, ports: &Ports, carried: &[f64]) -> (Option<(String, f64)>, Option<f64>) {
+        use fabric::NodeKind;
+        let f = self.fabric;
+        let mut hottest: Option<(String, f64)> = None;
+        let mut up = Vec::new();
+        for sw in f.nodes_of(NodeKind::Switch) {
+            let node = f.node(sw);
+            let leaf = node
+                .port_nums()
+                .any(|p| f.peer(sw, p).is_some_and(|(e, _)| f.node(e.node).kind == NodeKind::Ca));
+            let mut sends_up = false;
+            let mut mine = Vec::new();
+            for p in node.port_nums() {
+                let e = fabric::Endpoint { node: sw, port: p };
+                let (Some(r), Some((peer, _))) = (ports.resource(e), f.peer(sw, p)) else {
+                    continue;
+                };
+                let bytes = carried.get(r as usize).copied().unwrap_or(0.0);
+                let bps = ports.bps(e) as f64;
+                if bps > 0.0 && bytes > 0.0 {
+                    let busy = bytes * 8.0 / bps;
+                    if hottest.as_ref().is_none_or(|h| busy > h.1) {
+                        hottest = Some((format!("{}/{}", node.name, p), busy));
+                    }
+                }
+                if leaf && f.node(peer.node).kind == NodeKind::Switch {
+                    sends_up |= bytes > 0.0;
+                    mine.push(bytes);
+                }
+            }
+            if sends_up {
+                up.extend(mine);
+            }
+        }
+        let mean = up.iter().sum::<f64>() / up.len().max(1) as f64;
+        let imbalance = (mean > 0.0).then(|| up.iter().copied().fold(0.0, f64::max) / mean);
+        (hottest, imbalance)
+    }
+
+    /// This job's messages (tags below `msgs.len()`) and what runs beside
+    /// them packet by packet, in the fabric's packet world: the time to the
+    /// last of this job's deliveries, and the run's counters.
+    fn packet(
+        &self,
+        msgs: &[(NodeId, NodeId, u64, u16)],
+        bg: &[(NodeId, NodeId, u64, u16)],
+    ) -> Result<(u64, crate::runner::NetCounters), crate::runner::RunError> {
+        use crate::runner::{IbNet, Network as _, RoceNet};
+        match self.routing {
+            Route::Eth(_, _, cfg) => {
+                let mut sim = sim::roce::net::RoceSim::new(self.fabric, cfg.clone(), &[])?;
+                let mut net = RoceNet::new(&mut sim, self.fabric);
+                let t = match self.roce_nic {
+                    Some((tx, rx)) => post_lanes(&mut crate::runner::NicDelay::new(&mut net, tx, rx), msgs, bg)?,
+                    None => post_lanes(&mut net, msgs, bg)?,
+                };
+                Ok((t, net.counters()?))
+            }
+            Route::Ib(tables) => {
                 let mut sim = sim::Sim::new(
                     self.fabric,
                     tables,
-                    sim::IbConfig::default(),
+                    self.ib_cfg.clone(),
                     sim::EngineConfig {
                         seed: self.seed,
                         ..sim::EngineConfig::default()
                     },
                 )?;
                 let mut net = IbNet::new(&mut sim);
-                let t = run_messages(&mut net, &msgs)?;
-                (t, net.counters()?.events)
+                let t = post_lanes(&mut net, msgs, bg)?;
+                Ok((t, net.counters()?))
             }
-        };
-        let mut e = self.effort.borrow_mut();
-        e.ops_run += 1;
-        e.messages += msgs.len() as u64;
-        e.events += events;
-        e.wall_s += wall.elapsed().as_secs_f64();
-        Ok(ps as f64 / 1e12)
+        }
     }
+}
+
+/// Post `msgs` and then `bg` on their lanes' QPs, run to the last delivery,
+/// and return the time to the last of `msgs`' deliveries, ps.
+fn post_lanes(
+    net: &mut dyn crate::runner::Network,
+    msgs: &[(NodeId, NodeId, u64, u16)],
+    bg: &[(NodeId, NodeId, u64, u16)],
+) -> Result<u64, crate::runner::RunError> {
+    use crate::runner::{Class, NetStep, RunError};
+    let class = |q: u16| if q == 0 { Class::Bulk } else { Class::Lane(q) };
+    let start = net.now_ps();
+    for (k, &(a, b, n, q)) in msgs.iter().chain(bg).enumerate() {
+        net.post(a, b, class(q), n, k as u64)?;
+    }
+    let mut left = msgs.len() + bg.len();
+    let mut end = start;
+    while left > 0 {
+        match net.advance(u64::MAX)? {
+            NetStep::Delivered(ds) => {
+                left -= ds.len();
+                end = ds
+                    .iter()
+                    .filter(|d| (d.tag as usize) < msgs.len())
+                    .map(|d| d.done_ps)
+                    .fold(end, u64::max);
+            }
+            NetStep::Reached => {}
+            NetStep::Idle => return Err(RunError::Stalled(left)),
+            NetStep::Deadlock(d) => return Err(RunError::Deadlock(d)),
+        }
+    }
+    Ok(end - start)
 }
 
 impl Network for FabricNetwork<'_> {
@@ -542,7 +833,7 @@ pub struct TrainCluster {
 }
 
 mod placement;
-use placement::describe_placement;
+pub(crate) use placement::describe_placement;
 pub use placement::{CHURN_ROUNDS, Placement};
 
 impl Default for TrainCluster {
@@ -711,6 +1002,7 @@ fn engine_name(p: Pricing) -> &'static str {
     match p {
         Pricing::Flow => "flow",
         Pricing::Packet => "packet",
+        Pricing::Hybrid { .. } => "hybrid",
     }
 }
 

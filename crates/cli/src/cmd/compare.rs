@@ -61,7 +61,7 @@ impl CompareCmd {
     pub fn exec(self) -> Result<(), CliError> {
         let mut scenario = match &self.scenario {
             Some(p) => lab::ScenarioFile::load(p)?.comparison(p)?,
-            None => Scenario::default_rail(),
+            None => Scenario::default_training(),
         };
         if let Some(e) = self.engine {
             scenario.engine = match e {

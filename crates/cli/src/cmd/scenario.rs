@@ -36,7 +36,7 @@ impl ScenarioCmd {
                     )
                 );
             }
-            ScenarioCmd::Show => out!("{}", Scenario::default_rail().to_toml()),
+            ScenarioCmd::Show => out!("{}", Scenario::default_training().to_toml()),
             ScenarioCmd::Check { file } => match lab::ScenarioFile::load(&file)? {
                 lab::ScenarioFile::Comparison(s) => out!("{}", report::run::scenario_ok(&file, &s)),
                 lab::ScenarioFile::PacketRun(s) => out!("{}", report::run::packet_run_ok(&file, &s)),

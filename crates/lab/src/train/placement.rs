@@ -2,7 +2,7 @@
 //! or fragmented by the churn of earlier jobs.
 
 /// A placement in words: its kind and the servers and units it took.
-pub(super) fn describe_placement(p: Placement, servers: &[usize], per_su: usize) -> String {
+pub(crate) fn describe_placement(p: Placement, servers: &[usize], per_su: usize) -> String {
     let units: std::collections::BTreeSet<usize> = servers.iter().map(|s| s / per_su.max(1)).collect();
     let runs = servers.windows(2).filter(|w| w[1] != w[0] + 1).count() + usize::from(!servers.is_empty());
     format!(
@@ -21,7 +21,8 @@ pub(super) fn describe_placement(p: Placement, servers: &[usize], per_su: usize)
 pub const CHURN_ROUNDS: usize = 8;
 
 /// Which of the cluster's servers a job gets.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Placement {
     /// The first servers, unit by unit: the job's rings stay on as few leaves as
     /// they can.

@@ -1,0 +1,495 @@
+//! Training jobs on every variant: the scenario's `[training]` jobs placed on
+//! the cluster's servers (packed, scattered, or in the gaps churn leaves), and
+//! one iteration of each priced on each variant's own fabric and routes
+//! (`crate::train::FabricNetwork`), beside the other jobs' busiest operation.
+//!
+//! Every variant is priced alike, by [`Pricing::Hybrid`]: the flow engine runs
+//! each operation at its full size on the variant's routes (the SM's LFTs, or
+//! ECMP hashed per QP), and the variant's packet world runs the same messages
+//! cut to `training.packet_cap_bytes`; the packet level's slowdown over the
+//! flows at that size (PFC pauses, DCQCN's rate control, drops and go-back-N,
+//! credits) scales the full-size answer. A second, flow-level pass sets
+//! `training.more_qps` QPs per connection on each job's busiest operation:
+//! how much of the spines' ECMP imbalance more QPs take away.
+
+use serde::{Deserialize, Serialize};
+
+use fabric::Fabric;
+use workload::comm::Link;
+use workload::iteration::{IdealNetwork, Iteration, Network as _};
+use workload::job::Job;
+
+use super::{CompareError, Nic, ib_config, roce_config};
+use crate::scenario::{Scenario, Training, Variant, VariantFabric};
+use crate::train::{FabricNetwork, Message, Pricing, Route};
+
+/// The training study of one comparison run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TrainingResults {
+    /// How the operations were priced, in words.
+    pub engine: String,
+    /// Kernel efficiency of every job's compute, and where it came from.
+    pub efficiency: f64,
+    pub efficiency_source: String,
+    /// The jobs as placed (the same servers on every variant).
+    pub jobs: Vec<JobPlaced>,
+    /// Per variant, every job's iteration.
+    pub variants: Vec<TrainingVariant>,
+}
+
+/// A job and the servers it got.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct JobPlaced {
+    pub name: String,
+    pub model: String,
+    pub gpus: u32,
+    /// Parallel sizes in words.
+    pub parallel: String,
+    /// Placement in words: kind, servers, units, contiguous runs.
+    pub placement: String,
+    /// The servers, by index in the cluster.
+    pub servers: Vec<usize>,
+    /// Tokens per iteration (global batch × sequence length).
+    pub tokens: u64,
+    /// The iteration on a contention-free, non-blocking network, s.
+    pub ideal_s: f64,
+}
+
+/// One variant's iterations.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TrainingVariant {
+    pub id: String,
+    pub label: String,
+    /// Why this variant runs no training job.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refused: Option<String>,
+    pub jobs: Vec<JobOutcome>,
+    /// Each job's operation with the most uneven uplinks, alone at flow level
+    /// with 1 QP per connection and with `training.more_qps`.
+    pub qps: Vec<QpsRow>,
+}
+
+/// One job's iteration on one variant.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct JobOutcome {
+    pub job: String,
+    /// Iteration time, s.
+    pub iteration_s: f64,
+    /// Over the contention-free, non-blocking network, percent.
+    pub over_ideal_pct: f64,
+    /// Tokens per second.
+    pub tokens_per_s: f64,
+    /// Model TFLOP/s per GPU achieved.
+    pub tflops_per_gpu: f64,
+    /// Communication on the critical path, s.
+    pub exposed_comm_s: f64,
+    /// The operation that adds the most time over the ideal network per
+    /// iteration, with the switch port it queued at.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slowest: Option<SlowOp>,
+    /// Packet-level counts over the job's operations (at the capped size).
+    pub drops: u64,
+    pub retransmissions: u64,
+    pub pause_us: f64,
+    pub cnps: u64,
+    /// Every operation that crossed the fabric.
+    pub ops: Vec<OpOutcome>,
+}
+
+/// The operation that costs a job the most.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SlowOp {
+    pub label: String,
+    /// Per occurrence: on the ideal network and on this fabric, s.
+    pub ideal_s: f64,
+    pub fabric_s: f64,
+    /// Occurrences per iteration.
+    pub count: u64,
+    /// The switch egress port busiest with it (`switch/port`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub port: Option<String>,
+}
+
+/// One operation of a job on one variant.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct OpOutcome {
+    pub label: String,
+    pub count: u64,
+    pub bytes: u64,
+    pub ideal_s: f64,
+    pub fabric_s: f64,
+    /// The packet level's time over the flows' at the capped size.
+    pub packet_factor: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hottest_port: Option<String>,
+    /// The leaves' uplinks, most loaded over mean (with what ran beside it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uplink_imbalance: Option<f64>,
+    pub drops: u64,
+    pub pause_us: f64,
+    pub cnps: u64,
+}
+
+/// A job's operation alone at flow level with `qps` QPs per connection.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct QpsRow {
+    pub job: String,
+    pub op: String,
+    pub qps: u32,
+    /// The leaves' uplinks, most loaded over mean.
+    pub uplink_imbalance: f64,
+    /// The operation's time, s.
+    pub op_s: f64,
+}
+
+/// A variant's fabric as the jobs see it.
+enum Routed {
+    Ib(sm::RoutingTables, sim::IbConfig),
+    Eth(ethcp::EcmpTable, Box<sim::roce::net::RoceConfig>, Nic),
+}
+
+/// Run the scenario's training jobs on every variant (`None` without jobs).
+pub(super) fn run(
+    s: &Scenario,
+    ib: &Fabric,
+    eth: &Fabric,
+    ib_nic: Nic,
+    roce_nic: Nic,
+) -> Result<Option<TrainingResults>, CompareError> {
+    let Some(t) = &s.training else { return Ok(None) };
+    let g = s.cluster.gpus_per_server.max(1);
+    let cluster_gpus = s.cluster.servers * g;
+    let bad = |message: String| CompareError::Variant {
+        variant: "training".into(),
+        message,
+    };
+    let mut jobs: Vec<Job> = Vec::with_capacity(t.jobs.len());
+    for j in &t.jobs {
+        jobs.push(j.check(cluster_gpus).map_err(|e| bad(e.to_string()))?);
+    }
+    let its: Vec<Iteration> = jobs.iter().map(Iteration::of).collect();
+    let (eff, eff_source) = match t.efficiency {
+        Some(e) => (e, "given (training.efficiency)".to_string()),
+        None => crate::train::published_efficiency(),
+    };
+    // the jobs take their servers in turn from the placement's order
+    let per_su = (s.cluster.servers / s.cluster.scalable_units.unwrap_or(1).max(1)) as usize;
+    let need: Vec<usize> = jobs.iter().map(|j| j.gpus.div_ceil(g) as usize).collect();
+    let order = t
+        .placement
+        .servers(s.cluster.servers as usize, per_su, need.iter().sum(), s.seed);
+    let mut placed = Vec::with_capacity(jobs.len());
+    let mut at = 0;
+    for &n in &need {
+        placed.push(order[at..at + n].to_vec());
+        at += n;
+    }
+    let nic_gbs = f64::from(s.cluster.nic_gbps) / 8.0;
+    let jobs_placed: Vec<JobPlaced> = jobs
+        .iter()
+        .zip(&placed)
+        .zip(&its)
+        .map(|((j, servers), it)| JobPlaced {
+            name: j.name.clone(),
+            model: j.model.name.clone(),
+            gpus: j.gpus,
+            parallel: format!(
+                "tp {} · cp {} · pp {} · dp {} · ep {}",
+                j.parallel.tp,
+                j.parallel.cp,
+                j.parallel.pp,
+                j.dp(),
+                j.parallel.ep
+            ),
+            placement: crate::train::describe_placement(t.placement, servers, per_su),
+            servers: servers.clone(),
+            tokens: j.tokens(),
+            ideal_s: it.time(&IdealNetwork::new(&j.gpu, nic_gbs), eff).total_s,
+        })
+        .collect();
+    let mut variants = Vec::with_capacity(s.variants.len());
+    for v in &s.variants {
+        let routed = match &v.fabric {
+            VariantFabric::Infiniband { engines } => {
+                let opts = sm::run::RunOptions {
+                    engines: engines.clone(),
+                    validate: false,
+                    ..Default::default()
+                };
+                Routed::Ib(sm::run::run(ib, &opts)?.0, ib_config(ib_nic))
+            }
+            VariantFabric::Rocev2 {
+                pfc,
+                dcqcn,
+                ecn,
+                lossy_hops,
+            } => {
+                let mut cfg = roce_config(s, v, eth, *pfc, *dcqcn, *ecn, lossy_hops)?;
+                cfg.nic.payload_ppm = roce_nic.payload_ppm;
+                if let Some(ps) = roce_nic.switch_ps {
+                    cfg.switch.switch_latency = sim::Time(ps);
+                }
+                let table = ethcp::EcmpTable::build(eth, cfg.routing.ecmp_convergence.as_ps());
+                Routed::Eth(table, Box::new(cfg), roce_nic)
+            }
+            VariantFabric::Ipoib => {
+                variants.push(refused(
+                    v,
+                    "NCCL's data plane runs on verbs, never on IPoIB: IPoIB carries a training job's ssh, storage and bootstrap, not its collectives".into(),
+                ));
+                continue;
+            }
+            VariantFabric::Rocev1 => {
+                variants.push(refused(v, super::rocev1_refusal(eth)));
+                continue;
+            }
+        };
+        variants.push(run_variant(s, t, v, &routed, ib, eth, &jobs, &its, &placed, eff)?);
+    }
+    Ok(Some(TrainingResults {
+        engine: format!(
+            "packet by packet in the variant's world (PFC, DCQCN, drops and go-back-N, credits) where the operation's largest message is at most {}; larger ones as max-min fair flows at full size on the variant's routes, times the packet world's slowdown over flows on the same messages scaled to at most {}; several jobs: each operation beside the other jobs' busiest one, started with it (the worst overlap)",
+            super::human_bytes(t.packet_full_bytes),
+            super::human_bytes(t.packet_cap_bytes)
+        ),
+        efficiency: eff,
+        efficiency_source: eff_source,
+        jobs: jobs_placed,
+        variants,
+    }))
+}
+
+fn refused(v: &Variant, why: String) -> TrainingVariant {
+    TrainingVariant {
+        id: v.id.clone(),
+        label: v.label.clone(),
+        refused: Some(why),
+        jobs: Vec::new(),
+        qps: Vec::new(),
+    }
+}
+
+/// One variant: every job priced (hybrid) beside the others' busiest operation,
+/// then each job's busiest operation alone at flow level with 1 and
+/// `training.more_qps` QPs per connection.
+#[allow(clippy::too_many_arguments)]
+fn run_variant(
+    s: &Scenario,
+    t: &Training,
+    v: &Variant,
+    routed: &Routed,
+    ib: &Fabric,
+    eth: &Fabric,
+    jobs: &[Job],
+    its: &[Iteration],
+    placed: &[Vec<usize>],
+    eff: f64,
+) -> Result<TrainingVariant, CompareError> {
+    let (fabric, route, ib_cfg, roce_lat, wire) = match routed {
+        Routed::Ib(tables, cfg) => (
+            ib,
+            Route::Ib(tables),
+            cfg.clone(),
+            None,
+            crate::flow_world::ib_wire(cfg),
+        ),
+        Routed::Eth(table, cfg, nic) => (
+            eth,
+            Route::Eth(table, cfg.routing.hash, cfg),
+            sim::IbConfig::default(),
+            Some((nic.latency.tx_ps, nic.latency.rx_ps)),
+            flow::path::WireModel {
+                endpoint_ps: nic.latency.tx_ps + nic.latency.rx_ps,
+                ..crate::flow_world::roce_wire(cfg)
+            },
+        ),
+    };
+    let fail = |e: crate::train::PlaceError| CompareError::Variant {
+        variant: v.id.clone(),
+        message: format!("training: {e}"),
+    };
+    fn net<'a>(
+        (fabric, route, seed): (&'a Fabric, Route<'a>, u64),
+        job: &'a Job,
+        servers: &[usize],
+        pricing: Pricing,
+        qps: u32,
+        ends: (&sim::IbConfig, Option<(u64, u64)>, flow::path::WireModel),
+    ) -> Result<FabricNetwork<'a>, crate::train::PlaceError> {
+        FabricNetwork::placed(fabric, route, job, pricing, seed, servers)
+            .map(|f| f.with_qps(qps).with_endpoints(ends.0.clone(), ends.1, ends.2))
+    }
+    let on = (fabric, route, s.seed);
+    let ends = (&ib_cfg, roce_lat, wire);
+    let pricing = Pricing::Hybrid {
+        cap: t.packet_cap_bytes,
+        full: t.packet_full_bytes,
+    };
+    let mut fabs = Vec::with_capacity(jobs.len());
+    for (job, servers) in jobs.iter().zip(placed) {
+        fabs.push(net(on, job, servers, pricing, t.qps_per_connection, ends).map_err(fail)?);
+    }
+    let busiest: Vec<(String, Vec<Message>)> = fabs.iter().zip(its).map(|(f, it)| f.busiest(it)).collect();
+    for (i, fab) in fabs.iter_mut().enumerate() {
+        for (j, (_, msgs)) in busiest.iter().enumerate() {
+            if j != i {
+                fab.beside(msgs);
+            }
+        }
+    }
+    let mut outcomes = Vec::with_capacity(jobs.len());
+    for ((job, it), fab) in jobs.iter().zip(its).zip(&fabs) {
+        fab.price(it).map_err(fail)?;
+        outcomes.push(outcome(job, it, fab, eff, s.cluster.nic_gbps));
+    }
+    // the ECMP study: each job's least even operation alone, at flow level (where
+    // the flow engine models the variant; the routes of a lossy variant are
+    // the tuned one's)
+    let mut qps = Vec::new();
+    let flow_models = match routed {
+        Routed::Ib(..) => true,
+        Routed::Eth(_, cfg, _) => crate::flow_world::FlowWorld::refusal(cfg, false).is_none(),
+    };
+    for (((job, it), servers), out) in jobs.iter().zip(its).zip(placed).zip(&outcomes) {
+        // the job's operation whose bytes sat least evenly on the leaves' uplinks
+        let worst = out
+            .ops
+            .iter()
+            .filter(|o| o.uplink_imbalance.is_some_and(|x| x > 1.0 + 1e-9))
+            .max_by(|a, b| a.uplink_imbalance.partial_cmp(&b.uplink_imbalance).unwrap_or(std::cmp::Ordering::Equal));
+        let Some(op) = worst
+            .and_then(|w| it.ops.iter().find(|o| o.label == w.label && o.bytes == w.bytes))
+            .filter(|_| flow_models)
+        else {
+            continue;
+        };
+        let label = &op.label;
+        let mut counts = vec![1];
+        if t.more_qps != 1 {
+            counts.push(t.more_qps);
+        }
+        for k in counts {
+            let f = net(on, job, servers, Pricing::Flow, k, ends).map_err(fail)?;
+            f.price_ops(std::slice::from_ref(op)).map_err(fail)?;
+            let d = f.detail(op).unwrap_or_default();
+            qps.push(QpsRow {
+                job: job.name.clone(),
+                op: label.clone(),
+                qps: k,
+                uplink_imbalance: d.uplink_imbalance.unwrap_or(1.0),
+                op_s: f.op_time_s(op),
+            });
+        }
+    }
+    Ok(TrainingVariant {
+        id: v.id.clone(),
+        label: v.label.clone(),
+        refused: None,
+        jobs: outcomes,
+        qps,
+    })
+}
+
+/// A priced job's iteration as its outcome.
+fn outcome(job: &Job, it: &Iteration, fab: &FabricNetwork<'_>, eff: f64, nic_gbps: u32) -> JobOutcome {
+    let ideal_net = IdealNetwork::new(&job.gpu, f64::from(nic_gbps) / 8.0);
+    let ideal = it.time(&ideal_net, eff);
+    let time = it.time(fab, eff);
+    let mut ops: Vec<OpOutcome> = Vec::new();
+    let mut slowest: Option<(f64, SlowOp)> = None;
+    let (mut drops, mut retrans, mut pause, mut cnps) = (0, 0, 0.0, 0);
+    for op in it.ops.iter().filter(|o| o.link == Link::Network) {
+        let Some(d) = fab.detail(op) else { continue };
+        if ops.iter().any(|o| o.label == op.label && o.bytes == op.bytes) {
+            continue;
+        }
+        let (ideal_s, fabric_s) = (ideal_net.op_time_s(op), fab.op_time_s(op));
+        let count = op.count;
+        let added = (fabric_s - ideal_s) * count as f64;
+        let fabric_total = fabric_s * count as f64;
+        // the operation adding most over the ideal network; when none adds, the longest
+        let key = if added > 1e-12 { 1e6 + added } else { fabric_total };
+        if slowest.as_ref().is_none_or(|(k, _)| key > *k) {
+            slowest = Some((
+                key,
+                SlowOp {
+                    label: op.label.clone(),
+                    ideal_s,
+                    fabric_s,
+                    count,
+                    port: d.hottest_port.clone(),
+                },
+            ));
+        }
+        drops += d.drops;
+        retrans += d.retransmissions;
+        pause += d.pause_us;
+        cnps += d.cnps;
+        ops.push(OpOutcome {
+            label: op.label.clone(),
+            count,
+            bytes: op.bytes,
+            ideal_s,
+            fabric_s,
+            packet_factor: d.packet_factor.unwrap_or(1.0),
+            hottest_port: d.hottest_port,
+            uplink_imbalance: d.uplink_imbalance,
+            drops: d.drops,
+            pause_us: d.pause_us,
+            cnps: d.cnps,
+        });
+    }
+    JobOutcome {
+        job: job.name.clone(),
+        iteration_s: time.total_s,
+        over_ideal_pct: (time.total_s / ideal.total_s - 1.0) * 100.0,
+        tokens_per_s: job.tokens() as f64 / time.total_s,
+        tflops_per_gpu: it.tflops_per_gpu(time.total_s),
+        exposed_comm_s: time.exposed_comm_s,
+        slowest: slowest.map(|(_, s)| s),
+        drops,
+        retransmissions: retrans,
+        pause_us: pause,
+        cnps,
+        ops,
+    }
+}
+
+/// Each (variant, job)'s iteration time and uplink imbalance over the runs
+/// at successive seeds.
+pub(super) fn spread(runs: &[crate::results::CompareResults]) -> Vec<crate::results::TrainingSpread> {
+    use crate::results::{Spread, TrainingSpread};
+    let Some(first) = runs.first().and_then(|r| r.training.as_ref()) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (vi, v) in first.variants.iter().enumerate() {
+        for (ji, j) in v.jobs.iter().enumerate() {
+            let outcome = |r: &crate::results::CompareResults| {
+                r.training
+                    .as_ref()
+                    .and_then(|t| t.variants.get(vi))
+                    .and_then(|v| v.jobs.get(ji).map(|o| (o.clone(), v.qps.clone())))
+            };
+            let all: Vec<(JobOutcome, Vec<QpsRow>)> = runs.iter().filter_map(outcome).collect();
+            let imbalance = all
+                .iter()
+                .map(|(o, qps)| {
+                    qps.iter()
+                        .find(|q| q.job == o.job && q.qps == 1)
+                        .map_or(1.0, |q| q.uplink_imbalance)
+                })
+                .collect();
+            out.push(TrainingSpread {
+                variant: v.id.clone(),
+                job: j.job.clone(),
+                iteration: Spread::of("iteration, s".into(), all.iter().map(|(o, _)| o.iteration_s).collect()),
+                uplink_imbalance: Spread::of(
+                    "uplink imbalance with 1 QP (most loaded over mean)".into(),
+                    imbalance,
+                ),
+            });
+        }
+    }
+    out
+}
