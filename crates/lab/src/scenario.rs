@@ -635,7 +635,7 @@ impl Scenario {
             placement: crate::train::Placement::Fragmented,
             qps_per_connection: 1,
             more_qps: 4,
-            packet_cap_bytes: 1 << 20,
+            packet_cap_bytes: 512 << 10,
             packet_full_bytes: 16 << 20,
             efficiency: None,
             jobs: vec![

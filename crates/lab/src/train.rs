@@ -109,8 +109,9 @@ pub struct OpDetail {
     pub hottest_port: Option<String>,
     /// That port's busy time, bytes carried over its rate, seconds.
     pub hottest_busy_s: f64,
-    /// The leaves' uplinks: the most loaded one's bytes over the mean of every
-    /// uplink of a leaf that sends up (1 = even; ECMP collisions raise it).
+    /// The leaves' uplinks in use: the most loaded one's bytes over their mean
+    /// (1 = even; ECMP collisions, several connections hashed onto one uplink
+    /// while others carry one, raise it).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub uplink_imbalance: Option<f64>,
 }
@@ -692,8 +693,6 @@ impl<'a> FabricNetwork<'a> {
             let leaf = node
                 .port_nums()
                 .any(|p| f.peer(sw, p).is_some_and(|(e, _)| f.node(e.node).kind == NodeKind::Ca));
-            let mut sends_up = false;
-            let mut mine = Vec::new();
             for p in node.port_nums() {
                 let e = fabric::Endpoint { node: sw, port: p };
                 let (Some(r), Some((peer, _))) = (ports.resource(e), f.peer(sw, p)) else {
@@ -707,13 +706,9 @@ impl<'a> FabricNetwork<'a> {
                         hottest = Some((format!("{}/{}", node.name, p), busy));
                     }
                 }
-                if leaf && f.node(peer.node).kind == NodeKind::Switch {
-                    sends_up |= bytes > 0.0;
-                    mine.push(bytes);
+                if leaf && f.node(peer.node).kind == NodeKind::Switch && bytes > 0.0 {
+                    up.push(bytes);
                 }
-            }
-            if sends_up {
-                up.extend(mine);
             }
         }
         let mean = up.iter().sum::<f64>() / up.len().max(1) as f64;

@@ -258,7 +258,7 @@ fn training_notes(r: &CompareResults) -> Vec<String> {
     }
     if !qps.is_empty() {
         o.push(format!(
-            "ECMP and QPs per connection (each job's least even operation alone, flow level; imbalance: the leaves' most loaded uplink over their mean): {}",
+            "ECMP and QPs per connection (each job's least even operation alone, flow level; imbalance: the most loaded uplink in use over the mean of those in use): {}",
             qps.join("; ")
         ));
     }

@@ -3,12 +3,16 @@
 //! one iteration of each priced on each variant's own fabric and routes
 //! (`crate::train::FabricNetwork`), beside the other jobs' busiest operation.
 //!
-//! Every variant is priced alike, by [`Pricing::Hybrid`]: the flow engine runs
-//! each operation at its full size on the variant's routes (the SM's LFTs, or
-//! ECMP hashed per QP), and the variant's packet world runs the same messages
-//! cut to `training.packet_cap_bytes`; the packet level's slowdown over the
-//! flows at that size (PFC pauses, DCQCN's rate control, drops and go-back-N,
-//! credits) scales the full-size answer. A second, flow-level pass sets
+//! InfiniBand variants run as flows on the SM's routes (credits drop nothing
+//! and no end-to-end congestion control reacts; on an iteration the flows meet
+//! the packet level within 0.001%). RoCEv2 variants run by
+//! [`Pricing::Hybrid`]: an operation whose messages are at most
+//! `training.packet_full_bytes` runs packet by packet at full size in the
+//! variant's world (an expert all-to-all's bursts, pauses and drops); a larger
+//! one (a data-parallel ring's gigabytes) runs as flows at full size on the
+//! variant's ECMP routes, times the packet world's slowdown over flows on the
+//! same messages scaled to `training.packet_cap_bytes` (PFC pauses, DCQCN's
+//! rate control, drops and go-back-N). A second, flow-level pass sets
 //! `training.more_qps` QPs per connection on each job's busiest operation:
 //! how much of the spines' ECMP imbalance more QPs take away.
 
@@ -122,7 +126,7 @@ pub struct OpOutcome {
     pub packet_factor: f64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hottest_port: Option<String>,
-    /// The leaves' uplinks, most loaded over mean (with what ran beside it).
+    /// The leaves' uplinks in use, most loaded over mean (with what ran beside it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub uplink_imbalance: Option<f64>,
     pub drops: u64,
@@ -136,7 +140,7 @@ pub struct QpsRow {
     pub job: String,
     pub op: String,
     pub qps: u32,
-    /// The leaves' uplinks, most loaded over mean.
+    /// The leaves' uplinks in use, most loaded over mean.
     pub uplink_imbalance: f64,
     /// The operation's time, s.
     pub op_s: f64,
@@ -248,7 +252,7 @@ pub(super) fn run(
     }
     Ok(Some(TrainingResults {
         engine: format!(
-            "packet by packet in the variant's world (PFC, DCQCN, drops and go-back-N, credits) where the operation's largest message is at most {}; larger ones as max-min fair flows at full size on the variant's routes, times the packet world's slowdown over flows on the same messages scaled to at most {}; several jobs: each operation beside the other jobs' busiest one, started with it (the worst overlap)",
+            "InfiniBand as max-min fair flows on the SM's routes (credits: no drops, no congestion control to react; within 0.001% of the packet level on an iteration); RoCEv2 packet by packet in the variant's world (PFC, DCQCN, drops and go-back-N) where the operation's largest message is at most {}; larger ones as max-min fair flows at full size on the variant's routes, times the packet world's slowdown over flows on the same messages scaled to at most {}; several jobs: each operation beside the other jobs' busiest one, started with it (the worst overlap)",
             super::human_bytes(t.packet_full_bytes),
             super::human_bytes(t.packet_cap_bytes)
         ),
@@ -321,9 +325,16 @@ fn run_variant(
     }
     let on = (fabric, route, s.seed);
     let ends = (&ib_cfg, roce_lat, wire);
-    let pricing = Pricing::Hybrid {
-        cap: t.packet_cap_bytes,
-        full: t.packet_full_bytes,
+    // InfiniBand as flows alone: credits drop nothing and no end-to-end
+    // congestion control reacts, and on a training iteration the flows meet
+    // the InfiniBand packet level within 0.001% (`crate::train`'s tests;
+    // docs/TRAINING.md, Agreement and speed)
+    let pricing = match routed {
+        Routed::Ib(..) => Pricing::Flow,
+        Routed::Eth(..) => Pricing::Hybrid {
+            cap: t.packet_cap_bytes,
+            full: t.packet_full_bytes,
+        },
     };
     let mut fabs = Vec::with_capacity(jobs.len());
     for (job, servers) in jobs.iter().zip(placed) {

@@ -164,6 +164,41 @@ pub const FIELDS: &[(&str, &str, &str)] = &[
         "USD",
         "unit prices and operating assumptions; see `rdmalab advise --show-prices`",
     ),
+    (
+        "training.placement",
+        "packed | scattered | fragmented, default fragmented",
+        "which servers the training jobs get, in turn: the first, round robin over the scalable units, or the gaps churn leaves (drawn from the seed)",
+    ),
+    (
+        "training.qps_per_connection",
+        "integer 1–64, default 1",
+        "QPs per connection (NCCL_IB_QPS_PER_CONNECTION): each message striped over them; on RoCEv2 each QP hashes onto its own ECMP path",
+    ),
+    (
+        "training.more_qps",
+        "integer 1–64, default 4",
+        "the QP count the ECMP study sets beside qps_per_connection, on each job's least even operation at flow level",
+    ),
+    (
+        "training.packet_full_bytes",
+        "bytes, default 16 MiB",
+        "operations whose largest message is at most this run packet by packet at full size in each variant's world",
+    ),
+    (
+        "training.packet_cap_bytes",
+        "bytes ≥ 4096, default 2 MiB (the built-in scenario: 512 KiB)",
+        "larger operations run as flows at full size, times the packet world's slowdown over flows on the same messages scaled so the largest is this",
+    ),
+    (
+        "training.efficiency",
+        "fraction, optional",
+        "kernel efficiency of every job's compute; default: fitted on a published run (the report names it)",
+    ),
+    (
+        "training.jobs",
+        "list of jobs",
+        "[[training.jobs]]: name, model (preset or table), gpu, gpus, seq_len, global_batch, micro_batch, router_skew, [training.jobs.parallel] tp/pp/cp/ep/dp/sharding/order/schedule, as rdmalab train reads a job (docs/TRAINING.md); TP must fit a server",
+    ),
 ];
 
 /// Every field of a packet-run scenario (`sim run`), with its type and meaning.

@@ -268,3 +268,54 @@ fn scalable_units_build_a_superpod_and_bad_values_name_the_field() {
         assert!(e.contains(&format!("field `{field}`")), "{extra}: {e}");
     }
 }
+
+/// The built-in default: at least 512 GPUs in two scalable units, every
+/// variant, two jobs (one dense, one MoE) after churn, four seeds; it reads
+/// back from its own TOML.
+#[test]
+fn the_training_default_round_trips_and_holds_two_jobs_on_two_units() {
+    let s = Scenario::default_training();
+    s.validate("builtin").unwrap();
+    let back = Scenario::from_toml(&s.to_toml(), "x.toml").unwrap();
+    assert_eq!(back, s);
+    assert_eq!(s.cluster.servers * s.cluster.gpus_per_server, 512);
+    assert_eq!(s.cluster.scalable_units, Some(2));
+    assert_eq!(s.variants.len(), 7);
+    assert_eq!(s.repeats, 4);
+    let t = s.training.as_ref().unwrap();
+    assert_eq!(t.placement, crate::train::Placement::Fragmented);
+    let jobs: Vec<workload::job::Job> = t.jobs.iter().map(|j| j.check(512).unwrap()).collect();
+    assert_eq!(jobs.len(), 2);
+    assert!(jobs[0].model.moe.is_none() && jobs[1].model.moe.is_some());
+}
+
+/// Each bad training job is refused naming `training.jobs[i].field`: an
+/// unknown model or GPU, parallel sizes that do not divide the GPUs, TP wider
+/// than a server, a job or jobs larger than the cluster, a repeated name.
+#[test]
+fn bad_training_jobs_are_refused_by_field() {
+    let base = Scenario::default_training().to_toml();
+    let err = |from: &str, to: &str| {
+        assert!(base.contains(from), "{from}");
+        Scenario::from_toml(&base.replacen(from, to, 1), "t.toml")
+            .unwrap_err()
+            .to_string()
+    };
+    let cases = [
+        ("model = \"llama3-70b\"", "model = \"llama9\"", "training.jobs[0].model", "unknown preset"),
+        ("gpu = \"h100\"", "gpu = \"z100\"", "training.jobs[0].gpu", "unknown preset"),
+        ("gpus = 192", "gpus = 200", "training.jobs[0].", "200"),
+        ("tp = 8", "tp = 16", "training.jobs[0].parallel.tp", "16"),
+        ("gpus = 192", "gpus = 1024", "training.jobs[0].gpus", "1024"),
+        ("name = \"mixtral-8x7b\"", "name = \"llama3-70b\"", "training.jobs[1].name", "earlier job"),
+    ];
+    for (from, to, field, says) in cases {
+        let e = err(from, to);
+        assert!(e.starts_with("t.toml:") && e.contains(field) && e.contains(says), "{to}: {e}");
+    }
+    // two jobs together larger than the cluster
+    let e = err("gpus = 192\nseq_len = 4096", "gpus = 384\nseq_len = 4096");
+    assert!(e.contains("training.jobs") && e.contains("servers together"), "{e}");
+    let e = err("[[training.jobs]]", "bogus = 1\n[[training.jobs]]");
+    assert!(e.contains("bogus"), "{e}");
+}
