@@ -77,11 +77,14 @@ pub fn packet_run_ok(file: &std::path::Path, s: &sim::scenario::Scenario) -> Str
 /// `scenario check`: the file is good, and what it holds.
 pub fn scenario_ok(file: &std::path::Path, s: &lab::Scenario) -> String {
     format!(
-        "{}: ok ({} variants, {} collectives × {} sizes)\n",
+        "{}: ok ({} variants, {} collectives × {} sizes{})\n",
         file.display(),
         s.variants.len(),
         s.workload.collectives.len(),
-        s.workload.sizes.len()
+        s.workload.sizes.len(),
+        s.training
+            .as_ref()
+            .map_or(String::new(), |t| format!(", {} training jobs", t.jobs.len()))
     )
 }
 

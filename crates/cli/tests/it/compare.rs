@@ -312,7 +312,7 @@ fn compare_report_layout_in_chromium_leads_with_the_verdict_and_matches_the_resu
         layout["page_width"].as_f64().unwrap() <= w,
         "horizontal scrolling: {layout}"
     );
-    assert!(layout["charts"].as_u64().unwrap() >= 5, "{layout}");
+    assert!(layout["charts"].as_u64().unwrap() >= 3, "{layout}");
     for cw in layout["chart_widths"].as_array().unwrap() {
         assert!(cw.as_f64().unwrap() > 0.95, "a chart narrower than the page: {layout}");
     }
@@ -350,7 +350,11 @@ fn compare_report_layout_in_chromium_leads_with_the_verdict_and_matches_the_resu
         );
         let lat = &v["latency"];
         for (i, k) in [(2, "p50_us"), (3, "p99_us"), (4, "p999_us"), (5, "jitter_us")] {
-            near(&row[i], lat[k].as_f64().unwrap(), 2);
+            // the flow engine runs no latency probes: the cell says so
+            match lat[k].as_f64() {
+                Some(x) => near(&row[i], x, 2),
+                None => assert_eq!(row[i], "-", "{}", v["id"]),
+            }
         }
         let c = &v["counters"];
         near(&row[6], c["drops"].as_f64().unwrap(), 0);

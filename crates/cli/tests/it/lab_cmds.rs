@@ -19,7 +19,7 @@ fn scenario_show_round_trips_through_check() {
     let c = rdmalab(&["scenario", "check", p.to_str().unwrap()], None);
     assert!(c.status.success(), "{}", err(&c));
     assert!(
-        out(&c).contains("ok (7 variants, 5 collectives × 4 sizes)"),
+        out(&c).contains("ok (7 variants, 1 collectives × 1 sizes, 2 training jobs)"),
         "{}",
         out(&c)
     );
@@ -50,10 +50,10 @@ fn scenario_check_names_file_line_and_field() {
     assert_eq!(c.status.code(), Some(2));
     let e = err(&c);
     assert!(
-        e.contains("bad.toml") && e.contains("line 9, column 9") && e.contains("radix"),
+        e.contains("bad.toml") && e.contains("line 10, column 9") && e.contains("radix"),
         "{e}"
     );
-    std::fs::write(&p, good.replace("servers = 16", "servers = 1")).unwrap();
+    std::fs::write(&p, good.replace("servers = 64", "servers = 1")).unwrap();
     let e = err(&rdmalab(&["scenario", "check", p.to_str().unwrap()], None));
     assert!(e.contains("cluster.servers") && e.contains("at least 2"), "{e}");
     let e = err(&rdmalab(&["scenario", "check", "/nonexistent/x.toml"], None));
