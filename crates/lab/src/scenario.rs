@@ -628,9 +628,7 @@ impl Scenario {
                 *lossy_hops = vec!["spine0".into()];
             }
         }
-        let job = |text: &str| {
-            workload::job::JobSpec::from_toml(text).unwrap_or_else(|e| panic!("built-in job: {e}"))
-        };
+        let job = |text: &str| workload::job::JobSpec::from_toml(text).unwrap_or_else(|e| panic!("built-in job: {e}"));
         s.training = Some(Training {
             placement: crate::train::Placement::Fragmented,
             qps_per_connection: 1,
@@ -641,15 +639,19 @@ impl Scenario {
             jobs: vec![
                 // Llama 3 70B with TP 8 inside the server, PP 4 and DP 6 over
                 // the fabric, Llama 3's rank order (training-workloads.md §6.6)
-                job("name = \"llama3-70b\"\nmodel = \"llama3-70b\"\ngpu = \"h100\"\ngpus = 192\nseq_len = 8192\nglobal_batch = 96\n\
-                     [parallel]\ntp = 8\npp = 4\nsharding = \"zero-1\"\norder = \"llama3\"\n"),
+                job(
+                    "name = \"llama3-70b\"\nmodel = \"llama3-70b\"\ngpu = \"h100\"\ngpus = 192\nseq_len = 8192\nglobal_batch = 96\n\
+                     [parallel]\ntp = 8\npp = 4\nsharding = \"zero-1\"\norder = \"llama3\"\n",
+                ),
                 // Mixtral 8x7B with EP 8 over four servers' GPUs (TP 2): its
                 // all-to-all leaves the rails for the spines. Router skew 1.25:
                 // Switch Transformer's training capacity factor, the most an
                 // expert takes over the mean before tokens drop (Fedus et al.,
                 // JMLR 2022, §2.1 and Table 1)
-                job("name = \"mixtral-8x7b\"\nmodel = \"mixtral-8x7b\"\ngpu = \"h100\"\ngpus = 192\nseq_len = 4096\nglobal_batch = 192\nrouter_skew = 1.25\n\
-                     [parallel]\ntp = 2\npp = 1\nep = 8\nsharding = \"zero-1\"\norder = \"megatron\"\n"),
+                job(
+                    "name = \"mixtral-8x7b\"\nmodel = \"mixtral-8x7b\"\ngpu = \"h100\"\ngpus = 192\nseq_len = 4096\nglobal_batch = 192\nrouter_skew = 1.25\n\
+                     [parallel]\ntp = 2\npp = 1\nep = 8\nsharding = \"zero-1\"\norder = \"megatron\"\n",
+                ),
             ],
         });
         s
@@ -702,7 +704,10 @@ impl Scenario {
             })
         };
         if t.jobs.is_empty() {
-            return bad("training.jobs".into(), "is empty; give at least one [[training.jobs]]".into());
+            return bad(
+                "training.jobs".into(),
+                "is empty; give at least one [[training.jobs]]".into(),
+            );
         }
         for (field, v) in [
             ("training.qps_per_connection", t.qps_per_connection),

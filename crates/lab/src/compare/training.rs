@@ -367,7 +367,11 @@ fn run_variant(
             .ops
             .iter()
             .filter(|o| o.uplink_imbalance.is_some_and(|x| x > 1.0 + 1e-9))
-            .max_by(|a, b| a.uplink_imbalance.partial_cmp(&b.uplink_imbalance).unwrap_or(std::cmp::Ordering::Equal));
+            .max_by(|a, b| {
+                a.uplink_imbalance
+                    .partial_cmp(&b.uplink_imbalance)
+                    .unwrap_or(std::cmp::Ordering::Equal)
+            });
         let Some(op) = worst
             .and_then(|w| it.ops.iter().find(|o| o.label == w.label && o.bytes == w.bytes))
             .filter(|_| flow_models)
@@ -495,10 +499,7 @@ pub(super) fn spread(runs: &[crate::results::CompareResults]) -> Vec<crate::resu
                 variant: v.id.clone(),
                 job: j.job.clone(),
                 iteration: Spread::of("iteration, s".into(), all.iter().map(|(o, _)| o.iteration_s).collect()),
-                uplink_imbalance: Spread::of(
-                    "uplink imbalance with 1 QP (most loaded over mean)".into(),
-                    imbalance,
-                ),
+                uplink_imbalance: Spread::of("uplink imbalance with 1 QP (most loaded over mean)".into(), imbalance),
             });
         }
     }

@@ -302,16 +302,34 @@ fn bad_training_jobs_are_refused_by_field() {
             .to_string()
     };
     let cases = [
-        ("model = \"llama3-70b\"", "model = \"llama9\"", "training.jobs[0].model", "unknown preset"),
-        ("gpu = \"h100\"", "gpu = \"z100\"", "training.jobs[0].gpu", "unknown preset"),
+        (
+            "model = \"llama3-70b\"",
+            "model = \"llama9\"",
+            "training.jobs[0].model",
+            "unknown preset",
+        ),
+        (
+            "gpu = \"h100\"",
+            "gpu = \"z100\"",
+            "training.jobs[0].gpu",
+            "unknown preset",
+        ),
         ("gpus = 192", "gpus = 200", "training.jobs[0].", "200"),
         ("tp = 8", "tp = 16", "training.jobs[0].parallel.tp", "16"),
         ("gpus = 192", "gpus = 1024", "training.jobs[0].gpus", "1024"),
-        ("name = \"mixtral-8x7b\"", "name = \"llama3-70b\"", "training.jobs[1].name", "earlier job"),
+        (
+            "name = \"mixtral-8x7b\"",
+            "name = \"llama3-70b\"",
+            "training.jobs[1].name",
+            "earlier job",
+        ),
     ];
     for (from, to, field, says) in cases {
         let e = err(from, to);
-        assert!(e.starts_with("t.toml:") && e.contains(field) && e.contains(says), "{to}: {e}");
+        assert!(
+            e.starts_with("t.toml:") && e.contains(field) && e.contains(says),
+            "{to}: {e}"
+        );
     }
     // two jobs together larger than the cluster
     let e = err("gpus = 192\nseq_len = 4096", "gpus = 384\nseq_len = 4096");
