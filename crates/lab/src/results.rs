@@ -238,8 +238,8 @@ pub struct TrainingSpread {
     pub job: String,
     /// Iteration time, s.
     pub iteration: Spread,
-    /// The leaves' uplink imbalance (most loaded over mean) of the job's
-    /// busiest operation with 1 QP per connection.
+    /// The ECMP uplink imbalance of the job's least even operation with 1 QP
+    /// per connection ([`crate::train::OpDetail::uplink_imbalance`]).
     pub uplink_imbalance: Spread,
 }
 

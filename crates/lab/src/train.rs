@@ -109,9 +109,11 @@ pub struct OpDetail {
     pub hottest_port: Option<String>,
     /// That port's busy time, bytes carried over its rate, seconds.
     pub hottest_busy_s: f64,
-    /// The leaves' uplinks in use: the most loaded one's bytes over their mean
-    /// (1 = even; ECMP collisions, several connections hashed onto one uplink
-    /// while others carry one, raise it).
+    /// ECMP's uplink imbalance from this job's bytes: at the leaf sending the
+    /// most up, its busiest uplink over the least any spreading of whole
+    /// connections could put on one (the mean over its uplinks, or its
+    /// largest connection). 1 = even; connections hashed onto one uplink
+    /// while others idle raise it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub uplink_imbalance: Option<f64>,
 }
@@ -244,8 +246,16 @@ impl<'a> FabricNetwork<'a> {
         seed: u64,
         servers: &[usize],
     ) -> Result<Self, PlaceError> {
+        // the training flows follow RoCEv1's layer-2 forwarding themselves
+        // (MAC-only hashing, `engines`); what else the flow engine leaves out
+        // still refuses
+        let l3 = |cfg: &sim::roce::net::RoceConfig| {
+            let mut c = cfg.clone();
+            c.routing.rocev1 = None;
+            c
+        };
         if let (Route::Eth(_, _, cfg), Pricing::Flow) = (routing, pricing)
-            && let Some(why) = crate::flow_world::FlowWorld::refusal(cfg, false)
+            && let Some(why) = crate::flow_world::FlowWorld::refusal(&l3(cfg), false)
         {
             return Err(PlaceError::FlowRefused(why));
         }

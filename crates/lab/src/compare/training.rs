@@ -67,6 +67,10 @@ pub struct TrainingVariant {
     /// Why this variant runs no training job.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refused: Option<String>,
+    /// The fabric this variant ran on where it is not the scenario's routed
+    /// one (RoCEv1: the layer-2 design).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub design: Option<String>,
     pub jobs: Vec<JobOutcome>,
     /// Each job's operation with the most uneven uplinks, alone at flow level
     /// with 1 QP per connection and with `training.more_qps`.
@@ -126,7 +130,7 @@ pub struct OpOutcome {
     pub packet_factor: f64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hottest_port: Option<String>,
-    /// The leaves' uplinks in use, most loaded over mean (with what ran beside it).
+    /// This job's ECMP uplink imbalance ([`crate::train::OpDetail::uplink_imbalance`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub uplink_imbalance: Option<f64>,
     pub drops: u64,
@@ -140,7 +144,7 @@ pub struct QpsRow {
     pub job: String,
     pub op: String,
     pub qps: u32,
-    /// The leaves' uplinks in use, most loaded over mean.
+    /// The ECMP uplink imbalance ([`crate::train::OpDetail::uplink_imbalance`]).
     pub uplink_imbalance: f64,
     /// The operation's time, s.
     pub op_s: f64,
@@ -150,6 +154,75 @@ pub struct QpsRow {
 enum Routed {
     Ib(sm::RoutingTables, sim::IbConfig),
     Eth(ethcp::EcmpTable, Box<sim::roce::net::RoceConfig>, Nic),
+    /// RoCEv1 on the layer-2 design ([`l2_design`]): its fabric and what it is.
+    L2(
+        Box<Fabric>,
+        String,
+        ethcp::EcmpTable,
+        Box<sim::roce::net::RoceConfig>,
+        Nic,
+    ),
+}
+
+/// The fabric as one layer-2 broadcast domain, as RoCEv1 needs it (its frames,
+/// EtherType 0x8915, have no IP header and are never routed): the first two
+/// spines form an MLAG pair that is the spanning tree's root, each leaf's links
+/// to the pair are one LAG (its root port), and spanning tree blocks every
+/// other leaf-to-spine link, which would close a loop. Only a two-tier fabric
+/// (leaves under spines) has this design here; the answer is the layer-2
+/// fabric and what it keeps, or why there is none.
+pub fn l2_design(eth: &Fabric) -> Result<(Fabric, String), String> {
+    use fabric::NodeKind;
+    let is_leaf = |n: fabric::NodeId| {
+        eth.node(n).port_nums().any(|p| {
+            eth.peer(n, p)
+                .is_some_and(|(e, _)| eth.node(e.node).kind == NodeKind::Ca)
+        })
+    };
+    let switches: Vec<fabric::NodeId> = eth.nodes_of(NodeKind::Switch).collect();
+    let spines: Vec<fabric::NodeId> = switches.iter().copied().filter(|&n| !is_leaf(n)).collect();
+    for &sp in &spines {
+        for p in eth.node(sp).port_nums() {
+            if let Some((e, _)) = eth.peer(sp, p)
+                && !is_leaf(e.node)
+            {
+                return Err(format!(
+                    "{} links to {}, which serves no host: a three-tier fabric has no layer-2 design here, and RoCEv1 frames (EtherType 0x8915, no IP header) cannot be routed between its tiers",
+                    eth.node(sp).name,
+                    eth.node(e.node).name
+                ));
+            }
+        }
+    }
+    if spines.is_empty() {
+        return Ok((eth.clone(), "every leaf in one layer-2 domain, no spine tier".into()));
+    }
+    let pair: Vec<fabric::NodeId> = spines.iter().copied().take(2).collect();
+    let mut l2 = eth.clone();
+    let (mut kept, mut blocked) = (0usize, 0usize);
+    // links in reverse id order: a removal shifts only the ids above it
+    for id in (0..eth.links.len()).rev() {
+        let l = &eth.links[id];
+        let (a, b) = (l.a.node, l.b.node);
+        let up = |x: fabric::NodeId, y: fabric::NodeId| is_leaf(x) && spines.contains(&y);
+        if !(up(a, b) || up(b, a)) {
+            continue;
+        }
+        if pair.contains(&a) || pair.contains(&b) {
+            kept += 1;
+        } else {
+            l2.disconnect(fabric::LinkId(id as u32)).map_err(|e| e.to_string())?;
+            blocked += 1;
+        }
+    }
+    let names: Vec<&str> = pair.iter().map(|&n| eth.node(n).name.as_str()).collect();
+    Ok((
+        l2,
+        format!(
+            "one layer-2 domain: {} as the MLAG pair at the spanning tree's root, each leaf's links to it one LAG hashed on MAC addresses ({kept} leaf-spine links forwarding, {blocked} blocked by spanning tree); no IP header, so no ECN and no DCQCN: PFC keeps it lossless",
+            names.join(" + ")
+        ),
+    ))
 }
 
 /// Run the scenario's training jobs on every variant (`None` without jobs).
@@ -243,16 +316,28 @@ pub(super) fn run(
                 ));
                 continue;
             }
-            VariantFabric::Rocev1 => {
-                variants.push(refused(v, super::rocev1_refusal(eth)));
-                continue;
-            }
+            VariantFabric::Rocev1 => match l2_design(eth) {
+                Ok((l2, design)) => {
+                    let mut cfg = roce_config(s, v, &l2, true, None, false, &[])?;
+                    cfg.routing.rocev1 = Some(ethcp::L2Mode::FlatL2);
+                    cfg.nic.payload_ppm = roce_nic.payload_ppm;
+                    if let Some(ps) = roce_nic.switch_ps {
+                        cfg.switch.switch_latency = sim::Time(ps);
+                    }
+                    let table = ethcp::EcmpTable::build(&l2, cfg.routing.ecmp_convergence.as_ps());
+                    Routed::L2(Box::new(l2), design, table, Box::new(cfg), roce_nic)
+                }
+                Err(why) => {
+                    variants.push(refused(v, format!("{}; {why}", super::rocev1_refusal(eth))));
+                    continue;
+                }
+            },
         };
         variants.push(run_variant(s, t, v, &routed, ib, eth, &jobs, &its, &placed, eff)?);
     }
     Ok(Some(TrainingResults {
         engine: format!(
-            "InfiniBand as max-min fair flows on the SM's routes (credits: no drops, no congestion control to react; within 0.001% of the packet level on an iteration); RoCEv2 packet by packet in the variant's world (PFC, DCQCN, drops and go-back-N) where the operation's largest message is at most {}; larger ones as max-min fair flows at full size on the variant's routes, times the packet world's slowdown over flows on the same messages scaled to at most {}; several jobs: each operation beside the other jobs' busiest one, started with it (the worst overlap)",
+            "InfiniBand as max-min fair flows on the SM's routes (credits: no drops, no congestion control to react; within 0.001% of the packet level on an iteration); RoCEv2 packet by packet in the variant's world (PFC, DCQCN, drops and go-back-N) where the operation's largest message is at most {}; larger ones as max-min fair flows at full size on the variant's routes, times the packet world's slowdown over flows on the same messages scaled to at most {}; RoCEv1 as max-min fair flows on the layer-2 design's paths (no IP header: no ECN, no DCQCN, PFC alone); several jobs: each operation beside the other jobs' busiest one, started with it (the worst overlap)",
             super::human_bytes(t.packet_full_bytes),
             super::human_bytes(t.packet_cap_bytes)
         ),
@@ -268,6 +353,7 @@ fn refused(v: &Variant, why: String) -> TrainingVariant {
         id: v.id.clone(),
         label: v.label.clone(),
         refused: Some(why),
+        design: None,
         jobs: Vec::new(),
         qps: Vec::new(),
     }
@@ -297,8 +383,11 @@ fn run_variant(
             None,
             crate::flow_world::ib_wire(cfg),
         ),
-        Routed::Eth(table, cfg, nic) => (
-            eth,
+        Routed::Eth(table, cfg, nic) | Routed::L2(_, _, table, cfg, nic) => (
+            match routed {
+                Routed::L2(l2, ..) => l2.as_ref(),
+                _ => eth,
+            },
             Route::Eth(table, cfg.routing.hash, cfg),
             sim::IbConfig::default(),
             Some((nic.latency.tx_ps, nic.latency.rx_ps)),
@@ -331,6 +420,11 @@ fn run_variant(
     // docs/TRAINING.md, Agreement and speed)
     let pricing = match routed {
         Routed::Ib(..) => Pricing::Flow,
+        // RoCEv1 has no DCQCN to slow it (no IP header, no ECN) and PFC alone
+        // priced the expert all-to-all and the rings at 1.0× their flows on
+        // the routed design (docs/TRAINING.md): its flows on the layer-2
+        // paths are its price
+        Routed::L2(..) => Pricing::Flow,
         Routed::Eth(..) => Pricing::Hybrid {
             cap: t.packet_cap_bytes,
             full: t.packet_full_bytes,
@@ -359,6 +453,7 @@ fn run_variant(
     let mut qps = Vec::new();
     let flow_models = match routed {
         Routed::Ib(..) => true,
+        Routed::L2(..) => true,
         Routed::Eth(_, cfg, _) => crate::flow_world::FlowWorld::refusal(cfg, false).is_none(),
     };
     for (((job, it), servers), out) in jobs.iter().zip(its).zip(placed).zip(&outcomes) {
@@ -400,6 +495,10 @@ fn run_variant(
         id: v.id.clone(),
         label: v.label.clone(),
         refused: None,
+        design: match routed {
+            Routed::L2(_, d, ..) => Some(d.clone()),
+            _ => None,
+        },
         jobs: outcomes,
         qps,
     })
@@ -484,24 +583,64 @@ pub(super) fn spread(runs: &[crate::results::CompareResults]) -> Vec<crate::resu
                 r.training
                     .as_ref()
                     .and_then(|t| t.variants.get(vi))
-                    .and_then(|v| v.jobs.get(ji).map(|o| (o.clone(), v.qps.clone())))
+                    .and_then(|v| v.jobs.get(ji).cloned())
             };
-            let all: Vec<(JobOutcome, Vec<QpsRow>)> = runs.iter().filter_map(outcome).collect();
+            let all: Vec<JobOutcome> = runs.iter().filter_map(outcome).collect();
             let imbalance = all
                 .iter()
-                .map(|(o, qps)| {
-                    qps.iter()
-                        .find(|q| q.job == o.job && q.qps == 1)
-                        .map_or(1.0, |q| q.uplink_imbalance)
-                })
+                .map(|o| o.ops.iter().filter_map(|x| x.uplink_imbalance).fold(1.0, f64::max))
                 .collect();
             out.push(TrainingSpread {
                 variant: v.id.clone(),
                 job: j.job.clone(),
-                iteration: Spread::of("iteration, s".into(), all.iter().map(|(o, _)| o.iteration_s).collect()),
-                uplink_imbalance: Spread::of("uplink imbalance with 1 QP (most loaded over mean)".into(), imbalance),
+                iteration: Spread::of("iteration, s".into(), all.iter().map(|o| o.iteration_s).collect()),
+                uplink_imbalance: Spread::of(
+                    "uplink imbalance of the least even operation (busiest uplink of the busiest leaf over the best spreading of whole connections; 1.0: even or no uplink traffic)".into(),
+                    imbalance,
+                ),
             });
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::l2_design;
+    use fabric::generate::{SuperPodParams, superpod};
+
+    fn pod(sus: u32) -> fabric::Fabric {
+        superpod(&SuperPodParams {
+            sus,
+            servers_per_su: 4,
+            rails: 4,
+            radix: 8,
+            ..SuperPodParams::default()
+        })
+        .unwrap()
+    }
+
+    /// Two tiers: the MLAG pair's links forward, every other leaf-spine link is
+    /// blocked, and every host still reaches every other over layer 2 only.
+    #[test]
+    fn l2_design_keeps_the_mlag_pair_and_blocks_the_rest() {
+        let f = pod(2);
+        let (l2, what) = l2_design(&f).unwrap();
+        // 8 leaves, 4 uplinks each, one to each of 4 spines: 2 spines kept
+        assert_eq!(f.count(fabric::NodeKind::Switch), 12);
+        assert!(what.contains("16 leaf-spine links forwarding, 16 blocked"), "{what}");
+        assert_eq!(l2.links.len(), f.links.len() - 16);
+        let hosts: Vec<_> = l2.nodes_of(fabric::NodeKind::Ca).collect();
+        for &b in &hosts[1..] {
+            ethcp::check_roce_v1(&l2, hosts[0], b, ethcp::L2Mode::FlatL2).unwrap();
+        }
+    }
+
+    /// Three tiers: refused, naming a spine and the core it links to.
+    #[test]
+    fn l2_design_refuses_three_tiers_by_name() {
+        let f = pod(8);
+        let e = l2_design(&f).unwrap_err();
+        assert!(e.contains("serves no host") && e.contains("three-tier"), "{e}");
+    }
 }

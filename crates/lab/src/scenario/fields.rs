@@ -123,7 +123,7 @@ pub const FIELDS: &[(&str, &str, &str)] = &[
     (
         "variants[].fabric.kind",
         "infiniband | rocev2 | ipoib | rocev1",
-        "the fabric the variant runs on",
+        "the fabric the variant runs on (rocev1: its collectives are refused on a routed fabric; training jobs run it on the fabric's layer-2 design, an MLAG spine pair at the spanning tree's root)",
     ),
     (
         "variants[].fabric.engines",

@@ -50,24 +50,30 @@ impl FabricNetwork<'_> {
         let mut sim = FlowSim::new();
         let ports = Ports::build(self.fabric, &mut sim);
         let mut conns = BTreeMap::new();
+        // this job's bytes on each port's egress (the flows' resource indices):
+        // its hottest port and uplink imbalance are its own, not the traffic
+        // beside it
         let all = msgs
             .iter()
             .map(|&(a, b, n, q)| (a, b, n, q, 0u64))
             .chain(bg.iter().map(|&(a, b, n, q)| (a, b, n, q, 1u64)));
         for (na, nb, bytes, q, tag) in all {
-            let c = match conns.get(&(na, nb, q, tag)) {
-                Some(&c) => c,
+            let c = match conns.get_mut(&(na, nb, q, tag)) {
+                Some((c, _, sent)) => {
+                    *sent += bytes;
+                    *c
+                }
                 None => {
                     let (data, ack) = match self.routing {
                         Route::Ib(t) => (
                             flow::path::ib_route(self.fabric, t, na, nb),
                             flow::path::ib_route(self.fabric, t, nb, na),
                         ),
-                        Route::Eth(table, hash, _) => {
+                        Route::Eth(table, hash, cfg) => {
                             let r = flow::path::EthRouting {
                                 table,
                                 hash,
-                                rocev1: false,
+                                rocev1: cfg.routing.rocev1.is_some(),
                             };
                             let k = conns.len() as u32;
                             (r.route(self.fabric, na, nb, k), r.route(self.fabric, nb, na, k))
@@ -76,7 +82,8 @@ impl FabricNetwork<'_> {
                     let (data, ack) = (data.map_err(RunError::FlowPath)?, ack.map_err(RunError::FlowPath)?);
                     let c = flow::path::open(&mut sim, self.fabric, &ports, &self.wire, &data, &ack)
                         .map_err(RunError::Flow)?;
-                    conns.insert((na, nb, q, tag), c);
+                    let path: Vec<u32> = data.iter().filter_map(|&e| ports.resource(e)).collect();
+                    conns.insert((na, nb, q, tag), (c, path, bytes));
                     c
                 }
             };
@@ -94,7 +101,23 @@ impl FabricNetwork<'_> {
         }
         sim.check().map_err(RunError::Flow)?;
         let events = sim.counters().events;
-        let (hottest, imbalance) = self.port_loads(&ports, sim.carried());
+        // this job's bytes on each port's egress, and the most one of its
+        // connections puts there: its hottest port and uplink imbalance are
+        // its own, not the traffic's beside it
+        let mut own: Vec<(f64, f64)> = Vec::new();
+        for ((.., tag), (_, path, sent)) in &conns {
+            if *tag != 0 {
+                continue;
+            }
+            for &r in path {
+                if own.len() <= r as usize {
+                    own.resize(r as usize + 1, (0.0, 0.0));
+                }
+                let o = &mut own[r as usize];
+                *o = (o.0 + *sent as f64, o.1.max(*sent as f64));
+            }
+        }
+        let (hottest, imbalance) = self.port_loads(&ports, &own);
         Ok(FlowRun {
             last_ps: last,
             events,
@@ -103,24 +126,28 @@ impl FabricNetwork<'_> {
         })
     }
 
-    /// The busiest switch egress port (name, seconds busy) and the leaves'
-    /// uplink imbalance from the bytes each port carried.
-    fn port_loads(&self, ports: &Ports, carried: &[f64]) -> (Option<(String, f64)>, Option<f64>) {
+    /// The busiest switch egress port (name, seconds its bytes keep it busy)
+    /// and ECMP's uplink imbalance, from (bytes, most bytes of one
+    /// connection) on each port, indexed by the ports' flow resources.
+    fn port_loads(&self, ports: &Ports, carried: &[(f64, f64)]) -> (Option<(String, f64)>, Option<f64>) {
         use fabric::NodeKind;
         let f = self.fabric;
         let mut hottest: Option<(String, f64)> = None;
-        let mut up = Vec::new();
+        // (bytes up, most on one uplink, uplinks, largest connection) of the
+        // leaf sending the most up
+        let mut busiest_leaf = (0.0f64, 0.0f64, 0usize, 0.0f64);
         for sw in f.nodes_of(NodeKind::Switch) {
             let node = f.node(sw);
             let leaf = node
                 .port_nums()
                 .any(|p| f.peer(sw, p).is_some_and(|(e, _)| f.node(e.node).kind == NodeKind::Ca));
+            let mut up = (0.0f64, 0.0f64, 0usize, 0.0f64);
             for p in node.port_nums() {
                 let e = fabric::Endpoint { node: sw, port: p };
                 let (Some(r), Some((peer, _))) = (ports.resource(e), f.peer(sw, p)) else {
                     continue;
                 };
-                let bytes = carried.get(r as usize).copied().unwrap_or(0.0);
+                let (bytes, one) = carried.get(r as usize).copied().unwrap_or((0.0, 0.0));
                 let bps = ports.bps(e) as f64;
                 if bps > 0.0 && bytes > 0.0 {
                     let busy = bytes * 8.0 / bps;
@@ -128,13 +155,22 @@ impl FabricNetwork<'_> {
                         hottest = Some((format!("{}/{}", node.name, p), busy));
                     }
                 }
-                if leaf && f.node(peer.node).kind == NodeKind::Switch && bytes > 0.0 {
-                    up.push(bytes);
+                if leaf && f.node(peer.node).kind == NodeKind::Switch {
+                    up = (up.0 + bytes, up.1.max(bytes), up.2 + 1, up.3.max(one));
                 }
             }
+            if up.0 > busiest_leaf.0 {
+                busiest_leaf = up;
+            }
         }
-        let mean = up.iter().sum::<f64>() / up.len().max(1) as f64;
-        let imbalance = (mean > 0.0).then(|| up.iter().copied().fold(0.0, f64::max) / mean);
+        // ECMP's imbalance where it matters: at the leaf that sends the most
+        // up, its busiest uplink over the least any spreading of whole
+        // connections could put on one (the mean over all its uplinks, or the
+        // largest connection if that is more). 1.0: hashing did as well as
+        // possible; two equal connections on one uplink of many: 2.0. One
+        // connection on one of 32 uplinks is 1.0, not 32: no hash splits it.
+        let (sum, max, n, one) = busiest_leaf;
+        let imbalance = (sum > 0.0).then(|| max / (sum / n.max(1) as f64).max(one));
         (hottest, imbalance)
     }
 

@@ -94,6 +94,11 @@ pub(super) fn training_notes(r: &CompareResults) -> Vec<String> {
         t.engine, t.efficiency, t.efficiency_source
     ));
     o.push("vs ideal: over the same iteration on a contention-free, non-blocking network at the NICs' rate; slowest op: the operation adding the most time over it, its time per occurrence over the ideal, and the switch egress port busiest with it; drops, pause µs, CNPs: the packet level's counts at the capped size".into());
+    for v in &t.variants {
+        if let Some(d) = &v.design {
+            o.push(format!("{}: {d}", v.label));
+        }
+    }
     let mut qps = Vec::new();
     for v in &t.variants {
         for pair in v.qps.chunks(2) {
@@ -115,7 +120,7 @@ pub(super) fn training_notes(r: &CompareResults) -> Vec<String> {
     }
     if !qps.is_empty() {
         o.push(format!(
-            "ECMP and QPs per connection (each job's least even operation alone, flow level; imbalance: the most loaded uplink in use over the mean of those in use): {}",
+            "ECMP and QPs per connection (each job's least even operation alone, flow level; imbalance: the busiest uplink of the leaf sending the most up, over the least any spreading of whole connections could put on one): {}",
             qps.join("; ")
         ));
     }
