@@ -606,8 +606,11 @@ impl Scenario {
     /// 400G, non-blocking), every variant of [`Scenario::default_rail`], and
     /// two training jobs that take their servers after churn (a dense
     /// Llama 3 70B and a Mixtral 8x7B with expert parallelism, 192 GPUs each),
-    /// whose data-parallel rings, pipeline sends and expert all-to-all cross
-    /// the spines and meet in ECMP. Four seeds: placement, hot experts and the
+    /// placed in turn from the free servers the churn leaves. The MoE job's
+    /// expert all-to-all runs between rails and its rings cross the units
+    /// when its servers do, so its traffic crosses the spines and meets in
+    /// ECMP; the dense job's rings stay on their rails' leaves while its
+    /// servers share a unit (the churn decides). Four seeds: placement, hot experts and the
     /// Ethernet switches' hash differ with each. The ring all-reduce at 1 MiB
     /// (latency regime) and the incast keep the benchmark tables (the jobs'
     /// expert all-to-all stands for the collective one); the flow engine runs
