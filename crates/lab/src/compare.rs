@@ -788,14 +788,7 @@ fn prepare_roce<'a>(
     } else {
         Vec::new()
     };
-    let tcp_cfg = sim::roce::tcp::TcpConfig {
-        cc: match s.workload.background_tcp_cc {
-            // DCTCP's g = 1/16 (RFC 8257 §4.2)
-            crate::scenario::TcpCc::Dctcp => sim::roce::tcp::TcpCc::Dctcp { g: 1.0 / 16.0 },
-            crate::scenario::TcpCc::Newreno => sim::roce::tcp::TcpCc::NewReno,
-        },
-        ..sim::roce::tcp::TcpConfig::default()
-    };
+    let tcp_cfg = tcp_config(s);
     let (flow, engine) = engine_for(s, f, crate::flow_world::FlowWorld::refusal(&cfg, !tcp_flows.is_empty()));
     let world: Box<dyn World + 'a> = if flow {
         Box::new(crate::flow_world::FlowWorld {
@@ -891,6 +884,18 @@ fn engine_for(s: &Scenario, f: &Fabric, refusal: Option<String>) -> (bool, Optio
                 handed_over: Vec::new(),
             }),
         ),
+    }
+}
+
+/// The background TCP connections' settings: the scenario's congestion control.
+fn tcp_config(s: &Scenario) -> sim::roce::tcp::TcpConfig {
+    sim::roce::tcp::TcpConfig {
+        cc: match s.workload.background_tcp_cc {
+            // DCTCP's g = 1/16 (RFC 8257 §4.2)
+            crate::scenario::TcpCc::Dctcp => sim::roce::tcp::TcpCc::Dctcp { g: 1.0 / 16.0 },
+            crate::scenario::TcpCc::Newreno => sim::roce::tcp::TcpCc::NewReno,
+        },
+        ..sim::roce::tcp::TcpConfig::default()
     }
 }
 

@@ -143,29 +143,14 @@ pub struct FabricNetwork<'a> {
     /// The RoCE NICs' send and receive latencies, ps, for the packet world
     /// (which has no such setting of its own; `crate::runner::NicDelay`).
     roce_nic: Option<(u64, u64)>,
+    /// Background TCP in the RoCE packet runs ([`FabricNetwork::with_tcp`]).
+    tcp: Option<(Vec<sim::roce::tcp::TcpFlowSpec>, sim::roce::tcp::TcpConfig)>,
     /// What each operation's run found, by the price cache's key.
     details: RefCell<BTreeMap<(u8, u8, u64), OpDetail>>,
 }
 
 /// A message between two NICs: (from, to, bytes).
 pub type Message = (NodeId, NodeId, u64);
-
-/// The wire model of RoCEv2 as `compare` runs its tuned variant, with the
-/// ideal NICs `train` gives InfiniBand too: Ethernet, IPv4, UDP, BTH, ICRC and
-/// FCS per 4096-byte packet, an ACK per packet (the RoCE world's default),
-/// store-and-forward switches of 600 ns (`compare`'s Ethernet switch).
-fn roce_wire() -> WireModel {
-    WireModel {
-        mtu: 4096,
-        overhead: sim::roce::net::ROCEV2_HEADERS,
-        ack_bytes: sim::roce::net::ACK_BYTES,
-        ack_every: sim::roce::net::NicConfig::default().ack_every,
-        switch_latency_ps: 600_000,
-        store_and_forward: true,
-        endpoint_ps: 0,
-        nic_payload_ppm: 0,
-    }
-}
 
 /// How a priced fabric forwards.
 #[derive(Clone, Copy)]
@@ -280,7 +265,7 @@ impl<'a> FabricNetwork<'a> {
             nic_of_rank,
             wire: match routing {
                 Route::Ib(_) => crate::flow_world::ib_wire(&sim::IbConfig::default()),
-                Route::Eth(..) => roce_wire(),
+                Route::Eth(..) => engines::roce_wire(),
             },
             // what is not on the fabric crosses it at the NICs' rate
             ideal: IdealNetwork::new(&job.gpu, nic_gbs),
@@ -293,6 +278,7 @@ impl<'a> FabricNetwork<'a> {
             qps: 1,
             ib_cfg: sim::IbConfig::default(),
             roce_nic: None,
+            tcp: None,
             details: RefCell::new(BTreeMap::new()),
         })
     }

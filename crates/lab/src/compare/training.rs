@@ -24,6 +24,7 @@ use workload::iteration::{IdealNetwork, Iteration, Network as _};
 use workload::job::Job;
 
 use super::{CompareError, Nic, ib_config, roce_config};
+use crate::runner::NicMap;
 use crate::scenario::{Scenario, Training, Variant, VariantFabric};
 use crate::train::{FabricNetwork, Message, Pricing, Route};
 
@@ -337,9 +338,18 @@ pub(super) fn run(
     }
     Ok(Some(TrainingResults {
         engine: format!(
-            "InfiniBand as max-min fair flows on the SM's routes (credits: no drops, no congestion control to react; within 0.001% of the packet level on an iteration); RoCEv2 packet by packet in the variant's world (PFC, DCQCN, drops and go-back-N) where the operation's largest message is at most {}; larger ones as max-min fair flows at full size on the variant's routes, times the packet world's slowdown over flows on the same messages scaled to at most {}; RoCEv1 as max-min fair flows on the layer-2 design's paths (no IP header: no ECN, no DCQCN, PFC alone); several jobs: each operation beside the other jobs' busiest one, started with it (the worst overlap)",
+            "InfiniBand as max-min fair flows on the SM's routes (credits: no drops, no congestion control to react; within 0.001% of the packet level on an iteration); RoCEv2 packet by packet in the variant's world (PFC, DCQCN, drops and go-back-N) where the operation's largest message is at most {}; larger ones as max-min fair flows at full size on the variant's routes, times the packet world's slowdown over flows on the same messages scaled to at most {}; RoCEv1 as max-min fair flows on the layer-2 design's paths (no IP header: no ECN, no DCQCN, PFC alone); several jobs: each operation beside the other jobs' busiest one, started with it (the worst overlap){}",
             super::human_bytes(t.packet_full_bytes),
-            super::human_bytes(t.packet_cap_bytes)
+            super::human_bytes(t.packet_cap_bytes),
+            if s.workload.background_tcp_load > 0.0 {
+                format!(
+                    "; background TCP ({}) from every NIC at {:.0}% of line rate, off its rail, in the RoCEv2 packet runs (the flow level has no TCP)",
+                    s.workload.background_tcp_cc.name(),
+                    s.workload.background_tcp_load * 100.0
+                )
+            } else {
+                String::new()
+            }
         ),
         efficiency: eff,
         efficiency_source: eff_source,
@@ -414,6 +424,19 @@ fn run_variant(
     }
     let on = (fabric, route, s.seed);
     let ends = (&ib_cfg, roce_lat, wire);
+    // storage and other TCP on the converged variants (RoCEv2's Ethernet);
+    // InfiniBand carries none, RoCEv1's layer-2 design none either (as the
+    // collectives' table)
+    let tcp = match routed {
+        Routed::Eth(..) if s.workload.background_tcp_load > 0.0 => {
+            let nics = NicMap::from_fabric(eth).map_err(|e| CompareError::Variant {
+                variant: v.id.clone(),
+                message: format!("training: {e}"),
+            })?;
+            super::background_tcp_flows(&nics, s.workload.background_tcp_load, s.cluster.nic_gbps)
+        }
+        _ => Vec::new(),
+    };
     // InfiniBand as flows alone: credits drop nothing and no end-to-end
     // congestion control reacts, and on a training iteration the flows meet
     // the InfiniBand packet level within 0.001% (`crate::train`'s tests;
@@ -432,7 +455,11 @@ fn run_variant(
     };
     let mut fabs = Vec::with_capacity(jobs.len());
     for (job, servers) in jobs.iter().zip(placed) {
-        fabs.push(net(on, job, servers, pricing, t.qps_per_connection, ends).map_err(fail)?);
+        fabs.push(
+            net(on, job, servers, pricing, t.qps_per_connection, ends)
+                .map_err(fail)?
+                .with_tcp(tcp.clone(), super::tcp_config(s)),
+        );
     }
     let busiest: Vec<(String, Vec<Message>)> = fabs.iter().zip(its).map(|(f, it)| f.busiest(it)).collect();
     for (i, fab) in fabs.iter_mut().enumerate() {

@@ -111,7 +111,7 @@ pub const FIELDS: &[(&str, &str, &str)] = &[
     (
         "workload.background_tcp_load",
         "fraction in [0, 1), default 0",
-        "background TCP per NIC, as a fraction of line rate, during the collectives on the RoCEv2 variants (DSCP 0, a lossy class sharing buffers and links with RDMA); IB, IPoIB and RoCEv1 carry none: IB has no lossy Ethernet class to share, IPoIB is itself the TCP, RoCEv1 is refused",
+        "background TCP per NIC, as a fraction of line rate, during the collectives, and in the training jobs' packet runs, on the RoCEv2 variants (DSCP 0, a lossy class sharing buffers and links with RDMA); IB, IPoIB and RoCEv1 carry none: IB has no lossy Ethernet class to share, IPoIB is itself the TCP, RoCEv1's collectives are refused and its training jobs run as flows",
     ),
     (
         "workload.background_tcp_cc",

@@ -38,7 +38,33 @@ pub(super) fn lanes(msgs: &[Message], k: u32) -> Vec<(NodeId, NodeId, u64, u16)>
     out
 }
 
+/// The wire model of RoCEv2 as `compare` runs its tuned variant, with the
+/// ideal NICs `train` gives InfiniBand too: Ethernet, IPv4, UDP, BTH, ICRC and
+/// FCS per 4096-byte packet, an ACK per packet (the RoCE world's default),
+/// store-and-forward switches of 600 ns (`compare`'s Ethernet switch).
+pub(super) fn roce_wire() -> WireModel {
+    WireModel {
+        mtu: 4096,
+        overhead: sim::roce::net::ROCEV2_HEADERS,
+        ack_bytes: sim::roce::net::ACK_BYTES,
+        ack_every: sim::roce::net::NicConfig::default().ack_every,
+        switch_latency_ps: 600_000,
+        store_and_forward: true,
+        endpoint_ps: 0,
+        nic_payload_ppm: 0,
+    }
+}
+
 impl FabricNetwork<'_> {
+    /// Run `flows` (TCP, on the lossy class, with `cfg`) beside every
+    /// operation's RoCE packet runs: storage and other TCP traffic on a
+    /// converged fabric. The flow level has no TCP: an operation priced by
+    /// flows alone does not see it; a hybrid one sees it in its packet factor.
+    pub fn with_tcp(mut self, flows: Vec<sim::roce::tcp::TcpFlowSpec>, cfg: sim::roce::tcp::TcpConfig) -> Self {
+        self.tcp = (!flows.is_empty()).then_some((flows, cfg));
+        self
+    }
+
     /// This job's messages (tag 0) and what runs beside them (tag 1) as
     /// max-min fair flows, each (pair, lane) on its own connection.
     pub(super) fn flow(
@@ -186,6 +212,12 @@ impl FabricNetwork<'_> {
         match self.routing {
             Route::Eth(_, _, cfg) => {
                 let mut sim = sim::roce::net::RoceSim::new(self.fabric, cfg.clone(), &[])?;
+                if let Some((flows, tcp)) = &self.tcp {
+                    sim.set_tcp_config(tcp.clone())?;
+                    for f in flows {
+                        sim.add_tcp_flow(*f)?;
+                    }
+                }
                 let mut net = RoceNet::new(&mut sim, self.fabric);
                 let t = match self.roce_nic {
                     Some((tx, rx)) => post_lanes(&mut crate::runner::NicDelay::new(&mut net, tx, rx), msgs, bg)?,
