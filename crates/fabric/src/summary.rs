@@ -478,6 +478,8 @@ fn refine(
 /// pass) over the switches that have CAs: O(S/64 · D · L) for S such switches,
 /// diameter D and L switch links, so a 65,536-host fat tree takes milliseconds.
 /// Exact when each CA hangs off one switch; with multi-homed CAs an upper bound.
+/// Planes (switch components a CA joins only through its ports) each count on
+/// their own; a CA missing from a plane makes the fabric disconnected (`None`).
 pub fn diameter(f: &Fabric) -> Option<u32> {
     let flat = f.freeze();
     let n = f.nodes.len();
@@ -499,6 +501,27 @@ pub fn diameter(f: &Fabric) -> Option<u32> {
     }
     if ca_count < 2 {
         return Some(0);
+    }
+    // switch components: planes are separate ones, joined only through the
+    // CAs that have a port in each (CAs do not forward)
+    let comp = switch_components(&flat, n);
+    let comps: std::collections::BTreeSet<u32> = (0..n).filter(|&i| edge[i]).map(|i| comp[i]).collect();
+    if comps.len() > 1 {
+        // every CA must reach every component, or some pair shares none
+        for id in f.node_ids() {
+            if f.node(id).kind == NodeKind::Switch {
+                continue;
+            }
+            let touched: std::collections::BTreeSet<u32> = flat
+                .neighbors(id)
+                .iter()
+                .filter(|a| flat.kind(a.peer) == NodeKind::Switch)
+                .map(|a| comp[a.peer.idx()])
+                .collect();
+            if touched != comps {
+                return None;
+            }
+        }
     }
     let sources: Vec<usize> = (0..n).filter(|&i| edge[i]).collect();
     if sources.is_empty() {
@@ -554,11 +577,44 @@ pub fn diameter(f: &Fabric) -> Option<u32> {
                 break;
             }
         }
-        if sources.iter().any(|&s| vis[s] & all != all) {
+        // each source reaches every edge switch of its own component
+        let mut same = vec![0u64; comps.len()];
+        for (b, &c) in chunk.iter().enumerate() {
+            let k = comps.iter().position(|&x| x == comp[c]).expect("an edge switch's");
+            same[k] |= 1 << b;
+        }
+        if sources.iter().any(|&s| {
+            let k = comps.iter().position(|&x| x == comp[s]).expect("an edge switch's");
+            vis[s] & same[k] & all != same[k] & all
+        }) {
             return None;
         }
     }
     Some(worst + 2)
+}
+
+/// A component label per node, over switch-to-switch links only.
+fn switch_components(flat: &crate::FlatFabric, n: usize) -> Vec<u32> {
+    let mut comp = vec![u32::MAX; n];
+    let mut next = 0;
+    for start in 0..n {
+        if comp[start] != u32::MAX || flat.kind(NodeId(start as u32)) != NodeKind::Switch {
+            continue;
+        }
+        comp[start] = next;
+        let mut stack = vec![start];
+        while let Some(v) = stack.pop() {
+            for a in flat.neighbors(NodeId(v as u32)) {
+                let w = a.peer.idx();
+                if comp[w] == u32::MAX && flat.kind(a.peer) == NodeKind::Switch {
+                    comp[w] = next;
+                    stack.push(w);
+                }
+            }
+        }
+        next += 1;
+    }
+    comp
 }
 
 #[cfg(test)]

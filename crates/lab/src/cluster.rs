@@ -71,6 +71,7 @@ pub fn build(c: &Cluster, tech: Tech) -> Result<Fabric, GenError> {
                 leaf_spine_m: c.leaf_spine_m,
                 ..Cabling::default()
             },
+            ..SuperPodParams::default()
         });
     }
     rail(&RailParams {

@@ -53,6 +53,18 @@ pub enum RunError {
     Lids(#[from] LidError),
     #[error("cannot route")]
     Route(#[from] RouteError),
+    /// Switches in separate planes, joined only through CA ports: each is a
+    /// subnet of its own (a subnet manager's directed-route SMPs never cross a
+    /// CA), so one SM cannot bring them up together.
+    #[error(
+        "the fabric has {planes} switch planes joined only through CA ports ({sample}): each plane is its own subnet with its own subnet manager; bring each up on its own"
+    )]
+    Planes {
+        /// How many.
+        planes: usize,
+        /// A switch of each, named.
+        sample: String,
+    },
 }
 
 /// One timed phase.
@@ -105,6 +117,17 @@ pub fn run(f: &Fabric, o: &RunOptions) -> Result<(RoutingTables, RunReport), Run
     };
     let mut phases = Vec::new();
     let flat = timed(&mut phases, "freeze", || f.freeze());
+    let planes = switch_planes(&flat);
+    if planes.len() > 1 {
+        return Err(RunError::Planes {
+            planes: planes.len(),
+            sample: planes
+                .iter()
+                .map(|&n| f.node(n).name.clone())
+                .collect::<Vec<_>>()
+                .join(", "),
+        });
+    }
     let (mut t, lids) = timed(&mut phases, "lids", || {
         lids::assign(f, sm_port, o.lmc, o.guid2lid.as_ref())
     })?;
@@ -125,6 +148,33 @@ pub fn run(f: &Fabric, o: &RunOptions) -> Result<(RoutingTables, RunReport), Run
             validation,
         },
     ))
+}
+
+/// The first switch of each switch-connected component (a plane): the
+/// components a subnet manager's discovery could reach from different ports.
+fn switch_planes(flat: &fabric::FlatFabric) -> Vec<fabric::NodeId> {
+    use fabric::{NodeId, NodeKind};
+    let n = flat.num_nodes();
+    let mut seen = vec![false; n];
+    let mut firsts = Vec::new();
+    for start in 0..n {
+        let s = NodeId(start as u32);
+        if seen[start] || flat.kind(s) != NodeKind::Switch {
+            continue;
+        }
+        firsts.push(s);
+        seen[start] = true;
+        let mut stack = vec![s];
+        while let Some(v) = stack.pop() {
+            for a in flat.neighbors(v) {
+                if !seen[a.peer.idx()] && flat.kind(a.peer) == NodeKind::Switch {
+                    seen[a.peer.idx()] = true;
+                    stack.push(a.peer);
+                }
+            }
+        }
+    }
+    firsts
 }
 
 /// Read a GUID list file (OpenSM `root_guid_file` / `cn_guid_file`: one GUID per line,

@@ -90,6 +90,12 @@ pub struct GenParams {
     /// Scalable units [superpod; default 4].
     #[arg(long)]
     pub sus: Option<u32>,
+    /// Independent planes, a NIC port on each [superpod; default 1; 2 = Alibaba HPN's dual plane].
+    #[arg(long)]
+    pub planes: Option<u32>,
+    /// Two ToRs per rail and unit, every NIC cabled to both [superpod].
+    #[arg(long)]
+    pub dual_tor: bool,
     /// Torus size X,Y,Z [torus; default 4,4,4].
     #[arg(long, value_delimiter = ',')]
     pub dims: Option<Vec<u32>>,
@@ -124,7 +130,7 @@ pub struct GenParams {
 
 impl GenParams {
     /// Every flag and whether it was given.
-    fn given(&self) -> [(&'static str, bool); 22] {
+    fn given(&self) -> [(&'static str, bool); 24] {
         [
             ("--radix", self.radix.is_some()),
             ("--rate", self.rate.is_some()),
@@ -138,6 +144,8 @@ impl GenParams {
             ("--rails", self.rails.is_some()),
             ("--uplinks", self.uplinks.is_some()),
             ("--sus", self.sus.is_some()),
+            ("--planes", self.planes.is_some()),
+            ("--dual-tor", self.dual_tor),
             ("--dims", self.dims.is_some()),
             ("--hosts-per-switch", self.hosts_per_switch.is_some()),
             ("--leaves-per-pod", self.leaves_per_pod.is_some()),
@@ -200,6 +208,8 @@ impl GenParams {
                 "--servers",
                 "--rails",
                 "--uplinks",
+                "--planes",
+                "--dual-tor",
                 "--host-leaf-m",
                 "--leaf-spine-m",
                 "--spine-core-m",
@@ -312,6 +322,8 @@ impl GenParams {
                     uplinks: self.uplinks,
                     rate,
                     cabling,
+                    planes: self.planes.unwrap_or(d.planes),
+                    dual_tor: self.dual_tor,
                 })
             }
             Kind::Torus => {

@@ -146,8 +146,13 @@ impl CheckReport {
             s.max_routes_isl, s.mean_routes_isl, s.isl_ports
         ));
         if let Some(r) = &self.rails {
+            let ports = if r.ports_per_nic > 1 {
+                format!(" ({} ports per NIC, each on its own leaf)", r.ports_per_nic)
+            } else {
+                String::new()
+            };
             o.push_str(&format!(
-                "-I- Rails: {} servers, {} rails, {} scalable units, {} rail leaves\n",
+                "-I- Rails: {} servers, {} rails{ports}, {} scalable units, {} rail leaves\n",
                 r.servers, r.rails, r.units, r.leaves
             ));
         }

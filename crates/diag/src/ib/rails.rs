@@ -31,6 +31,15 @@ pub struct RailSummary {
     pub units: usize,
     /// Leaves carrying NICs.
     pub leaves: usize,
+    /// Cabled ports per NIC (the most any NIC has): 2 with dual ToRs or two
+    /// planes, each port on a leaf of its own. Left out of JSON at 1, as
+    /// before ports counted.
+    #[serde(skip_serializing_if = "single")]
+    pub ports_per_nic: usize,
+}
+
+fn single(n: &usize) -> bool {
+    *n <= 1
 }
 
 /// The rail index of NIC `ca` whose host lists `siblings` (in node order).
@@ -59,37 +68,56 @@ pub fn check_rails(f: &Fabric, out: &mut Vec<Finding>) -> RailSummary {
             nics.entry(h.0).or_default().push(id);
         }
     }
-    let leaf_of = |ca: NodeId| {
-        f.peer(ca, 1)
-            .map(|(e, _)| e.node)
-            .filter(|&n| f.node(n).kind == NodeKind::Switch)
+    // each cabled port's leaf: (port, leaf), port 1 first
+    let leaves_of = |ca: NodeId| -> Vec<(u8, NodeId)> {
+        f.node(ca)
+            .port_nums()
+            .filter_map(|p| f.peer(ca, p).map(|(e, _)| (p, e.node)))
+            .filter(|&(_, n)| f.node(n).kind == NodeKind::Switch)
+            .collect()
     };
+    let mut ports_per_nic = 0;
     // rails per leaf, servers per (server, leaf)
     let mut leaf_rails: BTreeMap<NodeId, BTreeSet<usize>> = BTreeMap::new();
     let mut unit_of_server: BTreeMap<u32, NodeId> = BTreeMap::new();
     let mut rails = 0;
     for (&h, list) in &nics {
         rails = rails.max(list.len());
-        let mut seen: BTreeMap<NodeId, usize> = BTreeMap::new();
+        let mut seen: BTreeMap<NodeId, (usize, NodeId)> = BTreeMap::new();
         for &ca in list {
             let r = rail_of(f, ca, list);
-            let Some(leaf) = leaf_of(ca) else { continue };
-            leaf_rails.entry(leaf).or_default().insert(r);
-            if r == 0 {
-                unit_of_server.insert(h, leaf);
-            }
-            if let Some(other) = seen.insert(leaf, r) {
-                out.push(mk(
-                    rules::RAIL_SERVER,
-                    Severity::Error,
-                    loc(f, ca),
-                    format!(
-                        "server {} has NICs of rails {other} and {r} on one leaf, {}",
-                        f.hosts[h as usize].name,
-                        f.node(leaf).name
-                    ),
-                    "cable each NIC of a server to its own rail's leaf".into(),
-                ));
+            let ports = leaves_of(ca);
+            ports_per_nic = ports_per_nic.max(ports.len());
+            for (p, leaf) in ports {
+                leaf_rails.entry(leaf).or_default().insert(r);
+                if r == 0 && p == 1 {
+                    unit_of_server.insert(h, leaf);
+                }
+                match seen.insert(leaf, (r, ca)) {
+                    Some((_, other)) if other == ca => out.push(mk(
+                        rules::RAIL_SERVER,
+                        Severity::Error,
+                        loc(f, ca),
+                        format!(
+                            "NIC {} has two ports on one leaf, {}: losing that leaf disconnects it",
+                            f.node(ca).name,
+                            f.node(leaf).name
+                        ),
+                        "cable a NIC's ports to different leaves (the two ToRs of its pair, or one per plane)".into(),
+                    )),
+                    Some((other, _)) => out.push(mk(
+                        rules::RAIL_SERVER,
+                        Severity::Error,
+                        loc(f, ca),
+                        format!(
+                            "server {} has NICs of rails {other} and {r} on one leaf, {}",
+                            f.hosts[h as usize].name,
+                            f.node(leaf).name
+                        ),
+                        "cable each NIC of a server to its own rail's leaf".into(),
+                    )),
+                    None => {}
+                }
             }
         }
     }
@@ -113,13 +141,14 @@ pub fn check_rails(f: &Fabric, out: &mut Vec<Finding>) -> RailSummary {
         units.entry(leaf).or_default().push(h);
     }
     for servers in units.values() {
-        let mut by_rail: BTreeMap<usize, BTreeMap<NodeId, Vec<u32>>> = BTreeMap::new();
+        // by (rail, NIC port): each port of a rail's NICs on one leaf
+        let mut by_rail: BTreeMap<(usize, u8), BTreeMap<NodeId, Vec<u32>>> = BTreeMap::new();
         for &h in servers {
             let list = &nics[&h];
             for &ca in list {
-                if let Some(leaf) = leaf_of(ca) {
+                for (p, leaf) in leaves_of(ca) {
                     by_rail
-                        .entry(rail_of(f, ca, list))
+                        .entry((rail_of(f, ca, list), p))
                         .or_default()
                         .entry(leaf)
                         .or_default()
@@ -127,7 +156,7 @@ pub fn check_rails(f: &Fabric, out: &mut Vec<Finding>) -> RailSummary {
                 }
             }
         }
-        for (r, leaves) in by_rail {
+        for ((r, _), leaves) in by_rail {
             if leaves.len() > 1 {
                 // name the leaf with the fewest of the unit's servers: the odd one out
                 let (&odd, hs) = leaves.iter().min_by_key(|(_, v)| v.len()).expect("two leaves");
@@ -177,6 +206,7 @@ pub fn check_rails(f: &Fabric, out: &mut Vec<Finding>) -> RailSummary {
         rails,
         units: units.len(),
         leaves: leaf_rails.len(),
+        ports_per_nic,
     }
 }
 
@@ -204,8 +234,47 @@ mod tests {
                 servers: 64,
                 rails: 8,
                 units: 2,
-                leaves: 16
+                leaves: 16,
+                ports_per_nic: 1,
             }
+        );
+    }
+
+    /// Dual ToRs: both ports of every NIC on the two leaves of its pair is
+    /// clean; a NIC with both ports on one leaf is named, since losing that
+    /// leaf cuts it off.
+    #[test]
+    fn dual_tors_are_clean_and_a_nic_on_one_leaf_twice_is_named() {
+        let f = superpod(&SuperPodParams {
+            sus: 2,
+            servers_per_su: 4,
+            rails: 4,
+            radix: 16,
+            dual_tor: true,
+            ..SuperPodParams::default()
+        })
+        .unwrap();
+        let mut out = Vec::new();
+        let s = check_rails(&f, &mut out);
+        assert!(out.is_empty(), "{out:?}");
+        assert_eq!(
+            (s.servers, s.rails, s.units, s.leaves, s.ports_per_nic),
+            (8, 4, 2, 16, 2)
+        );
+        // gpu0's rail-0 NIC: port 2 moves from su0-rail0-b to a free port of su0-rail0-a
+        let mut g = f.clone();
+        let ca = g.by_name("gpu0-mlx5_0").unwrap();
+        let a = g.by_name("su0-rail0-a").unwrap();
+        let (_, link) = g.peer(ca, 2).unwrap();
+        let l = g.disconnect(link).unwrap();
+        g.connect(ca, 2, a, 16, l.rate, l.length_m).unwrap();
+        let mut out = Vec::new();
+        check_rails(&g, &mut out);
+        assert!(
+            out.iter()
+                .any(|x| x.rule == "rail-server"
+                    && x.message.contains("gpu0-mlx5_0 has two ports on one leaf, su0-rail0-a")),
+            "{out:#?}"
         );
     }
 

@@ -39,10 +39,22 @@ pub struct SuperPodParams {
     /// Uplinks per leaf (default `servers_per_su`: non-blocking; fewer
     /// oversubscribe the leaf).
     pub uplinks: Option<u32>,
-    /// Rate of every cable.
+    /// Rate of every cable (with several ports per NIC: each port's).
     pub rate: LinkRate,
     /// Cable lengths.
     pub cabling: Cabling,
+    /// Independent planes (1: one fabric). With `P` planes every NIC has a
+    /// port per plane, port `p` cabled to plane `p - 1`, and each plane is
+    /// its own set of leaves, spines and cores that never meet the others:
+    /// Alibaba HPN's dual-plane design (SIGCOMM'24, §4: each 400G NIC as two
+    /// 200G ports, one per plane), or one plane per port of a multi-plane
+    /// NIC.
+    pub planes: u32,
+    /// Two ToRs per rail and SU in each plane, each NIC cabled to both
+    /// (port 2 of the pair to the second leaf), both leaves under the plane's
+    /// spines: a leaf or its cable failing leaves every NIC connected
+    /// (HPN's non-stacked dual-ToR, §4.1).
+    pub dual_tor: bool,
 }
 
 impl Default for SuperPodParams {
@@ -55,6 +67,8 @@ impl Default for SuperPodParams {
             uplinks: None,
             rate: LinkRate::NDR_4X,
             cabling: Cabling::default(),
+            planes: 1,
+            dual_tor: false,
         }
     }
 }
@@ -81,6 +95,10 @@ pub struct SuperPodShape {
     pub cores_per_group: u32,
     /// Links from each spine to each core of its group.
     pub spine_core_links: u32,
+    /// Planes (the switch counts above are of all planes together).
+    pub planes: u32,
+    /// Leaves per rail, SU and plane (2 with dual ToRs).
+    pub tors: u32,
 }
 
 impl SuperPodParams {
@@ -101,25 +119,36 @@ impl SuperPodParams {
                 format!("{n} server ports + {u} uplinks do not fit a {k}-port leaf"),
             ));
         }
-        let leaves = self.sus * r;
+        if self.planes == 0 || self.planes > 8 {
+            return Err(bad("planes", format!("{} planes; 1 to 8 supported", self.planes)));
+        }
+        let (np, t) = (self.planes, if self.dual_tor { 2 } else { 1 });
+        // one plane's leaves; the counts returned are of all planes
+        let leaves = self.sus * r * t;
         // two tiers: every leaf reaches every spine
         let need = (leaves * u).div_ceil(k);
         if let Some(s) = (need..=u).find(|&s| u.is_multiple_of(s) && (leaves * (u / s)) <= k) {
             return Ok(SuperPodShape {
                 tiers: 2,
-                leaves,
-                spines: s,
+                leaves: leaves * np,
+                spines: s * np,
                 cores: 0,
                 sus_per_pod: self.sus,
                 leaf_spine_links: u / s,
                 spines_per_block: s,
                 cores_per_group: 0,
                 spine_core_links: 0,
+                planes: np,
+                tors: t,
             });
         }
-        // three tiers: pods of SUs, a spine block per (pod, rail)
+        // three tiers: pods of SUs, a spine block per (pod, rail) taking the
+        // pod's leaves of that rail (both of a ToR pair)
         let h = k / 2;
-        let per_pod = self.sus.min(h);
+        if h < t {
+            return Err(bad("radix", format!("a {k}-port spine cannot take a ToR pair")));
+        }
+        let per_pod = self.sus.min(h / t);
         if !self.sus.is_multiple_of(per_pod) {
             return Err(bad(
                 "sus",
@@ -129,13 +158,16 @@ impl SuperPodParams {
                 ),
             ));
         }
-        if !h.is_multiple_of(per_pod) {
+        if !h.is_multiple_of(per_pod * t) {
             return Err(bad(
                 "sus",
-                format!("{per_pod} SUs per pod do not divide a spine's {h} down-ports evenly"),
+                format!(
+                    "{} leaves per pod and rail do not divide a spine's {h} down-ports evenly",
+                    per_pod * t
+                ),
             ));
         }
-        let m = h / per_pod;
+        let m = h / (per_pod * t);
         if !u.is_multiple_of(m) {
             return Err(bad(
                 "uplinks",
@@ -162,80 +194,128 @@ impl SuperPodParams {
         }
         Ok(SuperPodShape {
             tiers: 3,
-            leaves,
-            spines,
-            cores: block * per_group,
+            leaves: leaves * np,
+            spines: spines * np,
+            cores: block * per_group * np,
             sus_per_pod: per_pod,
             leaf_spine_links: m,
             spines_per_block: block,
             cores_per_group: per_group,
             spine_core_links: h / per_group,
+            planes: np,
+            tors: t,
         })
     }
 }
 
-/// Generate the SuperPOD. Each GPU server is a host holding its `rails`
-/// single-port CAs; NIC r of every server of SU `s` is cabled to leaf `suS-railR`.
+/// Generate the SuperPOD. Each GPU server is a host holding its `rails` CAs;
+/// NIC r of every server of SU `s` is cabled to leaf `suS-railR`. With planes
+/// or dual ToRs a NIC has a port per (plane, ToR), port `p·T + side + 1`
+/// cabled to plane `p`'s leaf `pP-suS-railR` (dual ToRs: `…-a`, `…-b`), and
+/// every plane is built like the single one (its switches prefixed `pP-`).
 pub fn superpod(p: &SuperPodParams) -> Result<Fabric, GenError> {
     let sh = p.shape()?;
     p.cabling.check()?;
     let k = p.radix as u8;
     let (n, r) = (p.servers_per_su, p.rails);
-    let u = p.uplinks.unwrap_or(n);
+    let (np, t) = (sh.planes, sh.tors);
     let mut b = Build::new();
     let (wsu, wr) = (width(p.sus as usize), width(r as usize));
     let ws = width((p.sus * n) as usize);
-    // leaves[su][rail]
-    let mut leaves: Vec<Vec<NodeId>> = Vec::with_capacity(p.sus as usize);
-    for su in 0..p.sus {
-        leaves.push(
-            (0..r)
-                .map(|ri| b.switch(format!("su{su:0wsu$}-rail{ri:0wr$}"), k, 1))
-                .collect::<Result<_, _>>()?,
-        );
+    let prefix = |plane: u32| if np > 1 { format!("p{plane}-") } else { String::new() };
+    let side_name = |side: u32| match (t, side) {
+        (1, _) => "",
+        (_, 0) => "-a",
+        _ => "-b",
+    };
+    // leaves[plane][su][rail · t + side]
+    let mut leaves: Vec<Vec<Vec<NodeId>>> = Vec::with_capacity(np as usize);
+    for plane in 0..np {
+        let mut sus = Vec::with_capacity(p.sus as usize);
+        for su in 0..p.sus {
+            let mut row = Vec::with_capacity((r * t) as usize);
+            for ri in 0..r {
+                for side in 0..t {
+                    row.push(b.switch(
+                        format!("{}su{su:0wsu$}-rail{ri:0wr$}{}", prefix(plane), side_name(side)),
+                        k,
+                        1,
+                    )?);
+                }
+            }
+            sus.push(row);
+        }
+        leaves.push(sus);
     }
+    let ports = (np * t) as u8;
     for su in 0..p.sus {
         for srv in 0..n {
             let g = su * n + srv;
             let host = format!("gpu{g:0ws$}");
             let h = b.f.add_host(host.clone());
             for ri in 0..r {
-                let spec = NodeSpec::ca(format!("{host}-mlx5_{ri}"), b.guids.ca(), 1)
+                let spec = NodeSpec::ca(format!("{host}-mlx5_{ri}"), b.guids.ca(), ports)
                     .desc(format!("{host} mlx5_{ri}"))
                     .level(0)
                     .host(h);
                 let ca = b.f.add_node(spec)?;
-                b.cable(
-                    leaves[su as usize][ri as usize],
-                    (srv + 1) as u8,
-                    ca,
-                    1,
-                    p.rate,
-                    p.cabling.host_leaf_m,
-                )?;
+                for plane in 0..np {
+                    for side in 0..t {
+                        b.cable(
+                            leaves[plane as usize][su as usize][(ri * t + side) as usize],
+                            (srv + 1) as u8,
+                            ca,
+                            (plane * t + side + 1) as u8,
+                            p.rate,
+                            p.cabling.host_leaf_m,
+                        )?;
+                    }
+                }
             }
         }
     }
+    for (plane, leaves) in leaves.iter().enumerate() {
+        upper_tiers(p, &sh, &mut b, leaves, &prefix(plane as u32))?;
+    }
+    Ok(b.f)
+}
+
+/// One plane's spines (and cores) over its `leaves[su][rail · t + side]`.
+fn upper_tiers(
+    p: &SuperPodParams,
+    sh: &SuperPodShape,
+    b: &mut Build,
+    leaves: &[Vec<NodeId>],
+    prefix: &str,
+) -> Result<(), GenError> {
+    let k = p.radix as u8;
+    let (n, r, t) = (p.servers_per_su, p.rails, sh.tors);
+    let u = p.uplinks.unwrap_or(n);
     if sh.tiers == 2 {
-        let wsp = width(sh.spines as usize);
-        let spines: Vec<NodeId> = (0..sh.spines)
-            .map(|i| b.switch(format!("spine{i:0wsp$}"), k, 2))
+        let count = sh.spines / sh.planes;
+        let wsp = width(count as usize);
+        let spines: Vec<NodeId> = (0..count)
+            .map(|i| b.switch(format!("{prefix}spine{i:0wsp$}"), k, 2))
             .collect::<Result<_, _>>()?;
         let m = sh.leaf_spine_links;
         for (li, &leaf) in leaves.iter().flatten().enumerate() {
             for (si, &spine) in spines.iter().enumerate() {
-                for t in 0..m {
-                    let lp = n + 1 + si as u32 * m + t;
-                    let sp = li as u32 * m + t + 1;
+                for l in 0..m {
+                    let lp = n + 1 + si as u32 * m + l;
+                    let sp = li as u32 * m + l + 1;
                     b.cable(leaf, lp as u8, spine, sp as u8, p.rate, p.cabling.leaf_spine_m)?;
                 }
             }
         }
-        return Ok(b.f);
+        return Ok(());
     }
     let pods = p.sus / sh.sus_per_pod;
     let h = p.radix / 2;
-    let (wp, wb) = (width(pods as usize), width(sh.spines_per_block as usize));
+    let (wr, wp, wb) = (
+        width(r as usize),
+        width(pods as usize),
+        width(sh.spines_per_block as usize),
+    );
     // blocks[pod][rail][i]
     let mut blocks: Vec<Vec<Vec<NodeId>>> = Vec::with_capacity(pods as usize);
     for pod in 0..pods {
@@ -243,7 +323,7 @@ pub fn superpod(p: &SuperPodParams) -> Result<Fabric, GenError> {
         for ri in 0..r {
             rails.push(
                 (0..sh.spines_per_block)
-                    .map(|i| b.switch(format!("pod{pod:0wp$}-rail{ri:0wr$}-spine{i:0wb$}"), k, 2))
+                    .map(|i| b.switch(format!("{prefix}pod{pod:0wp$}-rail{ri:0wr$}-spine{i:0wb$}"), k, 2))
                     .collect::<Result<Vec<_>, _>>()?,
             );
         }
@@ -253,12 +333,14 @@ pub fn superpod(p: &SuperPodParams) -> Result<Fabric, GenError> {
     for su in 0..p.sus {
         let (pod, slot) = (su / sh.sus_per_pod, su % sh.sus_per_pod);
         for ri in 0..r {
-            let leaf = leaves[su as usize][ri as usize];
-            for (i, &spine) in blocks[pod as usize][ri as usize].iter().enumerate() {
-                for t in 0..m {
-                    let lp = n + 1 + i as u32 * m + t;
-                    let sp = slot * m + t + 1;
-                    b.cable(leaf, lp as u8, spine, sp as u8, p.rate, p.cabling.leaf_spine_m)?;
+            for side in 0..t {
+                let leaf = leaves[su as usize][(ri * t + side) as usize];
+                for (i, &spine) in blocks[pod as usize][ri as usize].iter().enumerate() {
+                    for l in 0..m {
+                        let lp = n + 1 + i as u32 * m + l;
+                        let sp = (slot * t + side) * m + l + 1;
+                        b.cable(leaf, lp as u8, spine, sp as u8, p.rate, p.cabling.leaf_spine_m)?;
+                    }
                 }
             }
         }
@@ -269,7 +351,7 @@ pub fn superpod(p: &SuperPodParams) -> Result<Fabric, GenError> {
     let c = sh.spine_core_links;
     for i in 0..sh.spines_per_block {
         let cores: Vec<NodeId> = (0..sh.cores_per_group)
-            .map(|j| b.switch(format!("core{i:0wg$}-{j:0wc$}"), k, 3))
+            .map(|j| b.switch(format!("{prefix}core{i:0wg$}-{j:0wc$}"), k, 3))
             .collect::<Result<_, _>>()?;
         // the group's spines in (pod, rail) order fill each core's ports in turn
         let mut next_port = vec![1u32; cores.len()];
@@ -277,8 +359,8 @@ pub fn superpod(p: &SuperPodParams) -> Result<Fabric, GenError> {
             for ri in 0..r {
                 let spine = blocks[pod as usize][ri as usize][i as usize];
                 for (j, &core) in cores.iter().enumerate() {
-                    for t in 0..c {
-                        let sp = h + 1 + j as u32 * c + t;
+                    for l in 0..c {
+                        let sp = h + 1 + j as u32 * c + l;
                         let cp = next_port[j];
                         next_port[j] += 1;
                         b.cable(spine, sp as u8, core, cp as u8, p.rate, p.cabling.spine_core_m)?;
@@ -287,7 +369,7 @@ pub fn superpod(p: &SuperPodParams) -> Result<Fabric, GenError> {
             }
         }
     }
-    Ok(b.f)
+    Ok(())
 }
 
 #[cfg(test)]
@@ -394,5 +476,110 @@ mod tests {
         );
         // 48 SUs: pods of 32 do not divide them
         assert!(e(SuperPodParams { sus: 48, ..d() }).contains("whole pods"));
+    }
+
+    fn small(planes: u32, dual_tor: bool) -> SuperPodParams {
+        SuperPodParams {
+            sus: 2,
+            servers_per_su: 4,
+            rails: 4,
+            radix: 16,
+            planes,
+            dual_tor,
+            ..SuperPodParams::default()
+        }
+    }
+
+    /// Two planes (Alibaba HPN's dual plane): every NIC has a port on each,
+    /// port p on plane p-1's rail leaf, and no cable joins the planes' switches.
+    #[test]
+    fn two_planes_give_every_nic_a_port_on_each_and_never_meet() {
+        let one = small(1, false).shape().unwrap();
+        let p = small(2, false);
+        let sh = p.shape().unwrap();
+        assert_eq!((sh.planes, sh.tors), (2, 1));
+        assert_eq!(
+            (sh.leaves, sh.spines, sh.cores),
+            (2 * one.leaves, 2 * one.spines, 2 * one.cores)
+        );
+        let f = superpod(&p).unwrap();
+        assert_eq!(f.count(NodeKind::Switch) as u32, sh.leaves + sh.spines);
+        for ca in f.nodes_of(NodeKind::Ca) {
+            let n = f.node(ca);
+            assert_eq!(n.num_ports(), 2);
+            let rail = n.name.rsplit('_').next().unwrap();
+            for port in 1..=2u8 {
+                let (leaf, _) = f.peer(ca, port).unwrap();
+                let name = &f.node(leaf.node).name;
+                assert!(
+                    name.starts_with(&format!("p{}-su", port - 1)) && name.ends_with(&format!("-rail{rail}")),
+                    "{} port {port} on {name}",
+                    n.name
+                );
+            }
+        }
+        for l in &f.links {
+            let (a, b) = (&f.node(l.a.node), &f.node(l.b.node));
+            if a.kind == NodeKind::Switch && b.kind == NodeKind::Switch {
+                assert_eq!(a.name[..2], b.name[..2], "{} to {}", a.name, b.name);
+            }
+        }
+        assert_eq!(crate::summary::diameter(&f), Some(4));
+    }
+
+    /// Dual ToRs: each rail of each SU has a leaf pair, every NIC is cabled to
+    /// both, and both sit under every spine; the switch counts double.
+    #[test]
+    fn dual_tors_cable_each_nic_to_both_leaves_of_its_pair() {
+        let one = small(1, false).shape().unwrap();
+        let p = small(1, true);
+        let sh = p.shape().unwrap();
+        assert_eq!(sh.tors, 2);
+        assert_eq!(sh.leaves, 2 * one.leaves);
+        let f = superpod(&p).unwrap();
+        for ca in f.nodes_of(NodeKind::Ca) {
+            let n = f.node(ca);
+            let sides: Vec<String> = (1..=2u8)
+                .map(|port| f.node(f.peer(ca, port).unwrap().0.node).name.clone())
+                .collect();
+            assert!(
+                sides[0].ends_with("-a") && sides[1].ends_with("-b"),
+                "{}: {sides:?}",
+                n.name
+            );
+            assert_eq!(sides[0].trim_end_matches("-a"), sides[1].trim_end_matches("-b"));
+        }
+        // every leaf's uplinks reach every spine
+        for leaf in f.nodes_of(NodeKind::Switch).filter(|&x| f.node(x).level == Some(1)) {
+            let spines: std::collections::BTreeSet<_> = f
+                .node(leaf)
+                .port_nums()
+                .filter_map(|q| f.peer(leaf, q))
+                .map(|(e, _)| e.node)
+                .filter(|&x| f.node(x).level == Some(2))
+                .collect();
+            assert_eq!(spines.len() as u32, sh.spines, "{}", f.node(leaf).name);
+        }
+        assert_eq!(crate::summary::diameter(&f), Some(4));
+        // three tiers take the pairs too: 64-port switches, 16 SUs of 32
+        let big = SuperPodParams {
+            sus: 16,
+            dual_tor: true,
+            ..SuperPodParams::default()
+        }
+        .shape()
+        .unwrap();
+        assert_eq!(
+            (big.tiers, big.leaves, big.sus_per_pod, big.leaf_spine_links),
+            (3, 256, 16, 1)
+        );
+        let e = SuperPodParams {
+            planes: 0,
+            ..SuperPodParams::default()
+        }
+        .shape()
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("planes"), "{e}");
     }
 }

@@ -91,6 +91,30 @@ fn small_fabrics() -> Vec<(&'static str, Fabric)> {
             .unwrap(),
         ),
         (
+            "superpod-dual-plane",
+            superpod(&SuperPodParams {
+                sus: 2,
+                servers_per_su: 4,
+                rails: 2,
+                radix: 8,
+                planes: 2,
+                ..Default::default()
+            })
+            .unwrap(),
+        ),
+        (
+            "superpod-dual-tor",
+            superpod(&SuperPodParams {
+                sus: 2,
+                servers_per_su: 4,
+                rails: 2,
+                radix: 16,
+                dual_tor: true,
+                ..Default::default()
+            })
+            .unwrap(),
+        ),
+        (
             "torus",
             torus(&TorusParams {
                 dims: [3, 2, 1],

@@ -55,6 +55,7 @@ impl Built {
             uplinks: cluster.leaf_uplinks,
             rate,
             cabling: fabric::Cabling::default(),
+            ..fabric::generate::SuperPodParams::default()
         })
         .map_err(TrainError::Cluster)?;
         let routed = std::time::Instant::now();

@@ -256,3 +256,42 @@ fn root_and_compute_node_guid_lists_steer_updn_and_ftree() {
     assert_eq!(v.routes.unreachable, 0);
     assert!(v.credit_loops.cycle.is_none());
 }
+
+/// Dual ToRs (each NIC cabled to both leaves of its rail's pair): our SM gives
+/// every CA port a LID and ftree reaches every pair of them without a credit
+/// loop. Two planes (a NIC port on each, the planes' switches never meeting)
+/// are two subnets: one SM refuses them, naming a switch of each.
+#[test]
+fn dual_tors_route_with_ftree_and_planes_are_refused_by_name() {
+    use fabric::generate::{SuperPodParams, superpod};
+    let p = SuperPodParams {
+        sus: 2,
+        servers_per_su: 4,
+        rails: 4,
+        radix: 16,
+        dual_tor: true,
+        ..SuperPodParams::default()
+    };
+    let f = superpod(&p).unwrap();
+    let o = sm::run::RunOptions {
+        engines: vec![EngineKind::Ftree],
+        validate: true,
+        ..Default::default()
+    };
+    let (_, report) = sm::run::run(&f, &o).unwrap();
+    let v = report.validation.unwrap();
+    // 32 NICs × 2 ports
+    assert_eq!(v.routes.pairs, 64 * 63);
+    assert!(v.ok(), "{:?}", v.routes);
+    let planes = superpod(&SuperPodParams {
+        dual_tor: false,
+        planes: 2,
+        ..p
+    })
+    .unwrap();
+    let e = sm::run::run(&planes, &o).unwrap_err().to_string();
+    assert!(
+        e.contains("2 switch planes") && e.contains("p0-su0-rail0") && e.contains("p1-su0-rail0"),
+        "{e}"
+    );
+}
