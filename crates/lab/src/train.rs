@@ -621,6 +621,9 @@ pub struct TrainCluster {
     pub fabric: TrainFabric,
     /// The Ethernet switches' ECMP hash seed (RoCEv2).
     pub hash_seed: u32,
+    /// RoCEv2: switches whose map sends the RDMA DSCP to a lossy class (a
+    /// misconfigured hop: it drops instead of pausing); by name.
+    pub lossy_hops: Vec<String>,
 }
 
 mod placement;
@@ -639,6 +642,7 @@ impl Default for TrainCluster {
             placement: Placement::Packed,
             fabric: TrainFabric::Infiniband,
             hash_seed: 1,
+            lossy_hops: Vec::new(),
         }
     }
 }

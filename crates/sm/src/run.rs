@@ -150,31 +150,50 @@ pub fn run(f: &Fabric, o: &RunOptions) -> Result<(RoutingTables, RunReport), Run
     ))
 }
 
-/// The first switch of each switch-connected component (a plane): the
-/// components a subnet manager's discovery could reach from different ports.
+/// The planes: switch-connected components that some CA joins with ports in
+/// two or more of them (the components a subnet manager's discovery reaches
+/// from different ports of one adapter), as the first switch of each. Empty
+/// when no CA spans components: a switch or leaf cut off by a failure is not
+/// a plane, just unreachable.
 fn switch_planes(flat: &fabric::FlatFabric) -> Vec<fabric::NodeId> {
     use fabric::{NodeId, NodeKind};
     let n = flat.num_nodes();
-    let mut seen = vec![false; n];
+    let mut comp = vec![u32::MAX; n];
     let mut firsts = Vec::new();
     for start in 0..n {
         let s = NodeId(start as u32);
-        if seen[start] || flat.kind(s) != NodeKind::Switch {
+        if comp[start] != u32::MAX || flat.kind(s) != NodeKind::Switch {
             continue;
         }
+        let c = firsts.len() as u32;
         firsts.push(s);
-        seen[start] = true;
+        comp[start] = c;
         let mut stack = vec![s];
         while let Some(v) = stack.pop() {
             for a in flat.neighbors(v) {
-                if !seen[a.peer.idx()] && flat.kind(a.peer) == NodeKind::Switch {
-                    seen[a.peer.idx()] = true;
+                if comp[a.peer.idx()] == u32::MAX && flat.kind(a.peer) == NodeKind::Switch {
+                    comp[a.peer.idx()] = c;
                     stack.push(a.peer);
                 }
             }
         }
     }
-    firsts
+    let mut joined = std::collections::BTreeSet::new();
+    for v in 0..n {
+        if flat.kind(NodeId(v as u32)) == NodeKind::Switch {
+            continue;
+        }
+        let comps: std::collections::BTreeSet<u32> = flat
+            .neighbors(NodeId(v as u32))
+            .iter()
+            .filter(|a| flat.kind(a.peer) == NodeKind::Switch)
+            .map(|a| comp[a.peer.idx()])
+            .collect();
+        if comps.len() > 1 {
+            joined.extend(comps);
+        }
+    }
+    joined.into_iter().map(|c| firsts[c as usize]).collect()
 }
 
 /// Read a GUID list file (OpenSM `root_guid_file` / `cn_guid_file`: one GUID per line,

@@ -16,8 +16,12 @@ use super::CliError;
 enum EngineArg {
     /// Max-min fair flows on the SM's routes (seconds at 32k GPUs).
     Flow,
-    /// The InfiniBand packet simulator (minutes beyond a few hundred GPUs).
+    /// The fabric's packet simulator (minutes beyond a few hundred GPUs).
     Packet,
+    /// As `compare` prices RoCEv2: operations whose messages are at most 16 MiB
+    /// packet by packet at full size, larger ones as flows times the packet
+    /// level's slowdown on messages scaled to 512 KiB.
+    Hybrid,
 }
 
 /// `--fabric`'s values.
@@ -86,6 +90,11 @@ pub struct TrainCmd {
     /// level only).
     #[arg(long, value_enum, default_value_t = FabricArg::Infiniband)]
     fabric: FabricArg,
+    /// RoCEv2: a misconfigured switch, by name (e.g. su0-rail0), whose map sends
+    /// the RDMA DSCP to a lossy class: it drops instead of pausing. Repeatable;
+    /// priced at packet level (--engine packet or hybrid).
+    #[arg(long = "lossy-hop", value_name = "SWITCH")]
+    lossy_hops: Vec<String>,
     /// Seed of the packet simulator, of a fragmented placement's churn and of the
     /// Ethernet switches' ECMP hash.
     #[arg(long, default_value_t = 1)]
@@ -127,11 +136,17 @@ impl TrainCmd {
                 FabricArg::Rocev2Lossy => lab::train::TrainFabric::Rocev2Lossy,
             },
             hash_seed: self.seed as u32,
+            lossy_hops: self.lossy_hops.clone(),
             ..TrainCluster::default()
         };
         let pricing = match self.engine {
             EngineArg::Flow => Pricing::Flow,
             EngineArg::Packet => Pricing::Packet,
+            // compare's default (`training.packet_cap_bytes`, `packet_full_bytes`)
+            EngineArg::Hybrid => Pricing::Hybrid {
+                cap: 512 << 10,
+                full: 16 << 20,
+            },
         };
         if aicb {
             if !self.more.is_empty() {

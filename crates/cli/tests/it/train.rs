@@ -202,3 +202,64 @@ fn train_runs_an_aicb_workload_and_its_bytes_per_rank_match_the_file() {
     assert_eq!(o.status.code(), Some(2), "{}", err(&o));
     assert!(err(&o).contains("w.txt:3"), "{}", err(&o));
 }
+
+/// A misconfigured RoCEv2 hop in `train`: the rail-0 leaf of a 64-GPU MoE job
+/// maps the RDMA DSCP to a lossy class. Priced as `compare` prices RoCEv2
+/// (hybrid), the iteration goes from 1.50 s to 19.97 s at seed 1 (the expert
+/// all-to-all 2.41 → 74.5 ms). A name that is no switch, or a lossy hop on
+/// InfiniBand, is refused by name.
+#[test]
+fn train_prices_a_misconfigured_roce_hop_and_names_a_bad_one() {
+    let job = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/moe-64.toml")
+        .display()
+        .to_string();
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "train",
+            &job,
+            "--servers-per-su",
+            "8",
+            "--fabric",
+            "rocev2",
+            "--engine",
+            "hybrid",
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        rdmalab(&args, None)
+    };
+    let total = |o: &std::process::Output| -> f64 {
+        assert!(o.status.success(), "{}", err(o));
+        let v: serde_json::Value = serde_json::from_str(&out(o)).unwrap();
+        v["fabric"]["total_s"].as_f64().unwrap()
+    };
+    let tuned = total(&run(&[]));
+    let lossy = run(&["--lossy-hop", "su0-rail0"]);
+    let v: serde_json::Value = serde_json::from_str(&out(&lossy)).unwrap();
+    assert!(
+        v["cluster"].as_str().unwrap().ends_with("RDMA DSCP lossy on su0-rail0"),
+        "{}",
+        v["cluster"]
+    );
+    let mis = total(&lossy);
+    assert!((tuned - 1.501).abs() < 0.01, "{tuned}");
+    assert!((mis - 19.97).abs() < 0.1, "{mis}");
+    let bad = run(&["--lossy-hop", "su9-rail0"]);
+    assert!(!bad.status.success());
+    assert!(
+        err(&bad).contains("\"su9-rail0\" is not a switch of this cluster"),
+        "{}",
+        err(&bad)
+    );
+    let ib = rdmalab(
+        &["train", &job, "--servers-per-su", "8", "--lossy-hop", "su0-rail0"],
+        None,
+    );
+    assert!(!ib.status.success());
+    assert!(
+        err(&ib).contains("InfiniBand's credits have no such class"),
+        "{}",
+        err(&ib)
+    );
+}

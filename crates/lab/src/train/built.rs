@@ -60,6 +60,12 @@ impl Built {
         .map_err(TrainError::Cluster)?;
         let routed = std::time::Instant::now();
         let routing = match cluster.fabric {
+            TrainFabric::Infiniband if !cluster.lossy_hops.is_empty() => {
+                return Err(TrainError::Jobs(format!(
+                    "--lossy-hop {}: a lossy hop is a RoCEv2 misconfiguration (the RDMA DSCP mapped to a lossy class); InfiniBand's credits have no such class",
+                    cluster.lossy_hops.join(", ")
+                )));
+            }
             TrainFabric::Infiniband => {
                 let o = sm::run::RunOptions {
                     engines: vec![sm::routing::EngineKind::Ftree, sm::routing::EngineKind::UpDn],
@@ -76,7 +82,7 @@ impl Built {
                     TrainFabric::Rocev2PfcOnly => (true, false),
                     _ => (false, true),
                 };
-                let cfg = crate::compare::roce_variant_config(
+                let mut cfg = crate::compare::roce_variant_config(
                     &fabric,
                     cluster.nic_gbps,
                     u64::from(cluster.hash_seed),
@@ -84,6 +90,16 @@ impl Built {
                     dcqcn,
                 )
                 .map_err(|e| TrainError::Jobs(e.to_string()))?;
+                for h in &cluster.lossy_hops {
+                    let sw = crate::cluster::switch_named(&fabric, h).ok_or_else(|| {
+                        TrainError::Jobs(format!(
+                            "--lossy-hop {h:?} is not a switch of this cluster (its leaves are named like {:?}, its spines like {:?})",
+                            fabric.nodes.iter().find(|n| n.kind == fabric::NodeKind::Switch).map_or("", |n| n.name.as_str()),
+                            fabric.nodes.iter().rev().find(|n| n.kind == fabric::NodeKind::Switch).map_or("", |n| n.name.as_str()),
+                        ))
+                    })?;
+                    cfg.switch.lossy_rdma_switches.push(sw);
+                }
                 BuiltRouting::Eth(
                     ethcp::EcmpTable::build(&fabric, cfg.routing.ecmp_convergence.as_ps()),
                     cfg.routing.hash,
@@ -102,8 +118,13 @@ impl Built {
 
     /// The cluster in words, as the report prints it.
     pub(super) fn describe(&self, cluster: &TrainCluster) -> String {
+        let lossy = if cluster.lossy_hops.is_empty() {
+            String::new()
+        } else {
+            format!(", RDMA DSCP lossy on {}", cluster.lossy_hops.join(", "))
+        };
         format!(
-            "{} unit(s) × {} servers × {} GPUs, {} {} Gb/s, radix {}{}",
+            "{} unit(s) × {} servers × {} GPUs, {} {} Gb/s, radix {}{}{lossy}",
             self.sus,
             self.per_su,
             cluster.gpus_per_server.max(1),
