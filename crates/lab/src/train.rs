@@ -985,6 +985,8 @@ fn train_run(
 
 mod aicb;
 pub use aicb::{ImportError, run_aicb};
+mod chakra;
+pub use chakra::{ChakraError, run_chakra};
 
 #[cfg(test)]
 mod tests;

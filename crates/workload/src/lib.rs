@@ -13,6 +13,7 @@
 //! - [`aicb`]: AICB/SimAI workload files read into the same operations.
 
 pub mod aicb;
+pub mod chakra;
 pub mod comm;
 pub mod gpu;
 pub mod iteration;

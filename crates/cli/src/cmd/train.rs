@@ -105,21 +105,9 @@ pub struct TrainCmd {
 }
 
 impl TrainCmd {
-    pub fn exec(self) -> Result<(), CliError> {
-        let path = self.job.display().to_string();
-        let text = std::fs::read_to_string(&self.job).with_context(|| format!("read the job file {path}"))?;
-        let aicb = text
-            .split_whitespace()
-            .next()
-            .is_some_and(|w| !w.is_empty() && w.chars().all(|c| c.is_ascii_uppercase() || c == '_'));
-        if let Some(e) = self.efficiency
-            && !(e > 0.0 && e <= 1.0)
-        {
-            return Err(CliError::bad_input(format!(
-                "--efficiency {e}: expected a fraction of the peak in (0, 1]"
-            )));
-        }
-        let cluster = TrainCluster {
+    /// The cluster the flags describe.
+    fn cluster(&self) -> TrainCluster {
+        TrainCluster {
             sus: self.sus,
             servers_per_su: self.servers_per_su,
             leaf_uplinks: self.leaf_uplinks,
@@ -138,8 +126,12 @@ impl TrainCmd {
             hash_seed: self.seed as u32,
             lossy_hops: self.lossy_hops.clone(),
             ..TrainCluster::default()
-        };
-        let pricing = match self.engine {
+        }
+    }
+
+    /// What prices the network operations.
+    fn pricing(&self) -> Pricing {
+        match self.engine {
             EngineArg::Flow => Pricing::Flow,
             EngineArg::Packet => Pricing::Packet,
             // compare's default (`training.packet_cap_bytes`, `packet_full_bytes`)
@@ -147,7 +139,57 @@ impl TrainCmd {
                 cap: 512 << 10,
                 full: 16 << 20,
             },
+        }
+    }
+
+    /// A Chakra execution trace (`<prefix>.<rank>.et`, every rank's file
+    /// beside it): its collectives and compute on the cluster.
+    fn chakra(&self, path: &str) -> Result<(), CliError> {
+        if !self.more.is_empty() {
+            return Err(CliError::bad_input(format!(
+                "{path}: a trace runs alone; several jobs at once are model jobs (TOML)"
+            )));
+        }
+        if self.efficiency.is_some() {
+            return Err(CliError::bad_input(format!(
+                "{path}: a trace gives its compute times; --efficiency applies to model jobs only"
+            )));
+        }
+        let trace = workload::chakra::Trace::read(&self.job).map_err(|e| CliError::bad_input(e.to_string()))?;
+        let cluster = self.cluster();
+        let run = match lab::train::run_chakra(&trace, &cluster, self.pricing(), self.seed) {
+            Ok(r) => r,
+            Err(lab::train::ChakraError::Trace(e)) => return Err(CliError::bad_input(e.to_string())),
+            Err(lab::train::ChakraError::Train(e)) => return Err(e.into()),
         };
+        let out = if self.json {
+            report::json(&run)?
+        } else {
+            report::train::text(&run)
+        };
+        std::io::stdout().write_all(out.as_bytes())?;
+        Ok(())
+    }
+
+    pub fn exec(self) -> Result<(), CliError> {
+        let path = self.job.display().to_string();
+        if path.ends_with(".et") {
+            return self.chakra(&path);
+        }
+        let text = std::fs::read_to_string(&self.job).with_context(|| format!("read the job file {path}"))?;
+        let aicb = text
+            .split_whitespace()
+            .next()
+            .is_some_and(|w| !w.is_empty() && w.chars().all(|c| c.is_ascii_uppercase() || c == '_'));
+        if let Some(e) = self.efficiency
+            && !(e > 0.0 && e <= 1.0)
+        {
+            return Err(CliError::bad_input(format!(
+                "--efficiency {e}: expected a fraction of the peak in (0, 1]"
+            )));
+        }
+        let cluster = self.cluster();
+        let pricing = self.pricing();
         if aicb {
             if !self.more.is_empty() {
                 return Err(CliError::bad_input(format!(

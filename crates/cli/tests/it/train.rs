@@ -263,3 +263,65 @@ fn train_prices_a_misconfigured_roce_hop_and_names_a_bad_one() {
         err(&ib)
     );
 }
+
+fn chakra(rel: &str) -> String {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../workload/tests/data/chakra")
+        .join(rel)
+        .to_str()
+        .unwrap()
+        .to_string()
+}
+
+/// Chakra execution traces in the upstream format run on the fabric, and the
+/// bytes one rank sends equal what the files list: ASTRA-sim's 4-NPU 1 MB
+/// all-reduce (a ring sends 2·3/4 of it), and the eight-rank mixed trace of
+/// make.py (all-to-all 16 MiB, reduce-scatter 64 MiB, all-gather 8 MiB from
+/// each rank, all-reduce 4 MiB). Its iteration is the critical path: forward
+/// 2 ms, dispatch, backward 4 ms, reduce-scatter, all-gather.
+#[test]
+fn train_runs_chakra_traces_and_their_bytes_per_rank_match_the_files() {
+    let mib = f64::from(1u32 << 20);
+    for (file, want) in [
+        ("all_reduce_4npus_1MB/all_reduce.0.et", 2.0 * 3.0 / 4.0 * mib),
+        (
+            "mixed_8npus/mixed.5.et",
+            7.0 / 8.0 * (16.0 * mib + 64.0 * mib + 8.0 * 8.0 * mib) + 2.0 * 7.0 / 8.0 * 4.0 * mib,
+        ),
+    ] {
+        let o = rdmalab(&["train", &chakra(file), "--fabric", "rocev2", "--json"], None);
+        assert!(o.status.success(), "{file}: {}", err(&o));
+        let j: serde_json::Value = serde_json::from_str(&out(&o)).unwrap();
+        let got: f64 = j["bytes_per_rank"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| b["network"].as_f64().unwrap() + b["nvlink"].as_f64().unwrap())
+            .sum();
+        assert_eq!(got, want, "{file}");
+        if file.starts_with("mixed") {
+            let op = |label: &str| {
+                j["ops"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|o| o["op"]["label"] == label)
+                    .unwrap()["fabric_s"]
+                    .as_f64()
+                    .unwrap()
+            };
+            let path = 0.002 + op("moe_dispatch") + 0.004 + op("grad_reduce_scatter") + op("param_all_gather");
+            let total = j["fabric"]["total_s"].as_f64().unwrap();
+            assert!((total - path).abs() < 1e-12, "{total} against {path}");
+            assert_eq!(j["gpus"], 8);
+        }
+    }
+    // a rank's file missing is named
+    let dir = tempfile::tempdir().unwrap();
+    let bytes = std::fs::read(chakra("mixed_8npus/mixed.0.et")).unwrap();
+    std::fs::write(dir.path().join("x.0.et"), &bytes).unwrap();
+    std::fs::write(dir.path().join("x.2.et"), &bytes).unwrap();
+    let o = rdmalab(&["train", dir.path().join("x.0.et").to_str().unwrap()], None);
+    assert!(!o.status.success());
+    assert!(err(&o).contains("x.1.et is missing"), "{}", err(&o));
+}

@@ -1,6 +1,7 @@
 //! Integration tests of `rdmalab-workload`, one binary.
 
 mod aicb;
+mod chakra;
 mod iteration;
 mod jobs;
 mod models;
