@@ -285,6 +285,7 @@ fn run_one(
                 dcqcn,
                 ecn,
                 lossy_hops,
+                ..
             } => {
                 let cfg = roce_config(s, v, &eth_fabric, *pfc, *dcqcn, *ecn, lossy_hops)?;
                 let bring_up = roce_bring_up(*pfc, *dcqcn, *ecn, lossy_hops);
@@ -306,6 +307,7 @@ fn run_one(
                 dcqcn: Some(sim::roce::dcqcn::Profile::NvidiaCx),
                 ecn: true,
                 lossy_hops: Vec::new(),
+                retransmit_timeout_us: None,
             },
         };
         (driver.progress)(Progress {
@@ -670,6 +672,7 @@ pub(crate) fn roce_variant_config(
             dcqcn: dcqcn.then_some(sim::roce::dcqcn::Profile::NvidiaCx),
             ecn: dcqcn,
             lossy_hops: Vec::new(),
+            retransmit_timeout_us: None,
         },
     };
     roce_config(
@@ -745,6 +748,14 @@ fn roce_config(
         seed: s.seed,
         ..RoceConfig::default()
     };
+    let mut cfg = cfg;
+    if let VariantFabric::Rocev2 {
+        retransmit_timeout_us: Some(us),
+        ..
+    } = &v.fabric
+    {
+        cfg.nic.rto = sim::Time::us(*us);
+    }
     Ok(cfg)
 }
 

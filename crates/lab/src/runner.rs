@@ -696,7 +696,9 @@ pub struct RoceNet<'a> {
 }
 
 /// Longest stretch of simulated time [`RoceNet::advance`] runs without a delivery
-/// before it reports the network as stalled (1 s).
+/// before it reports the network as stalled: 1 s, or four of the NICs'
+/// retransmit timeouts if that is longer (a stall must outlast the NICs' own
+/// recovery from a tail drop).
 const ROCE_STALL_PS: u64 = 1_000_000_000_000;
 
 impl<'a> RoceNet<'a> {
@@ -743,7 +745,8 @@ impl Network for RoceNet<'_> {
 
     fn advance(&mut self, until_ps: u64) -> Result<NetStep, RunError> {
         use sim::roce::net::RoceStatus;
-        let cap = self.sim.now().0.saturating_add(ROCE_STALL_PS);
+        let stall = ROCE_STALL_PS.max(self.sim.config().nic.rto.0.saturating_mul(4));
+        let cap = self.sim.now().0.saturating_add(stall);
         let st = self.sim.run(Time(until_ps.min(cap)));
         let out: Vec<Delivered> = self
             .sim

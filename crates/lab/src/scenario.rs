@@ -373,6 +373,13 @@ pub enum VariantFabric {
         /// Switch names where the RDMA DSCP is mapped to a lossy class.
         #[serde(default)]
         lossy_hops: Vec<String>,
+        /// The NICs' go-back-N retransmit timeout, µs (`None`: the NIC model's
+        /// 500 µs). NCCL sets the QPs' local ACK timeout from
+        /// `NCCL_IB_TIMEOUT` (4.096 µs · 2^n; n = 20 by default, about 4.3 s;
+        /// IBA vol. 1 §9.7.6.1.3); ConnectX's adaptive retransmission starts
+        /// lower. It decides what a tail drop costs.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        retransmit_timeout_us: Option<u64>,
     },
     /// TCP over IPoIB on the InfiniBand fabric.
     Ipoib,
@@ -551,6 +558,7 @@ impl Scenario {
                         dcqcn: Some(Profile::NvidiaCx),
                         ecn: true,
                         lossy_hops: vec![],
+                        retransmit_timeout_us: None,
                     },
                 },
                 Variant {
@@ -561,6 +569,7 @@ impl Scenario {
                         dcqcn: None,
                         ecn: false,
                         lossy_hops: vec![],
+                        retransmit_timeout_us: None,
                     },
                 },
                 Variant {
@@ -571,6 +580,7 @@ impl Scenario {
                         dcqcn: Some(Profile::NvidiaCx),
                         ecn: true,
                         lossy_hops: vec!["rail0".into()],
+                        retransmit_timeout_us: None,
                     },
                 },
                 Variant {
@@ -581,6 +591,7 @@ impl Scenario {
                         dcqcn: Some(Profile::NvidiaCx),
                         ecn: true,
                         lossy_hops: vec![],
+                        retransmit_timeout_us: None,
                     },
                 },
                 Variant {
@@ -784,6 +795,19 @@ impl Scenario {
                 reason,
             })
         };
+        for (i, v) in self.variants.iter().enumerate() {
+            if let VariantFabric::Rocev2 {
+                retransmit_timeout_us: Some(us),
+                ..
+            } = &v.fabric
+                && !(1..=10_000_000).contains(us)
+            {
+                return bad(
+                    &format!("variants[{i}].fabric.retransmit_timeout_us"),
+                    format!("{us} µs: expected 1 µs to 10 s (NCCL_IB_TIMEOUT 20 gives about 4.3 s)"),
+                );
+            }
+        }
         if let Some(p) = self.advisor.misconfig_risk
             && !(0.0..=1.0).contains(&p)
         {

@@ -89,6 +89,7 @@ pub fn perftest(
                 dcqcn,
                 ecn,
                 lossy_hops,
+                ..
             },
         ) => {
             let nic = Nic::of(None, None, &crate::endpoints::ROCE_NIC);

@@ -301,6 +301,7 @@ pub(super) fn run(
                 dcqcn,
                 ecn,
                 lossy_hops,
+                ..
             } => {
                 let mut cfg = roce_config(s, v, eth, *pfc, *dcqcn, *ecn, lossy_hops)?;
                 cfg.nic.payload_ppm = roce_nic.payload_ppm;
@@ -358,6 +359,18 @@ pub(super) fn run(
     }))
 }
 
+/// An error and its sources, joined: what the user needs to see of why.
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        out.push_str(": ");
+        out.push_str(&c.to_string());
+        cur = c.source();
+    }
+    out
+}
+
 fn refused(v: &Variant, why: String) -> TrainingVariant {
     TrainingVariant {
         id: v.id.clone(),
@@ -409,7 +422,7 @@ fn run_variant(
     };
     let fail = |e: crate::train::PlaceError| CompareError::Variant {
         variant: v.id.clone(),
-        message: format!("training: {e}"),
+        message: format!("training: {}", chain(&e)),
     };
     fn net<'a>(
         (fabric, route, seed): (&'a Fabric, Route<'a>, u64),
@@ -431,7 +444,7 @@ fn run_variant(
         Routed::Eth(..) if s.workload.background_tcp_load > 0.0 => {
             let nics = NicMap::from_fabric(eth).map_err(|e| CompareError::Variant {
                 variant: v.id.clone(),
-                message: format!("training: {e}"),
+                message: format!("training: {}", chain(&e)),
             })?;
             super::background_tcp_flows(&nics, s.workload.background_tcp_load, s.cluster.nic_gbps)
         }

@@ -143,6 +143,11 @@ pub const FIELDS: &[(&str, &str, &str)] = &[
         "RoCEv2: switches that map the RDMA DSCP to a lossy class",
     ),
     (
+        "variants[].fabric.retransmit_timeout_us",
+        "µs, 1 to 10,000,000; default 500",
+        "RoCEv2: the NICs' go-back-N retransmit timeout, what a tail drop costs (NCCL_IB_TIMEOUT n gives 4.096 µs · 2^n, about 4.3 s at the default 20)",
+    ),
+    (
         "advisor.skills",
         "infiniband | ethernet | both | neither",
         "what the network team knows",

@@ -591,6 +591,11 @@ const PREFETCH_AHEAD: usize = 2;
 const NO_ROUTE: u8 = u8::MAX;
 
 impl RoceSim {
+    /// The configuration it was built with.
+    pub fn config(&self) -> &RoceConfig {
+        &self.cfg
+    }
+
     /// Threads the last run was split over (1 if it was not split).
     pub fn last_threads(&self) -> usize {
         self.threads_used
