@@ -791,7 +791,7 @@ pub fn published_efficiency() -> (f64, String) {
 }
 
 mod built;
-use built::{Built, BuiltRouting};
+use built::Built;
 
 fn engine_name(p: Pricing) -> &'static str {
     match p {
@@ -958,10 +958,7 @@ fn train_run(
         ),
         cluster: built.describe(cluster),
         placement: describe_placement(cluster.placement, placed, built.per_su as usize),
-        routed_by: match &built.routing {
-            BuiltRouting::Ib(_) => "the SM (ftree)".into(),
-            BuiltRouting::Eth(_, h, _) => format!("ECMP over shortest paths, a per-QP hash of seed {}", h.seed),
-        },
+        routed_by: built.routed_by(),
         beside: String::new(),
         servers: built.sus * built.per_su,
         switches: built.fabric.count(fabric::NodeKind::Switch) as u32,

@@ -81,26 +81,13 @@ pub fn run_aicb(
         micro_batch: 1,
         router_skew: 1.0,
     };
-    let built = Built::new(cluster, Built::units(cluster, gpus))?;
+    let Imported {
+        built,
+        placed,
+        priced,
+        price,
+    } = Imported::price(cluster, &job, &ops, pricing, seed)?;
     let (f, route_s) = (&built.fabric, built.route_s);
-    let placed = cluster.placement.servers(
-        (built.sus * built.per_su) as usize,
-        built.per_su as usize,
-        gpus.div_ceil(cluster.gpus_per_server.max(1)) as usize,
-        seed,
-    );
-    let fab = FabricNetwork::placed(f, built.route(), &job, pricing, seed, &placed).map_err(TrainError::Place)?;
-    fab.price_ops(&ops).map_err(TrainError::Place)?;
-    let ideal_net = fab.ideal;
-    let priced: Vec<OpPrice> = ops
-        .iter()
-        .map(|op| OpPrice {
-            op: op.clone(),
-            ideal_s: ideal_net.op_time_s(op),
-            fabric_s: fab.op_time_s(op),
-            on_fabric: !fab.contention_free().contains(&op.label),
-        })
-        .collect();
     let ns = |x: u64| x as f64 * 1e-9;
     let fwd_c: f64 = w.layers.iter().map(|l| ns(l.fwd.compute_ns)).sum();
     let bwd_c: f64 = w.layers.iter().map(|l| ns(l.ig.compute_ns + l.wg.compute_ns)).sum();
@@ -146,7 +133,6 @@ pub fn run_aicb(
             Link::NvLink => e.2 += b,
         }
     }
-    let e = fab.effort();
     Ok(TrainRun {
         job: w.file.clone(),
         model: format!("SimAI/AICB workload, {:?}, {} layer lines", h.policy, w.layers.len()),
@@ -154,10 +140,7 @@ pub fn run_aicb(
         parallel: format!("tp {} · pp {} · dp {dp} · ep {} · ga {m}", p.tp, p.pp, p.ep),
         cluster: built.describe(cluster),
         placement: describe_placement(cluster.placement, &placed, built.per_su as usize),
-        routed_by: match built.routing {
-            BuiltRouting::Ib(_) => "the SM (ftree)".into(),
-            BuiltRouting::Eth(_, h, _) => format!("ECMP over shortest paths, a per-QP hash of seed {}", h.seed),
-        },
+        routed_by: built.routed_by(),
         beside: String::new(),
         servers: built.sus * built.per_su,
         switches: f.count(fabric::NodeKind::Switch) as u32,
@@ -173,11 +156,64 @@ pub fn run_aicb(
         fabric: on_fabric,
         build_s: wall.elapsed().as_secs_f64(),
         route_s,
-        price: PriceEffortOut {
+        price,
+    })
+}
+
+/// An imported workload's job placed on its cluster and its operations priced.
+pub(super) struct Imported {
+    pub(super) built: Built,
+    /// The servers it took.
+    pub(super) placed: Vec<usize>,
+    /// Every operation on the ideal network and on the fabric.
+    pub(super) priced: Vec<OpPrice>,
+    /// What the pricing took.
+    pub(super) price: PriceEffortOut,
+}
+
+impl Imported {
+    /// Build `cluster` for `job`, place it by `cluster.placement` and price
+    /// `ops` on the fabric.
+    pub(super) fn price(
+        cluster: &TrainCluster,
+        job: &Job,
+        ops: &[CommOp],
+        pricing: Pricing,
+        seed: u64,
+    ) -> Result<Imported, TrainError> {
+        let built = Built::new(cluster, Built::units(cluster, job.gpus))?;
+        let placed = cluster.placement.servers(
+            (built.sus * built.per_su) as usize,
+            built.per_su as usize,
+            job.gpus.div_ceil(cluster.gpus_per_server.max(1)) as usize,
+            seed,
+        );
+        let fab = FabricNetwork::placed(&built.fabric, built.route(), job, pricing, seed, &placed)
+            .map_err(TrainError::Place)?;
+        fab.price_ops(ops).map_err(TrainError::Place)?;
+        let ideal_net = fab.ideal;
+        let priced = ops
+            .iter()
+            .map(|op| OpPrice {
+                op: op.clone(),
+                ideal_s: ideal_net.op_time_s(op),
+                fabric_s: fab.op_time_s(op),
+                on_fabric: !fab.contention_free().contains(&op.label),
+            })
+            .collect();
+        let e = fab.effort();
+        let price = PriceEffortOut {
             ops_run: e.ops_run,
             messages: e.messages,
             events: e.events,
             wall_s: e.wall_s,
-        },
-    })
+        };
+        drop(fab);
+        Ok(Imported {
+            built,
+            placed,
+            priced,
+            price,
+        })
+    }
 }

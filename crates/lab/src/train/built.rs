@@ -116,6 +116,14 @@ impl Built {
         })
     }
 
+    /// How the fabric was routed, in words.
+    pub(super) fn routed_by(&self) -> String {
+        match &self.routing {
+            BuiltRouting::Ib(_) => "the SM (ftree)".into(),
+            BuiltRouting::Eth(_, h, _) => format!("ECMP over shortest paths, a per-QP hash of seed {}", h.seed),
+        }
+    }
+
     /// The cluster in words, as the report prints it.
     pub(super) fn describe(&self, cluster: &TrainCluster) -> String {
         let lossy = if cluster.lossy_hops.is_empty() {

@@ -47,26 +47,13 @@ pub fn run_chakra(
         micro_batch: 1,
         router_skew: 1.0,
     };
-    let built = Built::new(cluster, Built::units(cluster, gpus))?;
+    let super::aicb::Imported {
+        built,
+        placed,
+        priced,
+        price,
+    } = super::aicb::Imported::price(cluster, &job, &ops, pricing, seed)?;
     let (f, route_s) = (&built.fabric, built.route_s);
-    let placed = cluster.placement.servers(
-        (built.sus * built.per_su) as usize,
-        built.per_su as usize,
-        gpus.div_ceil(cluster.gpus_per_server.max(1)) as usize,
-        seed,
-    );
-    let fab = FabricNetwork::placed(f, built.route(), &job, pricing, seed, &placed).map_err(TrainError::Place)?;
-    fab.price_ops(&ops).map_err(TrainError::Place)?;
-    let ideal_net = fab.ideal;
-    let priced: Vec<OpPrice> = ops
-        .iter()
-        .map(|op| OpPrice {
-            op: op.clone(),
-            ideal_s: ideal_net.op_time_s(op),
-            fabric_s: fab.op_time_s(op),
-            on_fabric: !fab.contention_free().contains(&op.label),
-        })
-        .collect();
     let compute: f64 = steps
         .iter()
         .map(|s| match s.work {
@@ -99,7 +86,6 @@ pub fn run_chakra(
         .iter()
         .map(|op| (op.kind.bus_factor(op.ranks) * op.bytes as f64).round() as u64 * op.count)
         .sum();
-    let e = fab.effort();
     Ok(TrainRun {
         job: t.prefix.clone(),
         model: format!(
@@ -112,10 +98,7 @@ pub fn run_chakra(
         parallel: format!("every collective over all {gpus} ranks"),
         cluster: built.describe(cluster),
         placement: describe_placement(cluster.placement, &placed, built.per_su as usize),
-        routed_by: match built.routing {
-            BuiltRouting::Ib(_) => "the SM (ftree)".into(),
-            BuiltRouting::Eth(_, h, _) => format!("ECMP over shortest paths, a per-QP hash of seed {}", h.seed),
-        },
+        routed_by: built.routed_by(),
         beside: String::new(),
         servers: built.sus * built.per_su,
         switches: f.count(fabric::NodeKind::Switch) as u32,
@@ -132,11 +115,6 @@ pub fn run_chakra(
         fabric: on_fabric,
         build_s: wall.elapsed().as_secs_f64(),
         route_s,
-        price: PriceEffortOut {
-            ops_run: e.ops_run,
-            messages: e.messages,
-            events: e.events,
-            wall_s: e.wall_s,
-        },
+        price,
     })
 }
