@@ -134,6 +134,20 @@ pub enum Error {
         /// Ranks found (the highest plus one).
         n: u32,
     },
+    /// A rank whose collectives differ from rank 0's.
+    #[error(
+        "{file}: collective {index} (in dependency order) is {got}, rank 0's is {want}: every rank of a trace runs the same collectives"
+    )]
+    Mismatch {
+        /// The rank's file.
+        file: String,
+        /// Which collective, from 0.
+        index: usize,
+        /// This rank's.
+        got: String,
+        /// Rank 0's.
+        want: String,
+    },
     /// A node this reader cannot turn into work.
     #[error("{file}: node {id} ({name:?}): {why}")]
     Node {
@@ -282,10 +296,10 @@ impl Trace {
         let mut ops: Vec<CommOp> = Vec::new();
         let mut steps = Vec::new();
         let mut colls: Vec<Vec<(CommKind, u64)>> = Vec::with_capacity(self.ranks.len());
-        for rt in &self.ranks {
+        for (r, rt) in self.ranks.iter().enumerate() {
             let mut list = Vec::new();
             let order = topo_order(rt)?;
-            let first = std::ptr::eq(rt, &self.ranks[0]);
+            let first = r == 0;
             // node index -> step index (rank 0)
             let mut step_of = vec![usize::MAX; rt.nodes.len()];
             let by_id: BTreeMap<u64, usize> = rt.nodes.iter().enumerate().map(|(i, n)| (n.id, i)).collect();
@@ -377,15 +391,15 @@ impl Trace {
             colls.push(list);
         }
         for (r, list) in colls.iter().enumerate().skip(1) {
-            if list != &colls[0] {
-                return Err(Error::Node {
+            if let Some(k) = (0..list.len().max(colls[0].len())).find(|&k| list.get(k) != colls[0].get(k)) {
+                let show = |c: Option<&(CommKind, u64)>| {
+                    c.map_or("nothing".to_string(), |(kind, b)| format!("{kind:?} of {b} B"))
+                };
+                return Err(Error::Mismatch {
                     file: self.ranks[r].file.clone(),
-                    id: 0,
-                    name: String::new(),
-                    why: format!(
-                        "its collectives {list:?} differ from rank 0's {:?}: every rank of a trace runs the same collectives",
-                        colls[0]
-                    ),
+                    index: k,
+                    got: show(list.get(k)),
+                    want: show(colls[0].get(k)),
                 });
             }
         }

@@ -85,4 +85,28 @@ fn bad_traces_are_refused_by_file_and_byte() {
     assert!(e.contains("t.2.et is missing") && e.contains("ranks 0..4"), "{e}");
     let e = Trace::read(&dir.path().join("trace.et")).unwrap_err().to_string();
     assert!(e.contains("named <prefix>.<rank>.et"), "{e}");
+    // rank 1 of ASTRA-sim's all-reduce with comm_size 2 MiB: its varint 80 80 40
+    // (1 MiB, bytes 78-80) becomes 80 80 80 01, so the attribute's length (byte
+    // 65) and the Node's (byte 8) grow by one
+    let astra = std::fs::read(data("all_reduce_4npus_1MB/all_reduce.0.et")).unwrap();
+    assert_eq!(
+        (astra[8], astra[65], &astra[78..]),
+        (0x48, 0x0f, &[0x80, 0x80, 0x40][..])
+    );
+    let mut other = astra[..80].to_vec();
+    other.extend_from_slice(&[0x80, 0x01]);
+    other[8] += 1;
+    other[65] += 1;
+    for r in 0..4 {
+        let b = if r == 1 { &other } else { &astra };
+        std::fs::write(dir.path().join(format!("ar.{r}.et")), b).unwrap();
+    }
+    let t = Trace::read(&dir.path().join("ar.0.et")).unwrap();
+    let e = t.ops().unwrap_err().to_string();
+    assert!(
+        e.contains(
+            "ar.1.et: collective 0 (in dependency order) is AllReduce of 2097152 B, rank 0's is AllReduce of 1048576 B"
+        ),
+        "{e}"
+    );
 }
