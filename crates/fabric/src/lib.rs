@@ -27,6 +27,7 @@ pub mod flat;
 pub mod format;
 pub mod generate;
 pub mod model;
+pub mod planes;
 pub mod rate;
 pub mod summary;
 

@@ -49,6 +49,14 @@ pub enum PlaceError {
     /// The fabric's servers and NICs do not form rails.
     #[error("the fabric's servers do not form rails")]
     Rails(#[source] crate::runner::RunError),
+    /// A NIC with no port on one of the fabric's planes.
+    #[error("server {server}'s NIC {rail} has no port on this plane: every NIC needs a port on every plane")]
+    NoPort {
+        /// The server (index in the fabric).
+        server: usize,
+        /// Its NIC (rail).
+        rail: usize,
+    },
     /// The flow engine cannot price this fabric (it drops).
     #[error("the flow engine does not model {0}; price it with --engine packet")]
     FlowRefused(String),
@@ -126,6 +134,11 @@ pub struct FabricNetwork<'a> {
     routing: Route<'a>,
     job: &'a Job,
     nic_of_rank: Vec<NodeId>,
+    /// A NIC's further endpoints on this fabric (dual ToRs: its second
+    /// port), by its first ([`planes`]).
+    sides: BTreeMap<NodeId, Vec<NodeId>>,
+    /// Planes sharing every message: this fabric carries `1/share` of it.
+    share: u32,
     wire: WireModel,
     ideal: IdealNetwork,
     pricing: Pricing,
@@ -219,68 +232,6 @@ impl<'a> FabricNetwork<'a> {
             seed,
             &(0..servers).collect::<Vec<_>>(),
         )
-    }
-
-    /// Place `job` on `servers` of `fabric` (indices, in rank order: the job's
-    /// server `k` is `servers[k]`).
-    pub fn placed(
-        fabric: &'a Fabric,
-        routing: Route<'a>,
-        job: &'a Job,
-        pricing: Pricing,
-        seed: u64,
-        servers: &[usize],
-    ) -> Result<Self, PlaceError> {
-        // the training flows follow RoCEv1's layer-2 forwarding themselves
-        // (MAC-only hashing, `engines`); what else the flow engine leaves out
-        // still refuses
-        let l3 = |cfg: &sim::roce::net::RoceConfig| {
-            let mut c = cfg.clone();
-            c.routing.rocev1 = None;
-            c
-        };
-        if let (Route::Eth(_, _, cfg), Pricing::Flow) = (routing, pricing)
-            && let Some(why) = crate::flow_world::FlowWorld::refusal(&l3(cfg), false)
-        {
-            return Err(PlaceError::FlowRefused(why));
-        }
-        let nics = NicMap::from_fabric(fabric).map_err(PlaceError::Rails)?;
-        let g = nics.nic.first().map_or(0, Vec::len);
-        let usable = servers.iter().filter(|&&s| s < nics.nic.len()).count();
-        if (job.gpus as usize) > usable * g {
-            return Err(PlaceError::TooLarge {
-                gpus: job.gpus,
-                servers: usable,
-                nics: g,
-            });
-        }
-        let nic_of_rank = (0..job.gpus as usize)
-            .map(|r| nics.nic[servers[r / g]][r % g])
-            .collect();
-        let nic_gbs = fabric.links.first().map_or(50.0, |l| l.rate.data_bps() as f64 / 8e9);
-        Ok(FabricNetwork {
-            fabric,
-            routing,
-            job,
-            nic_of_rank,
-            wire: match routing {
-                Route::Ib(_) => crate::flow_world::ib_wire(&sim::IbConfig::default()),
-                Route::Eth(..) => engines::roce_wire(),
-            },
-            // what is not on the fabric crosses it at the NICs' rate
-            ideal: IdealNetwork::new(&job.gpu, nic_gbs),
-            pricing,
-            seed,
-            cache: RefCell::new(BTreeMap::new()),
-            fallback: RefCell::new(Vec::new()),
-            effort: RefCell::new(PriceEffort::default()),
-            background: Vec::new(),
-            qps: 1,
-            ib_cfg: sim::IbConfig::default(),
-            roce_nic: None,
-            tcp: None,
-            details: RefCell::new(BTreeMap::new()),
-        })
     }
 
     /// Stripe every connection's data over `qps` QPs (NCCL's
@@ -456,8 +407,11 @@ impl<'a> FabricNetwork<'a> {
     pub fn messages(&self, op: &CommOp, groups: &[Vec<u32>]) -> Vec<(NodeId, NodeId, u64)> {
         let mut out = Vec::new();
         let sent = op.sent() as u64;
+        // this plane's share of every byte (all of it on one plane)
+        let share = u64::from(self.share);
         let mut push = |a: u32, b: u32, bytes: u64| {
             let (na, nb) = (self.nic_of_rank[a as usize], self.nic_of_rank[b as usize]);
+            let bytes = bytes.div_ceil(share);
             if na != nb && bytes > 0 {
                 out.push((na, nb, bytes));
             }
@@ -509,8 +463,8 @@ impl<'a> FabricNetwork<'a> {
     /// Run every group's share of `op` at once; seconds to the last completion.
     fn run(&self, op: &CommOp, groups: &[Vec<u32>]) -> Result<f64, crate::runner::RunError> {
         let wall = std::time::Instant::now();
-        let msgs = lanes(&self.messages(op, groups), self.qps);
-        let bg = lanes(&self.background, self.qps);
+        let msgs = self.striped(&self.messages(op, groups));
+        let bg = self.striped(&self.background);
         let mut detail = OpDetail::default();
         let (ps, events) = match self.pricing {
             Pricing::Flow => {
@@ -613,8 +567,14 @@ pub struct TrainCluster {
     pub leaf_uplinks: Option<u32>,
     /// Switch radix.
     pub radix: u32,
-    /// NIC and port speed, Gb/s.
+    /// NIC speed, Gb/s: over all its ports (with planes or dual ToRs each
+    /// port carries its share: 400 over two planes is two 200G ports).
     pub nic_gbps: u32,
+    /// Independent planes, a port of every NIC on each (1: one fabric; 2:
+    /// Alibaba HPN's dual plane).
+    pub planes: u32,
+    /// Two ToRs per rail and unit in each plane, every NIC on both.
+    pub dual_tor: bool,
     /// Which servers the job gets.
     pub placement: Placement,
     /// InfiniBand or RoCEv2.
@@ -639,6 +599,8 @@ impl Default for TrainCluster {
             leaf_uplinks: None,
             radix: 64,
             nic_gbps: 400,
+            planes: 1,
+            dual_tor: false,
             placement: Placement::Packed,
             fabric: TrainFabric::Infiniband,
             hash_seed: 1,
@@ -708,6 +670,10 @@ pub struct TrainRun {
     pub routed_by: String,
     /// With several jobs at once: what this job's operations were priced beside.
     pub beside: String,
+    /// With several jobs at once on one plane at flow level: this job's
+    /// iterations in their joint schedule ([`joint`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub joint: Option<JointTime>,
     /// Switches in the cluster.
     pub switches: u32,
     /// The engine that priced the network operations.
@@ -792,6 +758,10 @@ pub fn published_efficiency() -> (f64, String) {
 
 mod built;
 use built::Built;
+mod planes;
+pub use planes::PlaneNets;
+pub mod joint;
+pub use joint::JointTime;
 
 fn engine_name(p: Pricing) -> &'static str {
     match p {
@@ -817,9 +787,11 @@ pub fn run_job(
 /// cluster holds them all (`cluster.sus`, else as few units as do), the jobs
 /// take their servers in turn by `cluster.placement`, and with more than one
 /// job each operation of a job is priced beside the other jobs' busiest
-/// network operation (the one moving the most bytes), started with it: the
-/// worst overlap of their steps, a bound rather than a schedule of both jobs.
-/// Several jobs are priced at flow level only.
+/// network operation (the one moving the most bytes), started with it: a
+/// fixed pairing, not a schedule (it is no bound either: a job whose short
+/// iterations never stop can cost another more). On one plane the jobs'
+/// timelines also run on one clock ([`joint`]), each job's `joint` its
+/// iterations there. Several jobs are priced at flow level only.
 pub fn run_jobs(
     specs: &[workload::job::JobSpec],
     cluster: &TrainCluster,
@@ -868,30 +840,35 @@ pub fn run_jobs(
     let its: Vec<Iteration> = jobs.iter().map(Iteration::of).collect();
     let mut fabs = Vec::with_capacity(jobs.len());
     for (job, servers) in jobs.iter().zip(&placed) {
-        fabs.push(FabricNetwork::placed(
-            &built.fabric,
-            built.route(),
-            job,
-            pricing,
-            seed,
-            servers,
-        )?);
+        fabs.push(PlaneNets::on(&built, job, pricing, seed, servers)?);
     }
     let mut beside = vec![String::new(); jobs.len()];
     if jobs.len() > 1 {
-        let busiest: Vec<(String, Vec<Message>)> = fabs.iter().zip(&its).map(|(f, it)| f.busiest(it)).collect();
+        let busiest: Vec<(String, Vec<Vec<Message>>)> = fabs.iter().zip(&its).map(|(f, it)| f.busiest(it)).collect();
         for (i, fab) in fabs.iter_mut().enumerate() {
             let mut others = Vec::new();
             for (j, (label, msgs)) in busiest.iter().enumerate() {
                 if j != i {
-                    fab.background.extend_from_slice(msgs);
+                    fab.beside(msgs);
                     others.push(format!("{}'s {label}", jobs[j].name));
                 }
             }
             beside[i] = format!(
-                "each operation priced beside {} (the busiest network operation, started with it: the worst overlap)",
+                "each operation priced beside {} (the busiest network operation, started with it)",
                 others.join(" and ")
             );
+        }
+    }
+    let eff = efficiency.unwrap_or_else(|| published_efficiency().0);
+    let mut joint = vec![None; jobs.len()];
+    if jobs.len() > 1 && pricing == Pricing::Flow && built.planes.len() == 1 {
+        let pairs: Vec<_> = fabs.iter().zip(&its).map(|(f, it)| (&f.nets[0], it)).collect();
+        for (k, t) in joint::joint(&pairs, eff, seed)
+            .map_err(|e| TrainError::Jobs(format!("joint schedule: {}", chain(&e))))?
+            .into_iter()
+            .enumerate()
+        {
+            joint[k] = Some(t);
         }
     }
     let mut out = Vec::with_capacity(jobs.len());
@@ -899,6 +876,7 @@ pub fn run_jobs(
         fab.price(&its[k])?;
         let mut r = train_run(&jobs[k], &its[k], fab, &built, cluster, &placed[k], pricing, efficiency);
         r.beside = std::mem::take(&mut beside[k]);
+        r.joint = joint[k].take();
         r.build_s = wall.elapsed().as_secs_f64();
         out.push(r);
     }
@@ -910,7 +888,7 @@ pub fn run_jobs(
 fn train_run(
     job: &Job,
     it: &workload::iteration::Iteration,
-    fab: &FabricNetwork<'_>,
+    fab: &PlaneNets<'_>,
     built: &Built,
     cluster: &TrainCluster,
     placed: &[usize],
@@ -921,7 +899,7 @@ fn train_run(
         Some(e) => (e, "given".to_string()),
         None => published_efficiency(),
     };
-    let ideal_net = fab.ideal;
+    let ideal_net = fab.ideal();
     let ops = it
         .ops
         .iter()
@@ -960,6 +938,7 @@ fn train_run(
         placement: describe_placement(cluster.placement, placed, built.per_su as usize),
         routed_by: built.routed_by(),
         beside: String::new(),
+        joint: None,
         servers: built.sus * built.per_su,
         switches: built.fabric.count(fabric::NodeKind::Switch) as u32,
         engine: engine_name(pricing),
@@ -987,3 +966,15 @@ pub use chakra::{ChakraError, run_chakra};
 
 #[cfg(test)]
 mod tests;
+
+/// An error and its sources, joined.
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        out.push_str(": ");
+        out.push_str(&c.to_string());
+        cur = c.source();
+    }
+    out
+}

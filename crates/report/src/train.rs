@@ -103,6 +103,17 @@ pub fn text(r: &TrainRun) -> String {
             );
         }
     }
+    if let Some(j) = &r.joint {
+        s += &format!(
+            "\njoint schedule (every job's timeline on one clock, {} iterations of this job, the first left out): mean {}, slowest {}; alone {} ({:+.2}%); each operation beside the others' busiest one above: {}\n",
+            j.iterations,
+            secs(j.mean_s),
+            secs(j.max_s),
+            secs(j.alone_s),
+            (j.mean_s / j.alone_s - 1.0) * 100.0,
+            secs(r.fabric.total_s)
+        );
+    }
     s += &format!(
         "\nthe fabric's iteration is {:+.2}% against the contention-free network\n",
         (r.fabric.total_s / r.ideal.total_s - 1.0) * 100.0

@@ -70,9 +70,19 @@ pub struct TrainCmd {
     /// Uplinks per leaf (default: non-blocking, one per server).
     #[arg(long)]
     leaf_uplinks: Option<u32>,
-    /// NIC and port speed, Gb/s (100, 200, 400, 800).
+    /// NIC speed, Gb/s (100, 200, 400, 800): over all its ports, each port
+    /// carrying its share (400 on two planes: two 200G ports).
     #[arg(long, default_value_t = 400)]
     nic_gbps: u32,
+    /// Independent planes, a port of every NIC on each (2: Alibaba HPN's dual
+    /// plane); each plane is routed on its own and carries its share of
+    /// every message.
+    #[arg(long, default_value_t = 1)]
+    planes: u32,
+    /// Two ToRs per rail and unit (per plane), every NIC cabled to both, each
+    /// message split over the two ports.
+    #[arg(long)]
+    dual_tor: bool,
     /// What prices the network operations.
     #[arg(long, value_enum, default_value_t = EngineArg::Flow)]
     engine: EngineArg,
@@ -112,6 +122,8 @@ impl TrainCmd {
             servers_per_su: self.servers_per_su,
             leaf_uplinks: self.leaf_uplinks,
             nic_gbps: self.nic_gbps,
+            planes: self.planes,
+            dual_tor: self.dual_tor,
             placement: match self.placement {
                 PlacementArg::Packed => lab::train::Placement::Packed,
                 PlacementArg::Scattered => lab::train::Placement::Scattered,

@@ -325,3 +325,44 @@ fn train_runs_chakra_traces_and_their_bytes_per_rank_match_the_files() {
     assert!(!o.status.success());
     assert!(err(&o).contains("x.1.et is missing"), "{}", err(&o));
 }
+
+/// `--planes` and `--dual-tor`: the NIC's 400 Gb/s over its ports, each plane
+/// routed by its own SM, the job on every port; on a non-blocking pod the
+/// iteration is the single plane's. The speed must split evenly.
+#[test]
+fn train_runs_on_planes_and_dual_tors() {
+    let job = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/moe-64.toml")
+        .display()
+        .to_string();
+    let run = |extra: &[&str]| {
+        let mut args = vec!["train", &job, "--sus", "2", "--servers-per-su", "4", "--json"];
+        args.extend_from_slice(extra);
+        rdmalab(&args, None)
+    };
+    let json = |o: &std::process::Output| -> serde_json::Value {
+        assert!(o.status.success(), "{}", err(o));
+        serde_json::from_str(&out(o)).unwrap()
+    };
+    let one = json(&run(&[]));
+    let four = json(&run(&["--planes", "2", "--dual-tor"]));
+    let c = four["cluster"].as_str().unwrap();
+    assert!(
+        c.contains("each NIC 4 ports of 100 Gb/s (2 plane(s), dual ToRs)"),
+        "{c}"
+    );
+    let r = four["routed_by"].as_str().unwrap();
+    assert!(r.contains("on each of 2 planes"), "{r}");
+    let (a, b) = (
+        one["fabric"]["total_s"].as_f64().unwrap(),
+        four["fabric"]["total_s"].as_f64().unwrap(),
+    );
+    assert!((a / b - 1.0).abs() < 0.005, "{a} {b}");
+    let bad = run(&["--planes", "3"]);
+    assert!(!bad.status.success());
+    assert!(
+        err(&bad).contains("does not split evenly over 3 ports"),
+        "{}",
+        err(&bad)
+    );
+}

@@ -339,7 +339,7 @@ pub(super) fn run(
     }
     Ok(Some(TrainingResults {
         engine: format!(
-            "InfiniBand as max-min fair flows on the SM's routes (credits: no drops, no congestion control to react; within 0.001% of the packet level on an iteration); RoCEv2 packet by packet in the variant's world (PFC, DCQCN, drops and go-back-N) where the operation's largest message is at most {}; larger ones as max-min fair flows at full size on the variant's routes, times the packet world's slowdown over flows on the same messages scaled to at most {}; RoCEv1 as max-min fair flows on the layer-2 design's paths (no IP header: no ECN, no DCQCN, PFC alone); several jobs: each operation beside the other jobs' busiest one, started with it (the worst overlap){}",
+            "InfiniBand as max-min fair flows on the SM's routes (credits: no drops, no congestion control to react; within 0.001% of the packet level on an iteration); RoCEv2 packet by packet in the variant's world (PFC, DCQCN, drops and go-back-N) where the operation's largest message is at most {}; larger ones as max-min fair flows at full size on the variant's routes, times the packet world's slowdown over flows on the same messages scaled to at most {}; RoCEv1 as max-min fair flows on the layer-2 design's paths (no IP header: no ECN, no DCQCN, PFC alone); several jobs: each operation beside the other jobs' busiest one, started with it (a fixed pairing, not a joint schedule){}",
             super::human_bytes(t.packet_full_bytes),
             super::human_bytes(t.packet_cap_bytes),
             if s.workload.background_tcp_load > 0.0 {

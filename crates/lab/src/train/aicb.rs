@@ -142,6 +142,7 @@ pub fn run_aicb(
         placement: describe_placement(cluster.placement, &placed, built.per_su as usize),
         routed_by: built.routed_by(),
         beside: String::new(),
+        joint: None,
         servers: built.sus * built.per_su,
         switches: f.count(fabric::NodeKind::Switch) as u32,
         engine: engine_name(pricing),
@@ -188,10 +189,9 @@ impl Imported {
             job.gpus.div_ceil(cluster.gpus_per_server.max(1)) as usize,
             seed,
         );
-        let fab = FabricNetwork::placed(&built.fabric, built.route(), job, pricing, seed, &placed)
-            .map_err(TrainError::Place)?;
+        let fab = PlaneNets::on(&built, job, pricing, seed, &placed).map_err(TrainError::Place)?;
         fab.price_ops(ops).map_err(TrainError::Place)?;
-        let ideal_net = fab.ideal;
+        let ideal_net = fab.ideal();
         let priced = ops
             .iter()
             .map(|op| OpPrice {

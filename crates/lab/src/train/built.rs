@@ -6,7 +6,12 @@ use super::*;
 /// A scalable-unit cluster for `gpus` GPUs, built and routed by our SM.
 pub(super) struct Built {
     pub(super) fabric: Fabric,
-    pub(super) routing: BuiltRouting,
+    /// Its planes, each routed on its own: one, the fabric itself, when every
+    /// NIC has one port; else [`fabric::planes::port_planes`]'s.
+    pub(super) planes: Vec<Plane>,
+    /// NICs with several ports: the NICs by server and rail, and the ports
+    /// each has (planes × ToRs).
+    pub(super) nics: Option<(NicMap, u32)>,
     pub(super) sus: u32,
     pub(super) per_su: u32,
     pub(super) route_s: f64,
@@ -18,14 +23,23 @@ pub(super) enum BuiltRouting {
     Eth(ethcp::EcmpTable, ethcp::HashConfig, Box<sim::roce::net::RoceConfig>),
 }
 
-impl Built {
+/// One plane of a built cluster and what it forwards by.
+pub(super) struct Plane {
+    /// The plane with every NIC port an endpoint (`None`: the fabric itself).
+    pub(super) view: Option<fabric::planes::PortPlane>,
+    pub(super) routing: BuiltRouting,
+}
+
+impl Plane {
     pub(super) fn route(&self) -> Route<'_> {
         match &self.routing {
             BuiltRouting::Ib(t) => Route::Ib(t),
             BuiltRouting::Eth(t, h, c) => Route::Eth(t, *h, c),
         }
     }
+}
 
+impl Built {
     /// Units and servers per unit for `gpus` GPUs: `cluster.sus`, else as few as
     /// hold them (at least two servers).
     pub(super) fn units(cluster: &TrainCluster, gpus: u32) -> (u32, u32) {
@@ -46,7 +60,20 @@ impl Built {
         } else {
             crate::tco::Tech::InfiniBand
         };
-        let rate = crate::cluster::link_rate(tech, cluster.nic_gbps).map_err(TrainError::Cluster)?;
+        // a NIC's bandwidth over its ports: HPN's 400G NIC as two 200G ports
+        let ports = cluster.planes.max(1) * if cluster.dual_tor { 2 } else { 1 };
+        if !cluster.nic_gbps.is_multiple_of(ports) {
+            return Err(TrainError::Cluster(fabric::GenError::Param {
+                param: "nic_gbps",
+                reason: format!(
+                    "{} Gb/s does not split evenly over {ports} ports ({} plane(s){})",
+                    cluster.nic_gbps,
+                    cluster.planes,
+                    if cluster.dual_tor { " × dual ToRs" } else { "" }
+                ),
+            }));
+        }
+        let rate = crate::cluster::link_rate(tech, cluster.nic_gbps / ports).map_err(TrainError::Cluster)?;
         let fabric = fabric::generate::superpod(&fabric::generate::SuperPodParams {
             sus,
             servers_per_su: per_su,
@@ -55,11 +82,59 @@ impl Built {
             uplinks: cluster.leaf_uplinks,
             rate,
             cabling: fabric::Cabling::default(),
-            ..fabric::generate::SuperPodParams::default()
+            planes: cluster.planes,
+            dual_tor: cluster.dual_tor,
         })
         .map_err(TrainError::Cluster)?;
         let routed = std::time::Instant::now();
-        let routing = match cluster.fabric {
+        let mut found = vec![false; cluster.lossy_hops.len()];
+        let (planes, nics) = if ports > 1 {
+            let nics = NicMap::from_fabric(&fabric).map_err(|e| TrainError::Place(PlaceError::Rails(e)))?;
+            let mut planes = Vec::new();
+            for view in fabric::planes::port_planes(&fabric).map_err(|e| TrainError::Jobs(e.to_string()))? {
+                let routing = Self::route_plane(cluster, &view.fabric, &mut found)?;
+                planes.push(Plane {
+                    view: Some(view),
+                    routing,
+                });
+            }
+            (planes, Some((nics, ports)))
+        } else {
+            let routing = Self::route_plane(cluster, &fabric, &mut found)?;
+            (vec![Plane { view: None, routing }], None)
+        };
+        if let Some(k) = found.iter().position(|f| !f) {
+            let h = &cluster.lossy_hops[k];
+            return Err(TrainError::Jobs(format!(
+                "--lossy-hop {h:?} is not a switch of this cluster (its leaves are named like {:?}, its spines like {:?})",
+                fabric
+                    .nodes
+                    .iter()
+                    .find(|n| n.kind == fabric::NodeKind::Switch)
+                    .map_or("", |n| n.name.as_str()),
+                fabric
+                    .nodes
+                    .iter()
+                    .rev()
+                    .find(|n| n.kind == fabric::NodeKind::Switch)
+                    .map_or("", |n| n.name.as_str()),
+            )));
+        }
+        Ok(Built {
+            fabric,
+            planes,
+            nics,
+            sus,
+            per_su,
+            route_s: routed.elapsed().as_secs_f64(),
+        })
+    }
+
+    /// Route one plane (the whole fabric when it has one): the SM's ftree
+    /// (up/down if the tree is not regular), or ECMP with the variant's
+    /// settings and the lossy hops of `cluster` found in it (marked in `found`).
+    fn route_plane(cluster: &TrainCluster, fabric: &Fabric, found: &mut [bool]) -> Result<BuiltRouting, TrainError> {
+        Ok(match cluster.fabric {
             TrainFabric::Infiniband if !cluster.lossy_hops.is_empty() => {
                 return Err(TrainError::Jobs(format!(
                     "--lossy-hop {}: a lossy hop is a RoCEv2 misconfiguration (the RDMA DSCP mapped to a lossy class); InfiniBand's credits have no such class",
@@ -72,7 +147,7 @@ impl Built {
                     validate: false,
                     ..Default::default()
                 };
-                BuiltRouting::Ib(sm::run::run(&fabric, &o).map_err(TrainError::Route)?.0)
+                BuiltRouting::Ib(sm::run::run(fabric, &o).map_err(TrainError::Route)?.0)
             }
             f @ (TrainFabric::Rocev2 | TrainFabric::Rocev2PfcOnly | TrainFabric::Rocev2Lossy) => {
                 // compare's variant settings; the switches' hash seed follows the
@@ -83,44 +158,37 @@ impl Built {
                     _ => (false, true),
                 };
                 let mut cfg = crate::compare::roce_variant_config(
-                    &fabric,
-                    cluster.nic_gbps,
+                    fabric,
+                    cluster.nic_gbps / (cluster.planes.max(1) * if cluster.dual_tor { 2 } else { 1 }),
                     u64::from(cluster.hash_seed),
                     pfc,
                     dcqcn,
                 )
                 .map_err(|e| TrainError::Jobs(e.to_string()))?;
-                for h in &cluster.lossy_hops {
-                    let sw = crate::cluster::switch_named(&fabric, h).ok_or_else(|| {
-                        TrainError::Jobs(format!(
-                            "--lossy-hop {h:?} is not a switch of this cluster (its leaves are named like {:?}, its spines like {:?})",
-                            fabric.nodes.iter().find(|n| n.kind == fabric::NodeKind::Switch).map_or("", |n| n.name.as_str()),
-                            fabric.nodes.iter().rev().find(|n| n.kind == fabric::NodeKind::Switch).map_or("", |n| n.name.as_str()),
-                        ))
-                    })?;
-                    cfg.switch.lossy_rdma_switches.push(sw);
+                for (h, seen) in cluster.lossy_hops.iter().zip(found.iter_mut()) {
+                    if let Some(sw) = crate::cluster::switch_named(fabric, h) {
+                        cfg.switch.lossy_rdma_switches.push(sw);
+                        *seen = true;
+                    }
                 }
                 BuiltRouting::Eth(
-                    ethcp::EcmpTable::build(&fabric, cfg.routing.ecmp_convergence.as_ps()),
+                    ethcp::EcmpTable::build(fabric, cfg.routing.ecmp_convergence.as_ps()),
                     cfg.routing.hash,
                     Box::new(cfg),
                 )
             }
-        };
-        Ok(Built {
-            fabric,
-            routing,
-            sus,
-            per_su,
-            route_s: routed.elapsed().as_secs_f64(),
         })
     }
 
     /// How the fabric was routed, in words.
     pub(super) fn routed_by(&self) -> String {
-        match &self.routing {
-            BuiltRouting::Ib(_) => "the SM (ftree)".into(),
-            BuiltRouting::Eth(_, h, _) => format!("ECMP over shortest paths, a per-QP hash of seed {}", h.seed),
+        let each = match self.planes.len() {
+            1 => String::new(),
+            n => format!(", on each of {n} planes (its own subnet)"),
+        };
+        match &self.planes[0].routing {
+            BuiltRouting::Ib(_) => format!("the SM (ftree){each}"),
+            BuiltRouting::Eth(_, h, _) => format!("ECMP over shortest paths, a per-QP hash of seed {}{each}", h.seed),
         }
     }
 
@@ -131,8 +199,18 @@ impl Built {
         } else {
             format!(", RDMA DSCP lossy on {}", cluster.lossy_hops.join(", "))
         };
+        let ports = match (cluster.planes.max(1), cluster.dual_tor) {
+            (1, false) => String::new(),
+            (p, d) => format!(
+                ", each NIC {} ports of {} Gb/s ({} plane(s){})",
+                p * (1 + u32::from(d)),
+                cluster.nic_gbps / (p * (1 + u32::from(d))),
+                p,
+                if d { ", dual ToRs" } else { "" }
+            ),
+        };
         format!(
-            "{} unit(s) × {} servers × {} GPUs, {} {} Gb/s, radix {}{}{lossy}",
+            "{} unit(s) × {} servers × {} GPUs, {} {} Gb/s, radix {}{}{ports}{lossy}",
             self.sus,
             self.per_su,
             cluster.gpus_per_server.max(1),

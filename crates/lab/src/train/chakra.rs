@@ -100,6 +100,7 @@ pub fn run_chakra(
         placement: describe_placement(cluster.placement, &placed, built.per_su as usize),
         routed_by: built.routed_by(),
         beside: String::new(),
+        joint: None,
         servers: built.sus * built.per_su,
         switches: f.count(fabric::NodeKind::Switch) as u32,
         engine: engine_name(pricing),

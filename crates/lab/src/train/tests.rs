@@ -210,6 +210,45 @@ fn two_jobs_on_shared_spines_slow_each_other_only_when_they_meet() {
     }
     // the two jobs took different servers
     assert_ne!(scattered[0].placement, String::new());
+    // the joint schedule: packed, the jobs never meet and each takes its
+    // analytic iteration; scattered, each loses more than alone and less
+    // than beside the other's busiest operation (two equal jobs: that
+    // pairing is what in-step phases give), by how their phases meet (drawn
+    // from the seed)
+    for r in &packed {
+        let j = r.joint.as_ref().unwrap();
+        assert!((j.mean_s / j.alone_s - 1.0).abs() < 0.001, "{j:?}");
+        assert!(
+            (j.alone_s / r.fabric.total_s - 1.0).abs() < 0.005,
+            "{j:?} {}",
+            r.fabric.total_s
+        );
+    }
+    let j = scattered[0].joint.as_ref().unwrap();
+    assert!(
+        (j.alone_s / alone.fabric.total_s - 1.0).abs() < 0.01,
+        "{j:?} {}",
+        alone.fabric.total_s
+    );
+    let mut means = Vec::new();
+    for seed in 1..=4 {
+        for r in run_jobs(&two, &cluster(Placement::Scattered), Pricing::Flow, None, seed).unwrap() {
+            let j = r.joint.unwrap();
+            assert_eq!(j.iterations, joint::ITERATIONS);
+            assert!(
+                j.mean_s > 1.02 * j.alone_s && j.max_s < r.fabric.total_s,
+                "seed {seed}: {j:?}, beside the busiest {}",
+                r.fabric.total_s
+            );
+            means.push((j.mean_s * 1e6).round() as u64);
+        }
+    }
+    means.sort_unstable();
+    means.dedup();
+    assert!(
+        means.len() >= 3,
+        "the seeds' phases give different iterations: {means:?}"
+    );
     let three = [spec.clone(), spec.clone(), spec.clone()];
     let e = run_jobs(&three, &cluster(Placement::Packed), Pricing::Flow, None, 1).unwrap_err();
     assert!(
