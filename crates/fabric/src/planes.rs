@@ -24,8 +24,9 @@ pub struct PortPlane {
     /// the source's, in its order.
     pub fabric: Fabric,
     /// Each source node's endpoints in this plane (indexed by source node;
-    /// empty for switches and for NICs with no port here), in port order.
-    pub ends: Vec<Vec<NodeId>>,
+    /// empty for switches and for NICs with no port here), in port order:
+    /// (the source port, its adapter here).
+    pub ends: Vec<Vec<(u8, NodeId)>>,
 }
 
 /// The source fabric's switch planes (switch-connected components, in the
@@ -119,7 +120,7 @@ pub fn port_planes(f: &Fabric) -> Result<Vec<PortPlane>, ModelError> {
                 let mut s = spec(name, desc, guid, 1);
                 s.port_guids = Some(vec![node.port_guid(p)]);
                 let a = g.add_node(s)?;
-                ends[id.idx()].push(a);
+                ends[id.idx()].push((p, a));
                 at.insert((id, p), (a, 1));
             }
         }
@@ -184,14 +185,15 @@ mod tests {
             for ca in f.nodes_of(NodeKind::Ca) {
                 let e = &p.ends[ca.idx()];
                 assert_eq!(e.len(), 1, "{}", f.node(ca).name);
-                let m = g.node(e[0]);
+                let m = g.node(e[0].1);
                 assert_eq!(
                     (m.name.as_str(), m.num_ports(), m.host),
                     (f.node(ca).name.as_str(), 1, f.node(ca).host)
                 );
                 // its one port is the source's port k+1, on plane k's leaf
                 assert_eq!(m.port_guid(1), f.node(ca).port_guid(k as u8 + 1));
-                let (leaf, _) = g.peer(e[0], 1).unwrap();
+                assert_eq!(e[0].0, k as u8 + 1);
+                let (leaf, _) = g.peer(e[0].1, 1).unwrap();
                 let (src_leaf, _) = f.peer(ca, k as u8 + 1).unwrap();
                 assert_eq!(g.node(leaf.node).name, f.node(src_leaf.node).name);
             }
@@ -214,13 +216,14 @@ mod tests {
         let e = &p.ends[ca.idx()];
         assert_eq!(e.len(), 2);
         let name = &f.node(ca).name;
-        assert_eq!(p.fabric.node(e[1]).name, format!("{name}-p2"));
+        assert_eq!((e[0].0, e[1].0), (1, 2));
+        assert_eq!(p.fabric.node(e[1].1).name, format!("{name}-p2"));
         let leaf = |n| p.fabric.node(p.fabric.peer(n, 1).unwrap().0.node).name.clone();
         assert!(
-            leaf(e[0]).ends_with("-a") && leaf(e[1]).ends_with("-b"),
+            leaf(e[0].1).ends_with("-a") && leaf(e[1].1).ends_with("-b"),
             "{} {}",
-            leaf(e[0]),
-            leaf(e[1])
+            leaf(e[0].1),
+            leaf(e[1].1)
         );
     }
 

@@ -49,13 +49,13 @@ pub enum PlaceError {
     /// The fabric's servers and NICs do not form rails.
     #[error("the fabric's servers do not form rails")]
     Rails(#[source] crate::runner::RunError),
-    /// A NIC with no port on one of the fabric's planes.
-    #[error("server {server}'s NIC {rail} has no port on this plane: every NIC needs a port on every plane")]
+    /// A NIC the job needs with no live port on one of the fabric's planes.
+    #[error(
+        "{nic} has no live port: its leaf is down (or its cable), and the job needs it (dual ToRs keep a NIC on the pair's other leaf)"
+    )]
     NoPort {
-        /// The server (index in the fabric).
-        server: usize,
-        /// Its NIC (rail).
-        rail: usize,
+        /// The NIC, its rank and the plane.
+        nic: String,
     },
     /// The flow engine cannot price this fabric (it drops).
     #[error("the flow engine does not model {0}; price it with --engine packet")]
@@ -134,9 +134,10 @@ pub struct FabricNetwork<'a> {
     routing: Route<'a>,
     job: &'a Job,
     nic_of_rank: Vec<NodeId>,
-    /// A NIC's further endpoints on this fabric (dual ToRs: its second
-    /// port), by its first ([`planes`]).
-    sides: BTreeMap<NodeId, Vec<NodeId>>,
+    /// A NIC's endpoints on this fabric, one slot per port it has here
+    /// (`None`: down), by its first live one, when it has several (dual
+    /// ToRs; [`planes`]).
+    sides: BTreeMap<NodeId, Vec<Option<NodeId>>>,
     /// Planes sharing every message: this fabric carries `1/share` of it.
     share: u32,
     wire: WireModel,
@@ -584,6 +585,9 @@ pub struct TrainCluster {
     /// RoCEv2: switches whose map sends the RDMA DSCP to a lossy class (a
     /// misconfigured hop: it drops instead of pausing); by name.
     pub lossy_hops: Vec<String>,
+    /// Switches down (every cable of theirs unplugged), by name: the routing
+    /// converges around them; a NIC whose ports are all on them is lost.
+    pub failed: Vec<String>,
 }
 
 mod placement;
@@ -605,6 +609,7 @@ impl Default for TrainCluster {
             fabric: TrainFabric::Infiniband,
             hash_seed: 1,
             lossy_hops: Vec::new(),
+            failed: Vec::new(),
         }
     }
 }
@@ -647,6 +652,10 @@ pub struct OpPrice {
     /// Whether the fabric priced it (false: inside NVLink or a group this
     /// placement does not form, priced as the ideal network).
     pub on_fabric: bool,
+    /// What its run on the fabric found (packet counters, the port where it
+    /// queued), when it ran there.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<OpDetail>,
 }
 
 /// One iteration of a job on a cluster.
@@ -910,6 +919,7 @@ fn train_run(
                 ideal_s: ideal_net.op_time_s(op),
                 fabric_s,
                 on_fabric: !fab.contention_free().contains(&op.label),
+                detail: fab.detail(op),
             }
         })
         .collect();

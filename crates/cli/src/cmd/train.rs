@@ -105,6 +105,11 @@ pub struct TrainCmd {
     /// priced at packet level (--engine packet or hybrid).
     #[arg(long = "lossy-hop", value_name = "SWITCH")]
     lossy_hops: Vec<String>,
+    /// A switch down, by name (e.g. su0-rail0-a): its cables unplugged, the
+    /// routing converged around it; a dual-ToR NIC's share on it fails over
+    /// to its other port, a NIC with no other port is lost. Repeatable.
+    #[arg(long = "fail", value_name = "SWITCH")]
+    failed: Vec<String>,
     /// Seed of the packet simulator, of a fragmented placement's churn and of the
     /// Ethernet switches' ECMP hash.
     #[arg(long, default_value_t = 1)]
@@ -137,6 +142,7 @@ impl TrainCmd {
             },
             hash_seed: self.seed as u32,
             lossy_hops: self.lossy_hops.clone(),
+            failed: self.failed.clone(),
             ..TrainCluster::default()
         }
     }

@@ -358,6 +358,21 @@ fn train_runs_on_planes_and_dual_tors() {
         four["fabric"]["total_s"].as_f64().unwrap(),
     );
     assert!((a / b - 1.0).abs() < 0.005, "{a} {b}");
+    // a leaf down: dual ToRs keep the job running, a single ToR loses NICs
+    let down = json(&run(&["--dual-tor", "--fail", "su0-rail0-a"]));
+    assert!(
+        down["cluster"].as_str().unwrap().ends_with("down: su0-rail0-a"),
+        "{}",
+        down["cluster"]
+    );
+    assert!(down["fabric"]["total_s"].as_f64().unwrap() > a, "{down}");
+    let lost = run(&["--fail", "su0-rail0"]);
+    assert!(!lost.status.success());
+    assert!(
+        err(&lost).contains("gpu0-mlx5_0 (rank 0) on plane 0 has no live port"),
+        "{}",
+        err(&lost)
+    );
     let bad = run(&["--planes", "3"]);
     assert!(!bad.status.success());
     assert!(

@@ -199,6 +199,7 @@ impl Imported {
                 ideal_s: ideal_net.op_time_s(op),
                 fabric_s: fab.op_time_s(op),
                 on_fabric: !fab.contention_free().contains(&op.label),
+                detail: fab.detail(op),
             })
             .collect();
         let e = fab.effort();

@@ -74,7 +74,7 @@ impl Built {
             }));
         }
         let rate = crate::cluster::link_rate(tech, cluster.nic_gbps / ports).map_err(TrainError::Cluster)?;
-        let fabric = fabric::generate::superpod(&fabric::generate::SuperPodParams {
+        let mut fabric = fabric::generate::superpod(&fabric::generate::SuperPodParams {
             sus,
             servers_per_su: per_su,
             rails: g,
@@ -86,12 +86,37 @@ impl Built {
             dual_tor: cluster.dual_tor,
         })
         .map_err(TrainError::Cluster)?;
+        // switches down: every cable of theirs unplugged (highest link first:
+        // a removal renumbers the links above it)
+        for name in &cluster.failed {
+            let sw = crate::cluster::switch_named(&fabric, name)
+                .filter(|&n| fabric.node(n).kind == fabric::NodeKind::Switch)
+                .ok_or_else(|| {
+                    TrainError::Jobs(format!(
+                        "--fail {name:?} is not a switch of this cluster (its leaves are named like {:?})",
+                        fabric
+                            .nodes
+                            .iter()
+                            .find(|n| n.kind == fabric::NodeKind::Switch)
+                            .map_or("", |n| n.name.as_str()),
+                    ))
+                })?;
+            let mut links: Vec<fabric::LinkId> = fabric.node(sw).ports.iter().filter_map(|p| p.link).collect();
+            links.sort_unstable_by(|a, b| b.cmp(a));
+            for l in links {
+                fabric.disconnect(l).map_err(|e| TrainError::Jobs(e.to_string()))?;
+            }
+        }
         let routed = std::time::Instant::now();
         let mut found = vec![false; cluster.lossy_hops.len()];
-        let (planes, nics) = if ports > 1 {
+        let (planes, nics) = if ports > 1 || !cluster.failed.is_empty() {
             let nics = NicMap::from_fabric(&fabric).map_err(|e| TrainError::Place(PlaceError::Rails(e)))?;
             let mut planes = Vec::new();
             for view in fabric::planes::port_planes(&fabric).map_err(|e| TrainError::Jobs(e.to_string()))? {
+                if view.ends.iter().all(Vec::is_empty) {
+                    // a switch cut off by a failure, no NIC behind it
+                    continue;
+                }
                 let routing = Self::route_plane(cluster, &view.fabric, &mut found)?;
                 planes.push(Plane {
                     view: Some(view),
@@ -198,6 +223,11 @@ impl Built {
             String::new()
         } else {
             format!(", RDMA DSCP lossy on {}", cluster.lossy_hops.join(", "))
+        };
+        let lossy = if cluster.failed.is_empty() {
+            lossy
+        } else {
+            format!("{lossy}, down: {}", cluster.failed.join(", "))
         };
         let ports = match (cluster.planes.max(1), cluster.dual_tor) {
             (1, false) => String::new(),

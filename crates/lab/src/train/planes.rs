@@ -27,15 +27,20 @@ impl<'a> FabricNetwork<'a> {
         servers: &[usize],
     ) -> Result<Self, PlaceError> {
         let nics = NicMap::from_fabric(fabric).map_err(PlaceError::Rails)?;
-        let ends: Vec<Vec<Vec<NodeId>>> = nics.nic.iter().map(|s| s.iter().map(|&n| vec![n]).collect()).collect();
+        let ends: Vec<Vec<Vec<Option<NodeId>>>> = nics
+            .nic
+            .iter()
+            .map(|s| s.iter().map(|&n| vec![Some(n)]).collect())
+            .collect();
         let nic_gbs = fabric.links.first().map_or(50.0, |l| l.rate.data_bps() as f64 / 8e9);
         Self::placed_ends(fabric, routing, job, pricing, seed, servers, &ends, (nic_gbs, 1))
     }
 
     /// Place `job` on `servers`, each server's NICs by `ends[server][rail]`:
-    /// the NIC's endpoints in `fabric` (one per port in it); every message
-    /// carries `1/share.1` of its bytes (this plane's share), and what is not
-    /// on the fabric crosses it at `share.0` GB/s per NIC.
+    /// the NIC's endpoints in `fabric`, one slot per port it has in it
+    /// (`None`: that port is down); every message carries `1/share.1` of its
+    /// bytes (this plane's share), and what is not on the fabric crosses it
+    /// at `share.0` GB/s per NIC.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn placed_ends(
         fabric: &'a Fabric,
@@ -44,7 +49,7 @@ impl<'a> FabricNetwork<'a> {
         pricing: Pricing,
         seed: u64,
         servers: &[usize],
-        ends: &[Vec<Vec<NodeId>>],
+        ends: &[Vec<Vec<Option<NodeId>>>],
         (nic_gbs, share): (f64, u32),
     ) -> Result<Self, PlaceError> {
         // the training flows follow RoCEv1's layer-2 forwarding themselves
@@ -73,15 +78,14 @@ impl<'a> FabricNetwork<'a> {
         let mut nic_of_rank = Vec::with_capacity(job.gpus as usize);
         for r in 0..job.gpus as usize {
             let e = &ends[servers[r / g]][r % g];
-            let Some(&first) = e.first() else {
+            let Some(first) = e.iter().flatten().next().copied() else {
                 return Err(PlaceError::NoPort {
-                    server: servers[r / g],
-                    rail: r % g,
+                    nic: format!("server {}'s NIC {}", servers[r / g], r % g),
                 });
             };
             nic_of_rank.push(first);
             if e.len() > 1 {
-                sides.insert(first, e[1..].to_vec());
+                sides.insert(first, e.clone());
             }
         }
         Ok(FabricNetwork {
@@ -113,7 +117,10 @@ impl<'a> FabricNetwork<'a> {
 
     /// Split each message over the NICs' ports (port `j` to the peer's port
     /// `j`) and each port's share over `qps` QPs (lanes `0..qps`), as a
-    /// collective library stripes a connection over its devices and QPs.
+    /// collective library stripes a connection over its devices and QPs. A
+    /// port that is down hands its share to the NIC's first live one (a
+    /// bond failing over): on a dual-ToR pair with a leaf down, that share
+    /// leaves or reaches the NIC through the other leaf.
     pub(super) fn striped(&self, msgs: &[Message]) -> Vec<(NodeId, NodeId, u64, u16)> {
         if self.sides.is_empty() {
             return lanes(msgs, self.qps);
@@ -121,8 +128,10 @@ impl<'a> FabricNetwork<'a> {
         let mut out = Vec::new();
         for &(a, b, n) in msgs {
             let (sa, sb) = (self.sides.get(&a), self.sides.get(&b));
-            let k = 1 + sa.map_or(0, Vec::len).min(sb.map_or(0, Vec::len));
-            let end = |s: Option<&Vec<NodeId>>, first: NodeId, j: usize| if j == 0 { first } else { s.unwrap()[j - 1] };
+            let k = sa.map_or(1, Vec::len).max(sb.map_or(1, Vec::len));
+            let end = |s: Option<&Vec<Option<NodeId>>>, first: NodeId, j: usize| {
+                s.and_then(|v| v.get(j).copied().flatten()).unwrap_or(first)
+            };
             for j in 0..k {
                 let part = n / k as u64 + u64::from((j as u64) < n % k as u64);
                 if part > 0 {
@@ -163,13 +172,39 @@ impl<'a> PlaneNets<'a> {
                     .first()
                     .map_or(50.0, |l| l.rate.data_bps() as f64 / 8e9);
                 let share = built.planes.len() as u32;
-                for p in &built.planes {
+                for (k, p) in built.planes.iter().enumerate() {
                     let view = p.view.as_ref().expect("a multi-port cluster is priced on its planes");
-                    let ends: Vec<Vec<Vec<NodeId>>> = nics
+                    // the NICs' ports in this plane, as slots
+                    let mut slots: Vec<u8> = view.ends.iter().flatten().map(|e| e.0).collect();
+                    slots.sort_unstable();
+                    slots.dedup();
+                    let ends: Vec<Vec<Vec<Option<NodeId>>>> = nics
                         .nic
                         .iter()
-                        .map(|s| s.iter().map(|n| view.ends[n.idx()].clone()).collect())
+                        .map(|s| {
+                            s.iter()
+                                .map(|n| {
+                                    let e = &view.ends[n.idx()];
+                                    slots
+                                        .iter()
+                                        .map(|&port| e.iter().find(|x| x.0 == port).map(|x| x.1))
+                                        .collect()
+                                })
+                                .collect()
+                        })
                         .collect();
+                    // a NIC the job needs with every port here down
+                    let g = ends.first().map_or(1, Vec::len).max(1);
+                    for r in 0..job.gpus as usize {
+                        let Some(&s) = servers.get(r / g) else { break };
+                        if let Some(e) = ends.get(s).and_then(|v| v.get(r % g))
+                            && e.iter().all(Option::is_none)
+                        {
+                            return Err(PlaceError::NoPort {
+                                nic: format!("{} (rank {r}) on plane {k}", built.fabric.node(nics.nic[s][r % g]).name),
+                            });
+                        }
+                    }
                     nets.push(FabricNetwork::placed_ends(
                         &view.fabric,
                         p.route(),
@@ -376,6 +411,64 @@ mod tests {
         };
         let e = run_job(&moe(), &c, Pricing::Flow, None, 1).unwrap_err().to_string();
         assert!(e.contains("\"su0-rail0\"") && e.contains("p0-su0-rail0"), "{e}");
+    }
+
+    /// A leaf down. On dual ToRs the NICs under it keep their other port:
+    /// the job runs, their whole share through the pair's surviving leaf at
+    /// half their bandwidth, and the iteration pays for it. Measured
+    /// 2026-12-05 on two units of four servers with two uplinks per leaf:
+    /// 1.447 s healthy, 2.348 s with su0-rail0-a down (1.62×): the
+    /// data-parallel reduction 125 → 251 ms, the surviving leaf's two
+    /// uplinks carrying both halves of rail 0's unit-crossing traffic. On
+    /// single ToRs the NICs under it are lost and the job, which needs them,
+    /// is refused naming one.
+    #[test]
+    fn a_leaf_down_costs_a_dual_tor_job_bandwidth_and_a_single_tor_job_its_nics() {
+        let down = |c: TrainCluster, leaf: &str| TrainCluster {
+            failed: vec![leaf.to_string()],
+            ..c
+        };
+        let healthy = run_job(&moe(), &cluster(1, true), Pricing::Flow, None, 1).unwrap();
+        let failed = run_job(&moe(), &down(cluster(1, true), "su0-rail0-a"), Pricing::Flow, None, 1).unwrap();
+        assert!(failed.cluster.ends_with("down: su0-rail0-a"), "{}", failed.cluster);
+        let q = failed.fabric.total_s / healthy.fabric.total_s;
+        assert!(
+            (q - 1.62).abs() < 0.03,
+            "{} s against {} s: {q}",
+            failed.fabric.total_s,
+            healthy.fabric.total_s
+        );
+        // RoCEv2 (hybrid): the surviving port's double share pauses its
+        // leaf, the pauses spread and go-back-N times out behind them
+        // (measured: the expert all-to-all 3.77 → 38.2 ms, retransmissions
+        // 791 → 2,626)
+        let roce = |c: TrainCluster| {
+            let c = TrainCluster {
+                fabric: TrainFabric::Rocev2,
+                ..c
+            };
+            let pricing = Pricing::Hybrid {
+                cap: 512 << 10,
+                full: 16 << 20,
+            };
+            let r = run_job(&moe(), &c, pricing, None, 1).unwrap();
+            let ep = r.ops.iter().find(|o| o.op.label == "ep").unwrap();
+            (ep.fabric_s, ep.detail.as_ref().unwrap().retransmissions)
+        };
+        let (ok_s, ok_rx) = roce(cluster(1, true));
+        let (down_s, down_rx) = roce(down(cluster(1, true), "su0-rail0-a"));
+        assert!(
+            down_s > 5.0 * ok_s && down_rx > ok_rx,
+            "{ok_s} s ({ok_rx}) → {down_s} s ({down_rx})"
+        );
+        let e = run_job(&moe(), &down(cluster(1, false), "su0-rail0"), Pricing::Flow, None, 1)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("mlx5_0") && e.contains("no live port"), "{e}");
+        let e = run_job(&moe(), &down(cluster(1, true), "su0-rail9-a"), Pricing::Flow, None, 1)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--fail \"su0-rail9-a\" is not a switch"), "{e}");
     }
 
     fn chain(e: &dyn std::error::Error) -> String {
