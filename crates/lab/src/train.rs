@@ -863,8 +863,13 @@ pub fn run_jobs(
                 }
             }
             beside[i] = format!(
-                "each operation priced beside {} (the busiest network operation, started with it)",
-                others.join(" and ")
+                "each operation priced beside {} (the busiest network operation, started with it){}",
+                others.join(" and "),
+                match (built.planes.len(), pricing) {
+                    (1, Pricing::Flow) => "",
+                    (1, _) => "; no joint schedule: it runs at flow level (--engine flow)",
+                    _ => "; no joint schedule: it runs on one plane, each plane's flows on their own clock",
+                }
             );
         }
     }

@@ -453,14 +453,17 @@ mod tests {
             };
             let r = run_job(&moe(), &c, pricing, None, 1).unwrap();
             let ep = r.ops.iter().find(|o| o.op.label == "ep").unwrap();
-            (ep.fabric_s, ep.detail.as_ref().unwrap().retransmissions)
+            let d = ep.detail.clone().unwrap();
+            (ep.fabric_s * 1e3, d.retransmissions, d.pause_us / 1e3, d.drops)
         };
-        let (ok_s, ok_rx) = roce(cluster(1, true));
-        let (down_s, down_rx) = roce(down(cluster(1, true), "su0-rail0-a"));
-        assert!(
-            down_s > 5.0 * ok_s && down_rx > ok_rx,
-            "{ok_s} s ({ok_rx}) → {down_s} s ({down_rx})"
-        );
+        let ok = roce(cluster(1, true));
+        let dn = roce(down(cluster(1, true), "su0-rail0-a"));
+        assert!(dn.0 > 5.0 * ok.0, "{ok:?} → {dn:?}");
+        // the figures docs/TRAINING.md quotes: ms, retransmissions, ms of pause
+        for (got, want) in [(ok.0, 3.77), (dn.0, 38.2), (ok.2, 159.0), (dn.2, 239.5)] {
+            assert!((got / want - 1.0).abs() < 0.02, "{got} against {want}: {ok:?} → {dn:?}");
+        }
+        assert_eq!((ok.1, dn.1, ok.3, dn.3), (791, 2626, 0, 0));
         let e = run_job(&moe(), &down(cluster(1, false), "su0-rail0"), Pricing::Flow, None, 1)
             .unwrap_err()
             .to_string();
