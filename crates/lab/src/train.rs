@@ -679,8 +679,8 @@ pub struct TrainRun {
     pub routed_by: String,
     /// With several jobs at once: what this job's operations were priced beside.
     pub beside: String,
-    /// With several jobs at once on one plane at flow level: this job's
-    /// iterations in their joint schedule ([`joint`]).
+    /// With several jobs at once at flow level: this job's iterations in
+    /// their joint schedule ([`joint`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub joint: Option<JointTime>,
     /// Switches in the cluster.
@@ -865,18 +865,18 @@ pub fn run_jobs(
             beside[i] = format!(
                 "each operation priced beside {} (the busiest network operation, started with it){}",
                 others.join(" and "),
-                match (built.planes.len(), pricing) {
-                    (1, Pricing::Flow) => "",
-                    (1, _) => "; no joint schedule: it runs at flow level (--engine flow)",
-                    _ => "; no joint schedule: it runs on one plane, each plane's flows on their own clock",
+                if pricing == Pricing::Flow {
+                    ""
+                } else {
+                    "; no joint schedule: it runs at flow level (--engine flow)"
                 }
             );
         }
     }
     let eff = efficiency.unwrap_or_else(|| published_efficiency().0);
     let mut joint = vec![None; jobs.len()];
-    if jobs.len() > 1 && pricing == Pricing::Flow && built.planes.len() == 1 {
-        let pairs: Vec<_> = fabs.iter().zip(&its).map(|(f, it)| (&f.nets[0], it)).collect();
+    if jobs.len() > 1 && pricing == Pricing::Flow {
+        let pairs: Vec<_> = fabs.iter().zip(&its).collect();
         for (k, t) in joint::joint(&pairs, eff, seed)
             .map_err(|e| TrainError::Jobs(format!("joint schedule: {}", chain(&e))))?
             .into_iter()

@@ -3,6 +3,10 @@
 //! reaches it and sharing the fabric (max-min fair flows) with whatever the
 //! other jobs have in flight at that moment.
 //!
+//! On planes every plane's ports are resources of the one flow network, so
+//! one clock serves them all and an operation is done when its last plane's
+//! share is.
+//!
 //! A job's iteration is the timeline [`workload::iteration::Iteration::time`]
 //! adds up, laid out in time:
 //! - the forward-overlapped operations (parameter all-gather) start with the
@@ -71,9 +75,9 @@ enum Wait {
 
 struct Timeline {
     acts: Vec<Act>,
-    /// Per operation: one occurrence's messages (empty: priced off the
-    /// fabric, for `off_ps`).
-    msgs: Vec<Vec<(NodeId, NodeId, u64, u16)>>,
+    /// Per operation: one occurrence's messages, on their planes (empty:
+    /// priced off the fabric, for `off_ps`).
+    msgs: Vec<Vec<(usize, NodeId, NodeId, u64, u16)>>,
     off_ps: Vec<u64>,
     /// m · (t_f + t_b), ps, and the bubble fraction.
     compute_ps: u64,
@@ -103,7 +107,8 @@ pub enum JointError {
 }
 
 /// The timeline of one job's iteration on `net` at `eff`.
-fn timeline(net: &FabricNetwork<'_>, it: &workload::iteration::Iteration, eff: f64) -> Timeline {
+fn timeline(nets: &PlaneNets<'_>, it: &workload::iteration::Iteration, eff: f64) -> Timeline {
+    let net = &nets.nets[0];
     let ps = |s: f64| (s * 1e12).round() as u64;
     let m = it.micro_batches.max(1);
     let (t_f, t_b) = it.compute_per_micro_batch_s(eff);
@@ -112,7 +117,15 @@ fn timeline(net: &FabricNetwork<'_>, it: &workload::iteration::Iteration, eff: f
     for op in &it.ops {
         match net.on_fabric(op) {
             Some(groups) => {
-                msgs.push(net.striped(&net.messages(op, &groups)));
+                let mut all = Vec::new();
+                for (p, n) in nets.nets.iter().enumerate() {
+                    all.extend(
+                        n.striped(&n.messages(op, &groups))
+                            .into_iter()
+                            .map(|(a, b, x, q)| (p, a, b, x, q)),
+                    );
+                }
+                msgs.push(all);
                 off_ps.push(0);
             }
             None => {
@@ -172,11 +185,15 @@ fn timeline(net: &FabricNetwork<'_>, it: &workload::iteration::Iteration, eff: f
 /// at `eff`, each alone and then all in one joint schedule, job `k > 0`
 /// started a fraction of its iteration (drawn from `seed`) after the first.
 pub fn joint(
-    jobs: &[(&FabricNetwork<'_>, &workload::iteration::Iteration)],
+    jobs: &[(&PlaneNets<'_>, &workload::iteration::Iteration)],
     eff: f64,
     seed: u64,
 ) -> Result<Vec<JointTime>, JointError> {
-    if let Some((f, _)) = jobs.iter().find(|(f, _)| f.pricing != Pricing::Flow) {
+    if let Some(f) = jobs
+        .iter()
+        .flat_map(|(f, _)| &f.nets)
+        .find(|f| f.pricing != Pricing::Flow)
+    {
         return Err(JointError::Unsupported(format!(
             "the joint schedule runs at flow level; {} was priced by {}",
             f.job.name,
@@ -184,7 +201,7 @@ pub fn joint(
         )));
     }
     let lines: Vec<Timeline> = jobs.iter().map(|(f, it)| timeline(f, it, eff)).collect();
-    let nets: Vec<&FabricNetwork<'_>> = jobs.iter().map(|(f, _)| *f).collect();
+    let nets: Vec<&PlaneNets<'_>> = jobs.iter().map(|(f, _)| *f).collect();
     let mut alone = Vec::with_capacity(jobs.len());
     for k in 0..jobs.len() {
         let a = run(&nets[k..=k], &lines[k..=k], &[0])?.remove(0);
@@ -230,15 +247,19 @@ fn unit(seed: u64, k: u64) -> f64 {
 /// One run of the timelines on one clock, job `k` starting at `offsets[k]`
 /// ps, until every job has done [`ITERATIONS`]: each job's iteration times,
 /// ps.
-fn run(nets: &[&FabricNetwork<'_>], lines: &[Timeline], offsets: &[u64]) -> Result<Vec<Vec<u64>>, JointError> {
+fn run(nets: &[&PlaneNets<'_>], lines: &[Timeline], offsets: &[u64]) -> Result<Vec<Vec<u64>>, JointError> {
     use crate::runner::RunError;
-    let f = nets[0].fabric;
-    if nets.iter().any(|n| !std::ptr::eq(n.fabric, f)) {
+    // every plane's ports in one flow network: one clock for all
+    let planes: Vec<&Fabric> = nets[0].nets.iter().map(|n| n.fabric).collect();
+    if nets
+        .iter()
+        .any(|n| n.nets.len() != planes.len() || n.nets.iter().zip(&planes).any(|(x, f)| !std::ptr::eq(x.fabric, *f)))
+    {
         return Err(JointError::Unsupported("the jobs are on different fabrics".into()));
     }
     let mut sim = FlowSim::new();
-    let ports = Ports::build(f, &mut sim);
-    let mut conns: HashMap<(usize, NodeId, NodeId, u16), flow::ConnId> = HashMap::new();
+    let ports: Vec<Ports> = planes.iter().map(|f| Ports::build(f, &mut sim)).collect();
+    let mut conns: HashMap<(usize, usize, NodeId, NodeId, u16), flow::ConnId> = HashMap::new();
     let mut opened = vec![0u32; nets.len()];
     let mut st: Vec<State> = offsets
         .iter()
@@ -259,11 +280,12 @@ fn run(nets: &[&FabricNetwork<'_>], lines: &[Timeline], offsets: &[u64]) -> Resu
         if l.msgs[op].is_empty() {
             return Ok(Wait::Until(sim.now_ps() + l.off_ps[op]));
         }
-        for &(a, b, n, q) in &l.msgs[op] {
-            let c = match conns.get(&(j, a, b, q)) {
+        for &(p, a, b, n, q) in &l.msgs[op] {
+            let c = match conns.get(&(j, p, a, b, q)) {
                 Some(&c) => c,
                 None => {
-                    let (data, ack) = match nets[j].routing {
+                    let (f, net) = (planes[p], &nets[j].nets[p]);
+                    let (data, ack) = match net.routing {
                         Route::Ib(t) => (flow::path::ib_route(f, t, a, b), flow::path::ib_route(f, t, b, a)),
                         Route::Eth(table, hash, cfg) => {
                             let r = flow::path::EthRouting {
@@ -277,8 +299,8 @@ fn run(nets: &[&FabricNetwork<'_>], lines: &[Timeline], offsets: &[u64]) -> Resu
                     };
                     opened[j] += 1;
                     let (data, ack) = (data.map_err(RunError::FlowPath)?, ack.map_err(RunError::FlowPath)?);
-                    let c = flow::path::open(sim, f, &ports, &nets[j].wire, &data, &ack).map_err(RunError::Flow)?;
-                    conns.insert((j, a, b, q), c);
+                    let c = flow::path::open(sim, f, &ports[p], &net.wire, &data, &ack).map_err(RunError::Flow)?;
+                    conns.insert((j, p, a, b, q), c);
                     c
                 }
             };
@@ -318,7 +340,7 @@ fn run(nets: &[&FabricNetwork<'_>], lines: &[Timeline], offsets: &[u64]) -> Resu
                     if now == s.started {
                         return Err(JointError::Unsupported(format!(
                             "{}'s iteration takes no time: nothing to schedule",
-                            nets[j].job.name
+                            nets[j].nets[0].job.name
                         )));
                     }
                     s.done.push(now - s.started);

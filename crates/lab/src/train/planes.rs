@@ -474,6 +474,33 @@ mod tests {
         assert!(e.contains("--fail \"su0-rail9-a\" is not a switch"), "{e}");
     }
 
+    /// Two jobs in a joint schedule on two planes (every plane's ports in one
+    /// flow network, one clock) take what they take on one plane of the
+    /// same NIC bandwidth: 7.12 ms against 6.86 alone at seed 1.
+    #[test]
+    fn the_joint_schedule_runs_over_every_plane_on_one_clock() {
+        let spec = JobSpec::from_toml(include_str!("../../../../examples/train/small-128.toml")).unwrap();
+        let two = [spec.clone(), spec];
+        let joint = |planes| {
+            let c = TrainCluster {
+                sus: Some(4),
+                servers_per_su: 8,
+                leaf_uplinks: Some(2),
+                placement: Placement::Scattered,
+                planes,
+                ..TrainCluster::default()
+            };
+            run_jobs(&two, &c, Pricing::Flow, None, 1).unwrap()[0]
+                .joint
+                .clone()
+                .unwrap()
+        };
+        let (one, dual) = (joint(1), joint(2));
+        assert!((one.mean_s * 1e3 - 7.12).abs() < 0.01, "{one:?}");
+        assert!((dual.mean_s / one.mean_s - 1.0).abs() < 0.005, "{one:?} {dual:?}");
+        assert!((dual.alone_s / one.alone_s - 1.0).abs() < 0.005, "{one:?} {dual:?}");
+    }
+
     fn chain(e: &dyn std::error::Error) -> String {
         let mut s = e.to_string();
         let mut c = e.source();
