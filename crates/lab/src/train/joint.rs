@@ -73,11 +73,14 @@ enum Wait {
     Side,
 }
 
+/// A message on a plane: (plane, from, to, bytes, QP lane).
+type PlaneMsg = (usize, NodeId, NodeId, u64, u16);
+
 struct Timeline {
     acts: Vec<Act>,
     /// Per operation: one occurrence's messages, on their planes (empty:
     /// priced off the fabric, for `off_ps`).
-    msgs: Vec<Vec<(usize, NodeId, NodeId, u64, u16)>>,
+    msgs: Vec<Vec<PlaneMsg>>,
     off_ps: Vec<u64>,
     /// m · (t_f + t_b), ps, and the bubble fraction.
     compute_ps: u64,
