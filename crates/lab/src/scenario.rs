@@ -64,6 +64,9 @@ pub struct Training {
     /// The QP count the ECMP study sets beside `qps_per_connection`.
     #[serde(default = "more_qps")]
     pub more_qps: u32,
+    /// How several jobs meet (`pairing`, or also a `joint` schedule).
+    #[serde(default, skip_serializing_if = "crate::train::joint::Schedule::is_pairing")]
+    pub schedule: crate::train::joint::Schedule,
     /// Largest message the packet level runs of an operation, bytes: the
     /// packet level's slowdown over flows at this size scales the flow
     /// engine's full-size answer (`crate::train::Pricing::Hybrid`).

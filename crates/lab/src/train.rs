@@ -863,19 +863,17 @@ pub fn run_jobs(
                 }
             }
             beside[i] = format!(
-                "each operation priced beside {} (the busiest network operation, started with it){}",
-                others.join(" and "),
-                if pricing == Pricing::Flow {
-                    ""
-                } else {
-                    "; no joint schedule: it runs at flow level (--engine flow)"
-                }
+                "each operation priced beside {} (the busiest network operation, started with it)",
+                others.join(" and ")
             );
         }
     }
+    for (fab, it) in fabs.iter().zip(&its) {
+        fab.price(it)?;
+    }
     let eff = efficiency.unwrap_or_else(|| published_efficiency().0);
     let mut joint = vec![None; jobs.len()];
-    if jobs.len() > 1 && pricing == Pricing::Flow {
+    if jobs.len() > 1 {
         let pairs: Vec<_> = fabs.iter().zip(&its).collect();
         for (k, t) in joint::joint(&pairs, eff, seed)
             .map_err(|e| TrainError::Jobs(format!("joint schedule: {}", chain(&e))))?
@@ -887,7 +885,6 @@ pub fn run_jobs(
     }
     let mut out = Vec::with_capacity(jobs.len());
     for (k, fab) in fabs.iter().enumerate() {
-        fab.price(&its[k])?;
         let mut r = train_run(&jobs[k], &its[k], fab, &built, cluster, &placed[k], pricing, efficiency);
         r.beside = std::mem::take(&mut beside[k]);
         r.joint = joint[k].take();

@@ -946,3 +946,52 @@ fn the_retransmit_timeout_sets_what_lossy_roce_costs() {
         err(&o)
     );
 }
+
+/// `training.schedule = "joint"`: every job's timeline on one clock beside
+/// the fixed pairing. Two 32-GPU MoE jobs scattered over two units: each job
+/// gets its joint iterations on every variant, never below its timeline
+/// alone, and the report names the schedule.
+#[test]
+fn a_joint_schedule_runs_the_jobs_on_one_clock_in_compare() {
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+    let text = std::fs::read_to_string(data.join("moe-tcp.toml")).unwrap();
+    let job = |name: &str| {
+        format!(
+            "\n[[training.jobs]]\nname = \"{name}\"\ngpus = 32\nseq_len = 4096\nglobal_batch = 32\nrouter_skew = 1.25\nmodel = \"mixtral-8x7b\"\ngpu = \"h100\"\n\n[training.jobs.parallel]\ntp = 2\nep = 8\n"
+        )
+    };
+    let head = text.split("[[training.jobs]]").next().unwrap();
+    let scenario = head
+        .replace("background_tcp_load = 0.3", "background_tcp_load = 0.0")
+        .replace("servers = 8", "servers = 16")
+        .replace("scalable_units = 1", "scalable_units = 2")
+        .replace(
+            "placement = \"packed\"",
+            "placement = \"scattered\"\nschedule = \"joint\"",
+        )
+        + &job("moe-a")
+        + &job("moe-b");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("joint.toml");
+    std::fs::write(&file, scenario).unwrap();
+    let o = dir.path().join("out");
+    let r = rdmalab(&["compare", file.to_str().unwrap(), "--out", o.to_str().unwrap()], None);
+    assert!(r.status.success(), "{}", err(&r));
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(o.join("results.json")).unwrap()).unwrap();
+    let variants = v["training"]["variants"].as_array().unwrap();
+    assert_eq!(variants.len(), 2);
+    for var in variants {
+        for j in var["jobs"].as_array().unwrap() {
+            let x = &j["joint"];
+            let (mean, alone) = (x["mean_s"].as_f64().unwrap(), x["alone_s"].as_f64().unwrap());
+            assert!(x["iterations"].as_u64().unwrap() >= 3, "{x}");
+            assert!(mean >= alone * 0.999 && alone > 0.5, "{} {}: {x}", var["id"], j["job"]);
+        }
+    }
+    let html = std::fs::read_to_string(o.join("report.html")).unwrap();
+    assert!(
+        html.contains("joint schedule (training.schedule = &quot;joint&quot;")
+            || html.contains("joint schedule (training.schedule = \"joint\""),
+        "the report names the schedule"
+    );
+}

@@ -103,6 +103,10 @@ pub struct JobOutcome {
     pub cnps: u64,
     /// Every operation that crossed the fabric.
     pub ops: Vec<OpOutcome>,
+    /// Its iterations in the jobs' joint schedule (`training.schedule =
+    /// "joint"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub joint: Option<crate::train::JointTime>,
 }
 
 /// The operation that costs a job the most.
@@ -487,6 +491,19 @@ fn run_variant(
         fab.price(it).map_err(fail)?;
         outcomes.push(outcome(job, it, fab, eff, s.cluster.nic_gbps));
     }
+    // every job's timeline on one clock, each operation's flows times its
+    // packet factor
+    if t.schedule == crate::train::joint::Schedule::Joint && jobs.len() > 1 {
+        let nets: Vec<crate::train::PlaneNets<'_>> = fabs.into_iter().map(crate::train::PlaneNets::single).collect();
+        let pairs: Vec<_> = nets.iter().zip(its).collect();
+        let times = crate::train::joint::joint(&pairs, eff, s.seed).map_err(|e| CompareError::Variant {
+            variant: v.id.clone(),
+            message: format!("training: joint schedule: {}", chain(&e)),
+        })?;
+        for (o, j) in outcomes.iter_mut().zip(times) {
+            o.joint = Some(j);
+        }
+    }
     // the ECMP study: each job's least even operation alone, at flow level (where
     // the flow engine models the variant; the routes of a lossy variant are
     // the tuned one's)
@@ -606,6 +623,7 @@ fn outcome(job: &Job, it: &Iteration, fab: &FabricNetwork<'_>, eff: f64, nic_gbp
         pause_us: pause,
         cnps,
         ops,
+        joint: None,
     }
 }
 

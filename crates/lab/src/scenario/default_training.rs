@@ -47,6 +47,7 @@ impl Scenario {
             placement: crate::train::Placement::Fragmented,
             qps_per_connection: 1,
             more_qps: 4,
+            schedule: crate::train::joint::Schedule::Pairing,
             packet_cap_bytes: 512 << 10,
             packet_full_bytes: 16 << 20,
             efficiency: None,

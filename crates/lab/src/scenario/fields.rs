@@ -185,6 +185,11 @@ pub const FIELDS: &[(&str, &str, &str)] = &[
         "the QP count the ECMP study sets beside qps_per_connection, on each job's least even operation at flow level",
     ),
     (
+        "training.schedule",
+        "pairing | joint, default pairing",
+        "how several jobs meet: each operation beside the others' busiest one (pairing), or also every job's timeline on one clock at flow level, times each operation's packet factor (joint; slower)",
+    ),
+    (
         "training.packet_full_bytes",
         "bytes, default 16 MiB",
         "operations whose largest message is at most this run packet by packet at full size in each variant's world",

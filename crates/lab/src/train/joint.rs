@@ -31,12 +31,30 @@ use std::collections::{HashMap, VecDeque};
 
 use super::*;
 
+/// How `compare` has several jobs meet.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Schedule {
+    /// Each operation priced beside the others' busiest one.
+    #[default]
+    Pairing,
+    /// That, and every job's timeline on one clock ([`joint`]).
+    Joint,
+}
+
+impl Schedule {
+    /// The default.
+    pub fn is_pairing(&self) -> bool {
+        *self == Schedule::Pairing
+    }
+}
+
 /// Iterations every job completes in a joint run; the first, started in step
 /// with the other jobs, is not counted in the mean.
 pub const ITERATIONS: u32 = 3;
 
 /// A job's iterations in a joint schedule.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct JointTime {
     /// Iterations it completed while the run lasted.
     pub iterations: u32,
@@ -69,7 +87,9 @@ enum Act {
 enum Wait {
     Free,
     Until(u64),
-    Msgs(usize),
+    /// Messages left, when they were posted and the operation's packet
+    /// factor: done at `posted + (last delivery − posted) × factor`.
+    Msgs(usize, u64, f64),
     Side,
 }
 
@@ -82,6 +102,9 @@ struct Timeline {
     /// priced off the fabric, for `off_ps`).
     msgs: Vec<Vec<PlaneMsg>>,
     off_ps: Vec<u64>,
+    /// Per operation: hybrid pricing's packet-level slowdown over its flows
+    /// (1 at flow level), applied to each occurrence's flow time.
+    stretch: Vec<f64>,
     /// m · (t_f + t_b), ps, and the bubble fraction.
     compute_ps: u64,
     bubble: f64,
@@ -117,6 +140,7 @@ fn timeline(nets: &PlaneNets<'_>, it: &workload::iteration::Iteration, eff: f64)
     let (t_f, t_b) = it.compute_per_micro_batch_s(eff);
     let mut msgs = Vec::with_capacity(it.ops.len());
     let mut off_ps = Vec::with_capacity(it.ops.len());
+    let mut stretch = Vec::with_capacity(it.ops.len());
     for op in &it.ops {
         match net.on_fabric(op) {
             Some(groups) => {
@@ -130,10 +154,12 @@ fn timeline(nets: &PlaneNets<'_>, it: &workload::iteration::Iteration, eff: f64)
                 }
                 msgs.push(all);
                 off_ps.push(0);
+                stretch.push(nets.detail(op).and_then(|d| d.packet_factor).unwrap_or(1.0));
             }
             None => {
                 msgs.push(Vec::new());
                 off_ps.push(ps(net.ideal.op_time_s(op)));
+                stretch.push(1.0);
             }
         }
     }
@@ -179,6 +205,7 @@ fn timeline(nets: &PlaneNets<'_>, it: &workload::iteration::Iteration, eff: f64)
         acts,
         msgs,
         off_ps,
+        stretch,
         compute_ps: ps(m as f64 * (t_f + t_b)),
         bubble: it.bubble(),
     }
@@ -195,10 +222,10 @@ pub fn joint(
     if let Some(f) = jobs
         .iter()
         .flat_map(|(f, _)| &f.nets)
-        .find(|f| f.pricing != Pricing::Flow)
+        .find(|f| f.pricing == Pricing::Packet)
     {
         return Err(JointError::Unsupported(format!(
-            "the joint schedule runs at flow level; {} was priced by {}",
+            "the joint schedule runs on flows (times hybrid pricing's packet factors); {} was priced by {}",
             f.job.name,
             engine_name(f.pricing)
         )));
@@ -309,7 +336,7 @@ fn run(nets: &[&PlaneNets<'_>], lines: &[Timeline], offsets: &[u64]) -> Result<V
             };
             sim.post(c, n, (j as u64) << 1 | ch).map_err(RunError::Flow)?;
         }
-        Ok(Wait::Msgs(l.msgs[op].len()))
+        Ok(Wait::Msgs(l.msgs[op].len(), sim.now_ps(), l.stretch[op]))
     };
     loop {
         let now = sim.now_ps();
@@ -385,8 +412,16 @@ fn run(nets: &[&PlaneNets<'_>], lines: &[Timeline], offsets: &[u64]) -> Result<V
                 for d in ds {
                     let s = &mut st[(d.tag >> 1) as usize];
                     let w = if d.tag & 1 == 0 { &mut s.main } else { &mut s.side_wait };
-                    if let Wait::Msgs(n) = w {
-                        *w = if *n > 1 { Wait::Msgs(*n - 1) } else { Wait::Free };
+                    if let Wait::Msgs(n, from, x) = *w {
+                        *w = if n > 1 {
+                            Wait::Msgs(n - 1, from, x)
+                        } else if x > 1.0 {
+                            // the packet level's slowdown on the operation's own
+                            // pattern, after its flows
+                            Wait::Until(from + ((d.done_ps - from) as f64 * x).round() as u64)
+                        } else {
+                            Wait::Free
+                        };
                     }
                 }
             }

@@ -144,6 +144,11 @@ impl<'a> FabricNetwork<'a> {
 }
 
 impl<'a> PlaneNets<'a> {
+    /// One fabric's network as a job's (no planes).
+    pub fn single(net: FabricNetwork<'a>) -> Self {
+        PlaneNets { nets: vec![net] }
+    }
+
     /// Place `job` on `servers` of every plane of `built`.
     pub(super) fn on(
         built: &'a Built,

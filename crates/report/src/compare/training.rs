@@ -118,6 +118,29 @@ pub(super) fn training_notes(r: &CompareResults) -> Vec<String> {
             }
         }
     }
+    let mut joint = Vec::new();
+    for v in &t.variants {
+        for j in &v.jobs {
+            if let Some(x) = &j.joint {
+                joint.push(format!(
+                    "{} {}: {} (slowest {}; alone {}, {:+.2}%; beside the others' busiest operation {})",
+                    v.id,
+                    j.job,
+                    secs(x.mean_s),
+                    secs(x.max_s),
+                    secs(x.alone_s),
+                    (x.mean_s / x.alone_s - 1.0) * 100.0,
+                    secs(j.iteration_s)
+                ));
+            }
+        }
+    }
+    if !joint.is_empty() {
+        o.push(format!(
+            "joint schedule (training.schedule = \"joint\": every job's timeline on one clock, flows times each operation's packet factor, the mean of each job's iterations after its first): {}",
+            joint.join("; ")
+        ));
+    }
     if !qps.is_empty() {
         o.push(format!(
             "ECMP and QPs per connection (each job's least even operation alone, flow level; imbalance: the busiest uplink of the leaf sending the most up, over the least any spreading of whole connections could put on one): {}",
