@@ -979,8 +979,8 @@ pub use chakra::{ChakraError, run_chakra};
 #[cfg(test)]
 mod tests;
 
-/// An error and its sources, joined.
-fn chain(e: &dyn std::error::Error) -> String {
+/// An error and its sources, joined: what the user needs to see of why.
+pub(crate) fn chain(e: &dyn std::error::Error) -> String {
     let mut out = e.to_string();
     let mut cur = e.source();
     while let Some(c) = cur {

@@ -363,17 +363,7 @@ pub(super) fn run(
     }))
 }
 
-/// An error and its sources, joined: what the user needs to see of why.
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut out = e.to_string();
-    let mut cur = e.source();
-    while let Some(c) = cur {
-        out.push_str(": ");
-        out.push_str(&c.to_string());
-        cur = c.source();
-    }
-    out
-}
+use crate::train::chain;
 
 fn refused(v: &Variant, why: String) -> TrainingVariant {
     TrainingVariant {

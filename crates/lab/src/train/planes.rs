@@ -505,15 +505,4 @@ mod tests {
         assert!((dual.mean_s / one.mean_s - 1.0).abs() < 0.005, "{one:?} {dual:?}");
         assert!((dual.alone_s / one.alone_s - 1.0).abs() < 0.005, "{one:?} {dual:?}");
     }
-
-    fn chain(e: &dyn std::error::Error) -> String {
-        let mut s = e.to_string();
-        let mut c = e.source();
-        while let Some(x) = c {
-            s.push_str(": ");
-            s.push_str(&x.to_string());
-            c = x.source();
-        }
-        s
-    }
 }
